@@ -1,0 +1,100 @@
+// corral's settings: one struct, one table of fields, loaded from defaults, then a JSON config
+// file, then command-line flags (each later source overrides the earlier).
+//
+// Loading throws ConfigError at start-up, with a message that names the field and the value at
+// fault: `max_memory: expected a size like "512MB", got true`. Nothing else here throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/status.h"
+
+namespace corral::config {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string home;                    // $CORRAL_HOME, else ~/.corral (filled by load())
+  int workers = 0;                     // 0 = one per usable CPU
+  std::string listen = "127.0.0.1:7070";  // TCP control API; "off" disables it
+  uint64_t max_memory_bytes = 0;       // per worker; 0 = no limit
+  double memory_hard_factor = 1.25;    // master kills at max_memory * this
+  double memory_kernel_factor = 1.5;   // kernel backstop at max_memory * this
+  uint64_t heartbeat_interval_ms = 1000;
+  uint64_t heartbeat_timeout_ms = 5000;  // silent this long => hung
+  uint64_t ready_timeout_ms = 10000;     // not ready this long after spawn => failed start
+  uint64_t kill_grace_ms = 3000;         // after SIGABRT (hung) or stop, before SIGKILL
+  uint64_t stop_grace_ms = 10000;        // graceful stop: time workers get to finish
+  uint64_t backoff_initial_ms = 100;
+  double backoff_factor = 2.0;
+  uint64_t backoff_max_ms = 30000;
+  uint64_t stable_after_ms = 30000;      // ready this long => backoff resets
+  int crash_loop_exits = 10;             // more than this many unstable exits ...
+  uint64_t crash_loop_window_ms = 60000; // ... within this window => errored
+  uint64_t errored_retry_ms = 60000;     // an errored slot is retried this often
+  uint64_t log_max_bytes = 10u << 20;    // per log file, before rotation
+  int log_files = 5;                     // rotated files kept
+  std::string log_level = "info";        // trace, debug, info, warn, error
+
+  bool operator==(const Config&) const = default;
+};
+
+// The defaults, with `home` resolved from $CORRAL_HOME or $HOME/.corral.
+Config defaults();
+
+// Applies the fields present in `j` (a JSON object, as in a config file) over `cfg`.
+// Field names are those of Config without the unit suffix: "max_memory": "512MB",
+// "heartbeat_timeout": "5s", "workers": 4, ... Unknown fields and wrong types throw ConfigError.
+// Each field's own range is checked here; on a throw, `cfg` is unchanged. (The field list, its
+// kinds and ranges are in config/fields.cc; "log_max_size" sets log_max_bytes.)
+void apply_json(Config& cfg, const nlohmann::json& j);
+
+// Reads a JSON config file and applies it over `cfg`. Throws ConfigError naming the file.
+void apply_file(Config& cfg, const std::string& path);
+
+// Checks cross-field rules (e.g. heartbeat_timeout > heartbeat_interval), that `listen` is
+// HOST:PORT or "off", and each field's range again (flags may have set the struct directly).
+// Throws ConfigError.
+void validate(const Config& cfg);
+
+// Every field, in config-file form (sizes and durations as strings like "512MB", "5s").
+// `home` is not a file field and is left out, so apply_json(to_json(cfg)) round-trips.
+nlohmann::json to_json(const Config& cfg);
+
+// One line per config-file field, "name (kind, default D): what it does", for --help and docs.
+std::string field_reference();
+
+// "250ms", "10s", "10m", "1h", "2d" -> milliseconds. Plain numbers are rejected.
+Result<uint64_t> parse_duration_ms(const std::string& text);
+// "512", "64KB", "512MB", "2GB" (powers of 1024; "KiB"/"MiB"/"GiB" also accepted) -> bytes.
+Result<uint64_t> parse_bytes(const std::string& text);
+std::string format_duration_ms(uint64_t ms);
+std::string format_bytes(uint64_t bytes);
+
+// "HOST:PORT" -> parts; port 0 allowed (ephemeral). "off" is handled by the caller.
+Result<std::pair<std::string, int>> parse_host_port(const std::string& text);
+
+// The number of CPUs this process may use: the sched affinity mask, further limited by the
+// cgroup v2 cpu.max quota of this process's cgroup when one is set (rounded up, at least 1).
+int usable_cpus();
+
+// The pure parts of usable_cpus(), for tests.
+// The CPU limit in a cgroup v2 cpu.max ("<quota> <period>"), e.g. "150000 100000" -> 1.5;
+// nullopt for "max <period>" (no limit) or anything malformed.
+std::optional<double> parse_cpu_max(std::string_view contents);
+// max(1, min(affinity_count, ceil(each limit in cpu_max_contents))): the contents of cpu.max
+// from this process's cgroup and each of its ancestors, in any order.
+int cpus_from(int affinity_count, const std::vector<std::string>& cpu_max_contents);
+
+}  // namespace corral::config

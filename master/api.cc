@@ -1,0 +1,129 @@
+// The control API: HTTP/1.1 + JSON on the unix socket and the TCP listener. The CLI is a
+// client of exactly these routes, so anything the CLI does, curl can do.
+#include <unistd.h>
+
+#include <functional>
+#include <string_view>
+
+#include "master/daemon_impl.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+using http::Request;
+using http::Responder;
+using http::Response;
+using nlohmann::json;
+
+// The body as a JSON object; an empty body is {}. Fails with a 400 answer otherwise.
+std::optional<json> json_body(const Request& req, const Responder& respond) {
+  if (req.body.empty()) return json::object();
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    respond.send(Response::error(400, "request body must be a JSON object"));
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+json Daemon::worker_json(const Slot& s) const {
+  uint64_t now = monotonic_ms();
+  bool running = has_process(s.state);
+  json j = {{"slot", s.index},
+            {"pid", running ? s.pid : 0},
+            {"state", to_string(s.state)},
+            {"restarts", s.restarts},
+            {"starts", s.starts},
+            {"uptime_s", s.ready_at_ms != 0 && running
+                             ? static_cast<double>(now - s.ready_at_ms) / 1000.0
+                             : 0.0},
+            {"rss_bytes", s.rss_bytes},
+            {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
+            {"loop_lag_ms", s.loop_lag_ms},
+            {"active", s.active},
+            {"reason", s.error},
+            {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
+            {"next_start_in_ms",
+             !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
+  return j;
+}
+
+void Daemon::handle_api(Request&& req, Responder respond) {
+  const std::string& m = req.method;
+  const std::string& path = req.path;
+
+  if (path == "/latency" && m == "GET") {
+    respond.send(Response::json(200, json{{"ok", true}}));
+  } else if (path == "/health" && m == "GET") {
+    respond.send(Response::json(
+        200, {{"status", supervisor_.shutting_down() ? "stopping" : "ok"},
+              {"version", CORRAL_VERSION},
+              {"pid", getpid()},
+              {"uptime_s", uptime_s()},
+              {"home", cfg_.home},
+              {"listen", listen_address()},
+              {"workers_wanted", supervisor_.wanted()},
+              {"workers_ready", supervisor_.ready_count()},
+              {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"}}));
+  } else if (path == "/workers" && m == "GET") {
+    json list = json::array();
+    for (const Slot& s : supervisor_.slots()) list.push_back(worker_json(s));
+    respond.send(Response::json(200, {{"workers", list}}));
+  } else if (path == "/workers/scale" && m == "POST") {
+    auto body = json_body(req, respond);
+    if (!body) return;
+    auto it = body->find("workers");
+    if (it == body->end() || !it->is_number_integer() || *it < 0 || *it > 1024) {
+      respond.send(Response::error(400, "workers: expected an integer from 0 to 1024"));
+      return;
+    }
+    if (supervisor_.shutting_down()) {
+      respond.send(Response::error(409, "the daemon is stopping"));
+      return;
+    }
+    supervisor_.set_wanted(it->get<int>());
+    kick();
+    respond.send(Response::json(200, {{"workers", supervisor_.wanted()}}));
+  } else if (path == "/workers/restart" && m == "POST") {
+    auto body = json_body(req, respond);
+    if (!body) return;
+    std::optional<int> slot;
+    if (auto it = body->find("slot"); it != body->end()) {
+      if (!it->is_number_integer()) {
+        respond.send(Response::error(400, "slot: expected an integer"));
+        return;
+      }
+      slot = it->get<int>();
+    }
+    if (!supervisor_.request_restart(slot)) {
+      respond.send(Response::error(404, "no worker slot " + std::to_string(*slot)));
+      return;
+    }
+    json slots = json::array();
+    for (const Slot& s : supervisor_.slots()) {
+      if (!slot || s.index == *slot) slots.push_back(s.index);
+    }
+    kick();
+    respond.send(Response::json(200, {{"restarting", slots}}));
+  } else if (path == "/workers/reload" && m == "POST") {
+    supervisor_.request_reload();
+    json slots = json::array();
+    for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
+    kick();
+    respond.send(Response::json(200, {{"reloading", slots}}));
+  } else if (path == "/shutdown" && m == "POST") {
+    respond.send(Response::json(200, {{"stopping", true}}));
+    shutdown("API request");
+  } else if (path == "/latency" || path == "/health" || path == "/workers" ||
+             path == "/workers/scale" || path == "/workers/restart" ||
+             path == "/workers/reload" || path == "/shutdown") {
+    respond.send(Response::error(405, "method " + m + " not allowed on " + path));
+  } else {
+    respond.send(Response::error(404, "no route for " + m + " " + path));
+  }
+}
+
+}  // namespace corral::master

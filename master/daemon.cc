@@ -1,0 +1,344 @@
+#include "master/daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include "master/daemon_impl.h"
+#include "shared/exit_codes.h"
+#include "shared/log.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+constexpr uint64_t kTickMs = 100;
+constexpr uint64_t kMemorySampleMs = 250;
+
+std::string own_executable() {
+  char buf[4096];
+  size_t size = sizeof(buf);
+  if (uv_exepath(buf, &size) != 0) return "/proc/self/exe";
+  return std::string(buf, size);
+}
+
+}  // namespace
+
+SupervisorSettings Daemon::settings_from(const config::Config& cfg) {
+  SupervisorSettings s;
+  s.restart.backoff_initial_ms = cfg.backoff_initial_ms;
+  s.restart.backoff_factor = cfg.backoff_factor;
+  s.restart.backoff_max_ms = cfg.backoff_max_ms;
+  s.restart.stable_after_ms = cfg.stable_after_ms;
+  s.restart.crash_loop_exits = cfg.crash_loop_exits;
+  s.restart.crash_loop_window_ms = cfg.crash_loop_window_ms;
+  s.restart.errored_retry_ms = cfg.errored_retry_ms;
+  s.ready_timeout_ms = cfg.ready_timeout_ms;
+  s.heartbeat_timeout_ms = cfg.heartbeat_timeout_ms;
+  s.kill_grace_ms = cfg.kill_grace_ms;
+  s.stop_grace_ms = cfg.stop_grace_ms;
+  s.memory_hard_bytes = static_cast<uint64_t>(static_cast<double>(cfg.max_memory_bytes) *
+                                              cfg.memory_hard_factor);
+  return s;
+}
+
+Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
+    : loop_(loop),
+      cfg_(std::move(cfg)),
+      config_file_(std::move(config_file)),
+      executable_(own_executable()),
+      rng_(std::random_device{}()),
+      supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
+                  [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }) {}
+
+Daemon::~Daemon() = default;
+
+Status Daemon::start() {
+  started_ms_ = monotonic_ms();
+  api_ = std::make_unique<http::Server>(
+      loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
+  if (Status s = api_->listen_unix(cfg_.home + "/corral.sock", 0600); !s) return s;
+  if (cfg_.listen != "off") {
+    auto hp = config::parse_host_port(cfg_.listen);
+    if (!hp) return hp.status();
+    if (Status s = api_->listen_tcp(hp->first, hp->second); !s) {
+      return Status(s.code(), "cannot listen on " + cfg_.listen + ": " + s.message());
+    }
+  }
+
+  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+    auto h = std::make_unique<uv::Handle<uv_signal_t>>();
+    uv_signal_init(loop_, h->get());
+    h->set_live(this);
+    uv_signal_start(
+        h->get(),
+        [](uv_signal_t* sig, int n) {
+          auto* self = uv::owner_of<Daemon>(sig);
+          if (self == nullptr) return;
+          if (n == SIGHUP) {
+            self->reload_config();
+          } else {
+            self->shutdown(signal_name(n));
+          }
+        },
+        signum);
+    signals_.push_back(std::move(h));
+  }
+
+  tick_ = std::make_unique<uv::Timer>(loop_);
+  tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
+  kick_ = std::make_unique<uv::Timer>(loop_);
+  spdlog::info("corral daemon {} started: pid {}, home {}, api {}, {} workers, max_memory {}",
+               CORRAL_VERSION, getpid(), cfg_.home, listen_address(), supervisor_.wanted(),
+               cfg_.max_memory_bytes ? config::format_bytes(cfg_.max_memory_bytes) : "none");
+  reconcile();
+  return Status::ok();
+}
+
+std::string Daemon::listen_address() const {
+  if (cfg_.listen == "off" || !api_) return "off";
+  auto hp = config::parse_host_port(cfg_.listen);
+  if (!hp) return cfg_.listen;
+  return hp->first + ":" + std::to_string(api_->tcp_port());
+}
+
+double Daemon::uptime_s() const {
+  return static_cast<double>(monotonic_ms() - started_ms_) / 1000.0;
+}
+
+void Daemon::kick() {
+  if (kick_pending_ || !kick_) return;
+  kick_pending_ = true;
+  kick_->start(0, 0, [this] {
+    kick_pending_ = false;
+    reconcile();
+  });
+}
+
+void Daemon::on_tick() {
+  uint64_t now = monotonic_ms();
+  if (now - last_memory_sample_ms_ >= kMemorySampleMs) {
+    last_memory_sample_ms_ = now;
+    sample_memory();
+  }
+  reconcile();
+}
+
+void Daemon::sample_memory() {
+  for (const auto& [slot, w] : workers_) {
+    if (!w->exited()) supervisor_.on_rss_sample(slot, rss_bytes(w->pid()));
+  }
+}
+
+void Daemon::reconcile() {
+  if (finished_) return;
+  for (const Action& a : supervisor_.reconcile(monotonic_ms())) execute(a);
+  if (supervisor_.finished()) finish();
+}
+
+void Daemon::execute(const Action& a) {
+  switch (a.kind) {
+    case Action::Kind::kSpawn:
+      spawn(a.slot);
+      return;
+    case Action::Kind::kSignal:
+      if (auto it = workers_.find(a.slot); it != workers_.end()) {
+        spdlog::warn("slot {}: sending {} to pid {}", a.slot, signal_name(a.signum),
+                     it->second->pid());
+        it->second->signal(a.signum);
+      }
+      return;
+    case Action::Kind::kSendStop:
+      if (auto it = workers_.find(a.slot); it != workers_.end()) {
+        Status s = it->second->send(ipc::MessageType::kStop, {{"grace_ms", a.grace_ms}});
+        // A worker that cannot be told is killed instead; it gets no grace.
+        if (!s) it->second->signal(SIGKILL);
+      }
+      return;
+  }
+}
+
+void Daemon::spawn(int slot) {
+  const Slot* s = supervisor_.slot(slot);
+  uint64_t generation = s->generation;
+  SpawnSpec spec{executable_, {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
+  WorkerProcess::Callbacks cb;
+  cb.on_frame = [this, slot, generation](ipc::Frame&& f) {
+    on_frame(slot, generation, std::move(f));
+  };
+  cb.on_protocol_error = [this, slot, generation](const Status& st) {
+    if (generations_[slot] != generation) return;
+    spdlog::error("slot {}: protocol error from worker: {}", slot, st.message());
+    supervisor_.on_protocol_error(slot, st.message());
+    kick();
+  };
+  cb.on_exit = [this, slot, generation](int64_t code, int signum) {
+    on_worker_exit(slot, generation, code, signum);
+  };
+  auto w = WorkerProcess::spawn(loop_, spec, std::move(cb));
+  if (!w) {
+    spdlog::error("slot {}: {}", slot, w.status().message());
+    supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
+    kick();
+    return;
+  }
+  spdlog::info("slot {}: started worker pid {} (start #{})", slot, (*w)->pid(), s->starts);
+  supervisor_.on_spawned(slot, (*w)->pid(), monotonic_ms());
+  workers_[slot] = std::move(*w);
+  generations_[slot] = generation;
+}
+
+void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int signum) {
+  if (generations_[slot] != generation) return;
+  pid_t pid = workers_[slot]->pid();
+  supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(),
+                      unix_ms_now());
+  const Slot* s = supervisor_.slot(slot);
+  spdlog::log(s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info
+                                                           : spdlog::level::warn,
+              "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
+  workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
+  generations_.erase(slot);
+  kick();
+}
+
+nlohmann::json Daemon::welcome_payload(int slot) const {
+  uint64_t kernel = static_cast<uint64_t>(static_cast<double>(cfg_.max_memory_bytes) *
+                                          cfg_.memory_kernel_factor);
+  return {{"protocol", ipc::kProtocolVersion},   {"slot", slot},
+          {"heartbeat_ms", cfg_.heartbeat_interval_ms},
+          {"max_memory_bytes", cfg_.max_memory_bytes},
+          {"kernel_memory_bytes", kernel},       {"log_max_bytes", cfg_.log_max_bytes},
+          {"log_files", cfg_.log_files},         {"log_level", cfg_.log_level}};
+}
+
+void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
+  if (generations_[slot] != generation) return;
+  WorkerProcess* w = workers_[slot].get();
+  uint64_t now = monotonic_ms();
+  const nlohmann::json& p = f.payload;
+  switch (f.type) {
+    case ipc::MessageType::kHello:
+      if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
+        supervisor_.on_protocol_error(
+            slot, "worker speaks protocol " + p.value("protocol", nlohmann::json()).dump() +
+                      ", master speaks " + std::to_string(ipc::kProtocolVersion));
+        kick();
+        return;
+      }
+      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot));
+      return;
+    case ipc::MessageType::kReady:
+      spdlog::info("slot {}: worker pid {} ready", slot, w->pid());
+      supervisor_.on_ready(slot, now);
+      kick();
+      return;
+    case ipc::MessageType::kHeartbeat:
+      supervisor_.on_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}),
+                               p.value("loop_lag_ms", 0.0), p.value("active", uint64_t{0}));
+      return;
+    case ipc::MessageType::kLeaving:
+      spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());
+      supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft"
+                                       ? ExitReason::kMemorySoft
+                                       : ExitReason::kCrash);
+      kick();
+      return;
+    case ipc::MessageType::kWelcome:
+    case ipc::MessageType::kStop:
+      // The decoder rejects master-only types before they get here.
+      std::abort();
+  }
+}
+
+void Daemon::shutdown(const std::string& why) {
+  shutdown_requests_ += 1;
+  if (shutdown_requests_ == 1) {
+    spdlog::info("shutting down ({}): stopping {} workers, grace {}", why,
+                 supervisor_.slots().size(), config::format_duration_ms(cfg_.stop_grace_ms));
+    supervisor_.begin_shutdown();
+  } else {
+    spdlog::warn("second shutdown request ({}): killing workers now", why);
+    for (auto& [slot, w] : workers_) w->signal(SIGKILL);
+  }
+  kick();
+}
+
+void Daemon::reload_config() {
+  if (config_file_.empty()) {
+    spdlog::info("SIGHUP: no config file was given; nothing to reload");
+    return;
+  }
+  config::Config next = cfg_;
+  try {
+    config::apply_file(next, config_file_);
+    config::validate(next);
+  } catch (const config::ConfigError& e) {
+    spdlog::error("SIGHUP: config not reloaded: {}", e.what());
+    return;
+  }
+  if (next.listen != cfg_.listen) {
+    spdlog::warn("SIGHUP: listen changed to {}; it takes effect at the next start", next.listen);
+    next.listen = cfg_.listen;
+  }
+  cfg_ = next;
+  supervisor_.update_settings(settings_from(cfg_));
+  supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
+  spdlog::info("SIGHUP: config reloaded from {} ({} workers wanted)", config_file_,
+               supervisor_.wanted());
+  kick();
+}
+
+void Daemon::finish() {
+  if (finished_) return;
+  finished_ = true;
+  spdlog::info("all workers stopped; daemon exits");
+  workers_.clear();
+  if (api_) api_->close();
+  tick_.reset();
+  kick_.reset();
+  signals_.clear();
+}
+
+int run_daemon(const config::Config& cfg, const std::string& config_file) {
+  std::signal(SIGPIPE, SIG_IGN);  // a write to a just-killed worker must not kill the master
+  if (Status s = make_dirs(cfg.home); !s) {
+    std::fprintf(stderr, "corral: cannot use home %s: %s\n", cfg.home.c_str(),
+                 s.message().c_str());
+    return 1;
+  }
+  auto pid_file = PidFile::acquire(cfg.home + "/corral.pid");
+  if (!pid_file) {
+    std::fprintf(stderr, "corral: %s\n", pid_file.status().message().c_str());
+    return 1;
+  }
+  LogOptions log{cfg.home + "/logs", "master", cfg.log_max_bytes, cfg.log_files, cfg.log_level,
+                 isatty(2) != 0};
+  if (Status s = open_log(log); !s) {
+    std::fprintf(stderr, "corral: %s\n", s.message().c_str());
+    return 1;
+  }
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int rc = 0;
+  {
+    Daemon daemon(&loop, cfg, config_file);
+    if (Status s = daemon.start(); !s) {
+      spdlog::error("start-up failed: {}", s.message());
+      std::fprintf(stderr, "corral: %s\n", s.message().c_str());
+      daemon.finish();
+      rc = 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);  // let close callbacks free every handle
+  if (uv_loop_close(&loop) != 0) spdlog::warn("loop closed with handles still open");
+  spdlog::default_logger()->flush();
+  return rc;
+}
+
+int run_daemon(const config::Config& cfg) { return run_daemon(cfg, ""); }
+
+}  // namespace corral::master

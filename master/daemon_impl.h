@@ -1,0 +1,76 @@
+// The master process's state: one libuv loop, the supervisor, the worker processes, the
+// control API. daemon.cc runs the lifecycle and the workers; api.cc serves the control API.
+// Loop thread only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "master/pid_file.h"
+#include "master/supervisor.h"
+#include "master/worker_process.h"
+#include "shared/http/server.h"
+#include "shared/uv/timer.h"
+
+namespace corral::master {
+
+class Daemon {
+ public:
+  Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file);
+  ~Daemon();
+
+  // Binds the API, spawns workers. Fails with a message for the user (port in use, ...).
+  Status start();
+  // Graceful stop: stop taking work, ask workers to stop, SIGKILL after the grace period,
+  // then close every handle so the loop ends. A second call escalates to SIGKILL at once.
+  void shutdown(const std::string& why);
+  // Re-reads the config file (SIGHUP) and applies what can change while running.
+  void reload_config();
+  // Closes every handle at once (after all workers are gone, or when start() failed).
+  void finish();
+
+  // --- for the control API ---
+  Supervisor& supervisor() { return supervisor_; }
+  const config::Config& config() const { return cfg_; }
+  std::string listen_address() const;
+  double uptime_s() const;
+  void kick();  // run reconcile soon (after a fact or request was recorded)
+  nlohmann::json worker_json(const Slot& s) const;
+
+ private:
+  void on_tick();
+  void reconcile();
+  void execute(const Action& a);
+  void spawn(int slot);
+  void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
+  void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
+  void sample_memory();
+  nlohmann::json welcome_payload(int slot) const;
+  void handle_api(http::Request&& req, http::Responder respond);
+  static SupervisorSettings settings_from(const config::Config& cfg);
+
+  uv_loop_t* loop_;
+  config::Config cfg_;
+  std::string config_file_;
+  std::string executable_;
+  std::mt19937_64 rng_;
+  Supervisor supervisor_;
+  std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot
+  std::map<int, uint64_t> generations_;                    // generation of workers_[slot]
+  std::unique_ptr<http::Server> api_;
+  std::unique_ptr<uv::Timer> tick_;
+  std::unique_ptr<uv::Timer> kick_;
+  std::vector<std::unique_ptr<uv::Handle<uv_signal_t>>> signals_;
+  uint64_t started_ms_ = 0;
+  uint64_t last_memory_sample_ms_ = 0;
+  bool kick_pending_ = false;
+  bool finished_ = false;
+  int shutdown_requests_ = 0;
+};
+
+}  // namespace corral::master

@@ -1,0 +1,65 @@
+#include "master/exit_reason.h"
+
+#include "shared/exit_codes.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+
+std::string_view to_string(ExitReason r) {
+  switch (r) {
+#define CORRAL_EXIT_CASE(name, text) \
+  case ExitReason::name:             \
+    return text;
+    CORRAL_EXIT_REASONS(CORRAL_EXIT_CASE)
+#undef CORRAL_EXIT_CASE
+  }
+  return "unknown";
+}
+
+nlohmann::json to_json(const ExitInfo& e) {
+  nlohmann::json j = {{"reason", to_string(e.reason)},
+                      {"code", e.code},
+                      {"signal", e.signal},
+                      {"signal_name", e.signal != 0 ? signal_name(e.signal) : ""},
+                      {"at", iso8601_utc(e.at_unix_ms)}};
+  if (!e.detail.empty()) j["detail"] = e.detail;
+  return j;
+}
+
+std::string describe(const ExitInfo& e) {
+  std::string s(to_string(e.reason));
+  if (e.signal != 0) {
+    s += " (" + signal_name(e.signal) + ")";
+  } else {
+    s += " (exit " + std::to_string(e.code) + ")";
+  }
+  if (!e.detail.empty()) s += ": " + e.detail;
+  return s;
+}
+
+ExitInfo classify_exit(int64_t code, int signal, std::optional<ExitReason> kill_reason,
+                       std::optional<ExitReason> left_reason, bool kernel_oom_kill,
+                       int64_t at_unix_ms) {
+  ExitInfo e;
+  e.code = code;
+  e.signal = signal;
+  e.at_unix_ms = at_unix_ms;
+  if (kill_reason) {
+    e.reason = *kill_reason;
+  } else if (left_reason) {
+    e.reason = *left_reason;
+  } else if (kernel_oom_kill || (signal == 0 && code == kExitOutOfMemory)) {
+    e.reason = ExitReason::kOomKernel;
+  } else if (signal == 0 && code == kExitMemorySoft) {
+    e.reason = ExitReason::kMemorySoft;
+  } else if (signal == 0 && code == kExitInitFailed) {
+    e.reason = ExitReason::kInitFailed;
+  } else if (signal != 0) {
+    e.reason = ExitReason::kSignal;
+  } else {
+    e.reason = ExitReason::kCrash;  // includes an unrequested exit 0
+  }
+  return e;
+}
+
+}  // namespace corral::master

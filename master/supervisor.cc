@@ -1,0 +1,278 @@
+#include "master/supervisor.h"
+
+#include <csignal>
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+namespace corral::master {
+
+Supervisor::Supervisor(SupervisorSettings settings, int wanted, std::function<double()> random)
+    : settings_(settings), wanted_(wanted), random_(std::move(random)) {}
+
+Slot* Supervisor::find(int index) {
+  if (index < 0 || index >= static_cast<int>(slots_.size())) return nullptr;
+  return &slots_[static_cast<size_t>(index)];
+}
+
+const Slot* Supervisor::slot(int index) const {
+  return const_cast<Supervisor*>(this)->find(index);
+}
+
+int Supervisor::ready_count() const {
+  int n = 0;
+  for (const auto& s : slots_) n += s.state == SlotState::kReady ? 1 : 0;
+  return n;
+}
+
+bool Supervisor::finished() const {
+  if (!shutting_down_) return false;
+  for (const auto& s : slots_) {
+    if (has_process(s.state)) return false;
+  }
+  return true;
+}
+
+void Supervisor::move(Slot& s, SlotState to) {
+  if (s.state == to) return;
+  if (!can_transition(s.state, to)) {
+    spdlog::critical("slot {}: illegal transition {} -> {}", s.index, to_string(s.state),
+                     to_string(to));
+    std::abort();
+  }
+  s.state = to;
+}
+
+// --- facts ---
+
+void Supervisor::on_spawned(int index, pid_t pid, uint64_t now_ms) {
+  Slot* s = find(index);
+  if (s == nullptr || s->state != SlotState::kStarting) return;
+  s->pid = pid;
+  s->started_at_ms = now_ms;
+  s->last_heartbeat_ms = now_ms;
+}
+
+void Supervisor::on_spawn_failed(int index, const std::string& error, uint64_t now_ms,
+                                 int64_t unix_ms) {
+  Slot* s = find(index);
+  if (s == nullptr || s->state != SlotState::kStarting) return;
+  ExitInfo e;
+  e.reason = ExitReason::kSpawnFailed;
+  e.at_unix_ms = unix_ms;
+  e.detail = error;
+  s->last_exit = e;
+  s->pid = 0;
+  s->exited_at_ms = now_ms;
+  s->ready_for_ms = 0;
+  move(*s, SlotState::kExited);
+}
+
+void Supervisor::on_ready(int index, uint64_t now_ms) {
+  Slot* s = find(index);
+  if (s == nullptr || s->state != SlotState::kStarting) return;
+  move(*s, SlotState::kReady);
+  s->ready_at_ms = now_ms;
+  s->last_heartbeat_ms = now_ms;
+  s->error.clear();
+}
+
+void Supervisor::on_heartbeat(int index, uint64_t now_ms, uint64_t rss, double loop_lag_ms,
+                              uint64_t active) {
+  Slot* s = find(index);
+  if (s == nullptr || !has_process(s->state)) return;
+  s->last_heartbeat_ms = now_ms;
+  s->rss_bytes = rss;
+  s->loop_lag_ms = loop_lag_ms;
+  s->active = active;
+}
+
+void Supervisor::on_rss_sample(int index, uint64_t rss) {
+  Slot* s = find(index);
+  if (s != nullptr && has_process(s->state) && rss > 0) s->rss_bytes = rss;
+}
+
+void Supervisor::on_leaving(int index, ExitReason reason) {
+  Slot* s = find(index);
+  if (s == nullptr || !has_process(s->state)) return;
+  s->left_reason = reason;
+  if (s->state == SlotState::kStarting || s->state == SlotState::kReady) {
+    move(*s, SlotState::kDraining);
+  }
+}
+
+void Supervisor::on_protocol_error(int index, const std::string& error) {
+  Slot* s = find(index);
+  if (s == nullptr || !has_process(s->state) || !s->protocol_error.empty()) return;
+  s->protocol_error = error;
+}
+
+void Supervisor::on_exit(int index, int64_t code, int signal, bool kernel_oom_kill,
+                         uint64_t now_ms, int64_t unix_ms) {
+  Slot* s = find(index);
+  if (s == nullptr || !has_process(s->state)) return;
+  ExitInfo e = classify_exit(code, signal, s->kill_reason, s->left_reason, kernel_oom_kill,
+                             unix_ms);
+  if (e.reason == ExitReason::kProtocolError) e.detail = s->protocol_error;
+  s->last_exit = e;
+  s->exited_at_ms = now_ms;
+  s->ready_for_ms = s->ready_at_ms != 0 ? now_ms - s->ready_at_ms : 0;
+  s->pid = 0;
+  s->rss_bytes = 0;
+  s->active = 0;
+  move(*s, SlotState::kExited);
+}
+
+// --- requests ---
+
+void Supervisor::set_wanted(int n) { wanted_ = n < 0 ? 0 : n; }
+
+bool Supervisor::request_restart(std::optional<int> index) {
+  if (index) {
+    Slot* s = find(*index);
+    if (s == nullptr || s->index >= wanted_) return false;
+    s->restart_requested = true;
+    return true;
+  }
+  for (auto& s : slots_) s.restart_requested = true;
+  return true;
+}
+
+void Supervisor::request_reload() {
+  reload_queue_.clear();
+  for (const auto& s : slots_) {
+    if (s.index < wanted_) reload_queue_.push_back({s.index, 0});
+  }
+}
+
+void Supervisor::begin_shutdown() { shutting_down_ = true; }
+
+// --- decision ---
+
+void Supervisor::kill(Slot& s, ExitReason why, int signum, uint64_t now_ms,
+                      std::vector<Action>& out) {
+  s.kill_reason = why;
+  s.kill_deadline_ms = now_ms + settings_.kill_grace_ms;
+  s.sigkill_sent = signum == SIGKILL;
+  move(s, SlotState::kStopping);
+  out.push_back({Action::Kind::kSignal, s.index, signum, 0});
+}
+
+void Supervisor::stop(Slot& s, uint64_t now_ms, std::vector<Action>& out) {
+  s.kill_reason = ExitReason::kStopped;
+  s.kill_deadline_ms = now_ms + settings_.stop_grace_ms;
+  move(s, SlotState::kStopping);
+  out.push_back({Action::Kind::kSendStop, s.index, 0, settings_.stop_grace_ms});
+}
+
+void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>& out) {
+  if (s.kill_reason) {
+    if (!s.sigkill_sent && now_ms >= s.kill_deadline_ms) {
+      s.sigkill_sent = true;
+      out.push_back({Action::Kind::kSignal, s.index, SIGKILL, 0});
+    }
+    return;
+  }
+  if (shutting_down_ || s.index >= wanted_ || s.restart_requested) {
+    stop(s, now_ms, out);
+    return;
+  }
+  if (!s.protocol_error.empty()) {
+    kill(s, ExitReason::kProtocolError, SIGKILL, now_ms, out);
+  } else if (settings_.memory_hard_bytes != 0 && s.rss_bytes > settings_.memory_hard_bytes) {
+    kill(s, ExitReason::kMemoryHard, SIGKILL, now_ms, out);
+  } else if (s.state == SlotState::kStarting &&
+             now_ms - s.started_at_ms > settings_.ready_timeout_ms) {
+    kill(s, ExitReason::kNotReady, SIGKILL, now_ms, out);
+  } else if (s.state != SlotState::kStarting &&
+             now_ms - s.last_heartbeat_ms > settings_.heartbeat_timeout_ms) {
+    // SIGABRT first, so a hung worker leaves a core or a stack trace behind.
+    kill(s, ExitReason::kHung, SIGABRT, now_ms, out);
+  }
+}
+
+void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& out) {
+  if (shutting_down_ || s.index >= wanted_) return;
+  if (s.state == SlotState::kExited) {
+    RestartDecision d = decide_restart(settings_.restart, s.history, *s.last_exit,
+                                       s.exited_at_ms, s.ready_for_ms, random_());
+    if (s.restart_requested) d.delay_ms = 0;
+    s.next_start_at_ms = s.exited_at_ms + d.delay_ms;
+    if (d.errored) {
+      s.error = d.why;
+      move(s, SlotState::kErrored);
+      spdlog::error("slot {}: errored: {}", s.index, s.error);
+    } else {
+      move(s, SlotState::kBackoff);
+    }
+  }
+  if (s.restart_requested) s.next_start_at_ms = now_ms;  // a user asked: no more waiting
+  if (now_ms < s.next_start_at_ms) return;
+  move(s, SlotState::kStarting);
+  s.generation += 1;
+  s.starts += 1;
+  s.restarts = s.starts - 1;
+  s.pid = 0;
+  s.started_at_ms = now_ms;
+  s.ready_at_ms = 0;
+  s.last_heartbeat_ms = now_ms;
+  s.rss_bytes = 0;
+  s.loop_lag_ms = 0;
+  s.active = 0;
+  s.kill_reason.reset();
+  s.kill_deadline_ms = 0;
+  s.sigkill_sent = false;
+  s.left_reason.reset();
+  s.protocol_error.clear();
+  s.restart_requested = false;
+  out.push_back({Action::Kind::kSpawn, s.index, 0, 0});
+}
+
+void Supervisor::advance_reload(uint64_t now_ms, std::vector<Action>& out) {
+  while (!reload_queue_.empty()) {
+    ReloadStep& step = reload_queue_.front();
+    Slot* s = find(step.slot);
+    if (s == nullptr || s->index >= wanted_) {
+      reload_queue_.pop_front();
+      continue;
+    }
+    if (step.from_generation != 0) {
+      if (s->state == SlotState::kErrored) {
+        spdlog::error("reload: slot {} errored while being replaced; reload abandoned", s->index);
+        reload_queue_.clear();
+        return;
+      }
+      if (s->generation <= step.from_generation || s->state != SlotState::kReady) return;
+      reload_queue_.pop_front();
+      continue;
+    }
+    if (ready_count() < wanted_) return;  // replace the next one only when all are serving
+    step.from_generation = s->generation;
+    s->restart_requested = true;
+    stop(*s, now_ms, out);
+    return;
+  }
+}
+
+std::vector<Action> Supervisor::reconcile(uint64_t now_ms) {
+  std::vector<Action> out;
+  while (!shutting_down_ && static_cast<int>(slots_.size()) < wanted_) {
+    Slot s;
+    s.index = static_cast<int>(slots_.size());
+    slots_.push_back(s);
+  }
+  for (auto& s : slots_) {
+    if (has_process(s.state)) {
+      reconcile_running(s, now_ms, out);
+    } else {
+      reconcile_idle(s, now_ms, out);
+    }
+  }
+  if (!shutting_down_) advance_reload(now_ms, out);
+  while (!slots_.empty() && slots_.back().index >= wanted_ && !has_process(slots_.back().state)) {
+    slots_.pop_back();
+  }
+  return out;
+}
+
+}  // namespace corral::master

@@ -1,0 +1,118 @@
+#include "master/worker_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+namespace corral::master {
+
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop,
+                                                            const SpawnSpec& spec, Callbacks cb) {
+  std::unique_ptr<WorkerProcess> w(new WorkerProcess());
+  w->cb_ = std::move(cb);
+  w->pipe_ = uv::Stream::pipe(loop, false);
+
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(spec.executable.c_str()));
+  for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // fd 0: nothing; fds 1 and 2: the master's own (the daemon's output file); fd 3: IPC.
+  uv_stdio_container_t stdio[4];
+  stdio[0].flags = UV_IGNORE;
+  stdio[1].flags = UV_INHERIT_FD;
+  stdio[1].data.fd = 1;
+  stdio[2].flags = UV_INHERIT_FD;
+  stdio[2].data.fd = 2;
+  stdio[3].flags =
+      static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE);
+  stdio[3].data.stream = w->pipe_->raw();
+
+  uv_process_options_t opts{};
+  opts.file = spec.executable.c_str();
+  opts.args = argv.data();
+  opts.exit_cb = &WorkerProcess::on_process_exit;
+  opts.stdio_count = 4;
+  opts.stdio = stdio;
+
+  int rc = uv_spawn(loop, w->process_.get(), &opts);
+  if (rc != 0) {
+    // uv_spawn initialises the handle even when it fails; it must still be closed.
+    w->process_.set_live(nullptr);
+    return io_error(std::string("uv_spawn(\"") + spec.executable + "\") failed: " +
+                    uv_strerror(rc));
+  }
+  w->process_.set_live(w.get());
+  w->pid_ = w->process_.get()->pid;
+
+  WorkerProcess* self = w.get();
+  Status s = w->pipe_->start_read([self](std::string_view bytes) { self->on_bytes(bytes); },
+                                  [self](int status) {
+                                    if (status != UV_EOF) {
+                                      self->report_protocol_error(io_error(
+                                          std::string("IPC pipe read failed: ") +
+                                          uv_strerror(status)));
+                                    }
+                                  });
+  if (!s) return s;
+  return w;
+}
+
+WorkerProcess::~WorkerProcess() {
+  close_pipe();
+  process_.close();
+}
+
+void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal) {
+  auto* self = uv::owner_of<WorkerProcess>(p);
+  if (self == nullptr) return;
+  self->exited_ = true;
+  auto cb = self->cb_.on_exit;
+  cb(exit_status, term_signal);  // may destroy self
+}
+
+void WorkerProcess::on_bytes(std::string_view bytes) {
+  if (protocol_broken_) return;
+  frames_.clear();
+  Status s = decoder_.feed(bytes, frames_);
+  // Frames that arrived before an error are still delivered.
+  for (auto& f : frames_) {
+    cb_.on_frame(std::move(f));
+    if (protocol_broken_) return;
+  }
+  if (!s) report_protocol_error(s);
+}
+
+void WorkerProcess::report_protocol_error(const Status& s) {
+  if (protocol_broken_) return;
+  protocol_broken_ = true;
+  if (pipe_) pipe_->stop_read();
+  auto cb = cb_.on_protocol_error;
+  cb(s);
+}
+
+Status WorkerProcess::send(ipc::MessageType type, const nlohmann::json& payload) {
+  if (!pipe_ || !pipe_->is_open()) return Status(Code::kUnavailable, "IPC pipe is closed");
+  if (pipe_->queued_bytes() > kMaxQueuedBytes) {
+    return Status(Code::kResourceExhausted, "worker is not reading its IPC pipe (" +
+                                                std::to_string(pipe_->queued_bytes()) +
+                                                " bytes queued)");
+  }
+  auto frame = ipc::encode(type, payload);
+  if (!frame) return frame.status();
+  return pipe_->write(std::move(*frame));
+}
+
+void WorkerProcess::signal(int signum) {
+  if (exited_ || !process_.live()) return;
+  int rc = uv_process_kill(process_.get(), signum);
+  if (rc != 0 && rc != UV_ESRCH) {
+    spdlog::warn("uv_process_kill(pid {}, {}) failed: {}", pid_, signum, uv_strerror(rc));
+  }
+}
+
+void WorkerProcess::close_pipe() {
+  if (pipe_) pipe_->close();
+}
+
+}  // namespace corral::master

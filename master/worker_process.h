@@ -1,0 +1,70 @@
+// One running worker process as the master sees it: the libuv process handle and the IPC pipe
+// on the worker's fd 3, with frame decoding and bounded outgoing buffering.
+//
+// Owned by the daemon, one per slot generation. Destroying it closes the pipe (the worker then
+// exits on EOF) but does not kill the process; the exit callback is not delivered after the
+// object is gone. Loop thread only; spawn only from the loop thread, because PR_SET_PDEATHSIG
+// in the child fires when the *thread* that spawned it exits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shared/ipc/codec.h"
+#include "shared/status.h"
+#include "shared/uv/handle.h"
+#include "shared/uv/stream.h"
+
+namespace corral::master {
+
+struct SpawnSpec {
+  std::string executable;          // the corral binary itself
+  std::vector<std::string> args;   // after argv[0]
+};
+
+class WorkerProcess {
+ public:
+  // on_frame and on_protocol_error must not destroy the WorkerProcess; on_exit may.
+  struct Callbacks {
+    std::function<void(ipc::Frame&&)> on_frame;
+    // The worker broke the IPC contract (bad frame, pipe error). Reported once.
+    std::function<void(const Status&)> on_protocol_error;
+    std::function<void(int64_t exit_status, int term_signal)> on_exit;
+  };
+
+  // The most bytes queued towards one worker before send() refuses (backpressure: libuv's
+  // write queue is unbounded, and a worker that stops reading must not grow the master).
+  static constexpr size_t kMaxQueuedBytes = 64u << 20;
+
+  static Result<std::unique_ptr<WorkerProcess>> spawn(uv_loop_t* loop, const SpawnSpec& spec,
+                                                       Callbacks cb);
+  ~WorkerProcess();
+
+  pid_t pid() const { return pid_; }
+  bool exited() const { return exited_; }
+  Status send(ipc::MessageType type, const nlohmann::json& payload);
+  // Sends `signum` to the process if it has not exited yet.
+  void signal(int signum);
+  void close_pipe();
+
+ private:
+  WorkerProcess() : decoder_(ipc::Sender::kMaster) {}
+  static void on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal);
+  void on_bytes(std::string_view bytes);
+  void report_protocol_error(const Status& s);
+
+  uv::Handle<uv_process_t> process_;
+  std::unique_ptr<uv::Stream> pipe_;
+  ipc::Decoder decoder_;
+  std::vector<ipc::Frame> frames_;
+  Callbacks cb_;
+  pid_t pid_ = 0;
+  bool exited_ = false;
+  bool protocol_broken_ = false;
+};
+
+}  // namespace corral::master

@@ -1,0 +1,83 @@
+// The master <-> worker IPC contract. Everything both sides must agree on is in this file.
+//
+// Transport: the master spawns each worker with one end of a unix stream socket on fd 3.
+//
+// Framing: every message is one frame:
+//
+//     +----------------------+---------+-------------------------------+
+//     | length: u32, big-end | type:u8 | payload: UTF-8 JSON object    |
+//     +----------------------+---------+-------------------------------+
+//
+//   `length` counts the type byte and the payload (so it is at least 1) and is at most
+//   kMaxFrameBytes. An empty payload means {}. A frame whose length is 0 or too large, whose
+//   type is not in the table below, whose payload is not a JSON object, or whose type the
+//   receiver may not receive, is a protocol error: the stream cannot be trusted after it.
+//   The master kills and replaces a worker that commits one (exit reason `protocol_error`);
+//   a worker that receives one exits with kExitProtocol. Neither side ever crashes on one.
+//
+// Handshake: the worker's first frame is `hello` carrying kProtocolVersion; the master answers
+//   `welcome` (the worker's settings) or, on a version mismatch, closes the pipe. The worker
+//   is *ready* only once it sends `ready`; the master sends it work only after that.
+//
+// Requests and replies: a frame that expects an answer carries "id" (u64, unique per pipe and
+//   direction); the answer carries "re" with the same id. hello/welcome is the only pair today.
+//
+// Liveness: the worker sends `heartbeat` every heartbeat interval from the same loop that does
+//   its work, so a blocked loop shows as silence. Traffic is per state transition, never per
+//   poll of a scenario.
+//
+// End: the master closes the pipe or sends `stop`; a worker exits on `stop` (after finishing
+//   or handing back its work) and at once on EOF of fd 3. A worker leaving on its own (soft
+//   memory limit) sends `leaving` with the reason first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace corral::ipc {
+
+constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kMaxFrameBytes = 8u << 20;  // type byte + payload
+constexpr size_t kHeaderBytes = 5;             // length + type
+
+enum class Sender : uint8_t { kMaster, kWorker };
+
+// The closed table of message types: X(name, wire value, who sends it, wire name).
+// Both sides switch over MessageType without a default, so a type one side does not handle
+// fails the build (-Werror=switch).
+#define CORRAL_IPC_MESSAGES(X)                            \
+  X(kHello, 1, ::corral::ipc::Sender::kWorker, "hello")   \
+  X(kWelcome, 2, ::corral::ipc::Sender::kMaster, "welcome") \
+  X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")   \
+  X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat") \
+  X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")     \
+  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving")
+
+enum class MessageType : uint8_t {
+#define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
+  CORRAL_IPC_MESSAGES(CORRAL_IPC_ENUM)
+#undef CORRAL_IPC_ENUM
+};
+
+struct MessageInfo {
+  MessageType type;
+  Sender sender;
+  std::string_view name;
+};
+
+// The table entry for a wire type byte, or nullptr when the byte names no message.
+const MessageInfo* find_message(uint8_t wire_type);
+const MessageInfo& message_info(MessageType type);
+
+// Payload fields, by message (all optional unless noted):
+//   hello     {"protocol": u32 (required), "pid": int, "slot": int}
+//   welcome   {"protocol": u32, "slot": int, "heartbeat_ms": u64, "max_memory_bytes": u64,
+//              "kernel_memory_bytes": u64, "log_max_bytes": u64, "log_files": int,
+//              "log_level": str}
+//   ready     {}
+//   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64}
+//   stop      {"grace_ms": u64}
+//   leaving   {"reason": "memory_soft", "rss_bytes": u64}
+
+}  // namespace corral::ipc

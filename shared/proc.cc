@@ -1,0 +1,55 @@
+#include "shared/proc.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+namespace corral {
+
+uint64_t rss_bytes(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/statm", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  static const long page = sysconf(_SC_PAGESIZE);
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(page);
+}
+
+uint64_t self_rss_bytes() { return rss_bytes(getpid()); }
+
+std::string signal_name(int signum) {
+  const char* abbrev = sigabbrev_np(signum);
+  if (abbrev == nullptr) return "SIG" + std::to_string(signum);
+  return std::string("SIG") + abbrev;
+}
+
+uint64_t monotonic_ms() {
+  using namespace std::chrono;
+  return static_cast<uint64_t>(
+      duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
+}
+
+int64_t unix_ms_now() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string iso8601_utc(int64_t unix_ms) {
+  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace corral

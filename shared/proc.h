@@ -1,0 +1,23 @@
+// Small facts about processes and time, read from the kernel. Any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace corral {
+
+// Resident set size of `pid` in bytes (from /proc/<pid>/statm), or 0 when it cannot be read.
+uint64_t rss_bytes(pid_t pid);
+// The same for this process.
+uint64_t self_rss_bytes();
+// "SIGKILL" for 9; "SIG<n>" for numbers without a name.
+std::string signal_name(int signum);
+// Milliseconds on a monotonic clock (for deadlines and intervals).
+uint64_t monotonic_ms();
+// Wall-clock time as ISO 8601 UTC, e.g. "2026-11-30T15:00:00Z" (for people and the journal).
+std::string iso8601_utc(int64_t unix_ms);
+int64_t unix_ms_now();
+
+}  // namespace corral

@@ -1,0 +1,274 @@
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "master/supervisor.h"
+
+using corral::master::Action;
+using corral::master::ExitReason;
+using corral::master::SlotState;
+using corral::master::Supervisor;
+using corral::master::SupervisorSettings;
+
+namespace {
+
+// A supervisor with a fake clock and fake processes: spawn actions get pids 100, 101, ...
+struct Bench {
+  explicit Bench(int wanted, SupervisorSettings s = settings()) : sup(s, wanted, [] { return 0.5; }) {}
+
+  static SupervisorSettings settings() {
+    SupervisorSettings s;
+    s.restart.jitter = 0;
+    return s;
+  }
+
+  std::vector<Action> step(uint64_t advance_ms = 0) {
+    now += advance_ms;
+    auto actions = sup.reconcile(now);
+    for (const auto& a : actions) {
+      if (a.kind == Action::Kind::kSpawn) sup.on_spawned(a.slot, next_pid++, now);
+    }
+    return actions;
+  }
+  void ready_all() {
+    for (const auto& s : sup.slots()) {
+      if (s.state == SlotState::kStarting) sup.on_ready(s.index, now);
+    }
+  }
+  void exit(int slot, int64_t code, int sig) { sup.on_exit(slot, code, sig, false, now, now); }
+  SlotState state(int slot) { return sup.slot(slot)->state; }
+  ExitReason last_reason(int slot) { return sup.slot(slot)->last_exit->reason; }
+
+  Supervisor sup;
+  uint64_t now = 1000;
+  int next_pid = 100;
+};
+
+int count(const std::vector<Action>& as, Action::Kind k, int signum = -1) {
+  int n = 0;
+  for (const auto& a : as) n += (a.kind == k && (signum < 0 || a.signum == signum)) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: the first reconcile spawns one worker per wanted slot") {
+  Bench b(3);
+  auto actions = b.step();
+  CHECK(count(actions, Action::Kind::kSpawn) == 3);
+  CHECK(b.sup.slots().size() == 3);
+  CHECK(b.state(2) == SlotState::kStarting);
+  CHECK(b.sup.ready_count() == 0);
+  b.ready_all();
+  CHECK(b.sup.ready_count() == 3);
+  CHECK(b.step(10).empty());
+}
+
+TEST_CASE("supervisor: a worker silent past the heartbeat timeout gets SIGABRT, then SIGKILL") {
+  Bench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.on_heartbeat(0, b.now, 1 << 20, 0.1, 0);
+  CHECK(b.step(5000).empty());  // exactly at the timeout: still fine
+  auto abrt = b.step(1);
+  CHECK(count(abrt, Action::Kind::kSignal, SIGABRT) == 1);
+  CHECK(b.state(0) == SlotState::kStopping);
+  CHECK(b.step(2999).empty());
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  CHECK(b.step(1000).empty());  // SIGKILL is sent once
+  b.exit(0, 0, SIGKILL);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kHung);
+  CHECK(b.state(0) == SlotState::kBackoff);
+  CHECK(count(b.step(100), Action::Kind::kSpawn) == 1);
+  CHECK(b.sup.slot(0)->restarts == 1);
+}
+
+TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as not_ready") {
+  Bench b(1);
+  b.step();
+  CHECK(b.step(10000).empty());
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  b.exit(0, 0, SIGKILL);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kNotReady);
+}
+
+TEST_CASE("supervisor: RSS past the hard limit kills the worker as memory_hard") {
+  auto s = Bench::settings();
+  s.memory_hard_bytes = 100;
+  Bench b(1, s);
+  b.step();
+  b.ready_all();
+  b.sup.on_rss_sample(0, 100);
+  CHECK(b.step(1).empty());
+  b.sup.on_rss_sample(0, 101);
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  b.exit(0, 0, SIGKILL);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kMemoryHard);
+}
+
+TEST_CASE("supervisor: a protocol error kills the worker and records why") {
+  Bench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.on_protocol_error(0, "frame length 0 outside 1..8388608");
+  CHECK(count(b.step(), Action::Kind::kSignal, SIGKILL) == 1);
+  b.exit(0, 0, SIGKILL);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kProtocolError);
+  CHECK(b.sup.slot(0)->last_exit->detail == "frame length 0 outside 1..8388608");
+}
+
+TEST_CASE("supervisor: exit codes and announcements become reasons") {
+  Bench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.on_leaving(0, ExitReason::kMemorySoft);
+  CHECK(b.state(0) == SlotState::kDraining);
+  b.exit(0, 79, 0);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kMemorySoft);
+
+  b.step(1000);
+  b.ready_all();
+  b.exit(0, 80, 0);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kOomKernel);
+
+  b.step(1000);
+  b.ready_all();
+  b.exit(0, 0, SIGSEGV);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kSignal);
+
+  b.step(1000);
+  b.exit(0, 1, 0);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kCrash);
+}
+
+TEST_CASE("supervisor: a crash loop ends in errored, retried only every errored_retry") {
+  auto s = Bench::settings();
+  s.restart.crash_loop_exits = 3;
+  s.restart.backoff_initial_ms = 10;
+  Bench b(1, s);
+  int spawns = count(b.step(), Action::Kind::kSpawn);
+  for (int i = 0; i < 4; ++i) {
+    b.exit(0, 1, 0);
+    for (int t = 0; t < 200; ++t) spawns += count(b.step(10), Action::Kind::kSpawn);
+  }
+  CHECK(b.state(0) == SlotState::kErrored);
+  CHECK(spawns == 4);
+  CHECK_THAT(b.sup.slot(0)->error, Catch::Contains("crash loop: 4 exits"));
+  CHECK(b.step(57000).empty());  // 2 s have passed since the last exit
+  CHECK(count(b.step(1000), Action::Kind::kSpawn) == 1);
+  b.ready_all();
+  CHECK(b.sup.slot(0)->error.empty());
+}
+
+TEST_CASE("supervisor: init_failed goes to errored after one start") {
+  Bench b(1);
+  b.step();
+  b.exit(0, 78, 0);
+  b.step();
+  CHECK(b.state(0) == SlotState::kErrored);
+  CHECK(b.last_reason(0) == ExitReason::kInitFailed);
+  CHECK(b.step(30000).empty());
+}
+
+TEST_CASE("supervisor: scaling down stops the highest slots and removes them once they exit") {
+  Bench b(3);
+  b.step();
+  b.ready_all();
+  b.sup.set_wanted(1);
+  auto actions = b.step();
+  CHECK(count(actions, Action::Kind::kSendStop) == 2);
+  CHECK(b.state(1) == SlotState::kStopping);
+  CHECK(b.state(0) == SlotState::kReady);
+  b.exit(1, 0, 0);
+  b.step();
+  CHECK(b.sup.slots().size() == 3);  // slot 2, the last, still has its process
+  b.exit(2, 0, 0);
+  b.step();
+  CHECK(b.sup.slots().size() == 1);
+  b.sup.set_wanted(2);
+  CHECK(count(b.step(), Action::Kind::kSpawn) == 1);
+}
+
+TEST_CASE("supervisor: a worker that ignores stop gets SIGKILL after the stop grace") {
+  Bench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.request_restart(0);
+  CHECK(count(b.step(), Action::Kind::kSendStop) == 1);
+  CHECK(b.step(9999).empty());
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  b.exit(0, 0, SIGKILL);
+  CHECK(count(b.step(), Action::Kind::kSpawn) == 1);  // a requested restart does not wait
+  CHECK(b.last_reason(0) == ExitReason::kStopped);
+}
+
+TEST_CASE("supervisor: a restart request starts a slot waiting in backoff at once") {
+  Bench b(1);
+  b.step();
+  b.exit(0, 1, 0);
+  b.step();
+  REQUIRE(b.state(0) == SlotState::kBackoff);
+  REQUIRE(b.sup.request_restart(0));
+  CHECK(count(b.step(), Action::Kind::kSpawn) == 1);
+  CHECK_FALSE(b.sup.request_restart(5));
+}
+
+TEST_CASE("supervisor: shutdown stops every worker, starts none, and finishes when all exit") {
+  Bench b(2);
+  b.step();
+  b.ready_all();
+  b.sup.begin_shutdown();
+  CHECK_FALSE(b.sup.finished());
+  CHECK(count(b.step(), Action::Kind::kSendStop) == 2);
+  b.exit(0, 0, 0);
+  CHECK(b.step(1000).empty());
+  CHECK_FALSE(b.sup.finished());
+  b.exit(1, 1, 0);
+  CHECK(b.step(1000).empty());
+  CHECK(b.sup.finished());
+}
+
+TEST_CASE("supervisor: reload replaces one worker at a time, each after the others are ready") {
+  Bench b(2);
+  b.step();
+  b.ready_all();
+  b.sup.request_reload();
+  auto first = b.step();
+  REQUIRE(count(first, Action::Kind::kSendStop) == 1);
+  CHECK(first[0].slot == 0);
+  CHECK(b.state(1) == SlotState::kReady);
+  b.exit(0, 0, 0);
+  CHECK(count(b.step(), Action::Kind::kSpawn) == 1);
+  CHECK(b.step(10).empty());  // slot 1 waits until the new slot 0 is ready
+  b.ready_all();
+  auto second = b.step();
+  REQUIRE(count(second, Action::Kind::kSendStop) == 1);
+  CHECK(second[0].slot == 1);
+  b.exit(1, 0, 0);
+  b.step();
+  b.ready_all();
+  b.step();
+  CHECK(b.sup.reload_pending() == 0);
+  CHECK(b.sup.slot(0)->restarts == 1);
+  CHECK(b.sup.slot(1)->restarts == 1);
+}
+
+TEST_CASE("supervisor: events for a slot that has no process are ignored") {
+  Bench b(1);
+  b.step();
+  b.exit(0, 1, 0);
+  b.sup.on_ready(0, b.now);
+  b.sup.on_heartbeat(0, b.now, 5, 1, 1);
+  b.exit(0, 1, 0);  // a duplicate exit must not count twice
+  b.step();
+  CHECK(b.sup.slot(0)->history.consecutive == 1);
+  CHECK(b.sup.slot(0)->rss_bytes == 0);
+}

@@ -1,0 +1,225 @@
+#include "worker/worker.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+
+#include "shared/exit_codes.h"
+#include "shared/log.h"
+#include "shared/proc.h"
+
+namespace corral::worker {
+namespace {
+
+constexpr uint64_t kMemoryCheckMs = 200;
+constexpr uint64_t kFaultDelayMs = 500;
+constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
+
+void on_out_of_memory() {
+  static const char msg[] = "corral worker: allocation refused by the kernel memory limit\n";
+  ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+  (void)ignored;
+  _exit(kExitOutOfMemory);
+}
+
+// The kernel backstop: RLIMIT_DATA (private writable memory). RLIMIT_AS would also count
+// address space libuv reserves for its thread pool and abort it under a tight cap.
+Status apply_kernel_limit(uint64_t bytes) {
+  if (bytes == 0) return Status::ok();
+  rlimit rl{bytes, bytes};
+  if (setrlimit(RLIMIT_DATA, &rl) != 0) {
+    return io_error(std::string("setrlimit(RLIMIT_DATA) failed: ") + std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Worker::Worker(uv_loop_t* loop, int slot, std::string home)
+    : loop_(loop), slot_(slot), home_(std::move(home)), fault_(fault_from_env(slot)) {}
+
+Status Worker::start() {
+  if (fault_ == Fault::kCrashAtStart) _exit(1);
+  pipe_ = uv::Stream::pipe(loop_, false);
+  if (Status s = pipe_->open_fd(3); !s) return s;
+  Status s = pipe_->start_read([this](std::string_view b) { on_bytes(b); },
+                               [this](int status) {
+                                 // EOF: the master is gone or wants us gone. Nobody is left to
+                                 // hand work to, so leave at once.
+                                 leave(kExitOk, status == UV_EOF ? "IPC pipe closed by master"
+                                                                 : uv_strerror(status));
+                               });
+  if (!s) return s;
+  send(ipc::MessageType::kHello,
+       {{"protocol", ipc::kProtocolVersion}, {"pid", getpid()}, {"slot", slot_}});
+  return Status::ok();
+}
+
+void Worker::send(ipc::MessageType type, const nlohmann::json& payload) {
+  if (!pipe_ || !pipe_->is_open()) return;
+  auto frame = ipc::encode(type, payload);
+  if (!frame) {
+    spdlog::error("cannot send {}: {}", ipc::message_info(type).name, frame.status().message());
+    return;
+  }
+  (void)pipe_->write(std::move(*frame));  // a broken pipe shows up as EOF/error on read
+}
+
+void Worker::on_bytes(std::string_view bytes) {
+  frames_.clear();
+  Status s = decoder_.feed(bytes, frames_);
+  for (auto& f : frames_) {
+    if (leaving_) return;
+    on_frame(std::move(f));
+  }
+  if (!s && !leaving_) leave(kExitProtocol, "protocol error from master: " + s.message());
+}
+
+void Worker::on_frame(ipc::Frame&& f) {
+  switch (f.type) {
+    case ipc::MessageType::kWelcome:
+      on_welcome(f.payload);
+      return;
+    case ipc::MessageType::kStop:
+      // Nothing runs yet that needs handing back; the scenario engine will checkpoint here.
+      leave(kExitOk, "asked to stop");
+      return;
+    case ipc::MessageType::kHello:
+    case ipc::MessageType::kReady:
+    case ipc::MessageType::kHeartbeat:
+    case ipc::MessageType::kLeaving:
+      std::abort();  // the decoder rejects worker-only types before they get here
+  }
+}
+
+void Worker::on_welcome(const nlohmann::json& p) {
+  if (welcomed_) return;
+  welcomed_ = true;
+  if (fault_ == Fault::kInitFail) {
+    leave(kExitInitFailed, "test fault init_fail");
+    return;
+  }
+  heartbeat_ms_ = p.value("heartbeat_ms", uint64_t{1000});
+  max_memory_ = p.value("max_memory_bytes", uint64_t{0});
+  LogOptions log{home_ + "/logs", "worker-" + std::to_string(slot_),
+                 p.value("log_max_bytes", uint64_t{10u << 20}), p.value("log_files", 5),
+                 p.value("log_level", std::string("info")), false};
+  if (Status s = open_log(log); !s) {
+    std::fprintf(stderr, "corral worker %d: %s\n", slot_, s.message().c_str());
+    leave(kExitInitFailed, s.message());
+    return;
+  }
+  std::set_new_handler(&on_out_of_memory);
+  if (Status s = apply_kernel_limit(p.value("kernel_memory_bytes", uint64_t{0})); !s) {
+    spdlog::error("{}", s.message());
+    leave(kExitInitFailed, s.message());
+    return;
+  }
+  spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_,
+               getpid(), heartbeat_ms_, max_memory_);
+
+  heartbeat_ = std::make_unique<uv::Timer>(loop_);
+  next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;
+  heartbeat_->start(heartbeat_ms_, heartbeat_ms_, [this] { on_heartbeat_timer(); });
+  if (max_memory_ != 0) {
+    memory_ = std::make_unique<uv::Timer>(loop_);
+    memory_->start(kMemoryCheckMs, kMemoryCheckMs, [this] { check_memory(); });
+  }
+  if (fault_ != Fault::kNeverReady) send(ipc::MessageType::kReady, nlohmann::json::object());
+  spdlog::info("worker {} ready", slot_);
+  start_fault();
+}
+
+void Worker::on_heartbeat_timer() {
+  uint64_t now = uv_hrtime();
+  // How late this tick fired: the time the loop spent on something else.
+  last_lag_ms_ = now > next_beat_ns_ ? static_cast<double>(now - next_beat_ns_) / 1e6 : 0.0;
+  next_beat_ns_ = now + heartbeat_ms_ * 1000000;
+  send(ipc::MessageType::kHeartbeat, {{"seq", ++seq_},
+                                      {"loop_lag_ms", last_lag_ms_},
+                                      {"rss_bytes", self_rss_bytes()},
+                                      {"active", 0}});
+  check_memory();
+}
+
+void Worker::check_memory() {
+  if (max_memory_ == 0 || leaving_) return;
+  uint64_t rss = self_rss_bytes();
+  if (rss <= max_memory_) return;
+  spdlog::warn("worker {}: RSS {} bytes is past max_memory {} bytes; leaving to be replaced",
+               slot_, rss, max_memory_);
+  send(ipc::MessageType::kLeaving, {{"reason", "memory_soft"}, {"rss_bytes", rss}});
+  leave(kExitMemorySoft, "soft memory limit");
+}
+
+void Worker::leave(int code, const std::string& why) {
+  if (leaving_) return;
+  leaving_ = true;
+  exit_code_ = code;
+  spdlog::info("worker {} leaving (exit {}): {}", slot_, code, why);
+  heartbeat_.reset();
+  memory_.reset();
+  fault_timer_.reset();
+  auto close_all = [this] {
+    leave_timer_.reset();
+    if (pipe_) pipe_->close();
+  };
+  leave_timer_ = std::make_unique<uv::Timer>(loop_);
+  leave_timer_->start(kLeaveFlushMs, 0, close_all);
+  if (pipe_ && pipe_->is_open()) {
+    pipe_->shutdown(close_all);
+  } else {
+    close_all();
+  }
+}
+
+void Worker::start_fault() {
+  if (fault_ == Fault::kNone || fault_ == Fault::kNeverReady) return;
+  fault_timer_ = std::make_unique<uv::Timer>(loop_);
+  uint64_t repeat = fault_ == Fault::kAllocSoft ? 50 : 0;
+  fault_timer_->start(kFaultDelayMs, repeat, [this] {
+    switch (fault_) {
+      case Fault::kHang:
+        spdlog::warn("test fault: hanging the loop");
+        for (;;) pause();
+      case Fault::kGarbageFrame:
+        spdlog::warn("test fault: sending a garbage frame");
+        (void)pipe_->write(std::string("\xff\xff\xff\xff garbage", 12));
+        return;
+      case Fault::kAllocSoft: {
+        constexpr size_t kChunk = 8u << 20;
+        auto chunk = std::make_unique<char[]>(kChunk);
+        std::memset(chunk.get(), 1, kChunk);
+        ballast_.push_back(std::move(chunk));
+        return;
+      }
+      case Fault::kAllocHard: {
+        spdlog::warn("test fault: blocking the loop while growing past the hard limit");
+        uint64_t target = max_memory_ + max_memory_ * 3 / 8;
+        while (self_rss_bytes() < target) {
+          constexpr size_t kChunk = 4u << 20;
+          auto chunk = std::make_unique<char[]>(kChunk);
+          std::memset(chunk.get(), 1, kChunk);
+          ballast_.push_back(std::move(chunk));
+        }
+        for (;;) pause();
+      }
+      case Fault::kAllocKernel: {
+        spdlog::warn("test fault: one allocation of 4x max_memory");
+        volatile char* p = static_cast<char*>(::operator new(max_memory_ * 4));
+        p[0] = 1;
+        return;
+      }
+      case Fault::kNone:
+      case Fault::kCrashAtStart:
+      case Fault::kInitFail:
+      case Fault::kNeverReady:
+        return;
+    }
+  });
+}
+
+}  // namespace corral::worker

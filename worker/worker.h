@@ -1,0 +1,59 @@
+// A worker process: one libuv loop that talks to the master over fd 3, says when it is ready,
+// heartbeats from the loop it works on, and watches its own memory (the soft limit).
+// The scenario engine runs on this same loop. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shared/ipc/codec.h"
+#include "shared/uv/stream.h"
+#include "shared/uv/timer.h"
+#include "worker/test_faults.h"
+
+namespace corral::worker {
+
+class Worker {
+ public:
+  Worker(uv_loop_t* loop, int slot, std::string home);
+  // Opens fd 3 and says hello. Fails when fd 3 is not usable.
+  Status start();
+  // The process exit code, valid once the loop has ended.
+  int exit_code() const { return exit_code_; }
+
+ private:
+  void on_bytes(std::string_view bytes);
+  void on_frame(ipc::Frame&& f);
+  void on_welcome(const nlohmann::json& p);
+  void on_heartbeat_timer();
+  void check_memory();
+  void send(ipc::MessageType type, const nlohmann::json& payload);
+  // Flushes what is queued to the master, then closes every handle so the loop ends.
+  void leave(int code, const std::string& why);
+  void start_fault();
+
+  uv_loop_t* loop_;
+  int slot_;
+  std::string home_;
+  Fault fault_;
+  std::unique_ptr<uv::Stream> pipe_;
+  ipc::Decoder decoder_{ipc::Sender::kWorker};
+  std::vector<ipc::Frame> frames_;
+  std::unique_ptr<uv::Timer> heartbeat_;
+  std::unique_ptr<uv::Timer> memory_;
+  std::unique_ptr<uv::Timer> fault_timer_;
+  std::unique_ptr<uv::Timer> leave_timer_;
+  std::vector<std::unique_ptr<char[]>> ballast_;  // alloc_soft fault only
+  bool welcomed_ = false;
+  bool leaving_ = false;
+  uint64_t heartbeat_ms_ = 1000;
+  uint64_t max_memory_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t next_beat_ns_ = 0;
+  double last_lag_ms_ = 0;
+  int exit_code_ = 0;
+};
+
+}  // namespace corral::worker

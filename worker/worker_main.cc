@@ -1,0 +1,61 @@
+#include "worker/worker_main.h"
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "shared/exit_codes.h"
+#include "worker/worker.h"
+
+namespace corral::worker {
+
+int run_worker(int argc, char** argv) {
+  int slot = -1;
+  std::string home;
+  for (int i = 0; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--slot") {
+      slot = std::atoi(argv[i + 1]);
+    } else if (flag == "--home") {
+      home = argv[i + 1];
+    }
+  }
+  struct stat st {};
+  if (slot < 0 || home.empty() || fstat(3, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr,
+                 "corral worker: started without --slot, --home or an IPC socket on fd 3; "
+                 "workers are started by 'corral daemon'\n");
+    return kExitInitFailed;
+  }
+  // Backstop for EOF on fd 3: die with the master. Set before checking the parent, so a master
+  // that died in between is still noticed.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return kExitOk;
+  std::signal(SIGPIPE, SIG_IGN);
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int code = 0;
+  {
+    Worker w(&loop, slot, home);
+    if (Status s = w.start(); !s) {
+      std::fprintf(stderr, "corral worker %d: %s\n", slot, s.message().c_str());
+      return kExitInitFailed;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    code = w.exit_code();
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  spdlog::default_logger()->flush();
+  return code;
+}
+
+}  // namespace corral::worker
