@@ -16,6 +16,8 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
+constexpr uint32_t kPerWorkerLimit = 200000;  // instances one worker runs at once
+constexpr size_t kPumpBudget = 5000;          // instances placed per loop iteration
 
 std::string own_executable() {
   char buf[4096];
@@ -51,7 +53,12 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       executable_(own_executable()),
       rng_(std::random_device{}()),
       supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
-                  [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }) {}
+                  [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }),
+      dispatcher_(runs_,
+                  [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
+                    return send_to(slot, t, p);
+                  },
+                  kPerWorkerLimit) {}
 
 Daemon::~Daemon() = default;
 
@@ -90,6 +97,7 @@ Status Daemon::start() {
   tick_ = std::make_unique<uv::Timer>(loop_);
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
+  pump_ = std::make_unique<uv::Timer>(loop_);
   spdlog::info("corral daemon {} started: pid {}, home {}, api {}, {} workers, max_memory {}",
                CORRAL_VERSION, getpid(), cfg_.home, listen_address(), supervisor_.wanted(),
                cfg_.max_memory_bytes ? config::format_bytes(cfg_.max_memory_bytes) : "none");
@@ -115,6 +123,39 @@ void Daemon::kick() {
     kick_pending_ = false;
     reconcile();
   });
+}
+
+void Daemon::schedule_pump() {
+  if (pump_pending_ || !pump_) return;
+  pump_pending_ = true;
+  pump_->start(0, 0, [this] {
+    pump_pending_ = false;
+    if (dispatcher_.pump(kPumpBudget)) schedule_pump();
+  });
+}
+
+bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) {
+  auto it = workers_.find(slot);
+  if (it == workers_.end()) return false;
+  Status s = it->second->send(type, payload);
+  if (!s) spdlog::warn("slot {}: cannot send {}: {}", slot, ipc::message_info(type).name, s.message());
+  return s.is_ok();
+}
+
+void Daemon::on_events(int slot, const nlohmann::json& payload) {
+  auto it = payload.find("events");
+  if (it == payload.end() || !it->is_array()) return;
+  int64_t now = unix_ms_now();
+  size_t done = 0;
+  for (const auto& ev : *it) {
+    if (!ev.is_object()) continue;
+    if (ev.value("t", "") == "done") {
+      dispatcher_.instance_done(slot);
+      ++done;
+    }
+    runs_.apply(slot, ev, now);
+  }
+  if (done > 0) schedule_pump();
 }
 
 void Daemon::on_tick() {
@@ -144,6 +185,7 @@ void Daemon::execute(const Action& a) {
       spawn(a.slot);
       return;
     case Action::Kind::kSignal:
+      dispatcher_.worker_gone(a.slot);
       if (auto it = workers_.find(a.slot); it != workers_.end()) {
         spdlog::warn("slot {}: sending {} to pid {}", a.slot, signal_name(a.signum),
                      it->second->pid());
@@ -151,6 +193,7 @@ void Daemon::execute(const Action& a) {
       }
       return;
     case Action::Kind::kSendStop:
+      dispatcher_.worker_gone(a.slot);
       if (auto it = workers_.find(a.slot); it != workers_.end()) {
         Status s = it->second->send(ipc::MessageType::kStop, {{"grace_ms", a.grace_ms}});
         // A worker that cannot be told is killed instead; it gets no grace.
@@ -201,6 +244,12 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
               "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   generations_.erase(slot);
+  dispatcher_.worker_gone(slot);
+  std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
+  if (size_t n = runs_.requeue_worker(slot, why); n > 0) {
+    spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
+    schedule_pump();
+  }
   kick();
 }
 
@@ -233,6 +282,10 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kReady:
       spdlog::info("slot {}: worker pid {} ready", slot, w->pid());
       supervisor_.on_ready(slot, now);
+      if (supervisor_.slot(slot)->state == SlotState::kReady) {
+        dispatcher_.worker_ready(slot);
+        schedule_pump();
+      }
       kick();
       return;
     case ipc::MessageType::kHeartbeat:
@@ -244,10 +297,17 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft"
                                        ? ExitReason::kMemorySoft
                                        : ExitReason::kCrash);
+      dispatcher_.worker_gone(slot);
       kick();
+      return;
+    case ipc::MessageType::kEvents:
+      on_events(slot, p);
       return;
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
+    case ipc::MessageType::kDefineRun:
+    case ipc::MessageType::kStart:
+    case ipc::MessageType::kCancel:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }
@@ -299,6 +359,7 @@ void Daemon::finish() {
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();
+  pump_.reset();
   signals_.clear();
 }
 

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "config/config.h"
+#include "master/dispatcher.h"
 #include "master/pid_file.h"
+#include "master/runs.h"
 #include "master/supervisor.h"
 #include "master/worker_process.h"
 #include "shared/http/server.h"
@@ -52,6 +54,11 @@ class Daemon {
   void sample_memory();
   nlohmann::json welcome_payload(int slot) const;
   void handle_api(http::Request&& req, http::Responder respond);
+  // The runs API (api_runs.cc): false when the path is not one of its routes.
+  bool handle_runs_api(const http::Request& req, const http::Responder& respond);
+  void schedule_pump();
+  void on_events(int slot, const nlohmann::json& payload);
+  bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload);
   static SupervisorSettings settings_from(const config::Config& cfg);
 
   uv_loop_t* loop_;
@@ -60,6 +67,10 @@ class Daemon {
   std::string executable_;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
+  Runs runs_;
+  Dispatcher dispatcher_;
+  std::unique_ptr<uv::Timer> pump_;
+  bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot
   std::map<int, uint64_t> generations_;                    // generation of workers_[slot]
   std::unique_ptr<http::Server> api_;

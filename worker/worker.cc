@@ -17,6 +17,8 @@ namespace {
 constexpr uint64_t kMemoryCheckMs = 200;
 constexpr uint64_t kFaultDelayMs = 500;
 constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
+constexpr uint64_t kEventFlushMs = 50;     // events wait at most this long to be batched
+constexpr size_t kEventBatch = 2000;       // ... or until this many are pending
 
 void on_out_of_memory() {
   static const char msg[] = "corral worker: allocation refused by the kernel memory limit\n";
@@ -84,13 +86,23 @@ void Worker::on_frame(ipc::Frame&& f) {
       on_welcome(f.payload);
       return;
     case ipc::MessageType::kStop:
-      // Nothing runs yet that needs handing back; the scenario engine will checkpoint here.
+      flush_events();
       leave(kExitOk, "asked to stop");
+      return;
+    case ipc::MessageType::kDefineRun:
+      on_define_run(f.payload);
+      return;
+    case ipc::MessageType::kStart:
+      on_start(f.payload);
+      return;
+    case ipc::MessageType::kCancel:
+      if (engine_) engine_->cancel_run(f.payload.value("run", ""));
       return;
     case ipc::MessageType::kHello:
     case ipc::MessageType::kReady:
     case ipc::MessageType::kHeartbeat:
     case ipc::MessageType::kLeaving:
+    case ipc::MessageType::kEvents:
       std::abort();  // the decoder rejects worker-only types before they get here
   }
 }
@@ -121,6 +133,10 @@ void Worker::on_welcome(const nlohmann::json& p) {
   spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_,
                getpid(), heartbeat_ms_, max_memory_);
 
+  http_ = std::make_unique<CurlClient>(loop_);
+  engine_ = std::make_unique<Engine>(loop_, *http_,
+                                     [this](nlohmann::json&& ev) { on_event(std::move(ev)); });
+  flush_timer_ = std::make_unique<uv::Timer>(loop_);
   heartbeat_ = std::make_unique<uv::Timer>(loop_);
   next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;
   heartbeat_->start(heartbeat_ms_, heartbeat_ms_, [this] { on_heartbeat_timer(); });
@@ -141,7 +157,7 @@ void Worker::on_heartbeat_timer() {
   send(ipc::MessageType::kHeartbeat, {{"seq", ++seq_},
                                       {"loop_lag_ms", last_lag_ms_},
                                       {"rss_bytes", self_rss_bytes()},
-                                      {"active", 0}});
+                                      {"active", engine_ ? engine_->active() : 0}});
   check_memory();
 }
 
@@ -163,6 +179,9 @@ void Worker::leave(int code, const std::string& why) {
   heartbeat_.reset();
   memory_.reset();
   fault_timer_.reset();
+  flush_timer_.reset();
+  engine_.reset();
+  http_.reset();
   auto close_all = [this] {
     leave_timer_.reset();
     if (pipe_) pipe_->close();
@@ -174,6 +193,51 @@ void Worker::leave(int code, const std::string& why) {
   } else {
     close_all();
   }
+}
+
+void Worker::on_define_run(const nlohmann::json& p) {
+  if (!engine_) return;
+  std::string run = p.value("run", "");
+  Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
+                                 p.value("vars", nlohmann::json::object()));
+  if (!s) spdlog::error("run {}: scenario rejected: {}", run, s.message());
+}
+
+void Worker::on_start(const nlohmann::json& p) {
+  if (!engine_) return;
+  std::string run = p.value("run", "");
+  auto fail = [&](uint32_t i, const std::string& why) {
+    on_event({{"t", "done"}, {"run", run}, {"i", i}, {"state", "errored"}, {"reason", why},
+              {"started_ms", unix_ms_now()}, {"ended_ms", unix_ms_now()}});
+  };
+  if (auto it = p.find("resume"); it != p.end() && it->is_object()) {
+    for (const auto& [key, cp] : it->items()) {
+      auto i = static_cast<uint32_t>(std::stoul(key));
+      Status s = engine_->start(run, i, checkpoint_from_json(cp));
+      if (!s) fail(i, s.message());
+    }
+    return;
+  }
+  uint32_t first = p.value("first", 0u), count = p.value("count", 0u);
+  for (uint32_t i = first; i < first + count; ++i) {
+    Status s = engine_->start(run, i, Checkpoint{});
+    if (!s) fail(i, s.message());
+  }
+}
+
+void Worker::on_event(nlohmann::json&& ev) {
+  events_.push_back(std::move(ev));
+  if (events_.size() >= kEventBatch) {
+    flush_events();
+  } else if (events_.size() == 1 && flush_timer_) {
+    flush_timer_->start(kEventFlushMs, 0, [this] { flush_events(); });
+  }
+}
+
+void Worker::flush_events() {
+  if (events_.empty()) return;
+  send(ipc::MessageType::kEvents, {{"events", std::move(events_)}});
+  events_ = nlohmann::json::array();
 }
 
 void Worker::start_fault() {

@@ -11,6 +11,8 @@
 #include "shared/ipc/codec.h"
 #include "shared/uv/stream.h"
 #include "shared/uv/timer.h"
+#include "worker/engine/engine.h"
+#include "worker/http/curl_client.h"
 #include "worker/test_faults.h"
 
 namespace corral::worker {
@@ -33,6 +35,10 @@ class Worker {
   // Flushes what is queued to the master, then closes every handle so the loop ends.
   void leave(int code, const std::string& why);
   void start_fault();
+  void on_define_run(const nlohmann::json& p);
+  void on_start(const nlohmann::json& p);
+  void on_event(nlohmann::json&& ev);
+  void flush_events();
 
   uv_loop_t* loop_;
   int slot_;
@@ -45,6 +51,10 @@ class Worker {
   std::unique_ptr<uv::Timer> memory_;
   std::unique_ptr<uv::Timer> fault_timer_;
   std::unique_ptr<uv::Timer> leave_timer_;
+  std::unique_ptr<CurlClient> http_;
+  std::unique_ptr<Engine> engine_;
+  nlohmann::json events_ = nlohmann::json::array();  // not yet sent to the master
+  std::unique_ptr<uv::Timer> flush_timer_;
   std::vector<std::unique_ptr<char[]>> ballast_;  // alloc_soft fault only
   bool welcomed_ = false;
   bool leaving_ = false;

@@ -24,7 +24,10 @@
 //
 // Liveness: the worker sends `heartbeat` every heartbeat interval from the same loop that does
 //   its work, so a blocked loop shows as silence. Traffic is per state transition, never per
-//   poll of a scenario.
+//   poll of a scenario: a worker batches its step and instance events into `events` frames.
+//
+// Work: the master sends `define_run` (the scenario, once per run and worker), then `start`
+//   for ranges of instances; the worker reports each finished step and instance in `events`.
 //
 // End: the master closes the pipe or sends `stop`; a worker exits on `stop` (after finishing
 //   or handing back its work) and at once on EOF of fd 3. A worker leaving on its own (soft
@@ -52,7 +55,11 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")   \
   X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat") \
   X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")     \
-  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving")
+  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving") \
+  X(kDefineRun, 7, ::corral::ipc::Sender::kMaster, "define_run") \
+  X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")   \
+  X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel") \
+  X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -79,5 +86,11 @@ const MessageInfo& message_info(MessageType type);
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64}
 //   stop      {"grace_ms": u64}
 //   leaving   {"reason": "memory_soft", "rss_bytes": u64}
+//   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars}}
+//              sent once per worker before the first `start` of that run
+//   start     {"run": str, "first": u32, "count": u32}  fresh instances first..first+count-1
+//             or {"run": str, "resume": {"<index>": {checkpoint}, ...}}
+//   cancel    {"run": str}  drop every instance of the run, without events
+//   events    {"events": [event, ...]}  state transitions, batched (worker/engine/engine.h)
 
 }  // namespace corral::ipc

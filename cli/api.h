@@ -1,0 +1,44 @@
+// The daemon's control API as the CLI uses it: JSON over HTTP on $CORRAL_HOME/corral.sock, with
+// failures turned into the CLI's one-line messages and exit codes.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/verb.h"
+#include "shared/status.h"
+
+namespace corral::cli {
+
+class Api {
+ public:
+  explicit Api(const Context& ctx, long timeout_ms = 5000);
+
+  // The JSON body of a 2xx response. Errors: Code::kUnavailable when no daemon answers,
+  // kTimeout, kIo (the connection broke), kProtocol (a 2xx body that is not JSON); an HTTP error
+  // becomes kNotFound (404), kInvalidArgument (other 4xx) or kInternal (5xx), with the API's
+  // "error" message.
+  Result<nlohmann::json> get(const std::string& path) const;
+  Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body) const;
+  Result<nlohmann::json> del(const std::string& path) const;
+
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  Result<nlohmann::json> call(const char* method, const std::string& path,
+                              const std::string& body) const;
+
+  std::string socket_path_;
+  long timeout_ms_;
+};
+
+// Prints the one line that explains a failed call on stderr and returns the exit code:
+// kExitDaemonNotRunning for kUnavailable ("daemon is not running ... start it with ..."),
+// 1 for anything else ("corral: <message>").
+int report_failure(const Status& status, const std::string& socket_path);
+
+// Prints "corral: <message>" on stderr and returns 1.
+int fail(const std::string& message);
+
+}  // namespace corral::cli

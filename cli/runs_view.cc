@@ -1,0 +1,105 @@
+#include "cli/runs_view.h"
+
+#include <sstream>
+
+#include "cli/format.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+
+const char* const kStates[] = {"passed", "failed", "errored", "cancelled", "running", "queued"};
+
+std::string count_of(const json& run, const char* state) {
+  return std::to_string(static_cast<long>(json_number(json_field(run, "counts"), state)));
+}
+
+std::string text_or_dash(const json& j, const char* key) {
+  std::string s = json_string(j, key);
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace
+
+std::string render_runs_table(const json& runs, TableStyle style) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : runs) {
+    rows.push_back({json_string(r, "id"), json_string(r, "scenario"), json_string(r, "state"),
+                    std::to_string(static_cast<long>(json_number(r, "instances"))),
+                    count_of(r, "passed"), count_of(r, "failed"), count_of(r, "errored"),
+                    count_of(r, "running"), count_of(r, "queued"),
+                    text_or_dash(r, "created_at")});
+  }
+  return render_table({"run", "scenario", "state", "instances", "passed", "failed", "errored",
+                       "running", "queued", "created"},
+                      rows, style);
+}
+
+std::string render_progress(const json& run) {
+  std::ostringstream out;
+  out << json_string(run, "id") << "  " << json_string(run, "state") << "  "
+      << static_cast<long>(json_number(run, "instances")) << " instances:";
+  bool first = true;
+  for (const char* s : kStates) {
+    long n = static_cast<long>(json_number(json_field(run, "counts"), s));
+    if (n == 0) continue;
+    out << (first ? " " : ", ") << n << " " << s;
+    first = false;
+  }
+  return out.str();
+}
+
+std::string render_run(const json& run) {
+  std::ostringstream out;
+  out << "run        : " << json_string(run, "id") << "\n"
+      << "scenario   : " << json_string(run, "scenario") << "\n"
+      << "state      : " << json_string(run, "state") << "\n"
+      << "created    : " << text_or_dash(run, "created_at") << "\n"
+      << "finished   : " << text_or_dash(run, "finished_at") << "\n"
+      << "instances  : " << static_cast<long>(json_number(run, "instances")) << "\n";
+  for (const char* s : kStates) {
+    out << "  " << s << std::string(11 - std::string(s).size(), ' ') << ": " << count_of(run, s)
+        << "\n";
+  }
+  json d = json_field(run, "duration_ms");
+  out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
+      << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";
+  json failures = json_field(run, "failures");
+  if (failures.is_array() && !failures.empty()) {
+    out << "failures   :\n";
+    for (const auto& f : failures) {
+      out << "  " << static_cast<long>(json_number(f, "count")) << " x step "
+          << static_cast<long>(json_number(f, "step")) << " (" << json_string(f, "step_name")
+          << "): " << json_string(f, "reason") << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string render_instance(const json& in, TableStyle style) {
+  std::ostringstream out;
+  out << "instance " << static_cast<long>(json_number(in, "i")) << ": "
+      << json_string(in, "state");
+  if (!json_string(in, "reason").empty()) out << " (" << json_string(in, "reason") << ")";
+  out << ", " << static_cast<long>(json_number(in, "resumes")) << " resumes";
+  json reasons = json_field(in, "resume_reasons");
+  if (reasons.is_array() && !reasons.empty()) out << " " << reasons.dump();
+  out << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : json_field(in, "steps")) {
+    std::string until = s.contains("until_ms") ? human_ms(json_number(s, "until_ms")) : "-";
+    long status = static_cast<long>(json_number(s, "status"));
+    rows.push_back({std::to_string(static_cast<long>(json_number(s, "step"))),
+                    json_string(s, "name"), json_string(s, "state"),
+                    std::to_string(static_cast<long>(json_number(s, "attempts"))),
+                    human_ms(json_number(s, "duration_ms")), until,
+                    status != 0 ? std::to_string(status) : "-", text_or_dash(s, "reason")});
+  }
+  out << render_table({"step", "name", "state", "attempts", "took", "until held", "status",
+                       "reason"},
+                      rows, style);
+  return out.str();
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,32 @@
+// What `corral status` and `corral describe` print, as pure functions of the API's JSON
+// (GET /workers, GET /health) and the current time, so they can be tested without a daemon.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/format.h"
+#include "cli/table.h"
+
+namespace corral::cli {
+
+// The pm2-style table of workers, one row per slot in slot order, followed by one note line
+// per slot that is errored (with its reason) or waiting to restart. `workers` is the body of
+// GET /workers or its "workers" array.
+std::string render_status_table(const nlohmann::json& workers, WallClock::time_point now,
+                                TableStyle style = TableStyle::kBox);
+
+// "2/2 workers ready · daemon pid 123 · api 127.0.0.1:7070 · home /root/.corral"
+// from GET /health and GET /workers. No trailing newline.
+std::string render_summary_line(const nlohmann::json& health, const nlohmann::json& workers);
+
+// Every field of one worker (an element of the "workers" array) as aligned "key : value" lines,
+// the known ones in human form, unknown ones as JSON.
+std::string render_worker_description(const nlohmann::json& worker, WallClock::time_point now);
+
+// The "workers" array of a GET /workers body (or `workers` itself if it is an array); an
+// empty array for anything else.
+nlohmann::json worker_list(const nlohmann::json& workers);
+
+}  // namespace corral::cli

@@ -1,0 +1,25 @@
+// `corral daemon`: the master, in the foreground (for systemd, containers, and `corral start`).
+#include <CLI/CLI.hpp>
+
+#include "cli/daemon_flags.h"
+#include "cli/verb.h"
+#include "master/daemon.h"
+
+namespace corral::cli {
+namespace {
+
+class DaemonVerb : public Verb {
+ public:
+  void setup(CLI::App& app) override { flags_.add_to(app); }
+
+  // A ConfigError from build() reaches the entry, which prints it and exits with 78.
+  int run(const Context& ctx) override { return master::run_daemon(flags_.build(ctx)); }
+
+ private:
+  DaemonFlags flags_;
+};
+
+CORRAL_REGISTER_VERB(DaemonVerb, "daemon", "run the master in the foreground (for systemd)")
+
+}  // namespace
+}  // namespace corral::cli

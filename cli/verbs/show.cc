@@ -1,0 +1,49 @@
+// `corral show RUN [INSTANCE]`: one run's counts, durations and failures; or one instance's
+// step history.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/api.h"
+#include "cli/runs_view.h"
+#include "cli/verb.h"
+
+namespace corral::cli {
+namespace {
+
+class ShowVerb : public Verb {
+ public:
+  void setup(CLI::App& app) override {
+    app.add_option("run", run_, "run id")->required();
+    app.add_option("instance", instance_, "instance number");
+    app.add_flag("--json", json_, "print the API's JSON");
+  }
+  int run(const Context& ctx) override {
+    const Api api(ctx);
+    std::string path = "/runs/" + run_;
+    if (instance_ >= 0) path += "/instances/" + std::to_string(instance_);
+    auto answer = api.get(path);
+    if (!answer) return report_failure(answer.status(), api.socket_path());
+    if (json_) {
+      std::cout << answer->dump(2) << "\n";
+    } else if (instance_ >= 0) {
+      const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
+      std::cout << render_instance(*answer, style);
+    } else {
+      std::cout << render_run(*answer);
+    }
+    return 0;
+  }
+
+ private:
+  std::string run_;
+  long instance_ = -1;
+  bool json_ = false;
+};
+
+CORRAL_REGISTER_VERB(ShowVerb, "show", "show a run, or one instance's steps")
+
+}  // namespace
+}  // namespace corral::cli

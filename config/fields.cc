@@ -1,0 +1,115 @@
+#include "config/fields.h"
+
+#include <array>
+#include <limits>
+
+namespace corral::config {
+namespace {
+
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+constexpr double kMs = 1;
+constexpr double kSecond = 1000 * kMs;
+constexpr double kDay = 86400 * kSecond;
+constexpr double kKiB = 1024;
+constexpr double kPiB = kKiB * kKiB * kKiB * kKiB * kKiB;
+// Caps that keep other code's arithmetic (now + duration, limit * factor) far from overflow.
+constexpr double kMaxDuration = 365 * kDay;
+constexpr double kMaxBytes = kPiB;
+
+// One maker per kind, so that a row cannot pair a kind with a member of the wrong type.
+constexpr Field int_field(std::string_view name, int Config::*m, double min, double max,
+                          std::string_view help) {
+  return {name, Kind::kInt, m, min, max, {}, help};
+}
+constexpr Field double_field(std::string_view name, double Config::*m, double min, double max,
+                             std::string_view help) {
+  return {name, Kind::kDouble, m, min, max, {}, help};
+}
+constexpr Field string_field(std::string_view name, std::string Config::*m,
+                             std::span<const std::string_view> choices, std::string_view help) {
+  return {name, Kind::kString, m, 0, 0, choices, help};
+}
+constexpr Field duration_field(std::string_view name, uint64_t Config::*m, double min,
+                               std::string_view help) {
+  return {name, Kind::kDuration, m, min, kMaxDuration, {}, help};
+}
+constexpr Field bytes_field(std::string_view name, uint64_t Config::*m, double min,
+                            std::string_view help) {
+  return {name, Kind::kBytes, m, min, kMaxBytes, {}, help};
+}
+
+constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
+
+// clang-format off
+const Field kFields[] = {
+  int_field("workers", &Config::workers, 0, 1024,
+            "worker processes; 0 = one per usable CPU"),
+  string_field("listen", &Config::listen, {},
+               "HOST:PORT of the TCP control API, or \"off\""),
+  bytes_field("max_memory", &Config::max_memory_bytes, 0,
+              "memory limit per worker; 0 = no limit"),
+  double_field("memory_hard_factor", &Config::memory_hard_factor, 1.0, 100,
+               "the master kills a worker at max_memory times this"),
+  double_field("memory_kernel_factor", &Config::memory_kernel_factor, 1.0, 100,
+               "the kernel's backstop limit is max_memory times this"),
+  duration_field("heartbeat_interval", &Config::heartbeat_interval_ms, 10 * kMs,
+                 "how often workers report in"),
+  duration_field("heartbeat_timeout", &Config::heartbeat_timeout_ms, 10 * kMs,
+                 "a worker silent this long is hung"),
+  duration_field("ready_timeout", &Config::ready_timeout_ms, 10 * kMs,
+                 "a worker not ready this long after spawn failed to start"),
+  duration_field("kill_grace", &Config::kill_grace_ms, 0,
+                 "time after SIGABRT (hung) or a stop before SIGKILL"),
+  duration_field("stop_grace", &Config::stop_grace_ms, 0,
+                 "time workers get to finish on a graceful stop"),
+  duration_field("backoff_initial", &Config::backoff_initial_ms, 1 * kMs,
+                 "restart delay after the first unstable exit"),
+  double_field("backoff_factor", &Config::backoff_factor, 1.0, 100,
+               "each further unstable exit multiplies the delay by this"),
+  duration_field("backoff_max", &Config::backoff_max_ms, 1 * kMs,
+                 "the restart delay never exceeds this"),
+  duration_field("stable_after", &Config::stable_after_ms, 0,
+                 "a worker ready this long is stable: its backoff resets"),
+  int_field("crash_loop_exits", &Config::crash_loop_exits, 1, 1000000,
+            "more unstable exits than this within crash_loop_window => errored"),
+  duration_field("crash_loop_window", &Config::crash_loop_window_ms, 1 * kMs,
+                 "the window for crash_loop_exits"),
+  duration_field("errored_retry", &Config::errored_retry_ms, 1 * kMs,
+                 "an errored slot is retried this often"),
+  bytes_field("log_max_size", &Config::log_max_bytes, kKiB,
+              "a log file is rotated at this size"),
+  int_field("log_files", &Config::log_files, 1, 1000,
+            "rotated log files kept"),
+  string_field("log_level", &Config::log_level, kLogLevels,
+               "trace, debug, info, warn or error"),
+};
+// clang-format on
+
+}  // namespace
+
+std::string_view kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kInt:
+      return "integer";
+    case Kind::kDouble:
+      return "number";
+    case Kind::kString:
+      return "string";
+    case Kind::kDuration:
+      return "duration";
+    case Kind::kBytes:
+      return "size";
+  }
+  return "?";
+}
+
+std::span<const Field> fields() { return kFields; }
+
+const Field* find_field(std::string_view name) {
+  for (const Field& f : kFields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace corral::config

@@ -1,0 +1,47 @@
+// The table of config-file fields: the one place that says which settings a config file may
+// hold, of what kind, in what range. apply_json, to_json, validate and field_reference all
+// walk it. Internal to config/; other folders use config.h.
+//
+// Adding a setting: add the member to Config (config.h), then one row to kFields (fields.cc).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "config/config.h"
+
+namespace corral::config {
+
+enum class Kind {
+  kInt,       // JSON integer
+  kDouble,    // JSON number
+  kString,    // JSON string, optionally one of `choices`
+  kDuration,  // "250ms", "10s", ... stored as milliseconds
+  kBytes,     // "512MB" or a JSON integer, stored as bytes
+};
+
+std::string_view kind_name(Kind kind);
+
+using Member =
+    std::variant<int Config::*, double Config::*, std::string Config::*, uint64_t Config::*>;
+
+struct Field {
+  std::string_view name;  // as written in a config file
+  Kind kind;
+  Member member;  // the variant alternative always matches `kind` (see the makers)
+  double min;     // inclusive range for the numeric kinds
+  double max;
+  std::span<const std::string_view> choices;  // kString only; empty = any string
+  std::string_view help;
+};
+
+// Every field, in the order they are documented and listed in error messages.
+std::span<const Field> fields();
+
+// The field named `name`, or nullptr.
+const Field* find_field(std::string_view name);
+
+}  // namespace corral::config

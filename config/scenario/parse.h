@@ -1,0 +1,27 @@
+// Parsing and validating a scenario file.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario/model.h"
+#include "shared/status.h"
+
+namespace corral::scenario {
+
+// Builds the model from a scenario document, checking everything before anything runs:
+// field names and types, durations, methods, JSON Pointers, regular expressions, and that
+// every template variable is defined — in "vars", captured by an earlier step, a built-in, or
+// named in `extra_vars` (the run-time vars given at submission).
+//
+// Errors are kInvalidArgument; the message starts with the path of the field at fault:
+//   `steps[1].poll.every: expected a duration like "10s", got 10`
+//   `steps[3].request.url: unknown variable "jobb" in "{{base}}/jobs/{{jobb}}"`
+// Pure: no I/O. Call it from any thread.
+Result<std::shared_ptr<const Scenario>> parse_scenario(
+    const nlohmann::json& doc, const std::set<std::string>& extra_vars = {});
+
+}  // namespace corral::scenario

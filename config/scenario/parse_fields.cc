@@ -1,0 +1,120 @@
+// Field readers shared by the scenario parser.
+#include <cctype>
+
+#include "config/config.h"
+#include "config/scenario/parse_internal.h"
+
+namespace corral::scenario::detail {
+
+void fail(const std::string& path, const std::string& what) {
+  throw ParseError{path.empty() ? what : path + ": " + what};
+}
+
+std::string field_path(const std::string& path, std::string_view name) {
+  return path.empty() ? std::string(name) : path + "." + std::string(name);
+}
+
+std::string element_path(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+std::string shown(const json& value) { return describe_value(value); }
+
+void check_fields(const json& j, const std::string& path,
+                  std::initializer_list<std::string_view> known) {
+  if (!j.is_object()) fail(path, "expected an object");
+  for (const auto& [key, value] : j.items()) {
+    bool found = false;
+    for (std::string_view k : known) found = found || k == key;
+    if (found) continue;
+    std::string list;
+    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    fail(field_path(path, key), "unknown field (known: " + list + ")");
+  }
+}
+
+const json& required(const json& j, const std::string& path, std::string_view name,
+                     std::string_view expected) {
+  auto it = j.find(name);
+  if (it == j.end()) fail(field_path(path, name), "missing, expected " + std::string(expected));
+  return *it;
+}
+
+std::string read_string(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, "expected a string");
+  if (j.get_ref<const std::string&>().empty()) fail(path, "expected a non-empty string");
+  return j.get<std::string>();
+}
+
+uint64_t read_duration(const json& j, const std::string& path) {
+  Result<uint64_t> ms = j.is_string() ? config::parse_duration_ms(j.get<std::string>())
+                                      : Result<uint64_t>(invalid_argument(""));
+  if (!ms) fail(path, "expected a duration like \"10s\", got " + shown(j));
+  return *ms;
+}
+
+uint64_t read_positive_duration(const json& j, const std::string& path) {
+  uint64_t ms = read_duration(j, path);
+  if (ms == 0) fail(path, "expected a duration greater than 0, got " + shown(j));
+  return ms;
+}
+
+int read_int(const json& j, const std::string& path, int min, int max) {
+  bool ok = j.is_number_integer() && j.get<int64_t>() >= min && j.get<int64_t>() <= max;
+  if (!ok) {
+    fail(path, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                   ", got " + shown(j));
+  }
+  return j.get<int>();
+}
+
+double read_number(const json& j, const std::string& path, double min, double max) {
+  if (!j.is_number() || j.get<double>() < min || j.get<double>() > max) {
+    fail(path, "expected a number from " + json(min).dump() + " to " + json(max).dump() +
+                   ", got " + shown(j));
+  }
+  return j.get<double>();
+}
+
+json::json_pointer read_pointer(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, "expected a JSON Pointer like \"/id\", got " + shown(j));
+  const std::string& text = j.get_ref<const std::string&>();
+  if (!text.empty() && text.front() != '/') {
+    fail(path, shown(j) + " is not a JSON Pointer (it must start with \"/\")");
+  }
+  try {
+    return json::json_pointer(text);
+  } catch (const json::exception& e) {
+    // e.what() is "[json.exception.parse_error.108] parse error: <reason>".
+    std::string reason = e.what();
+    size_t colon = reason.rfind(": ");
+    if (colon != std::string::npos) reason = reason.substr(colon + 2);
+    fail(path, shown(j) + " is not a JSON Pointer (" + reason + ")");
+  }
+}
+
+std::string check_variable_name(const std::string& name, const std::string& path) {
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front()));
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok) fail(path, "a variable name may hold only letters, digits and \"_\"");
+  if (is_builtin_name(name)) fail(path, shown(name) + " is a built-in variable");
+  return name;
+}
+
+void check_scope(const Template& t, const std::string& path, const Scope& scope) {
+  for (const std::string& name : t.variables()) {
+    if (!scope.contains(name)) {
+      fail(path, "unknown variable " + shown(name) + " in " + shown(t.source()));
+    }
+  }
+}
+
+Template read_template(const json& j, const std::string& path, const Scope& scope) {
+  if (!j.is_string()) fail(path, "expected a string");
+  Result<Template> t = Template::compile(j.get_ref<const std::string&>());
+  if (!t) fail(path, t.status().message());
+  check_scope(*t, path, scope);
+  return std::move(*t);
+}
+
+}  // namespace corral::scenario::detail

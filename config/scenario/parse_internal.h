@@ -1,0 +1,63 @@
+// Internal to the scenario parser (parse_*.cc): field readers and the parts of a step.
+//
+// The readers throw ParseError with the full message (`<path>: <what>`); parse_scenario()
+// catches it and returns it as a Status, so no exception leaves the parser. Throwing keeps
+// each reader a one-liner at its call site, which matters in code that is mostly checks.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario/model.h"
+
+namespace corral::scenario::detail {
+
+using nlohmann::json;
+
+struct ParseError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+
+// "steps[0]" + "request" -> "steps[0].request"; "" + "name" -> "name".
+std::string field_path(const std::string& path, std::string_view name);
+// "steps" + 2 -> "steps[2]".
+std::string element_path(const std::string& path, size_t index);
+// `value` as JSON text for "got ..." in messages.
+std::string shown(const json& value);
+
+// The variables a template may use at some point of the file.
+using Scope = std::set<std::string, std::less<>>;
+
+// Fails unless `j` is an object whose keys are all in `known`:
+// `steps[0].pol: unknown field (known: name, request, ...)`.
+void check_fields(const json& j, const std::string& path, std::initializer_list<std::string_view> known);
+// `j[name]`, failing with `<path>.<name>: missing, expected <expected>` when absent.
+const json& required(const json& j, const std::string& path, std::string_view name,
+                     std::string_view expected);
+
+std::string read_string(const json& j, const std::string& path);        // non-empty
+uint64_t read_duration(const json& j, const std::string& path);         // "250ms", "10s", "10m"
+uint64_t read_positive_duration(const json& j, const std::string& path);
+int read_int(const json& j, const std::string& path, int min, int max);
+double read_number(const json& j, const std::string& path, double min, double max);
+json::json_pointer read_pointer(const json& j, const std::string& path);
+// A name usable as a variable: letters, digits and "_", not a built-in.
+std::string check_variable_name(const std::string& name, const std::string& path);
+// Compiles a template and checks that every variable it uses is in `scope`.
+Template read_template(const json& j, const std::string& path, const Scope& scope);
+void check_scope(const Template& t, const std::string& path, const Scope& scope);
+
+// The parts of a step, each reading the field at `path`.
+RequestSpec parse_request(const json& j, const std::string& path, const Scope& scope);
+std::vector<Condition> parse_conditions(const json& j, const std::string& path, bool non_empty);
+std::vector<Capture> parse_captures(const json& j, const std::string& path);
+
+}  // namespace corral::scenario::detail

@@ -1,0 +1,104 @@
+#include "master/dispatcher.h"
+
+#include <algorithm>
+
+namespace corral::master {
+
+using nlohmann::json;
+
+void Dispatcher::worker_ready(int slot) { workers_[slot] = Worker{}; }
+
+void Dispatcher::worker_gone(int slot) { workers_.erase(slot); }
+
+void Dispatcher::instance_done(int slot) {
+  auto it = workers_.find(slot);
+  if (it != workers_.end() && it->second.load > 0) it->second.load -= 1;
+}
+
+uint32_t Dispatcher::load(int slot) const {
+  auto it = workers_.find(slot);
+  return it == workers_.end() ? 0 : it->second.load;
+}
+
+size_t Dispatcher::capacity() const {
+  size_t n = 0;
+  for (const auto& [slot, w] : workers_) n += w.load < limit_ ? limit_ - w.load : 0;
+  return n;
+}
+
+int Dispatcher::least_loaded() const {
+  int best = -1;
+  uint32_t best_load = limit_;
+  for (const auto& [slot, w] : workers_) {
+    if (w.load < best_load) {
+      best = slot;
+      best_load = w.load;
+    }
+  }
+  return best;
+}
+
+bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
+  size_t room = std::min<size_t>({budget, chunk_, limit_ - w.load});
+  if (!w.defined.count(run.id)) {
+    json define = {{"run", run.id}, {"scenario", run.scenario->source}, {"vars", run.vars}};
+    if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
+    w.defined.insert(run.id);
+  }
+  json start = {{"run", run.id}};
+  std::vector<uint32_t> taken;
+  if (!run.requeued.empty()) {
+    json resume = json::object();
+    while (!run.requeued.empty() && taken.size() < room) {
+      uint32_t i = run.requeued.front();
+      run.requeued.pop_front();
+      if (run.instances[i].state != InstanceState::kQueued) continue;
+      const InstanceRecord& in = run.instances[i];
+      json cp = {{"step", in.next_step}, {"started_ms", in.started_ms}};
+      if (in.vars.is_object()) cp["vars"] = in.vars;
+      resume[std::to_string(i)] = std::move(cp);
+      taken.push_back(i);
+    }
+    start["resume"] = std::move(resume);
+  } else {
+    uint32_t count = static_cast<uint32_t>(
+        std::min<size_t>(room, run.instances.size() - run.next_fresh));
+    start["first"] = run.next_fresh;
+    start["count"] = count;
+    for (uint32_t k = 0; k < count; ++k) taken.push_back(run.next_fresh + k);
+    run.next_fresh += count;
+  }
+  if (taken.empty()) return true;
+  if (!send_(slot, ipc::MessageType::kStart, start)) {
+    // Put them back: they were not sent.
+    for (uint32_t i : taken) run.requeued.push_back(i);
+    return false;
+  }
+  for (uint32_t i : taken) {
+    runs_.set_state(run, i, InstanceState::kRunning);
+    run.instances[i].worker = slot;
+  }
+  w.load += static_cast<uint32_t>(taken.size());
+  placed += taken.size();
+  return true;
+}
+
+bool Dispatcher::pump(size_t budget) {
+  size_t placed = 0;
+  for (const auto& run_ptr : runs_.all()) {
+    Run& run = *run_ptr;
+    while (!run.cancelled && run.pending() > 0) {
+      if (placed >= budget) return true;
+      int slot = least_loaded();
+      if (slot < 0) return false;
+      Worker& w = workers_[slot];
+      if (!place(run, slot, w, budget - placed, placed)) {
+        worker_gone(slot);  // it cannot take frames: stop placing work there
+        return !workers_.empty();
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace corral::master

@@ -1,0 +1,48 @@
+// A small blocking HTTP/1.1 client on libcurl's easy interface, for processes that have no event
+// loop: the corral CLI and the integration tests. The master and the workers must not use it (it
+// blocks the calling thread for up to timeout_ms).
+//
+// Any thread may call request(); each call uses its own easy handle. libcurl's global state is
+// initialised once, on the first call.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/status.h"
+
+namespace corral::http {
+
+// Where to send a request: a unix socket path, or a TCP host and port.
+struct Target {
+  std::string socket_path;  // non-empty: connect to this unix socket
+  std::string host;         // otherwise: connect to host:port
+  int port = 0;
+
+  static Target over_unix(std::string path) { return Target{std::move(path), "", 0}; }
+  static Target over_tcp(std::string host, int port) { return Target{"", std::move(host), port}; }
+  // "unix:/path/corral.sock" or "127.0.0.1:7070", for messages.
+  std::string describe() const;
+};
+
+// A response that arrived, whatever its status code.
+struct HttpResult {
+  int status = 0;
+  std::string body;
+  // The body parsed as JSON, or null when it is empty or not JSON.
+  nlohmann::json json() const;
+};
+
+// Sends `method path` to `target` and waits for the whole response, at most timeout_ms (which
+// covers connecting too). A non-empty `body_json` is sent with Content-Type: application/json;
+// POST, PUT and PATCH always send a body (possibly empty, with Content-Length: 0).
+// Errors: Code::kUnavailable when nothing accepts the connection (no socket file, connection
+// refused, unknown host); Code::kTimeout when the deadline passes; Code::kIo for anything else
+// that went wrong on the wire (the message names libcurl's error). An HTTP error status (4xx,
+// 5xx) is not an error here: it comes back as an HttpResult.
+Result<HttpResult> request(const Target& target, std::string_view method, std::string_view path,
+                           std::string_view body_json = {}, long timeout_ms = 5000);
+
+}  // namespace corral::http

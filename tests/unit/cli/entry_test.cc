@@ -1,0 +1,132 @@
+// The CLI entry point, run in-process: exit codes and the lines a user sees.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "cli/entry.h"
+#include "shared/exit_codes.h"
+
+namespace corral::cli {
+namespace {
+
+// Runs the CLI with `args` (without the program name), capturing std::cout and std::cerr.
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Run run(std::vector<std::string> args) {
+  args.insert(args.begin(), "corral");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
+  Run r;
+  r.code = main(static_cast<int>(argv.size()), argv.data());
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = std::filesystem::temp_directory_path().string() + "/corral-cli-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST_CASE("cli: an unknown verb is one error line plus the verb list, exit 2") {
+  const Run r = run({"frobnicate"});
+  CHECK(r.code == kExitUsage);
+  CHECK(r.err.rfind("corral: unknown verb 'frobnicate'\n", 0) == 0);
+  CHECK(r.err.find("  status") != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: status with a home where no daemon runs says so in one line, exit 3") {
+  TempDir home;
+  for (const char* verb : {"status", "ls", "jlist", "stop", "scale"}) {
+    INFO(verb);
+    std::vector<std::string> args = {verb, "--home", home.path()};
+    if (std::string(verb) == "scale") args.push_back("2");
+    const Run r = run(args);
+    CHECK(r.code == kExitDaemonNotRunning);
+    CHECK(r.err == "corral: daemon is not running (no answer on " + home.path() +
+                       "/corral.sock); start it with 'corral start'\n");
+  }
+}
+
+TEST_CASE("cli: --home also works before the verb") {
+  TempDir home;
+  const Run r = run({"--home", home.path(), "status"});
+  CHECK(r.code == kExitDaemonNotRunning);
+  CHECK(r.err.find(home.path() + "/corral.sock") != std::string::npos);
+}
+
+TEST_CASE("cli: bad options for a verb are a usage error, exit 2") {
+  CHECK(run({"status", "--bogus"}).code == kExitUsage);
+  CHECK(run({"restart", "x"}).code == kExitUsage);
+  CHECK(run({"describe"}).code == kExitUsage);  // SLOT is required
+}
+
+TEST_CASE("cli: help and version print to stdout and exit 0") {
+  const Run help = run({"help"});
+  CHECK(help.code == 0);
+  CHECK(help.out == render_help());
+  const Run verb_help = run({"help", "logs"});
+  CHECK(verb_help.code == 0);
+  CHECK(verb_help.out.find("--follow") != std::string::npos);
+  CHECK(run({"--help"}).out == render_help());
+  const Run version = run({"version"});
+  CHECK(version.code == 0);
+  CHECK(version.out == "corral " CORRAL_VERSION "\n");
+}
+
+TEST_CASE("cli: no verb at all prints the verb list and exits 2") {
+  const Run r = run({});
+  CHECK(r.code == kExitUsage);
+  CHECK(r.err == render_help());
+}
+
+TEST_CASE("cli: a bad setting for daemon is reported before anything starts, exit 78") {
+  TempDir home;
+  const Run r = run({"daemon", "--home", home.path(), "--max-memory", "lots"});
+  CHECK(r.code == kExitInitFailed);
+  CHECK(r.err.rfind("corral: --max-memory: ", 0) == 0);
+}
+
+TEST_CASE("cli: logs reads the files under home without a daemon") {
+  TempDir home;
+  std::filesystem::create_directories(home.path() + "/logs");
+  std::ofstream(home.path() + "/logs/master.log") << "a\nb\nc\n";
+  std::ofstream(home.path() + "/logs/worker-0.log") << "w1\nw2";
+  const Run all = run({"logs", "--home", home.path(), "--lines", "2"});
+  CHECK(all.code == 0);
+  CHECK(all.out == home.path() + "/logs/master.log last 2 lines:\nb\nc\n\n" + home.path() +
+                       "/logs/worker-0.log last 2 lines:\nw1\nw2\n\n");
+  const Run one = run({"logs", "0", "--home", home.path(), "--lines", "1"});
+  CHECK(one.out == home.path() + "/logs/worker-0.log last 1 lines:\nw2\n\n");
+  CHECK(run({"logs", "7", "--home", home.path()}).code == 1);
+  CHECK(run({"logs", "nope", "--home", home.path()}).code == kExitUsage);
+}
+
+}  // namespace
+}  // namespace corral::cli

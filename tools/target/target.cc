@@ -1,0 +1,98 @@
+#include "tools/target/target.h"
+
+#include <charconv>
+
+#include "shared/uv/timer.h"
+
+namespace corral::target {
+namespace {
+
+using http::Response;
+using nlohmann::json;
+
+std::optional<uint64_t> to_u64(std::string_view s) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+Target::Target(uv_loop_t* loop)
+    : loop_(loop),
+      server_(loop, [this](http::Request&& req, http::Responder r) { handle(std::move(req), r); },
+              http::ServerOptions{1 << 20, 64 << 10, 60000, 1 << 20}) {}
+
+void Target::handle(http::Request&& req, http::Responder respond) {
+  ++requests_;
+  const std::string& p = req.path;
+  if (starts_with(p, "/status/") && req.method == "GET") {
+    ++polls_;
+    respond.send(Response{200, "application/json", R"({"status":"ok"})", {}});
+  } else if (starts_with(p, "/jobs")) {
+    respond.send(jobs(req));
+  } else if (starts_with(p, "/flaky/")) {
+    respond.send(flaky(req));
+  } else if (p == "/slow") {
+    slow(req, respond);
+  } else if (p == "/stats") {
+    respond.send(Response::json(
+        200, {{"requests", requests_}, {"polls", polls_}, {"jobs", jobs_.size()}}));
+  } else {
+    respond.send(Response::error(404, "no route for " + req.method + " " + p));
+  }
+}
+
+Response Target::jobs(const http::Request& req) {
+  if (req.path == "/jobs" && req.method == "POST") {
+    json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return Response::error(400, "body must be a JSON object");
+    }
+    Job job;
+    job.polls_to_done = body.value("polls_to_done", 3u);
+    job.fail = body.value("fail", false);
+    uint64_t id = next_job_++;
+    jobs_[id] = job;
+    return Response::json(201, {{"id", std::to_string(id)}, {"status", "running"}});
+  }
+  auto id = to_u64(std::string_view(req.path).substr(std::string_view("/jobs/").size()));
+  if (!starts_with(req.path, "/jobs/") || !id || req.method != "GET") {
+    return Response::error(404, "no route for " + req.method + " " + req.path);
+  }
+  auto it = jobs_.find(*id);
+  if (it == jobs_.end()) return Response::error(404, "no job " + std::to_string(*id));
+  ++polls_;
+  Job& job = it->second;
+  job.polls += 1;
+  const char* status = job.polls < job.polls_to_done ? "running" : job.fail ? "failed" : "done";
+  return Response::json(200, {{"id", std::to_string(*id)}, {"status", status},
+                              {"polls", job.polls}});
+}
+
+Response Target::flaky(const http::Request& req) {
+  std::string key = req.path.substr(std::string_view("/flaky/").size());
+  uint64_t fail = to_u64(req.query_param("fail").value_or("1")).value_or(1);
+  uint32_t& seen = flaky_[key];
+  seen += 1;
+  if (seen <= fail) return Response::error(503, "flaky: failure " + std::to_string(seen));
+  return Response::json(200, {{"key", key}, {"attempt", seen}});
+}
+
+void Target::slow(const http::Request& req, const http::Responder& respond) {
+  uint64_t ms = to_u64(req.query_param("ms").value_or("0")).value_or(0);
+  auto timer = std::make_shared<uv::Timer>(loop_);
+  // The timer keeps itself alive through its own callback until it fires once.
+  timer->start(ms, 0, [timer, respond, ms]() mutable {
+    respond.send(Response::json(200, {{"slept_ms", ms}}));
+    timer->close();
+    timer.reset();
+  });
+}
+
+}  // namespace corral::target
