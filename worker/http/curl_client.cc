@@ -86,6 +86,7 @@ CurlClient::~CurlClient() {
     curl_slist_free_all(t->headers);
     delete t;
   }
+  for (Transfer* t : waiting_) delete t;
   for (CURL* e : idle_easy_) curl_easy_cleanup(e);
   curl_multi_cleanup(multi_);
 }
@@ -99,7 +100,17 @@ CURL* CurlClient::take_easy() {
 }
 
 void CurlClient::send(HttpRequest req, Done done) {
-  auto* t = new Transfer{this, take_easy(), nullptr, std::move(req), {}, std::move(done)};
+  auto* t = new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)};
+  ++in_flight_;
+  if (in_curl_ >= opts_.max_in_flight) {
+    waiting_.push_back(t);
+    return;
+  }
+  begin(t);
+}
+
+void CurlClient::begin(Transfer* t) {
+  t->easy = take_easy();
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
   curl_easy_setopt(e, CURLOPT_PRIVATE, t);
@@ -122,7 +133,7 @@ void CurlClient::send(HttpRequest req, Done done) {
   // curl adds "Expect: 100-continue" to large bodies, which costs a round trip: turn it off.
   t->headers = curl_slist_append(t->headers, "Expect:");
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-  ++in_flight_;
+  ++in_curl_;
   live_.insert(t);
   CURLMcode rc = curl_multi_add_handle(multi_, e);
   if (rc != CURLM_OK) {
@@ -144,10 +155,16 @@ void CurlClient::finish(Transfer* t) {
   live_.erase(t);
   curl_slist_free_all(t->headers);
   --in_flight_;
+  --in_curl_;
   ++completed_;
   Done done = std::move(t->done);
   HttpResponse resp = std::move(t->resp);
   delete t;
+  while (in_curl_ < opts_.max_in_flight && !waiting_.empty()) {
+    Transfer* next = waiting_.front();
+    waiting_.pop_front();
+    begin(next);
+  }
   done(std::move(resp));
 }
 

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,6 +37,10 @@ struct HttpResponse {
 };
 
 struct CurlOptions {
+  // Transfers handed to curl at once; later ones wait in a FIFO here. curl's multi handle
+  // slows down as it holds more transfers and connections, so a burst of thousands of due
+  // polls is fed to it a slice at a time.
+  size_t max_in_flight = 512;
   long max_host_connections = 256;    // parallel connections to one host
   long max_total_connections = 2048;  // across hosts, in flight
   long connection_cache = 2048;       // idle connections kept for reuse
@@ -55,6 +60,7 @@ class CurlClient {
   // Starts a transfer; `done` is called exactly once, later, from the loop (never inside
   // send()), unless the client is destroyed first.
   void send(HttpRequest req, Done done);
+  // Transfers started and not yet done, including those waiting for a slot.
   size_t in_flight() const { return in_flight_; }
   size_t max_body_bytes() const { return opts_.max_body_bytes; }
   uint64_t completed() const { return completed_; }
@@ -70,6 +76,7 @@ class CurlClient {
   void socket_action(curl_socket_t s, int flags);
   void collect_done();
   void finish(Transfer* t);
+  void begin(Transfer* t);
   CURL* take_easy();
 
   uv_loop_t* loop_;
@@ -78,6 +85,8 @@ class CurlClient {
   uv::Timer timer_;
   uv::Timer failed_timer_;            // delivers transfers curl refused to start
   std::vector<Transfer*> failed_;
+  std::deque<Transfer*> waiting_;  // over max_in_flight, not yet handed to curl
+  size_t in_curl_ = 0;
   std::unordered_set<Transfer*> live_;
   std::vector<CURL*> idle_easy_;
   size_t in_flight_ = 0;
