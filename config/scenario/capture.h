@@ -7,9 +7,8 @@
 //   {"raw": {"body": true}}         the whole body as a string
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "config/scenario/response.h"
 #include "shared/status.h"

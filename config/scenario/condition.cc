@@ -1,9 +1,9 @@
 // Condition evaluation and the wording of its results.
 #include "config/scenario/condition.h"
 
-#include <charconv>
-
 #include <re2/re2.h>
+
+#include <charconv>
 
 namespace corral::scenario {
 namespace {
@@ -109,7 +109,7 @@ bool test(const Condition& c, const Observed& o) {
       std::optional<double> n = number(o);
       if (!n) return false;
       double limit = c.operand.get<double>();
-      return c.op == Op::kLt ? *n <= limit : *n > limit;
+      return c.op == Op::kLt ? *n < limit : *n > limit;
     }
     case Op::kMatches: {
       std::string storage;
@@ -142,7 +142,7 @@ std::string expectation(const Condition& c, const Observed& o) {
     case Op::kEquals:
       return operand;
     case Op::kNotEquals:
-      return "anything except " + operand;
+      return "anything but " + operand;
     case Op::kExists:
       return c.operand.get<bool>() ? "it to exist" : "it not to exist";
     case Op::kIn:

@@ -18,11 +18,10 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "config/scenario/response.h"
 

@@ -7,13 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/scenario/capture.h"
 #include "config/scenario/condition.h"
@@ -62,25 +61,25 @@ struct Retry {
 // `timeout_ms` has passed since the first attempt started or after `max_attempts` attempts.
 // The parser guarantees at least one of timeout_ms and max_attempts is set.
 struct Poll {
-  uint64_t every_ms = 0;         // > 0
-  uint64_t timeout_ms = 0;       // 0 = no time limit
-  std::vector<Condition> until;  // not empty; all must hold
+  uint64_t every_ms = 0;           // > 0
+  uint64_t timeout_ms = 0;         // 0 = no time limit
+  std::vector<Condition> until;    // not empty; all must hold
   std::vector<Condition> fail_if;  // any one holding fails the step
-  int max_attempts = 0;          // 0 = unlimited
-  double backoff_factor = 1.0;   // 1 = a fixed interval
-  uint64_t max_interval_ms = 0;  // 0 = no cap
+  int max_attempts = 0;            // 0 = unlimited
+  double backoff_factor = 1.0;     // 1 = a fixed interval
+  uint64_t max_interval_ms = 0;    // 0 = no cap
 };
 
 struct Step {
   std::string name;  // from the file, else e.g. "GET {{base}}/jobs/{{job}}" or "sleep 2s"
   size_t index = 0;  // position in Scenario::steps
   StepKind kind = StepKind::kRequest;
-  RequestSpec request;              // kRequest, kPoll
-  std::vector<Condition> expect;    // kRequest: all must hold, else the step fails
-  std::vector<Capture> captures;    // kRequest, kPoll: set after the step passes
-  Retry retry;                      // kRequest, kPoll (each poll attempt's request)
-  Poll poll;                        // kPoll
-  uint64_t sleep_ms = 0;            // kSleep
+  RequestSpec request;            // kRequest, kPoll
+  std::vector<Condition> expect;  // kRequest: all must hold, else the step fails
+  std::vector<Capture> captures;  // kRequest, kPoll: set after the step passes
+  Retry retry;                    // kRequest, kPoll (each poll attempt's request)
+  Poll poll;                      // kPoll
+  uint64_t sleep_ms = 0;          // kSleep
   // True when a condition or capture reads the body as JSON: the engine need not parse
   // response bodies of the other steps.
   bool reads_json = false;

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
 #include "shared/status.h"

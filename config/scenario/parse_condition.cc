@@ -11,8 +11,9 @@ struct OpName {
   Op op;
 };
 constexpr OpName kOps[] = {
-    {"equals", Op::kEquals}, {"not_equals", Op::kNotEquals}, {"exists", Op::kExists},
-    {"in", Op::kIn},         {"lt", Op::kLt},                {"gt", Op::kGt},
+    {"equals", Op::kEquals},   {"not_equals", Op::kNotEquals},
+    {"exists", Op::kExists},   {"in", Op::kIn},
+    {"lt", Op::kLt},           {"gt", Op::kGt},
     {"matches", Op::kMatches},
 };
 constexpr std::string_view kOpList = "equals, not_equals, exists, in, lt, gt, matches";
@@ -93,8 +94,9 @@ void read_op(const json& j, const std::string& path, std::string_view subject, C
 }
 
 Condition parse_condition(const json& j, const std::string& path) {
-  check_fields(j, path, {"status", "json", "header", "body_contains", "equals", "not_equals",
-                         "exists", "in", "lt", "gt", "matches"});
+  check_fields(j, path,
+               {"status", "json", "header", "body_contains", "equals", "not_equals", "exists", "in",
+                "lt", "gt", "matches"});
   int subjects = 0;
   for (std::string_view s : {"status", "json", "header", "body_contains"}) {
     subjects += j.contains(s) ? 1 : 0;

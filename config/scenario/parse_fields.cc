@@ -70,8 +70,8 @@ int read_int(const json& j, const std::string& path, int min, int max) {
 
 double read_number(const json& j, const std::string& path, double min, double max) {
   if (!j.is_number() || j.get<double>() < min || j.get<double>() > max) {
-    fail(path, "expected a number from " + json(min).dump() + " to " + json(max).dump() +
-                   ", got " + shown(j));
+    fail(path, "expected a number from " + json(min).dump() + " to " + json(max).dump() + ", got " +
+                   shown(j));
   }
   return j.get<double>();
 }

@@ -7,12 +7,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
 
@@ -38,13 +37,14 @@ using Scope = std::set<std::string, std::less<>>;
 
 // Fails unless `j` is an object whose keys are all in `known`:
 // `steps[0].pol: unknown field (known: name, request, ...)`.
-void check_fields(const json& j, const std::string& path, std::initializer_list<std::string_view> known);
+void check_fields(const json& j, const std::string& path,
+                  std::initializer_list<std::string_view> known);
 // `j[name]`, failing with `<path>.<name>: missing, expected <expected>` when absent.
 const json& required(const json& j, const std::string& path, std::string_view name,
                      std::string_view expected);
 
-std::string read_string(const json& j, const std::string& path);        // non-empty
-uint64_t read_duration(const json& j, const std::string& path);         // "250ms", "10s", "10m"
+std::string read_string(const json& j, const std::string& path);  // non-empty
+uint64_t read_duration(const json& j, const std::string& path);   // "250ms", "10s", "10m"
 uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);
 double read_number(const json& j, const std::string& path, double min, double max);

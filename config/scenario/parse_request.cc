@@ -7,7 +7,7 @@
 namespace corral::scenario::detail {
 namespace {
 
-constexpr std::array<std::string_view, 7> kMethods = {"GET",  "POST", "PUT",    "PATCH",
+constexpr std::array<std::string_view, 7> kMethods = {"GET",    "POST", "PUT",    "PATCH",
                                                       "DELETE", "HEAD", "OPTIONS"};
 
 std::string read_method(const json& j, const std::string& path) {
@@ -26,7 +26,8 @@ std::string read_method(const json& j, const std::string& path) {
 }
 
 bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && equals_ignoring_case(text.substr(0, prefix.size()), prefix);
+  return text.size() >= prefix.size() &&
+         equals_ignoring_case(text.substr(0, prefix.size()), prefix);
 }
 
 Template read_url(const json& j, const std::string& path, const Scope& scope) {
@@ -43,7 +44,8 @@ bool is_header_name(std::string_view name) {
   static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
   if (name.empty()) return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && kSymbols.find(c) == std::string_view::npos) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        kSymbols.find(c) == std::string_view::npos) {
       return false;
     }
   }

@@ -1,9 +1,8 @@
 // Parsing a scenario document and its steps. The request, conditions and captures are read in
 // parse_request.cc and parse_condition.cc; the field readers are in parse_fields.cc.
-#include "config/scenario/parse.h"
-
 #include <algorithm>
 
+#include "config/scenario/parse.h"
 #include "config/scenario/parse_internal.h"
 
 namespace corral::scenario {
@@ -28,8 +27,8 @@ RetryOn read_retry_on(const json& j, const std::string& path) {
     auto it = std::find_if(std::begin(kRetryOn), std::end(kRetryOn),
                            [&](const RetryOnName& r) { return j[i] == r.name; });
     if (it == std::end(kRetryOn)) {
-      fail(element_path(path, i), "expected one of transport, 5xx, 4xx, expect, got " +
-                                      shown(j[i]));
+      fail(element_path(path, i),
+           "expected one of transport, 5xx, 4xx, expect, got " + shown(j[i]));
     }
     on.*(it->flag) = true;
   }
@@ -61,8 +60,8 @@ Poll parse_poll(const json& j, const std::string& path) {
                {"every", "timeout", "until", "fail_if", "max_attempts", "backoff", "max_interval"});
   Poll p;
   auto at = [&](std::string_view name) { return field_path(path, name); };
-  p.every_ms = read_positive_duration(required(j, path, "every", "a duration like \"10s\""),
-                                      at("every"));
+  p.every_ms =
+      read_positive_duration(required(j, path, "every", "a duration like \"10s\""), at("every"));
   if (j.contains("timeout")) p.timeout_ms = read_positive_duration(j["timeout"], at("timeout"));
   p.until = parse_conditions(required(j, path, "until", "a condition or an array of conditions"),
                              at("until"), true);
@@ -84,11 +83,15 @@ Poll parse_poll(const json& j, const std::string& path) {
 // Which kind the step's fields make it, checking that they go together.
 StepKind step_kind(const json& j, const std::string& path) {
   bool request = j.contains("request"), sleep = j.contains("sleep"), poll = j.contains("poll");
-  if (poll && !request && !sleep) fail(field_path(path, "poll"), "a poll needs a \"request\" to repeat");
+  if (poll && !request && !sleep) {
+    fail(field_path(path, "poll"), "a poll needs a \"request\" to repeat");
+  }
   if (request == sleep) fail(path, "a step needs exactly one of \"request\", \"sleep\"");
   if (sleep) {
     for (std::string_view f : {"expect", "capture", "retry", "poll"}) {
-      if (j.contains(f)) fail(field_path(path, f), "a \"sleep\" step takes only \"name\" and \"sleep\"");
+      if (j.contains(f)) {
+        fail(field_path(path, f), "a \"sleep\" step takes only \"name\" and \"sleep\"");
+      }
     }
     return StepKind::kSleep;
   }
@@ -105,9 +108,8 @@ bool any_json(const std::vector<Condition>& conditions) {
 }
 
 bool reads_json(const Step& s) {
-  bool captures = std::any_of(s.captures.begin(), s.captures.end(), [](const Capture& c) {
-    return c.source == Capture::Source::kJson;
-  });
+  bool captures = std::any_of(s.captures.begin(), s.captures.end(),
+                              [](const Capture& c) { return c.source == Capture::Source::kJson; });
   return captures || any_json(s.expect) || any_json(s.poll.until) || any_json(s.poll.fail_if);
 }
 
@@ -131,7 +133,7 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   if (j.contains("retry")) s.retry = parse_retry(j["retry"], at("retry"));
   if (s.kind == StepKind::kPoll) s.poll = parse_poll(j["poll"], at("poll"));
   if (j.contains("capture")) s.captures = parse_captures(j["capture"], at("capture"));
-  
+  for (const Capture& c : s.captures) scope.insert(c.name);
   s.reads_json = reads_json(s);
   return s;
 }
@@ -146,7 +148,8 @@ nlohmann::json parse_vars(const json& doc, Scope& scope) {
   return vars;
 }
 
-std::shared_ptr<const Scenario> parse_document(const json& doc, const std::set<std::string>& extra) {
+std::shared_ptr<const Scenario> parse_document(const json& doc,
+                                               const std::set<std::string>& extra) {
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_fields(doc, "", {"name", "vars", "steps"});
   auto scenario = std::make_shared<Scenario>();

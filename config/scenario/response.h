@@ -4,13 +4,12 @@
 // while it evaluates a step's conditions and captures, then drops it.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace corral::scenario {
 

@@ -1,13 +1,13 @@
 // Template compilation and expansion.
 #include "config/scenario/template.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <random>
-
-#include <unistd.h>
 
 namespace corral::scenario {
 namespace {
@@ -99,8 +99,7 @@ void expand_reference(const Template::Segment& s, const Vars& vars, std::string&
 }
 
 void compile_json(const nlohmann::json& node, const nlohmann::json::json_pointer& where,
-                  const std::string& path, std::vector<JsonTemplate::Slot>& slots,
-                  Status& error) {
+                  const std::string& path, std::vector<JsonTemplate::Slot>& slots, Status& error) {
   if (!error.is_ok()) return;
   if (node.is_string()) {
     Result<Template> t = Template::compile(node.get_ref<const std::string&>());
@@ -168,7 +167,7 @@ std::string Template::expand(const Vars& vars, Status* error) const {
 nlohmann::json Template::expand_json(const Vars& vars, Status* error) const {
   if (segments_.size() == 1) {
     const Segment& only = segments_[0];
-    
+    if (only.kind == Kind::kInstance) return vars.instance();
     if (only.kind == Kind::kVariable) {
       if (const nlohmann::json* value = vars.find(only.text)) return *value;
     }

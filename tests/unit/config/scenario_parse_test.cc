@@ -1,0 +1,291 @@
+// Scenario files: the model parse_scenario() builds, and the errors it reports.
+#include <catch2/catch.hpp>
+
+#include "config/scenario/parse.h"
+
+namespace corral::scenario {
+namespace {
+
+using nlohmann::json;
+
+// The example from issue 3.
+constexpr const char* kExample = R"({
+  "name": "job-a-then-b",
+  "vars": {"base": "http://127.0.0.1:8081"},
+  "steps": [
+    {"name": "start A",
+     "request": {"method": "POST", "url": "{{base}}/jobs", "json": {"polls_to_done": 3}},
+     "expect": [{"status": 201}],
+     "capture": {"job": {"json": "/id"}}},
+    {"name": "wait for A",
+     "request": {"method": "GET", "url": "{{base}}/jobs/{{job}}"},
+     "poll": {"every": "10s", "timeout": "10m",
+              "until": [{"json": "/status", "equals": "done"}],
+              "fail_if": [{"json": "/status", "equals": "failed"}]}},
+    {"name": "breathe", "sleep": "2s"}
+  ]
+})";
+
+std::shared_ptr<const Scenario> parse_ok(const std::string& text,
+                                         const std::set<std::string>& extra = {}) {
+  Result<std::shared_ptr<const Scenario>> s = parse_scenario(json::parse(text), extra);
+  INFO((s ? "" : s.status().message()));
+  REQUIRE(s.is_ok());
+  return *s;
+}
+
+std::string parse_error(const std::string& text) {
+  Result<std::shared_ptr<const Scenario>> s = parse_scenario(json::parse(text));
+  REQUIRE_FALSE(s.is_ok());
+  CHECK(s.status().code() == Code::kInvalidArgument);
+  return s.status().message();
+}
+
+// A scenario of one step.
+std::string one_step(const std::string& step) {
+  return R"({"name": "t", "vars": {"base": "http://h"}, "steps": [)" + step + "]}";
+}
+
+TEST_CASE("scenario parser: the issue's example parses into the expected model") {
+  std::shared_ptr<const Scenario> s = parse_ok(kExample);
+  CHECK(s->name == "job-a-then-b");
+  CHECK(s->vars == json{{"base", "http://127.0.0.1:8081"}});
+  CHECK(s->source == json::parse(kExample));
+  REQUIRE(s->steps.size() == 3);
+
+  const Step& start = s->steps[0];
+  CHECK(start.name == "start A");
+  CHECK(start.index == 0);
+  CHECK(start.kind == StepKind::kRequest);
+  CHECK(start.request.method == "POST");
+  CHECK(start.request.url.source() == "{{base}}/jobs");
+  REQUIRE(start.request.json.has_value());
+  CHECK(start.request.json->source() == json{{"polls_to_done", 3}});
+  CHECK_FALSE(start.request.body.has_value());
+  REQUIRE(start.request.headers.size() == 1);
+  CHECK(start.request.headers[0].first == "Content-Type");
+  CHECK(start.request.headers[0].second.source() == "application/json");
+  CHECK(start.request.timeout_ms == 30000);
+  REQUIRE(start.expect.size() == 1);
+  CHECK(start.expect[0].subject == Subject::kStatus);
+  CHECK(start.expect[0].op == Op::kEquals);
+  CHECK(start.expect[0].operand == 201);
+  REQUIRE(start.captures.size() == 1);
+  CHECK(start.captures[0].name == "job");
+  CHECK(start.captures[0].source == Capture::Source::kJson);
+  CHECK(start.captures[0].pointer.to_string() == "/id");
+  CHECK(start.retry.attempts == 1);
+  CHECK(start.reads_json);
+
+  const Step& wait = s->steps[1];
+  CHECK(wait.name == "wait for A");
+  CHECK(wait.kind == StepKind::kPoll);
+  CHECK(wait.request.method == "GET");
+  CHECK(wait.request.headers.empty());
+  CHECK(wait.request.url.variables() == std::vector<std::string>{"base", "job"});
+  CHECK(wait.poll.every_ms == 10000);
+  CHECK(wait.poll.timeout_ms == 600000);
+  CHECK(wait.poll.max_attempts == 0);
+  CHECK(wait.poll.backoff_factor == 1.0);
+  REQUIRE(wait.poll.until.size() == 1);
+  CHECK(describe(wait.poll.until[0]) == "/status equals \"done\"");
+  REQUIRE(wait.poll.fail_if.size() == 1);
+  CHECK(describe(wait.poll.fail_if[0]) == "/status equals \"failed\"");
+  CHECK(wait.reads_json);
+
+  const Step& breathe = s->steps[2];
+  CHECK(breathe.name == "breathe");
+  CHECK(breathe.kind == StepKind::kSleep);
+  CHECK(breathe.sleep_ms == 2000);
+  CHECK_FALSE(breathe.reads_json);
+}
+
+TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the step and field") {
+  struct Case {
+    std::string doc;
+    std::string error;
+  };
+  const std::string poll_start = R"({"name": "t", "vars": {"base": "http://h"}, "steps": [
+      {"sleep": "1s"}, {"request": {"url": "{{base}}"}, "poll": )";
+  const Case cases[] = {
+      {"[1]", R"(expected a scenario: a JSON object with "name" and "steps")"},
+      {R"({"name": 5, "steps": [{"sleep": "1s"}]})", "name: expected a string"},
+      {R"({"steps": [{"sleep": "1s"}]})", "name: missing, expected a string"},
+      {R"({"name": "t", "steps": []})", "steps: expected a non-empty array"},
+      {R"({"name": "t", "steps": {}})", "steps: expected a non-empty array"},
+      {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
+      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps)"},
+      {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
+       R"(vars.uuid: "uuid" is a built-in variable)"},
+      {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
+       R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
+       "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep)"},
+      {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
+       R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
+      {one_step(R"({"request": {"method": "GET"}})"),
+       R"(steps[0].request.url: missing, expected a URL like "http://host/path")"},
+      {one_step(R"({"request": {"url": "ftp://x"}})"),
+       R"(steps[0].request.url: expected an http:// or https:// URL, got "ftp://x")"},
+      {one_step(R"({"request": {"url": "http://x/{{a"}})"),
+       R"(steps[0].request.url: unclosed "{{" in "http://x/{{a")"},
+      {one_step(R"({"request": {"url": "{{base}}/{{a b}}"}})"),
+       R"(steps[0].request.url: invalid variable reference "{{a b}}" in "{{base}}/{{a b}}")"},
+      {one_step(R"({"request": {"url": "{{base}}", "json": {}, "body": "x"}})"),
+       R"(steps[0].request: a request takes "json" or "body", not both)"},
+      {one_step(R"({"request": {"url": "{{base}}", "timeout": 5}})"),
+       R"(steps[0].request.timeout: expected a duration like "10s", got 5)"},
+      {one_step(
+           R"({"request": {"url": "{{base}}", "headers": {"Authorization": "Bearer {{token}}"}}})"),
+       R"(steps[0].request.headers.Authorization: unknown variable "token" in "Bearer {{token}}")"},
+      {one_step(R"({"request": {"url": "{{base}}", "json": {"user": {"id": "{{uid}}"}}}})"),
+       R"(steps[0].request.json.user.id: unknown variable "uid" in "{{uid}}")"},
+      {one_step(R"({"request": {"url": "{{base}}/{{job}}"}, "capture": {"job": {"json": "/id"}}})"),
+       R"(steps[0].request.url: unknown variable "job" in "{{base}}/{{job}}")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "capture": {"job": {"json": "id"}}})"),
+       R"(steps[0].capture.job.json: "id" is not a JSON Pointer (it must start with "/"))"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "capture": {"job": {"json": "/a~2"}}})"),
+       R"(steps[0].capture.job.json: "/a~2" is not a JSON Pointer (escape character '~' must be followed with '0' or '1'))"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "capture": {"run": {"status": true}}})"),
+       R"(steps[0].capture.run: "run" is a built-in variable)"},
+      {one_step(
+           R"({"request": {"url": "{{base}}"}, "capture": {"j": {"status": true, "body": true}}})"),
+       R"(steps[0].capture.j: a capture needs exactly one of "json", "header", "status", "body")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/x"}]})"),
+       R"(steps[0].expect[0]: a "json" condition needs exactly one of equals, not_equals, exists, in, lt, gt, matches)"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/x", "equal": 1}]})"),
+       "steps[0].expect[0].equal: unknown field (known: status, json, header, body_contains, "
+       "equals, not_equals, exists, in, lt, gt, matches)"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200, "json": "/x"}]})"),
+       R"(steps[0].expect[0]: a condition needs exactly one of "status", "json", "header", "body_contains")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": "200"}]})"),
+       R"(steps[0].expect[0].status: expected a status code (100-599) or an array of them, got "200")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200, "equals": 1}]})"),
+       R"(steps[0].expect[0].equals: not allowed with "status")"},
+      {one_step(
+           R"({"request": {"url": "{{base}}"}, "expect": [{"header": "x", "exists": "yes"}]})"),
+       R"(steps[0].expect[0].exists: expected true or false, got "yes")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/n", "lt": "5"}]})"),
+       R"(steps[0].expect[0].lt: expected a number, got "5")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/n", "in": []}]})"),
+       "steps[0].expect[0].in: expected a non-empty array"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"attempts": 0}})"),
+       "steps[0].retry.attempts: expected an integer from 1 to 100, got 0"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"on": ["5xx", "500"]}})"),
+       R"(steps[0].retry.on[1]: expected one of transport, 5xx, 4xx, expect, got "500")"},
+      {one_step(
+           R"({"request": {"url": "{{base}}"}, "retry": {"initial_interval": "5s", "max_interval": "1s"}})"),
+       "steps[0].retry.max_interval: must not be shorter than initial_interval"},
+      {one_step(R"({"sleep": "1s", "expect": []})"),
+       R"(steps[0].expect: a "sleep" step takes only "name" and "sleep")"},
+      {one_step(R"({"sleep": 5})"), R"(steps[0].sleep: expected a duration like "10s", got 5)"},
+      {one_step(R"({"name": "x", "request": {"url": "{{base}}"}, "sleep": "1s"})"),
+       R"(steps[0]: a step needs exactly one of "request", "sleep")"},
+      {one_step(R"({"poll": {"every": "1s"}})"),
+       R"(steps[0].poll: a poll needs a "request" to repeat)"},
+      {R"({"name": "t", "steps": [{"sleep": "1s"}, {"sleep": "1s"}, {"name": "x"}]})",
+       R"(steps[2]: a step needs exactly one of "request", "sleep")"},
+      {poll_start + R"({"every": 10, "timeout": "1m", "until": {"status": 200}}}]})",
+       R"(steps[1].poll.every: expected a duration like "10s", got 10)"},
+      {poll_start + R"({"timeout": "1m", "until": {"status": 200}}}]})",
+       R"(steps[1].poll.every: missing, expected a duration like "10s")"},
+      {poll_start + R"({"every": "0s", "timeout": "1m", "until": {"status": 200}}}]})",
+       R"(steps[1].poll.every: expected a duration greater than 0, got "0s")"},
+      {poll_start + R"({"every": "1s", "timeout": "0ms", "until": {"status": 200}}}]})",
+       R"(steps[1].poll.timeout: expected a duration greater than 0, got "0ms")"},
+      {poll_start + R"({"every": "1s", "timeout": "1m"}}]})",
+       "steps[1].poll.until: missing, expected a condition or an array of conditions"},
+      {poll_start + R"({"every": "1s", "timeout": "1m", "until": []}}]})",
+       "steps[1].poll.until: expected a non-empty array"},
+      {poll_start + R"({"every": "1s", "until": {"status": 200}}}]})",
+       R"(steps[1].poll: a poll needs a "timeout" or "max_attempts", or it may never end)"},
+      {poll_start +
+           R"({"every": "1s", "timeout": "1m", "until": [{"json": "/s", "matches": "("}]}}]})",
+       R"(steps[1].poll.until[0].matches: invalid regular expression "(": missing ))"},
+      {poll_start +
+           R"({"every": "1s", "timeout": "1m", "until": {"status": 200}, "backoff": 0.5}}]})",
+       "steps[1].poll.backoff: expected a number from 1.0 to 10.0, got 0.5"},
+      {poll_start +
+           R"({"every": "5s", "timeout": "1m", "until": {"status": 200}, "max_interval": "1s"}}]})",
+       "steps[1].poll.max_interval: must not be shorter than every"},
+      {R"({"name": "t", "vars": {"base": "http://h"}, "steps": [{"sleep": "1s"},
+          {"request": {"url": "{{base}}"}, "poll": {"every": "1s", "timeout": "1m", "until": {"status": 200}},
+           "expect": {"status": 200}}]})",
+       R"(steps[1].expect: a poll step checks responses with "until" and "fail_if", not "expect")"},
+      {R"({"name": "t", "vars": {"base": "http://h"}, "steps": [{"sleep": "1s"}, {"sleep": "1s"},
+          {"request": {"url": "{{base}}/jobs"}, "capture": {"job": {"json": "/id"}}},
+          {"request": {"url": "{{base}}/jobs/{{jobb}}"}}]})",
+       R"(steps[3].request.url: unknown variable "jobb" in "{{base}}/jobs/{{jobb}}")"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.doc);
+    CHECK(parse_error(c.doc) == c.error);
+  }
+}
+
+TEST_CASE(
+    "scenario parser: variables come from vars, earlier captures, built-ins and run-time vars") {
+  const std::string doc = R"({"name": "t", "vars": {"base": "http://h"}, "steps": [
+      {"request": {"url": "{{base}}/a"}, "capture": {"id": {"json": "/id"}, "loc": {"header": "Location"}}},
+      {"request": {"url": "{{ base }}/{{id}}/{{loc}}?i={{instance}}&r={{run}}&u={{uuid}}&h={{env.HOME}}&t={{token}}"}}]})";
+  Result<std::shared_ptr<const Scenario>> without = parse_scenario(json::parse(doc));
+  REQUIRE_FALSE(without.is_ok());
+  CHECK(without.status().message().starts_with("steps[1].request.url: unknown variable \"token\""));
+  std::shared_ptr<const Scenario> s = parse_ok(doc, {"token"});
+  CHECK(s->steps[1].request.url.variables() ==
+        std::vector<std::string>{"base", "id", "loc", "token"});
+}
+
+TEST_CASE("scenario parser: fills defaults and normalises what it can") {
+  std::shared_ptr<const Scenario> s = parse_ok(one_step(R"(
+      {"request": {"method": "post", "url": "{{base}}/x", "json": [1],
+                   "headers": {"content-type": "application/vnd+json"}}})"));
+  const Step& step = s->steps[0];
+  CHECK(step.name == "POST {{base}}/x");
+  CHECK(step.request.method == "POST");
+  REQUIRE(step.request.headers.size() == 1);  // the given content type is kept, not added
+  CHECK(step.request.headers[0].second.source() == "application/vnd+json");
+  CHECK_FALSE(step.reads_json);
+  CHECK(step.retry.attempts == 1);
+  CHECK(step.retry.initial_interval_ms == 1000);
+  CHECK(step.retry.backoff_factor == 2.0);
+  CHECK(step.retry.max_interval_ms == 30000);
+  CHECK(step.retry.on == RetryOn{true, true, false, false});
+
+  std::shared_ptr<const Scenario> get = parse_ok(one_step(R"({"request": {"url": "{{base}}"}})"));
+  CHECK(get->steps[0].request.method == "GET");
+  CHECK(get->steps[0].name == "GET {{base}}");
+  CHECK(get->vars == json{{"base", "http://h"}});
+  CHECK(parse_ok(one_step(R"({"sleep": "250ms"})"))->steps[0].name == "sleep 250ms");
+}
+
+TEST_CASE("scenario parser: reads retry and poll settings") {
+  std::shared_ptr<const Scenario> s = parse_ok(one_step(R"(
+      {"request": {"url": "{{base}}", "body": "id={{instance}}", "timeout": "2s"},
+       "retry": {"attempts": 4, "initial_interval": "250ms", "backoff": 3, "max_interval": "1m",
+                 "on": ["4xx", "expect"]},
+       "poll": {"every": "1s", "max_attempts": 20, "backoff": 1.5, "max_interval": "8s",
+                "until": {"header": "x-state", "matches": "^done"}}})"));
+  const Step& step = s->steps[0];
+  CHECK(step.kind == StepKind::kPoll);
+  REQUIRE(step.request.body.has_value());
+  CHECK(step.request.body->source() == "id={{instance}}");
+  CHECK(step.request.timeout_ms == 2000);
+  CHECK(step.retry.attempts == 4);
+  CHECK(step.retry.initial_interval_ms == 250);
+  CHECK(step.retry.backoff_factor == 3.0);
+  CHECK(step.retry.max_interval_ms == 60000);
+  CHECK(step.retry.on == RetryOn{false, false, true, true});
+  CHECK(step.poll.every_ms == 1000);
+  CHECK(step.poll.timeout_ms == 0);
+  CHECK(step.poll.max_attempts == 20);
+  CHECK(step.poll.backoff_factor == 1.5);
+  CHECK(step.poll.max_interval_ms == 8000);
+  REQUIRE(step.poll.until.size() == 1);
+  CHECK(step.poll.until[0].regex != nullptr);
+  CHECK(describe(step.poll.until[0]) == "header x-state matches \"^done\"");
+  CHECK(to_string(step.kind) == "poll");
+}
+
+}  // namespace
+}  // namespace corral::scenario
