@@ -1,0 +1,250 @@
+// The engine against a real HTTP server (corral-target's job API) on the same loop.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "shared/proc.h"
+#include "tools/target/target.h"
+#include "worker/engine/engine.h"
+
+using corral::worker::Checkpoint;
+using corral::worker::CurlClient;
+using corral::worker::Engine;
+using nlohmann::json;
+
+namespace {
+
+struct Fixture {
+  Fixture() {
+    uv_loop_init(&loop);
+    target = std::make_unique<corral::target::Target>(&loop);
+    REQUIRE(target->listen("127.0.0.1", 0).is_ok());
+    base = "http://127.0.0.1:" + std::to_string(target->port());
+    http = std::make_unique<CurlClient>(&loop);
+    engine = std::make_unique<Engine>(&loop, *http, [this](json&& ev) { events.push_back(ev); });
+  }
+  ~Fixture() {
+    engine.reset();
+    http.reset();
+    target.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+
+  // Runs the loop until `done` holds or `timeout_ms` passes; returns whether it held.
+  bool run_until(const std::function<bool()>& done, uint64_t timeout_ms = 10000) {
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, [](uv_timer_t*) {}, 10, 10);
+    uint64_t deadline = corral::monotonic_ms() + timeout_ms;
+    while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return done();
+  }
+
+  void start(const json& scenario, uint32_t instances = 1, Checkpoint cp = {}) {
+    auto s = engine->define_run("r1", scenario, {{"base", base}});
+    INFO(s.message());
+    REQUIRE(s.is_ok());
+    for (uint32_t i = 0; i < instances; ++i) REQUIRE(engine->start("r1", i, cp).is_ok());
+  }
+
+  std::vector<json> of(const char* t, uint32_t i = 0) const {
+    std::vector<json> out;
+    for (const auto& e : events) {
+      if (e["t"] == t && e["i"] == i) out.push_back(e);
+    }
+    return out;
+  }
+  size_t done_count() const {
+    size_t n = 0;
+    for (const auto& e : events) n += e["t"] == "done" ? 1 : 0;
+    return n;
+  }
+
+  uv_loop_t loop;
+  std::unique_ptr<corral::target::Target> target;
+  std::unique_ptr<CurlClient> http;
+  std::unique_ptr<Engine> engine;
+  std::string base;
+  std::vector<json> events;
+};
+
+json job_scenario(int polls_to_done, bool fail, const std::string& timeout = "10s") {
+  return json::parse(R"({
+    "name": "job",
+    "steps": [
+      {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                    "json": {"polls_to_done": )" + std::to_string(polls_to_done) +
+                     R"(, "fail": )" + (fail ? "true" : "false") + R"(}},
+       "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
+      {"name": "wait", "request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": "20ms", "timeout": ")" + timeout + R"(",
+                "until": [{"json": "/status", "equals": "done"}],
+                "fail_if": [{"json": "/status", "equals": "failed"}]}},
+      {"name": "rest", "sleep": "30ms"}
+    ]})");
+}
+
+}  // namespace
+
+TEST_CASE("engine: a start-poll-sleep scenario passes and reports one event per step") {
+  Fixture f;
+  f.start(job_scenario(3, false), 20);
+  REQUIRE(f.run_until([&] { return f.done_count() == 20; }));
+  CHECK(f.engine->active() == 0);
+  auto steps = f.of("step", 7);
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0]["state"] == "passed");
+  CHECK(steps[0]["status"] == 201);
+  CHECK(steps[0]["vars"]["job"].is_string());
+  CHECK(steps[1]["attempts"] == 3);  // one event for three polls
+  CHECK(steps[1]["until_ms"].get<int64_t>() >= 40);
+  CHECK(steps[2]["ended_ms"].get<int64_t>() - steps[2]["started_ms"].get<int64_t>() >= 30);
+  auto done = f.of("done", 7);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0]["state"] == "passed");
+}
+
+TEST_CASE("engine: fail_if ends the instance failed with what was seen") {
+  Fixture f;
+  f.start(job_scenario(2, true));
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto done = f.of("done");
+  CHECK(done[0]["state"] == "failed");
+  CHECK_THAT(done[0]["reason"].get<std::string>(),
+             Catch::Contains("fail_if held: /status was \"failed\""));
+  CHECK(f.of("step").back()["step"] == 1);
+}
+
+TEST_CASE("engine: a poll that never holds fails when its timeout passes") {
+  Fixture f;
+  f.start(job_scenario(1000000, false, "150ms"));
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto step = f.of("step").back();
+  CHECK(step["state"] == "failed");
+  CHECK_THAT(step["reason"].get<std::string>(), Catch::StartsWith("poll timed out after 150ms"));
+  int64_t took = step["ended_ms"].get<int64_t>() - step["started_ms"].get<int64_t>();
+  CHECK(took >= 150);
+  CHECK(took < 2000);
+}
+
+TEST_CASE("engine: a poll with max_attempts fails after that many attempts") {
+  Fixture f;
+  auto s = job_scenario(1000000, false);
+  s["steps"][1]["poll"]["max_attempts"] = 4;
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto step = f.of("step").back();
+  CHECK(step["attempts"] == 4);
+  CHECK_THAT(step["reason"].get<std::string>(), Catch::StartsWith("until not met after 4 attempts"));
+}
+
+TEST_CASE("engine: retry repeats a request on 5xx, and counts the first try") {
+  Fixture f;
+  json s = {{"name", "flaky"},
+            {"steps", {{{"request", {{"url", "{{base}}/flaky/a?fail=2"}}},
+                        {"expect", {{{"status", 200}}}},
+                        {"retry", {{"attempts", 3}, {"initial_interval", "10ms"}}}},
+                       {{"request", {{"url", "{{base}}/flaky/b?fail=5"}}},
+                        {"expect", {{{"status", 200}}}},
+                        {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto steps = f.of("step");
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["state"] == "passed");
+  CHECK(steps[0]["attempts"] == 3);
+  CHECK(steps[1]["state"] == "failed");
+  CHECK(steps[1]["attempts"] == 2);
+  CHECK_THAT(steps[1]["reason"].get<std::string>(), Catch::Contains("status was 503"));
+}
+
+TEST_CASE("engine: a transport error after the retries ends the instance errored") {
+  Fixture f;
+  json s = {{"name", "refused"},
+            {"steps", {{{"request", {{"url", "http://127.0.0.1:1/"}, {"timeout", "2s"}}},
+                        {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto done = f.of("done");
+  CHECK(done[0]["state"] == "errored");
+  CHECK_THAT(done[0]["reason"].get<std::string>(), Catch::Contains("transport error"));
+  CHECK_THAT(done[0]["reason"].get<std::string>(), Catch::Contains("2 tries"));
+}
+
+TEST_CASE("engine: a capture that finds nothing fails the step naming the pointer") {
+  Fixture f;
+  json s = {{"name", "capture"},
+            {"steps", {{{"request", {{"url", "{{base}}/status/1"}}},
+                        {"capture", {{"x", {{"json", "/nope"}}}}}}}}};
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto done = f.of("done");
+  CHECK(done[0]["state"] == "failed");
+  CHECK_THAT(done[0]["reason"].get<std::string>(), Catch::Contains("/nope not found"));
+}
+
+TEST_CASE("engine: an instance resumes from its checkpoint's step with its variables") {
+  Fixture f;
+  // A job the target knows, created directly, so the resumed poll has something to poll.
+  f.start(job_scenario(2, false));
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  std::string job = f.of("step")[0]["vars"]["job"];
+  f.events.clear();
+
+  Checkpoint cp;
+  cp.step = 1;
+  cp.vars = {{"job", job}};
+  REQUIRE(f.engine->start("r1", 5, cp).is_ok());
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto steps = f.of("step", 5);
+  REQUIRE(steps.size() == 2);  // step 0 did not run again
+  CHECK(steps[0]["step"] == 1);
+  CHECK(steps[0]["state"] == "passed");
+  CHECK(f.of("done", 5)[0]["state"] == "passed");
+}
+
+TEST_CASE("engine: a poll whose deadline passed while it was not running fails at once") {
+  Fixture f;
+  Checkpoint cp;
+  cp.step = 1;
+  cp.vars = {{"job", "1"}};
+  cp.step_started_ms = corral::unix_ms_now() - 60000;
+  cp.poll_deadline_ms = corral::unix_ms_now() - 1000;
+  f.start(job_scenario(2, false), 1, cp);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto step = f.of("step").back();
+  CHECK(step["state"] == "failed");
+  CHECK(step["attempts"] == 0);
+  CHECK_THAT(step["reason"].get<std::string>(), Catch::StartsWith("poll timed out"));
+}
+
+TEST_CASE("engine: cancelling a run drops its instances without events") {
+  Fixture f;
+  f.start(job_scenario(1000000, false), 50);
+  REQUIRE(f.run_until([&] { return f.target->requests() >= 100; }));
+  f.engine->cancel_run("r1");
+  CHECK(f.engine->active() == 0);
+  size_t before = f.events.size();
+  uint64_t requests = f.target->requests();
+  f.run_until([] { return false; }, 200);
+  CHECK(f.events.size() == before);
+  CHECK(f.target->requests() <= requests + 50);  // at most the transfers already in flight
+  CHECK_FALSE(f.engine->has_run("r1"));
+}
+
+TEST_CASE("engine: take_all hands back every running instance's checkpoint") {
+  Fixture f;
+  f.start(job_scenario(1000000, false), 3);
+  REQUIRE(f.run_until([&] { return f.of("step", 2).size() == 1; }));
+  json all = f.engine->take_all();
+  CHECK(f.engine->active() == 0);
+  REQUIRE(all["r1"].size() == 3);
+  CHECK(all["r1"]["2"]["step"] == 1);
+  CHECK(all["r1"]["2"]["vars"]["job"].is_string());
+  CHECK(all["r1"]["2"]["poll_deadline_ms"].get<int64_t>() > 0);
+}
