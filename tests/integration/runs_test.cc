@@ -1,0 +1,212 @@
+// Runs end to end: the real daemon runs scenarios against a real corral-target on 127.0.0.1.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <boost/process.hpp>
+#include <fstream>
+
+#include "tests/support/harness.h"
+
+namespace bp = boost::process;
+using namespace corral::test;
+
+namespace {
+
+// corral-target on an ephemeral port, killed by PID at the end.
+class JobApi {
+ public:
+  JobApi() {
+    child_ = bp::child(std::string(CORRAL_TARGET_BINARY), "--listen", "127.0.0.1:0",
+                       bp::std_out > out_, bp::std_err > bp::null);
+    std::string line;
+    REQUIRE(std::getline(out_, line));
+    REQUIRE(line.rfind("listening on ", 0) == 0);
+    base_ = "http://" + line.substr(std::string("listening on ").size());
+    port_ = std::stoi(line.substr(line.rfind(':') + 1));
+  }
+  ~JobApi() {
+    if (child_.running()) ::kill(child_.id(), SIGKILL);
+    child_.wait();
+  }
+  const std::string& base() const { return base_; }
+  Json stats() {
+    auto r = try_tcp_request("127.0.0.1", port_, "GET", "/stats");
+    REQUIRE(r);
+    return r->json;
+  }
+
+ private:
+  bp::ipstream out_;
+  bp::child child_;
+  std::string base_;
+  int port_ = 0;
+};
+
+Json job_scenario(int polls_to_done, const std::string& every = "100ms") {
+  return Json::parse(R"({
+    "name": "job-a",
+    "steps": [
+      {"name": "start A", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                      "json": {"polls_to_done": )" +
+                     std::to_string(polls_to_done) + R"(}},
+       "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
+      {"name": "wait for A", "request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": ")" + every + R"(", "timeout": "2m",
+                "until": [{"json": "/status", "equals": "done"}]}},
+      {"name": "breathe", "sleep": "50ms"}
+    ]})");
+}
+
+std::string submit(Daemon& d, const Json& scenario, int instances, const JobApi& api) {
+  Json body = {{"scenario", scenario}, {"instances", instances}, {"vars", {{"base", api.base()}}}};
+  auto r = d.api("POST", "/runs", body.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  REQUIRE(r.json["instances"] == instances);
+  return r.json["run"];
+}
+
+Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
+
+void wait_finished(Daemon& d, const std::string& id, milliseconds timeout) {
+  d.wait_until([&] { return run_of(d, id)["state"] == "finished"; }, timeout,
+               "run " + id + " to finish");
+}
+
+}  // namespace
+
+TEST_CASE("runs: 500 instances of a polling scenario all pass, with each step recorded") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  std::string id = submit(d, job_scenario(3), 500, api);
+  wait_finished(d, id, seconds(60));
+  Json run = run_of(d, id);
+  CHECK(run["counts"]["passed"] == 500);
+  CHECK(run["counts"]["failed"] == 0);
+  CHECK(run["duration_ms"]["p50"].get<int64_t>() >= 250);  // two poll intervals at least
+  CHECK(run["failures"].empty());
+
+  Json in = d.api("GET", "/runs/" + id + "/instances/123").json;
+  CHECK(in["state"] == "passed");
+  REQUIRE(in["steps"].size() == 3);
+  CHECK(in["steps"][1]["name"] == "wait for A");
+  CHECK(in["steps"][1]["attempts"] == 3);
+  CHECK(in["steps"][1].contains("until_ms"));
+  CHECK(api.stats()["jobs"] == 500);
+  // Traffic is per transition: both workers took part.
+  Json listed = d.api("GET", "/runs").json["runs"];
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["id"] == id);
+}
+
+TEST_CASE("runs: a failing condition marks instances failed and names the reason") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json s = job_scenario(2);
+  s["steps"][1]["poll"]["max_attempts"] = 1;  // the job needs two polls: this fails
+  std::string id = submit(d, s, 20, api);
+  wait_finished(d, id, seconds(30));
+  Json run = run_of(d, id);
+  CHECK(run["counts"]["failed"] == 20);
+  REQUIRE(run["failures"].size() == 1);
+  CHECK(run["failures"][0]["count"] == 20);
+  CHECK(run["failures"][0]["step"] == 1);
+  CHECK_THAT(run["failures"][0]["reason"].get<std::string>(),
+             Catch::Contains("until not met after 1 attempts"));
+  auto failed = d.api("GET", "/runs/" + id + "/instances?state=failed&limit=5").json;
+  CHECK(failed["instances"].size() == 5);
+  CHECK(d.api("GET", "/runs/" + id + "/instances?state=passed").json["instances"].empty());
+}
+
+TEST_CASE("runs: bad submissions are refused with the field at fault, before anything runs") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  Json bad_every = {{"scenario", Json::parse(R"({"name": "x", "steps": [
+      {"request": {"url": "http://127.0.0.1:1/"},
+       "poll": {"every": 10, "until": [{"status": 200}], "timeout": "1s"}}]})")},
+                    {"instances", 1}};
+  auto r = d.api("POST", "/runs", bad_every.dump());
+  CHECK(r.status == 400);
+  CHECK(r.json["error"] ==
+        "scenario.steps[0].poll.every: expected a duration like \"10s\", got 10");
+  auto zero = d.api("POST", "/runs", R"({"scenario": {"name":"x","steps":[{"sleep":"1s"}]},
+                                         "instances": 0})");
+  CHECK(zero.status == 400);
+  CHECK_THAT(zero.json["error"].get<std::string>(), Catch::StartsWith("instances:"));
+  CHECK(d.api("POST", "/runs", "{not json").status == 400);
+  CHECK(d.api("GET", "/runs/nope").status == 404);
+  CHECK(d.api("GET", "/runs").json["runs"].empty());
+}
+
+TEST_CASE("runs: instances on a worker killed mid-run resume elsewhere and still pass") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  std::string id = submit(d, job_scenario(20, "100ms"), 400, api);  // about 2 s each
+  d.wait_until([&] { return d.worker(0)["active"].get<int>() > 0; }, seconds(10),
+               "slot 0 to run instances");
+  pid_t victim = d.worker(0)["pid"].get<pid_t>();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  wait_finished(d, id, seconds(60));
+  Json run = run_of(d, id);
+  CHECK(run["counts"]["passed"] == 400);
+  auto all = d.api("GET", "/runs/" + id + "/instances?limit=400").json["instances"];
+  int resumed = 0;
+  for (const auto& in : all) {
+    if (in["resumes"].get<int>() > 0) {
+      ++resumed;
+      CHECK(in["resume_reasons"][0] == "worker_signal");
+    }
+  }
+  CHECK(resumed > 0);
+}
+
+TEST_CASE("runs: cancelling a run stops its instances and its traffic") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  std::string id = submit(d, job_scenario(1000000, "50ms"), 100, api);
+  d.wait_until([&] { return run_of(d, id)["counts"]["running"] == 100; }, seconds(10),
+               "all instances running");
+  auto r = d.api("DELETE", "/runs/" + id);
+  CHECK(r.status == 200);
+  CHECK(r.json["cancelled"] == 100);
+  Json run = run_of(d, id);
+  CHECK(run["state"] == "cancelled");
+  CHECK(run["counts"]["cancelled"] == 100);
+  d.wait_until([&] { return d.worker(0)["active"] == 0 && d.worker(1)["active"] == 0; },
+               seconds(5), "workers to drop the cancelled instances");
+  int64_t polls = api.stats()["polls"];
+  hold_for([&] { return api.stats()["polls"].get<int64_t>() <= polls + 200; }, milliseconds(500),
+           "no more polls after the cancel");
+}
+
+TEST_CASE("runs: corral run exits 0 when every instance passed and 1 otherwise") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  std::string good = home.file("good.json"), bad = home.file("bad.json");
+  std::ofstream(good) << job_scenario(1).dump();
+  Json failing = job_scenario(2);
+  failing["steps"][1]["poll"]["max_attempts"] = 1;
+  std::ofstream(bad) << failing.dump();
+  auto ok = run_cli({"run", good, "-n", "5", "--var", "base=" + api.base()}, home.path());
+  INFO(ok.describe());
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("5 passed"));
+  auto ko = run_cli({"run", bad, "-n", "3", "--var", "base=" + api.base()}, home.path());
+  INFO(ko.describe());
+  CHECK(ko.exit_code == 1);
+  CHECK_THAT(ko.out, Catch::Contains("3 failed"));
+  auto runs = run_cli({"runs"}, home.path());
+  CHECK(runs.exit_code == 0);
+  CHECK_THAT(runs.out, Catch::Contains("job-a"));
+}
