@@ -28,8 +28,7 @@ std::string render_runs_table(const json& runs, TableStyle style) {
     rows.push_back({json_string(r, "id"), json_string(r, "scenario"), json_string(r, "state"),
                     std::to_string(static_cast<long>(json_number(r, "instances"))),
                     count_of(r, "passed"), count_of(r, "failed"), count_of(r, "errored"),
-                    count_of(r, "running"), count_of(r, "queued"),
-                    text_or_dash(r, "created_at")});
+                    count_of(r, "running"), count_of(r, "queued"), text_or_dash(r, "created_at")});
   }
   return render_table({"run", "scenario", "state", "instances", "passed", "failed", "errored",
                        "running", "queued", "created"},
@@ -79,8 +78,7 @@ std::string render_run(const json& run) {
 
 std::string render_instance(const json& in, TableStyle style) {
   std::ostringstream out;
-  out << "instance " << static_cast<long>(json_number(in, "i")) << ": "
-      << json_string(in, "state");
+  out << "instance " << static_cast<long>(json_number(in, "i")) << ": " << json_string(in, "state");
   if (!json_string(in, "reason").empty()) out << " (" << json_string(in, "reason") << ")";
   out << ", " << static_cast<long>(json_number(in, "resumes")) << " resumes";
   json reasons = json_field(in, "resume_reasons");
@@ -96,9 +94,8 @@ std::string render_instance(const json& in, TableStyle style) {
                     human_ms(json_number(s, "duration_ms")), until,
                     status != 0 ? std::to_string(status) : "-", text_or_dash(s, "reason")});
   }
-  out << render_table({"step", "name", "state", "attempts", "took", "until held", "status",
-                       "reason"},
-                      rows, style);
+  out << render_table(
+      {"step", "name", "state", "attempts", "took", "until held", "status", "reason"}, rows, style);
   return out.str();
 }
 

@@ -22,7 +22,9 @@ std::vector<std::string> status_row(const nlohmann::json& w, WallClock::time_poi
       json_string(w, "state", "?"),
       int_cell(w, "restarts"),
       alive ? human_duration(json_number(w, "uptime_s")) : "-",
-      alive && json_number(w, "rss_bytes") > 0 ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes"))) : "-",
+      alive && json_number(w, "rss_bytes") > 0
+          ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes")))
+          : "-",
       alive ? human_ms(json_number(w, "loop_lag_ms")) : "-",
       int_cell(w, "active"),
       describe_last_exit(json_field(w, "last_exit"), now),
@@ -102,7 +104,9 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
       {"uptime", alive ? human_duration(json_number(w, "uptime_s")) : "-"},
       {"restarts", int_cell(w, "restarts")},
       {"starts", int_cell(w, "starts")},
-      {"memory", alive && json_number(w, "rss_bytes") > 0 ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes"))) : "-"},
+      {"memory", alive && json_number(w, "rss_bytes") > 0
+                     ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes")))
+                     : "-"},
       {"heartbeat lag", alive ? human_ms(json_number(w, "heartbeat_lag_ms")) : "-"},
       {"loop lag", alive ? human_ms(json_number(w, "loop_lag_ms")) : "-"},
       {"active scenarios", int_cell(w, "active")},

@@ -25,12 +25,12 @@ class ConfigError : public std::runtime_error {
 };
 
 struct Config {
-  std::string home;                    // $CORRAL_HOME, else ~/.corral (filled by load())
-  int workers = 0;                     // 0 = one per usable CPU
+  std::string home;                       // $CORRAL_HOME, else ~/.corral (filled by load())
+  int workers = 0;                        // 0 = one per usable CPU
   std::string listen = "127.0.0.1:7070";  // TCP control API; "off" disables it
-  uint64_t max_memory_bytes = 0;       // per worker; 0 = no limit
-  double memory_hard_factor = 1.25;    // master kills at max_memory * this
-  double memory_kernel_factor = 1.5;   // kernel backstop at max_memory * this
+  uint64_t max_memory_bytes = 0;          // per worker; 0 = no limit
+  double memory_hard_factor = 1.25;       // master kills at max_memory * this
+  double memory_kernel_factor = 1.5;      // kernel backstop at max_memory * this
   uint64_t heartbeat_interval_ms = 1000;
   uint64_t heartbeat_timeout_ms = 5000;  // silent this long => hung
   uint64_t ready_timeout_ms = 10000;     // not ready this long after spawn => failed start
@@ -39,13 +39,13 @@ struct Config {
   uint64_t backoff_initial_ms = 100;
   double backoff_factor = 2.0;
   uint64_t backoff_max_ms = 30000;
-  uint64_t stable_after_ms = 30000;      // ready this long => backoff resets
-  int crash_loop_exits = 10;             // more than this many unstable exits ...
-  uint64_t crash_loop_window_ms = 60000; // ... within this window => errored
-  uint64_t errored_retry_ms = 60000;     // an errored slot is retried this often
-  uint64_t log_max_bytes = 10u << 20;    // per log file, before rotation
-  int log_files = 5;                     // rotated files kept
-  std::string log_level = "info";        // trace, debug, info, warn, error
+  uint64_t stable_after_ms = 30000;       // ready this long => backoff resets
+  int crash_loop_exits = 10;              // more than this many unstable exits ...
+  uint64_t crash_loop_window_ms = 60000;  // ... within this window => errored
+  uint64_t errored_retry_ms = 60000;      // an errored slot is retried this often
+  uint64_t log_max_bytes = 10u << 20;     // per log file, before rotation
+  int log_files = 5;                      // rotated files kept
+  std::string log_level = "info";         // trace, debug, info, warn, error
 
   bool operator==(const Config&) const = default;
 };

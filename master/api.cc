@@ -32,22 +32,21 @@ std::optional<json> json_body(const Request& req, const Responder& respond) {
 json Daemon::worker_json(const Slot& s) const {
   uint64_t now = monotonic_ms();
   bool running = has_process(s.state);
-  json j = {{"slot", s.index},
-            {"pid", running ? s.pid : 0},
-            {"state", to_string(s.state)},
-            {"restarts", s.restarts},
-            {"starts", s.starts},
-            {"uptime_s", s.ready_at_ms != 0 && running
-                             ? static_cast<double>(now - s.ready_at_ms) / 1000.0
-                             : 0.0},
-            {"rss_bytes", s.rss_bytes},
-            {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
-            {"loop_lag_ms", s.loop_lag_ms},
-            {"active", s.active},
-            {"reason", s.error},
-            {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
-            {"next_start_in_ms",
-             !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
+  json j = {
+      {"slot", s.index},
+      {"pid", running ? s.pid : 0},
+      {"state", to_string(s.state)},
+      {"restarts", s.restarts},
+      {"starts", s.starts},
+      {"uptime_s",
+       s.ready_at_ms != 0 && running ? static_cast<double>(now - s.ready_at_ms) / 1000.0 : 0.0},
+      {"rss_bytes", s.rss_bytes},
+      {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
+      {"loop_lag_ms", s.loop_lag_ms},
+      {"active", s.active},
+      {"reason", s.error},
+      {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
+      {"next_start_in_ms", !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
   return j;
 }
 
@@ -119,8 +118,8 @@ void Daemon::handle_api(Request&& req, Responder respond) {
     respond.send(Response::json(200, {{"stopping", true}}));
     shutdown("API request");
   } else if (path == "/latency" || path == "/health" || path == "/workers" ||
-             path == "/workers/scale" || path == "/workers/restart" ||
-             path == "/workers/reload" || path == "/shutdown") {
+             path == "/workers/scale" || path == "/workers/restart" || path == "/workers/reload" ||
+             path == "/shutdown") {
     respond.send(Response::error(405, "method " + m + " not allowed on " + path));
   } else {
     respond.send(Response::error(404, "no route for " + m + " " + path));

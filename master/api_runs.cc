@@ -22,7 +22,7 @@ using http::Response;
 using nlohmann::json;
 
 constexpr uint32_t kMaxInstances = 1000000;  // per submission
-constexpr size_t kMaxQueued = 2000000;        // waiting for a worker, over all runs
+constexpr size_t kMaxQueued = 2000000;       // waiting for a worker, over all runs
 
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
@@ -108,7 +108,8 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
   }
   Run* run = parts.size() >= 2 ? runs_.find(std::string(parts[1])) : nullptr;
   if (run == nullptr) {
-    respond.send(Response::error(404, "no run \"" + std::string(parts.size() >= 2 ? parts[1] : "") + "\""));
+    respond.send(
+        Response::error(404, "no run \"" + std::string(parts.size() >= 2 ? parts[1] : "") + "\""));
     return true;
   }
   if (parts.size() == 2 && m == "GET") {
@@ -128,8 +129,10 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
     if (auto s = req.query_param("state")) {
       filter = instance_state_from(*s);
       if (!filter) {
-        respond.send(Response::error(400, "state: expected one of queued, running, passed, "
-                                          "failed, errored, cancelled, got \"" + *s + "\""));
+        respond.send(Response::error(400,
+                                     "state: expected one of queued, running, passed, "
+                                     "failed, errored, cancelled, got \"" +
+                                         *s + "\""));
         return true;
       }
     }
@@ -144,8 +147,8 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
   } else if (parts.size() == 4 && parts[2] == "instances" && m == "GET") {
     auto i = to_index(parts[3]);
     if (!i || *i >= run->instances.size()) {
-      respond.send(Response::error(404, "run " + run->id + " has no instance " +
-                                            std::string(parts[3])));
+      respond.send(
+          Response::error(404, "run " + run->id + " has no instance " + std::string(parts[3])));
       return true;
     }
     respond.send(Response::json(200, runs_.instance_json(*run, *i, true)));

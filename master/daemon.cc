@@ -41,8 +41,8 @@ SupervisorSettings Daemon::settings_from(const config::Config& cfg) {
   s.heartbeat_timeout_ms = cfg.heartbeat_timeout_ms;
   s.kill_grace_ms = cfg.kill_grace_ms;
   s.stop_grace_ms = cfg.stop_grace_ms;
-  s.memory_hard_bytes = static_cast<uint64_t>(static_cast<double>(cfg.max_memory_bytes) *
-                                              cfg.memory_hard_factor);
+  s.memory_hard_bytes =
+      static_cast<uint64_t>(static_cast<double>(cfg.max_memory_bytes) * cfg.memory_hard_factor);
   return s;
 }
 
@@ -54,11 +54,12 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       rng_(std::random_device{}()),
       supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
                   [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }),
-      dispatcher_(runs_,
-                  [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
-                    return send_to(slot, t, p);
-                  },
-                  kPerWorkerLimit) {}
+      dispatcher_(
+          runs_,
+          [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
+            return send_to(slot, t, p);
+          },
+          kPerWorkerLimit) {}
 
 Daemon::~Daemon() = default;
 
@@ -138,7 +139,8 @@ bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payl
   auto it = workers_.find(slot);
   if (it == workers_.end()) return false;
   Status s = it->second->send(type, payload);
-  if (!s) spdlog::warn("slot {}: cannot send {}: {}", slot, ipc::message_info(type).name, s.message());
+  if (!s)
+    spdlog::warn("slot {}: cannot send {}: {}", slot, ipc::message_info(type).name, s.message());
   return s.is_ok();
 }
 
@@ -236,12 +238,11 @@ void Daemon::spawn(int slot) {
 void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int signum) {
   if (generations_[slot] != generation) return;
   pid_t pid = workers_[slot]->pid();
-  supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(),
-                      unix_ms_now());
+  supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
-  spdlog::log(s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info
-                                                           : spdlog::level::warn,
-              "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
+  spdlog::log(
+      s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info : spdlog::level::warn,
+      "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   generations_.erase(slot);
   dispatcher_.worker_gone(slot);
@@ -254,13 +255,16 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
 }
 
 nlohmann::json Daemon::welcome_payload(int slot) const {
-  uint64_t kernel = static_cast<uint64_t>(static_cast<double>(cfg_.max_memory_bytes) *
-                                          cfg_.memory_kernel_factor);
-  return {{"protocol", ipc::kProtocolVersion},   {"slot", slot},
+  uint64_t kernel =
+      static_cast<uint64_t>(static_cast<double>(cfg_.max_memory_bytes) * cfg_.memory_kernel_factor);
+  return {{"protocol", ipc::kProtocolVersion},
+          {"slot", slot},
           {"heartbeat_ms", cfg_.heartbeat_interval_ms},
           {"max_memory_bytes", cfg_.max_memory_bytes},
-          {"kernel_memory_bytes", kernel},       {"log_max_bytes", cfg_.log_max_bytes},
-          {"log_files", cfg_.log_files},         {"log_level", cfg_.log_level}};
+          {"kernel_memory_bytes", kernel},
+          {"log_max_bytes", cfg_.log_max_bytes},
+          {"log_files", cfg_.log_files},
+          {"log_level", cfg_.log_level}};
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
@@ -294,9 +298,8 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       return;
     case ipc::MessageType::kLeaving:
       spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());
-      supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft"
-                                       ? ExitReason::kMemorySoft
-                                       : ExitReason::kCrash);
+      supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft" ? ExitReason::kMemorySoft
+                                                                          : ExitReason::kCrash);
       dispatcher_.worker_gone(slot);
       kick();
       return;
@@ -366,8 +369,7 @@ void Daemon::finish() {
 int run_daemon(const config::Config& cfg, const std::string& config_file) {
   std::signal(SIGPIPE, SIG_IGN);  // a write to a just-killed worker must not kill the master
   if (Status s = make_dirs(cfg.home); !s) {
-    std::fprintf(stderr, "corral: cannot use home %s: %s\n", cfg.home.c_str(),
-                 s.message().c_str());
+    std::fprintf(stderr, "corral: cannot use home %s: %s\n", cfg.home.c_str(), s.message().c_str());
     return 1;
   }
   auto pid_file = PidFile::acquire(cfg.home + "/corral.pid");
@@ -375,8 +377,8 @@ int run_daemon(const config::Config& cfg, const std::string& config_file) {
     std::fprintf(stderr, "corral: %s\n", pid_file.status().message().c_str());
     return 1;
   }
-  LogOptions log{cfg.home + "/logs", "master", cfg.log_max_bytes, cfg.log_files, cfg.log_level,
-                 isatty(2) != 0};
+  LogOptions log{cfg.home + "/logs", "master",      cfg.log_max_bytes,
+                 cfg.log_files,      cfg.log_level, isatty(2) != 0};
   if (Status s = open_log(log); !s) {
     std::fprintf(stderr, "corral: %s\n", s.message().c_str());
     return 1;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shared/proc.h"
+
 namespace corral::master {
 
 using nlohmann::json;
@@ -61,8 +63,8 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     }
     start["resume"] = std::move(resume);
   } else {
-    uint32_t count = static_cast<uint32_t>(
-        std::min<size_t>(room, run.instances.size() - run.next_fresh));
+    uint32_t count =
+        static_cast<uint32_t>(std::min<size_t>(room, run.instances.size() - run.next_fresh));
     start["first"] = run.next_fresh;
     start["count"] = count;
     for (uint32_t k = 0; k < count; ++k) taken.push_back(run.next_fresh + k);
@@ -74,9 +76,11 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     for (uint32_t i : taken) run.requeued.push_back(i);
     return false;
   }
+  int64_t now = unix_ms_now();
   for (uint32_t i : taken) {
     runs_.set_state(run, i, InstanceState::kRunning);
     run.instances[i].worker = slot;
+    if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now;
   }
   w.load += static_cast<uint32_t>(taken.size());
   placed += taken.size();

@@ -44,10 +44,12 @@ ExitInfo classify_exit(int64_t code, int signal, std::optional<ExitReason> kill_
   e.code = code;
   e.signal = signal;
   e.at_unix_ms = at_unix_ms;
-  if (kill_reason) {
-    e.reason = *kill_reason;
-  } else if (left_reason) {
+  // What the worker said of its own leaving is the better account: the master may have had to
+  // kill it while it was on its way out.
+  if (left_reason) {
     e.reason = *left_reason;
+  } else if (kill_reason) {
+    e.reason = *kill_reason;
   } else if (kernel_oom_kill || (signal == 0 && code == kExitOutOfMemory)) {
     e.reason = ExitReason::kOomKernel;
   } else if (signal == 0 && code == kExitMemorySoft) {

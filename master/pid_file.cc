@@ -31,8 +31,7 @@ Result<PidFile> PidFile::acquire(const std::string& path) {
   return PidFile(path, fd);
 }
 
-PidFile::PidFile(PidFile&& o) noexcept
-    : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+PidFile::PidFile(PidFile&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
 
 PidFile::~PidFile() {
   if (fd_ < 0) return;

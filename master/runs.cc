@@ -59,8 +59,8 @@ const char* Run::state() const {
   return "running";
 }
 
-Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
-                  uint32_t instances, int64_t now_ms) {
+Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
+                  int64_t now_ms) {
   auto run = std::make_unique<Run>();
   run->id = new_run_id(next_id_++);
   run->scenario = std::move(scenario);
@@ -87,8 +87,8 @@ void Runs::set_state(Run& run, uint32_t index, InstanceState to) {
   in.state = to;
 }
 
-void Runs::finish_instance(Run& run, uint32_t index, InstanceState state,
-                           const std::string& reason, int64_t started_ms, int64_t ended_ms) {
+void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
+                           int64_t started_ms, int64_t ended_ms) {
   InstanceRecord& in = run.instances[index];
   set_state(run, index, state);
   in.reason = reason;
@@ -125,7 +125,8 @@ void Runs::apply(int slot, const json& ev, int64_t now_ms) {
     if (auto v = ev.find("vars"); v != ev.end()) in.vars = *v;
     in.steps.push_back(std::move(r));
   } else if (t == "done") {
-    auto state = instance_state_from(ev.value("state", "errored")).value_or(InstanceState::kErrored);
+    auto state =
+        instance_state_from(ev.value("state", "errored")).value_or(InstanceState::kErrored);
     finish_instance(*run, i, state, ev.value("reason", ""), ev.value("started_ms", now_ms),
                     ev.value("ended_ms", now_ms));
   }
@@ -158,6 +159,7 @@ size_t Runs::requeue_worker(int slot, const std::string& why) {
 }
 
 size_t Runs::cancel(Run& run, int64_t now_ms) {
+  if (run.finished()) return 0;  // nothing left to cancel: the run keeps its outcome
   size_t n = 0;
   run.cancelled = true;
   for (uint32_t i = 0; i < run.instances.size(); ++i) {
@@ -209,22 +211,25 @@ json Runs::summary_json(const Run& run) const {
 
 json Runs::detail_json(const Run& run) const {
   json j = summary_json(run);
-  j["duration_ms"] = {{"p50", percentile(run.durations_ms, 0.50)},
-                      {"p95", percentile(run.durations_ms, 0.95)},
-                      {"max", run.durations_ms.empty() ? 0
-                                                       : *std::max_element(run.durations_ms.begin(),
-                                                                           run.durations_ms.end())}};
+  j["duration_ms"] = {
+      {"p50", percentile(run.durations_ms, 0.50)},
+      {"p95", percentile(run.durations_ms, 0.95)},
+      {"max", run.durations_ms.empty()
+                  ? 0
+                  : *std::max_element(run.durations_ms.begin(), run.durations_ms.end())}};
   std::vector<std::pair<uint32_t, json>> failures;
   for (const auto& [key, count] : run.failures) {
     const auto& steps = run.scenario->steps;
     std::string name = key.first < steps.size() ? steps[key.first].name : "";
-    failures.push_back({count, {{"step", key.first}, {"step_name", name}, {"reason", key.second},
-                                {"count", count}}});
+    failures.push_back(
+        {count,
+         {{"step", key.first}, {"step_name", name}, {"reason", key.second}, {"count", count}}});
   }
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   j["failures"] = json::array();
-  for (size_t k = 0; k < failures.size() && k < 20; ++k) j["failures"].push_back(failures[k].second);
+  for (size_t k = 0; k < failures.size() && k < 20; ++k)
+    j["failures"].push_back(failures[k].second);
   j["vars"] = run.vars;
   return j;
 }

@@ -67,8 +67,8 @@ struct Run {
   int64_t created_ms = 0, finished_ms = 0;
   std::vector<InstanceRecord> instances;
   std::array<uint32_t, kInstanceStates> counts{};
-  uint32_t next_fresh = 0;          // instances at or past this were never dispatched
-  std::deque<uint32_t> requeued;    // instances to resume from their checkpoint
+  uint32_t next_fresh = 0;        // instances at or past this were never dispatched
+  std::deque<uint32_t> requeued;  // instances to resume from their checkpoint
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;

@@ -64,6 +64,7 @@ struct Slot {
   uint64_t kill_deadline_ms = 0;
   bool sigkill_sent = false;
   std::optional<ExitReason> left_reason;  // the worker announced it is leaving
+  uint64_t drain_deadline_ms = 0;         // a leaving worker is killed if still there then
   std::string protocol_error;             // the worker broke the IPC contract
   bool restart_requested = false;
 

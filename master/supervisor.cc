@@ -15,9 +15,7 @@ Slot* Supervisor::find(int index) {
   return &slots_[static_cast<size_t>(index)];
 }
 
-const Slot* Supervisor::slot(int index) const {
-  return const_cast<Supervisor*>(this)->find(index);
-}
+const Slot* Supervisor::slot(int index) const { return const_cast<Supervisor*>(this)->find(index); }
 
 int Supervisor::ready_count() const {
   int n = 0;
@@ -107,12 +105,12 @@ void Supervisor::on_protocol_error(int index, const std::string& error) {
   s->protocol_error = error;
 }
 
-void Supervisor::on_exit(int index, int64_t code, int signal, bool kernel_oom_kill,
-                         uint64_t now_ms, int64_t unix_ms) {
+void Supervisor::on_exit(int index, int64_t code, int signal, bool kernel_oom_kill, uint64_t now_ms,
+                         int64_t unix_ms) {
   Slot* s = find(index);
   if (s == nullptr || !has_process(s->state)) return;
-  ExitInfo e = classify_exit(code, signal, s->kill_reason, s->left_reason, kernel_oom_kill,
-                             unix_ms);
+  ExitInfo e =
+      classify_exit(code, signal, s->kill_reason, s->left_reason, kernel_oom_kill, unix_ms);
   if (e.reason == ExitReason::kProtocolError) e.detail = s->protocol_error;
   s->last_exit = e;
   s->exited_at_ms = now_ms;
@@ -177,6 +175,15 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
     stop(s, now_ms, out);
     return;
   }
+  if (s.state == SlotState::kDraining) {
+    // The worker said it is leaving (soft memory limit): give it kill_grace to do so, and do
+    // not count its memory against the hard limit meanwhile.
+    if (s.drain_deadline_ms == 0) s.drain_deadline_ms = now_ms + settings_.kill_grace_ms;
+    if (now_ms >= s.drain_deadline_ms) {
+      kill(s, s.left_reason.value_or(ExitReason::kCrash), SIGKILL, now_ms, out);
+    }
+    return;
+  }
   if (!s.protocol_error.empty()) {
     kill(s, ExitReason::kProtocolError, SIGKILL, now_ms, out);
   } else if (settings_.memory_hard_bytes != 0 && s.rss_bytes > settings_.memory_hard_bytes) {
@@ -194,8 +201,8 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
 void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& out) {
   if (shutting_down_ || s.index >= wanted_) return;
   if (s.state == SlotState::kExited) {
-    RestartDecision d = decide_restart(settings_.restart, s.history, *s.last_exit,
-                                       s.exited_at_ms, s.ready_for_ms, random_());
+    RestartDecision d = decide_restart(settings_.restart, s.history, *s.last_exit, s.exited_at_ms,
+                                       s.ready_for_ms, random_());
     if (s.restart_requested) d.delay_ms = 0;
     s.next_start_at_ms = s.exited_at_ms + d.delay_ms;
     if (d.errored) {
@@ -223,6 +230,7 @@ void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& o
   s.kill_deadline_ms = 0;
   s.sigkill_sent = false;
   s.left_reason.reset();
+  s.drain_deadline_ms = 0;
   s.protocol_error.clear();
   s.restart_requested = false;
   out.push_back({Action::Kind::kSpawn, s.index, 0, 0});

@@ -33,8 +33,8 @@ struct Action {
   enum class Kind { kSpawn, kSignal, kSendStop };
   Kind kind;
   int slot;
-  int signum = 0;          // kSignal
-  uint64_t grace_ms = 0;   // kSendStop
+  int signum = 0;         // kSignal
+  uint64_t grace_ms = 0;  // kSendStop
 };
 
 class Supervisor {
@@ -46,8 +46,7 @@ class Supervisor {
   void on_spawned(int slot, pid_t pid, uint64_t now_ms);
   void on_spawn_failed(int slot, const std::string& error, uint64_t now_ms, int64_t unix_ms);
   void on_ready(int slot, uint64_t now_ms);
-  void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms,
-                    uint64_t active);
+  void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms, uint64_t active);
   void on_rss_sample(int slot, uint64_t rss);
   void on_leaving(int slot, ExitReason reason);
   void on_protocol_error(int slot, const std::string& error);

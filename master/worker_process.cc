@@ -6,8 +6,8 @@
 
 namespace corral::master {
 
-Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop,
-                                                            const SpawnSpec& spec, Callbacks cb) {
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, const SpawnSpec& spec,
+                                                            Callbacks cb) {
   std::unique_ptr<WorkerProcess> w(new WorkerProcess());
   w->cb_ = std::move(cb);
   w->pipe_ = uv::Stream::pipe(loop, false);
@@ -39,21 +39,21 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop,
   if (rc != 0) {
     // uv_spawn initialises the handle even when it fails; it must still be closed.
     w->process_.set_live(nullptr);
-    return io_error(std::string("uv_spawn(\"") + spec.executable + "\") failed: " +
-                    uv_strerror(rc));
+    return io_error(std::string("uv_spawn(\"") + spec.executable +
+                    "\") failed: " + uv_strerror(rc));
   }
   w->process_.set_live(w.get());
   w->pid_ = w->process_.get()->pid;
 
   WorkerProcess* self = w.get();
-  Status s = w->pipe_->start_read([self](std::string_view bytes) { self->on_bytes(bytes); },
-                                  [self](int status) {
-                                    if (status != UV_EOF) {
-                                      self->report_protocol_error(io_error(
-                                          std::string("IPC pipe read failed: ") +
-                                          uv_strerror(status)));
-                                    }
-                                  });
+  Status s = w->pipe_->start_read(
+      [self](std::string_view bytes) { self->on_bytes(bytes); },
+      [self](int status) {
+        if (status != UV_EOF) {
+          self->report_protocol_error(
+              io_error(std::string("IPC pipe read failed: ") + uv_strerror(status)));
+        }
+      });
   if (!s) return s;
   return w;
 }

@@ -22,8 +22,8 @@
 namespace corral::master {
 
 struct SpawnSpec {
-  std::string executable;          // the corral binary itself
-  std::vector<std::string> args;   // after argv[0]
+  std::string executable;         // the corral binary itself
+  std::vector<std::string> args;  // after argv[0]
 };
 
 class WorkerProcess {
@@ -41,7 +41,7 @@ class WorkerProcess {
   static constexpr size_t kMaxQueuedBytes = 64u << 20;
 
   static Result<std::unique_ptr<WorkerProcess>> spawn(uv_loop_t* loop, const SpawnSpec& spec,
-                                                       Callbacks cb);
+                                                      Callbacks cb);
   ~WorkerProcess();
 
   pid_t pid() const { return pid_; }

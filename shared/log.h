@@ -10,12 +10,12 @@
 namespace corral {
 
 struct LogOptions {
-  std::string dir;            // e.g. $CORRAL_HOME/logs; created (0700) when missing
-  std::string name;           // file name without ".log"
+  std::string dir;   // e.g. $CORRAL_HOME/logs; created (0700) when missing
+  std::string name;  // file name without ".log"
   uint64_t max_bytes = 10u << 20;
   int files = 5;
   std::string level = "info";
-  bool also_stderr = false;   // mirror to stderr (the foreground daemon)
+  bool also_stderr = false;  // mirror to stderr (the foreground daemon)
 };
 
 // Replaces spdlog's default logger with a rotating file logger. Fails when the directory or

@@ -16,10 +16,10 @@ enum class Code {
   kInvalidArgument,  // the caller's input is wrong; the message names the field or value
   kNotFound,
   kAlreadyExists,
-  kUnavailable,      // a peer is not there (daemon not running, worker gone)
+  kUnavailable,  // a peer is not there (daemon not running, worker gone)
   kResourceExhausted,
-  kIo,               // a syscall or libuv call failed; the message names the call and errno
-  kProtocol,         // a peer broke the wire contract
+  kIo,        // a syscall or libuv call failed; the message names the call and errno
+  kProtocol,  // a peer broke the wire contract
   kTimeout,
   kInternal,
 };
@@ -48,7 +48,7 @@ inline Status protocol_error(std::string m) { return {Code::kProtocol, std::move
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: must not be OK
 
   bool is_ok() const { return value_.has_value(); }

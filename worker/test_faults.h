@@ -10,7 +10,7 @@
 //   never_ready     say hello but never ready
 //   hang            block the loop forever ~0.5 s after ready (heartbeats stop)
 //   garbage_frame   send bytes that are not a valid frame ~0.5 s after ready
-//   alloc_soft      grow the heap by 8 MiB every 50 ms while the loop keeps running
+//   alloc_soft      grow the heap by 4 MiB every 100 ms while the loop keeps running
 //   alloc_hard      block the loop, grow the heap to 1.375x max_memory (past the master's
 //                   hard limit, short of the kernel backstop), then sleep
 //   alloc_kernel    one allocation of 4x max_memory (refused under RLIMIT_DATA)

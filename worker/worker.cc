@@ -17,8 +17,8 @@ namespace {
 constexpr uint64_t kMemoryCheckMs = 200;
 constexpr uint64_t kFaultDelayMs = 500;
 constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
-constexpr uint64_t kEventFlushMs = 50;     // events wait at most this long to be batched
-constexpr size_t kEventBatch = 2000;       // ... or until this many are pending
+constexpr uint64_t kEventFlushMs = 50;    // events wait at most this long to be batched
+constexpr size_t kEventBatch = 2000;      // ... or until this many are pending
 
 void on_out_of_memory() {
   static const char msg[] = "corral worker: allocation refused by the kernel memory limit\n";
@@ -47,13 +47,13 @@ Status Worker::start() {
   if (fault_ == Fault::kCrashAtStart) _exit(1);
   pipe_ = uv::Stream::pipe(loop_, false);
   if (Status s = pipe_->open_fd(3); !s) return s;
-  Status s = pipe_->start_read([this](std::string_view b) { on_bytes(b); },
-                               [this](int status) {
-                                 // EOF: the master is gone or wants us gone. Nobody is left to
-                                 // hand work to, so leave at once.
-                                 leave(kExitOk, status == UV_EOF ? "IPC pipe closed by master"
-                                                                 : uv_strerror(status));
-                               });
+  Status s = pipe_->start_read(
+      [this](std::string_view b) { on_bytes(b); },
+      [this](int status) {
+        // EOF: the master is gone or wants us gone. Nobody is left to
+        // hand work to, so leave at once.
+        leave(kExitOk, status == UV_EOF ? "IPC pipe closed by master" : uv_strerror(status));
+      });
   if (!s) return s;
   send(ipc::MessageType::kHello,
        {{"protocol", ipc::kProtocolVersion}, {"pid", getpid()}, {"slot", slot_}});
@@ -116,9 +116,12 @@ void Worker::on_welcome(const nlohmann::json& p) {
   }
   heartbeat_ms_ = p.value("heartbeat_ms", uint64_t{1000});
   max_memory_ = p.value("max_memory_bytes", uint64_t{0});
-  LogOptions log{home_ + "/logs", "worker-" + std::to_string(slot_),
-                 p.value("log_max_bytes", uint64_t{10u << 20}), p.value("log_files", 5),
-                 p.value("log_level", std::string("info")), false};
+  LogOptions log{home_ + "/logs",
+                 "worker-" + std::to_string(slot_),
+                 p.value("log_max_bytes", uint64_t{10u << 20}),
+                 p.value("log_files", 5),
+                 p.value("log_level", std::string("info")),
+                 false};
   if (Status s = open_log(log); !s) {
     std::fprintf(stderr, "corral worker %d: %s\n", slot_, s.message().c_str());
     leave(kExitInitFailed, s.message());
@@ -130,8 +133,8 @@ void Worker::on_welcome(const nlohmann::json& p) {
     leave(kExitInitFailed, s.message());
     return;
   }
-  spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_,
-               getpid(), heartbeat_ms_, max_memory_);
+  spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_, getpid(),
+               heartbeat_ms_, max_memory_);
 
   http_ = std::make_unique<CurlClient>(loop_);
   engine_ = std::make_unique<Engine>(loop_, *http_,
@@ -165,8 +168,8 @@ void Worker::check_memory() {
   if (max_memory_ == 0 || leaving_) return;
   uint64_t rss = self_rss_bytes();
   if (rss <= max_memory_) return;
-  spdlog::warn("worker {}: RSS {} bytes is past max_memory {} bytes; leaving to be replaced",
-               slot_, rss, max_memory_);
+  spdlog::warn("worker {}: RSS {} bytes is past max_memory {} bytes; leaving to be replaced", slot_,
+               rss, max_memory_);
   send(ipc::MessageType::kLeaving, {{"reason", "memory_soft"}, {"rss_bytes", rss}});
   leave(kExitMemorySoft, "soft memory limit");
 }
@@ -207,8 +210,13 @@ void Worker::on_start(const nlohmann::json& p) {
   if (!engine_) return;
   std::string run = p.value("run", "");
   auto fail = [&](uint32_t i, const std::string& why) {
-    on_event({{"t", "done"}, {"run", run}, {"i", i}, {"state", "errored"}, {"reason", why},
-              {"started_ms", unix_ms_now()}, {"ended_ms", unix_ms_now()}});
+    on_event({{"t", "done"},
+              {"run", run},
+              {"i", i},
+              {"state", "errored"},
+              {"reason", why},
+              {"started_ms", unix_ms_now()},
+              {"ended_ms", unix_ms_now()}});
   };
   if (auto it = p.find("resume"); it != p.end() && it->is_object()) {
     for (const auto& [key, cp] : it->items()) {
@@ -243,7 +251,9 @@ void Worker::flush_events() {
 void Worker::start_fault() {
   if (fault_ == Fault::kNone || fault_ == Fault::kNeverReady) return;
   fault_timer_ = std::make_unique<uv::Timer>(loop_);
-  uint64_t repeat = fault_ == Fault::kAllocSoft ? 50 : 0;
+  // alloc_soft grows 4 MiB per 100 ms, well under the gap between the soft and hard limits per
+  // memory check, so the worker notices before the master would.
+  uint64_t repeat = fault_ == Fault::kAllocSoft ? 100 : 0;
   fault_timer_->start(kFaultDelayMs, repeat, [this] {
     switch (fault_) {
       case Fault::kHang:
@@ -254,7 +264,7 @@ void Worker::start_fault() {
         (void)pipe_->write(std::string("\xff\xff\xff\xff garbage", 12));
         return;
       case Fault::kAllocSoft: {
-        constexpr size_t kChunk = 8u << 20;
+        constexpr size_t kChunk = 4u << 20;
         auto chunk = std::make_unique<char[]>(kChunk);
         std::memset(chunk.get(), 1, kChunk);
         ballast_.push_back(std::move(chunk));

@@ -27,7 +27,8 @@ class RunVerb : public Verb {
     app.add_option("file", file_, "scenario file (JSON)")->required();
     app.add_option("-n,--instances", instances_, "instances to run at once")
         ->check(CLI::Range(1, 1000000));
-    app.add_option("--var", vars_, "a run-time variable, NAME=VALUE (repeatable)");
+    app.add_option("--var", vars_,
+                   "a run-time variable, NAME=VALUE (repeatable; JSON values keep their type)");
     app.add_flag("-d,--detach", detach_, "return once submitted; do not follow the run");
   }
 
@@ -42,7 +43,9 @@ class RunVerb : public Verb {
     for (const auto& v : vars_) {
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) return fail("--var " + v + ": expected NAME=VALUE");
-      vars[v.substr(0, eq)] = v.substr(eq + 1);
+      // A value that reads as JSON (3, true, {"a":1}) keeps its type; anything else is text.
+      json value = json::parse(v.substr(eq + 1), nullptr, false);
+      vars[v.substr(0, eq)] = value.is_discarded() ? json(v.substr(eq + 1)) : value;
     }
     const Api api(ctx);
     auto answer =

@@ -7,9 +7,9 @@ namespace {
 
 constexpr std::array<MessageInfo, 0
 #define CORRAL_IPC_COUNT(name, value, sender, wire) +1
-                                      CORRAL_IPC_MESSAGES(CORRAL_IPC_COUNT)
+                     CORRAL_IPC_MESSAGES(CORRAL_IPC_COUNT)
 #undef CORRAL_IPC_COUNT
-                                  >
+                     >
     kMessages = {{
 #define CORRAL_IPC_INFO(name, value, sender, wire) {MessageType::name, sender, wire},
         CORRAL_IPC_MESSAGES(CORRAL_IPC_INFO)
@@ -90,8 +90,8 @@ Status Decoder::decode_one(uint8_t wire_type, std::string_view payload, std::vec
     return protocol_error(std::string("message \"") + std::string(info->name) +
                           "\" may not be sent to this side");
   }
-  nlohmann::json j = payload.empty() ? nlohmann::json::object()
-                                     : nlohmann::json::parse(payload, nullptr, false);
+  nlohmann::json j =
+      payload.empty() ? nlohmann::json::object() : nlohmann::json::parse(payload, nullptr, false);
   if (j.is_discarded()) {
     return protocol_error(std::string("\"") + std::string(info->name) +
                           "\" payload is not valid JSON");

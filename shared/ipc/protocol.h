@@ -49,16 +49,16 @@ enum class Sender : uint8_t { kMaster, kWorker };
 // The closed table of message types: X(name, wire value, who sends it, wire name).
 // Both sides switch over MessageType without a default, so a type one side does not handle
 // fails the build (-Werror=switch).
-#define CORRAL_IPC_MESSAGES(X)                            \
-  X(kHello, 1, ::corral::ipc::Sender::kWorker, "hello")   \
-  X(kWelcome, 2, ::corral::ipc::Sender::kMaster, "welcome") \
-  X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")   \
-  X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat") \
-  X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")     \
-  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving") \
+#define CORRAL_IPC_MESSAGES(X)                                   \
+  X(kHello, 1, ::corral::ipc::Sender::kWorker, "hello")          \
+  X(kWelcome, 2, ::corral::ipc::Sender::kMaster, "welcome")      \
+  X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")          \
+  X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat")  \
+  X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")            \
+  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving")      \
   X(kDefineRun, 7, ::corral::ipc::Sender::kMaster, "define_run") \
-  X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")   \
-  X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel") \
+  X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")          \
+  X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel")        \
   X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")
 
 enum class MessageType : uint8_t {

@@ -52,7 +52,8 @@ Json job_scenario(int polls_to_done, const std::string& every = "100ms") {
                      std::to_string(polls_to_done) + R"(}},
        "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
       {"name": "wait for A", "request": {"url": "{{base}}/jobs/{{job}}"},
-       "poll": {"every": ")" + every + R"(", "timeout": "2m",
+       "poll": {"every": ")" +
+                     every + R"(", "timeout": "2m",
                 "until": [{"json": "/status", "equals": "done"}]}},
       {"name": "breathe", "sleep": "50ms"}
     ]})");
@@ -181,8 +182,8 @@ TEST_CASE("runs: cancelling a run stops its instances and its traffic") {
   Json run = run_of(d, id);
   CHECK(run["state"] == "cancelled");
   CHECK(run["counts"]["cancelled"] == 100);
-  d.wait_until([&] { return d.worker(0)["active"] == 0 && d.worker(1)["active"] == 0; },
-               seconds(5), "workers to drop the cancelled instances");
+  d.wait_until([&] { return d.worker(0)["active"] == 0 && d.worker(1)["active"] == 0; }, seconds(5),
+               "workers to drop the cancelled instances");
   int64_t polls = api.stats()["polls"];
   hold_for([&] { return api.stats()["polls"].get<int64_t>() <= polls + 200; }, milliseconds(500),
            "no more polls after the cancel");

@@ -25,8 +25,9 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 
 Target::Target(uv_loop_t* loop)
     : loop_(loop),
-      server_(loop, [this](http::Request&& req, http::Responder r) { handle(std::move(req), r); },
-              http::ServerOptions{1 << 20, 64 << 10, 60000, 1 << 20}) {}
+      server_(
+          loop, [this](http::Request&& req, http::Responder r) { handle(std::move(req), r); },
+          http::ServerOptions{1 << 20, 64 << 10, 60000, 1 << 20}) {}
 
 void Target::handle(http::Request&& req, http::Responder respond) {
   ++requests_;
@@ -41,8 +42,8 @@ void Target::handle(http::Request&& req, http::Responder respond) {
   } else if (p == "/slow") {
     slow(req, respond);
   } else if (p == "/stats") {
-    respond.send(Response::json(
-        200, {{"requests", requests_}, {"polls", polls_}, {"jobs", jobs_.size()}}));
+    respond.send(
+        Response::json(200, {{"requests", requests_}, {"polls", polls_}, {"jobs", jobs_.size()}}));
   } else {
     respond.send(Response::error(404, "no route for " + req.method + " " + p));
   }
@@ -71,8 +72,8 @@ Response Target::jobs(const http::Request& req) {
   Job& job = it->second;
   job.polls += 1;
   const char* status = job.polls < job.polls_to_done ? "running" : job.fail ? "failed" : "done";
-  return Response::json(200, {{"id", std::to_string(*id)}, {"status", status},
-                              {"polls", job.polls}});
+  return Response::json(200,
+                        {{"id", std::to_string(*id)}, {"status", status}, {"polls", job.polls}});
 }
 
 Response Target::flaky(const http::Request& req) {

@@ -10,12 +10,12 @@
 namespace corral::worker {
 
 struct Checkpoint {
-  uint32_t step = 0;              // index of the step to run (or being run)
-  uint32_t attempts = 0;          // requests sent for this step so far
-  int64_t step_started_ms = 0;    // when this step's first attempt started; 0 = not started
-  int64_t poll_deadline_ms = 0;   // a poll step's absolute timeout; 0 = none
-  int64_t started_ms = 0;         // when the instance started its first step
-  nlohmann::json vars;            // captured variables (an object, or null when none)
+  uint32_t step = 0;             // index of the step to run (or being run)
+  uint32_t attempts = 0;         // requests sent for this step so far
+  int64_t step_started_ms = 0;   // when this step's first attempt started; 0 = not started
+  int64_t poll_deadline_ms = 0;  // a poll step's absolute timeout; 0 = none
+  int64_t started_ms = 0;        // when the instance started its first step
+  nlohmann::json vars;           // captured variables (an object, or null when none)
 };
 
 nlohmann::json to_json(const Checkpoint& c);

@@ -110,8 +110,9 @@ void Engine::run_step(Instance& in) {
   if (in.cp.step_started_ms == 0) {
     in.cp.step_started_ms = now;
     in.cp.attempts = 0;
-    in.cp.poll_deadline_ms =
-        step.kind == StepKind::kPoll && step.poll.timeout_ms ? now + int64_t(step.poll.timeout_ms) : 0;
+    in.cp.poll_deadline_ms = step.kind == StepKind::kPoll && step.poll.timeout_ms
+                                 ? now + int64_t(step.poll.timeout_ms)
+                                 : 0;
   }
   in.tries = 0;
   switch (step.kind) {
@@ -163,7 +164,8 @@ void Engine::send(Instance& in) {
   req.method = spec.method;
   req.url = spec.url.expand(vars);
   req.timeout_ms = spec.timeout_ms;
-  for (const auto& [name, value] : spec.headers) req.headers.push_back(name + ": " + value.expand(vars));
+  for (const auto& [name, value] : spec.headers)
+    req.headers.push_back(name + ": " + value.expand(vars));
   if (spec.json) {
     req.body = spec.json->expand(vars).dump();
   } else if (spec.body) {
@@ -174,16 +176,15 @@ void Engine::send(Instance& in) {
   in.tries += 1;
   in.next = Instance::Next::kSend;
   uint64_t serial = in.serial;
-  http_.send(std::move(req), [this, serial](HttpResponse&& resp) {
-    on_response(serial, std::move(resp));
-  });
+  http_.send(std::move(req),
+             [this, serial](HttpResponse&& resp) { on_response(serial, std::move(resp)); });
 }
 
 bool Engine::retry_later(Instance& in, const std::string& why) {
   const auto& retry = in.run->scenario->steps[in.cp.step].retry;
   if (static_cast<int>(in.tries) >= retry.attempts) return false;
-  uint64_t delay = grown(retry.initial_interval_ms, retry.backoff_factor, in.tries - 1,
-                         retry.max_interval_ms);
+  uint64_t delay =
+      grown(retry.initial_interval_ms, retry.backoff_factor, in.tries - 1, retry.max_interval_ms);
   spdlog::debug("run {} instance {} step {}: retrying in {} ms: {}", in.run->id, in.index,
                 in.cp.step, delay, why);
   in.next = Instance::Next::kSend;
@@ -236,13 +237,17 @@ void Engine::on_response(uint64_t serial, HttpResponse&& resp) {
     if (!r.held) {
       const auto& poll = step.poll;
       if (poll.max_attempts != 0 && static_cast<int>(in.cp.attempts) >= poll.max_attempts) {
-        finish(in, "failed", "until not met after " + std::to_string(in.cp.attempts) +
-                                 " attempts: " + r.explanation, resp.status);
+        finish(
+            in, "failed",
+            "until not met after " + std::to_string(in.cp.attempts) + " attempts: " + r.explanation,
+            resp.status);
         return;
       }
       if (in.cp.poll_deadline_ms != 0 && now >= in.cp.poll_deadline_ms) {
-        finish(in, "failed", "poll timed out after " + config::format_duration_ms(poll.timeout_ms) +
-                                 ": " + r.explanation, resp.status);
+        finish(in, "failed",
+               "poll timed out after " + config::format_duration_ms(poll.timeout_ms) + ": " +
+                   r.explanation,
+               resp.status);
         return;
       }
       int64_t next = now + static_cast<int64_t>(grown(poll.every_ms, poll.backoff_factor,

@@ -83,7 +83,7 @@ class CurlClient {
   CurlOptions opts_;
   CURLM* multi_;
   uv::Timer timer_;
-  uv::Timer failed_timer_;            // delivers transfers curl refused to start
+  uv::Timer failed_timer_;  // delivers transfers curl refused to start
   std::vector<Transfer*> failed_;
   std::deque<Transfer*> waiting_;  // over max_in_flight, not yet handed to curl
   size_t in_curl_ = 0;

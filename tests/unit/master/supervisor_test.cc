@@ -14,7 +14,8 @@ namespace {
 
 // A supervisor with a fake clock and fake processes: spawn actions get pids 100, 101, ...
 struct Bench {
-  explicit Bench(int wanted, SupervisorSettings s = settings()) : sup(s, wanted, [] { return 0.5; }) {}
+  explicit Bench(int wanted, SupervisorSettings s = settings())
+      : sup(s, wanted, [] { return 0.5; }) {}
 
   static SupervisorSettings settings() {
     SupervisorSettings s;
@@ -271,4 +272,20 @@ TEST_CASE("supervisor: events for a slot that has no process are ignored") {
   b.step();
   CHECK(b.sup.slot(0)->history.consecutive == 1);
   CHECK(b.sup.slot(0)->rss_bytes == 0);
+}
+
+TEST_CASE("supervisor: a worker leaving at the soft limit is not hard-killed, only overdue") {
+  auto s = Bench::settings();
+  s.memory_hard_bytes = 100;
+  Bench b(1, s);
+  b.step();
+  b.ready_all();
+  b.sup.on_leaving(0, ExitReason::kMemorySoft);
+  b.sup.on_rss_sample(0, 1000);
+  CHECK(b.step(1).empty());  // draining: the hard limit waits
+  CHECK(b.step(2999).empty());
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);  // kill_grace has passed
+  b.exit(0, 0, SIGKILL);
+  b.step();
+  CHECK(b.last_reason(0) == ExitReason::kMemorySoft);
 }

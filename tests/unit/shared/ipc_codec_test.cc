@@ -26,7 +26,8 @@ std::string raw_frame(uint32_t length, uint8_t type, const std::string& payload)
 TEST_CASE("ipc codec: a frame round-trips whole, and when fed one byte at a time") {
   auto bytes = encode(MessageType::kHeartbeat, {{"seq", 7}, {"rss_bytes", 1234}});
   REQUIRE(bytes.is_ok());
-  CHECK(bytes->size() == corral::ipc::kHeaderBytes + std::string(R"({"rss_bytes":1234,"seq":7})").size());
+  CHECK(bytes->size() ==
+        corral::ipc::kHeaderBytes + std::string(R"({"rss_bytes":1234,"seq":7})").size());
 
   Decoder whole(Sender::kMaster);
   std::vector<Frame> out;

@@ -37,7 +37,8 @@ struct Fixture {
   bool run_until(const std::function<bool()>& done, uint64_t timeout_ms = 10000) {
     uv_timer_t tick;
     uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, [](uv_timer_t*) {}, 10, 10);
+    uv_timer_start(
+        &tick, [](uv_timer_t*) {}, 10, 10);
     uint64_t deadline = corral::monotonic_ms() + timeout_ms;
     while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
     uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
@@ -78,11 +79,13 @@ json job_scenario(int polls_to_done, bool fail, const std::string& timeout = "10
     "name": "job",
     "steps": [
       {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
-                                    "json": {"polls_to_done": )" + std::to_string(polls_to_done) +
-                     R"(, "fail": )" + (fail ? "true" : "false") + R"(}},
+                                    "json": {"polls_to_done": )" +
+                     std::to_string(polls_to_done) + R"(, "fail": )" + (fail ? "true" : "false") +
+                     R"(}},
        "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
       {"name": "wait", "request": {"url": "{{base}}/jobs/{{job}}"},
-       "poll": {"every": "20ms", "timeout": ")" + timeout + R"(",
+       "poll": {"every": "20ms", "timeout": ")" +
+                     timeout + R"(",
                 "until": [{"json": "/status", "equals": "done"}],
                 "fail_if": [{"json": "/status", "equals": "failed"}]}},
       {"name": "rest", "sleep": "30ms"}
@@ -140,18 +143,20 @@ TEST_CASE("engine: a poll with max_attempts fails after that many attempts") {
   REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
   auto step = f.of("step").back();
   CHECK(step["attempts"] == 4);
-  CHECK_THAT(step["reason"].get<std::string>(), Catch::StartsWith("until not met after 4 attempts"));
+  CHECK_THAT(step["reason"].get<std::string>(),
+             Catch::StartsWith("until not met after 4 attempts"));
 }
 
 TEST_CASE("engine: retry repeats a request on 5xx, and counts the first try") {
   Fixture f;
   json s = {{"name", "flaky"},
-            {"steps", {{{"request", {{"url", "{{base}}/flaky/a?fail=2"}}},
-                        {"expect", {{{"status", 200}}}},
-                        {"retry", {{"attempts", 3}, {"initial_interval", "10ms"}}}},
-                       {{"request", {{"url", "{{base}}/flaky/b?fail=5"}}},
-                        {"expect", {{{"status", 200}}}},
-                        {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
+            {"steps",
+             {{{"request", {{"url", "{{base}}/flaky/a?fail=2"}}},
+               {"expect", {{{"status", 200}}}},
+               {"retry", {{"attempts", 3}, {"initial_interval", "10ms"}}}},
+              {{"request", {{"url", "{{base}}/flaky/b?fail=5"}}},
+               {"expect", {{{"status", 200}}}},
+               {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
   f.start(s);
   REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
   auto steps = f.of("step");
@@ -166,8 +171,9 @@ TEST_CASE("engine: retry repeats a request on 5xx, and counts the first try") {
 TEST_CASE("engine: a transport error after the retries ends the instance errored") {
   Fixture f;
   json s = {{"name", "refused"},
-            {"steps", {{{"request", {{"url", "http://127.0.0.1:1/"}, {"timeout", "2s"}}},
-                        {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
+            {"steps",
+             {{{"request", {{"url", "http://127.0.0.1:1/"}, {"timeout", "2s"}}},
+               {"retry", {{"attempts", 2}, {"initial_interval", "10ms"}}}}}}};
   f.start(s);
   REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
   auto done = f.of("done");
@@ -178,9 +184,10 @@ TEST_CASE("engine: a transport error after the retries ends the instance errored
 
 TEST_CASE("engine: a capture that finds nothing fails the step naming the pointer") {
   Fixture f;
-  json s = {{"name", "capture"},
-            {"steps", {{{"request", {{"url", "{{base}}/status/1"}}},
-                        {"capture", {{"x", {{"json", "/nope"}}}}}}}}};
+  json s = {
+      {"name", "capture"},
+      {"steps",
+       {{{"request", {{"url", "{{base}}/status/1"}}}, {"capture", {{"x", {{"json", "/nope"}}}}}}}}};
   f.start(s);
   REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
   auto done = f.of("done");

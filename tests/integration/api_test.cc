@@ -1,0 +1,155 @@
+// The control API as a client sees it: routes, errors, scaling, restarting one slot, the
+// socket's permissions and the TCP listener.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/support/harness.h"
+
+namespace corral::test {
+namespace {
+
+// The TCP port from /health "listen" ("127.0.0.1:PORT").
+int tcp_port(Daemon& d) {
+  const std::string listen = d.health().at("listen");
+  INFO("listen: " << listen);
+  REQUIRE(listen.rfind("127.0.0.1:", 0) == 0);
+  int port = std::stoi(listen.substr(10));
+  REQUIRE(port > 0);
+  return port;
+}
+
+bool is_json_error(const ApiResponse& r) {
+  return r.json.is_object() && r.json.contains("error") && r.json["error"].is_string() &&
+         !r.json["error"].get<std::string>().empty();
+}
+
+TEST_CASE("api: an unknown path answers 404 with a JSON error") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  ApiResponse r = daemon.api("GET", "/nope");
+  INFO(r.body);
+  CHECK(r.status == 404);
+  CHECK(is_json_error(r));
+}
+
+TEST_CASE("api: a malformed request answers 400 with a JSON error") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  const int port = tcp_port(daemon);
+  const std::string answer = raw_tcp_exchange("127.0.0.1", port, "GARBAGE\r\n\r\n");
+  INFO("answer: " << answer);
+  REQUIRE(answer.rfind("HTTP/1.1 400", 0) == 0);
+  const size_t body_at = answer.find("\r\n\r\n");
+  REQUIRE(body_at != std::string::npos);
+  Json body = Json::parse(answer.substr(body_at + 4), nullptr, false);
+  CHECK(body.is_object());
+  CHECK(body.contains("error"));
+  // The daemon is fine afterwards.
+  CHECK(daemon.api("GET", "/health").status == 200);
+}
+
+TEST_CASE("api: scale up to 3 and down to 1 leaves exactly the wanted workers running") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(2).with_config(Json{{"stop_grace", "2s"}}));
+  daemon.wait_ready(2);
+
+  ApiResponse up = daemon.api("POST", "/workers/scale", R"({"workers":3})");
+  INFO(up.body);
+  REQUIRE(up.status == 200);
+  CHECK(up.json.at("workers") == 3);
+  Json three = daemon.wait_ready(3);
+  std::vector<pid_t> removed = {three[1].at("pid"), three[2].at("pid")};
+  const pid_t kept = three[0].at("pid");
+
+  ApiResponse down = daemon.api("POST", "/workers/scale", R"({"workers":1})");
+  REQUIRE(down.status == 200);
+  Json one = daemon.wait_ready(1);
+  CHECK(one[0].at("slot") == 0);
+  CHECK(one[0].at("pid") == kept);
+  for (pid_t p : removed) {
+    daemon.wait_until([&] { return !process_alive(p); }, seconds(5),
+                      "removed worker pid " + std::to_string(p) + " to be gone");
+  }
+  CHECK(daemon.health().at("workers_wanted") == 1);
+}
+
+TEST_CASE("api: a bad scale body answers 400 naming the field") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  for (const char* body :
+       {R"({"workers":"three"})", R"({"workers":-1})", R"({})", R"({"workers":2.5})"}) {
+    ApiResponse r = daemon.api("POST", "/workers/scale", body);
+    INFO("body " << body << " -> " << r.status << " " << r.body);
+    CHECK(r.status == 400);
+    REQUIRE(is_json_error(r));
+    CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains("workers"));
+  }
+  ApiResponse not_json = daemon.api("POST", "/workers/scale", "three please");
+  INFO(not_json.body);
+  CHECK(not_json.status == 400);
+  CHECK(is_json_error(not_json));
+  CHECK(daemon.health().at("workers_wanted") == 1);  // nothing changed
+}
+
+TEST_CASE("api: restarting slot 0 replaces only that worker, with reason stopped") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(2).with_config(Json{{"stop_grace", "2s"}}));
+  Json before = daemon.wait_ready(2);
+  const pid_t old0 = before[0].at("pid");
+  const pid_t old1 = before[1].at("pid");
+
+  ApiResponse r = daemon.api("POST", "/workers/restart", R"({"slot":0})");
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  Json w;
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.at("state") == "ready" && w.at("pid") != old0 && w.at("pid") != 0;
+      },
+      seconds(5), "slot 0 ready with a new pid");
+  INFO("slot 0: " << w.dump());
+  REQUIRE(w.at("last_exit").is_object());
+  CHECK(w["last_exit"].at("reason") == "stopped");
+  CHECK_FALSE(process_alive(old0));
+  Json one = daemon.worker(1);
+  CHECK(one.at("pid") == old1);
+  CHECK(one.at("state") == "ready");
+  CHECK(one.at("restarts") == 0);
+  CHECK(one.at("last_exit").is_null());
+}
+
+TEST_CASE("api: restarting a slot that does not exist answers 404") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(2));
+  ApiResponse r = daemon.api("POST", "/workers/restart", R"({"slot":9})");
+  INFO(r.body);
+  CHECK(r.status == 404);
+  CHECK(is_json_error(r));
+}
+
+TEST_CASE("api: the control socket is private to its owner (mode 0600)") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  struct stat st {};
+  REQUIRE(::stat(home.socket_path().c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0600);
+}
+
+TEST_CASE("api: /latency answers 200 on the TCP port that /health reports") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  const int port = tcp_port(daemon);
+  auto r = try_tcp_request("127.0.0.1", port, "GET", "/latency");
+  REQUIRE(r.has_value());
+  CHECK(r->status == 200);
+  CHECK_FALSE(r->body.empty());
+  auto h = try_tcp_request("127.0.0.1", port, "GET", "/health");
+  REQUIRE(h.has_value());
+  CHECK(h->json.at("pid") == daemon.pid());
+}
+
+}  // namespace
+}  // namespace corral::test

@@ -1,0 +1,204 @@
+// The supervisor seen from outside: workers that die, crash, hang, never get ready or break the
+// IPC contract are replaced (or given up on) and the reason is recorded in /workers.
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "tests/support/harness.h"
+
+namespace corral::test {
+namespace {
+
+// Timeouts short enough for a test, long enough for a loaded 2-core CI machine.
+Json quick_config(Json overrides = Json::object()) {
+  Json c = {{"heartbeat_timeout", "2s"}, {"kill_grace", "1s"}, {"stop_grace", "2s"}};
+  c.update(overrides);
+  return c;
+}
+
+DaemonOptions with_fault(const std::string& fault, Json config = quick_config()) {
+  return DaemonOptions()
+      .with_workers(2)
+      .with_config(std::move(config))
+      .with_env("CORRAL_TEST_FAULT", fault);
+}
+
+std::string last_reason(const Json& w) {
+  if (!w.is_object() || !w.contains("last_exit") || !w["last_exit"].is_object()) return "";
+  return w["last_exit"].value("reason", "");
+}
+
+// Waits until slot `slot` has exited at least once with `reason`; returns its entry then.
+Json wait_exit_reason(Daemon& d, int slot, const std::string& reason, milliseconds timeout) {
+  Json w;
+  d.wait_until(
+      [&] {
+        w = d.worker(slot);
+        return last_reason(w) == reason;
+      },
+      timeout, "slot " + std::to_string(slot) + " to record last_exit.reason \"" + reason + "\"");
+  return w;
+}
+
+TEST_CASE(
+    "supervisor: a worker killed with SIGKILL is replaced within 1 s and the reason is "
+    "recorded") {
+  TempHome home;
+  // The default restart policy: the first backoff is ~100 ms.
+  Daemon daemon(home, DaemonOptions().with_workers(2));
+  Json before = daemon.wait_ready(2);
+  const pid_t old_pid = before[0].at("pid");
+  const int old_restarts = before[0].at("restarts");
+  const pid_t other_pid = before[1].at("pid");
+
+  const auto killed_at = Clock::now();
+  REQUIRE(::kill(old_pid, SIGKILL) == 0);
+  Json w;
+  const auto replaced_at = daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.at("state") == "ready" && w.at("pid") != old_pid && w.at("pid") != 0;
+      },
+      seconds(5), "slot 0 to be ready with a new pid");
+  const auto took = std::chrono::duration_cast<milliseconds>(replaced_at - killed_at);
+  INFO("slot 0 replaced after " << took.count() << " ms: " << w.dump());
+  // 1 s, plus one poll (20 ms) and the /workers round trip that observed it.
+  CHECK(took <= milliseconds(1100));
+  CHECK(process_alive(w.at("pid").get<pid_t>()));
+  CHECK_FALSE(process_alive(old_pid));
+  CHECK(w.at("restarts") == old_restarts + 1);
+  REQUIRE(w.at("last_exit").is_object());
+  CHECK(w["last_exit"].at("reason") == "signal");
+  CHECK(w["last_exit"].at("signal") == SIGKILL);
+  // The other worker was not touched.
+  Json other = daemon.worker(1);
+  CHECK(other.at("pid") == other_pid);
+  CHECK(other.at("restarts") == 0);
+}
+
+TEST_CASE(
+    "supervisor: a worker that crashes at start backs off, then its slot is errored "
+    "without a busy loop") {
+  TempHome home;
+  const int crash_loop_exits = 5;
+  Daemon daemon(home,
+                with_fault("crash_at_start@0", quick_config({{"backoff_initial", "20ms"},
+                                                             {"backoff_factor", 1.5},
+                                                             {"crash_loop_exits", crash_loop_exits},
+                                                             {"crash_loop_window", "60s"},
+                                                             {"errored_retry", "60s"}})));
+  Json w;
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.is_object() && w.at("state") == "errored";
+      },
+      seconds(15), "slot 0 to be errored");
+  INFO("slot 0: " << w.dump());
+  const std::string reason = w.at("reason");
+  CHECK_FALSE(reason.empty());
+  CHECK_THAT(reason, Catch::Contains("crash loop", Catch::CaseSensitive::No));
+  CHECK(last_reason(w) == "crash");
+  const int starts = w.at("starts");
+  CHECK(starts > 1);  // it was restarted (with backoff) before being given up on
+  CHECK(starts <= crash_loop_exits + 1);
+  CHECK(w.at("pid") == 0);
+
+  // Slot 1 is healthy the whole time, and slot 0 is not started again.
+  Json one = daemon.worker(1);
+  REQUIRE(one.at("state") == "ready");
+  const pid_t one_pid = one.at("pid");
+  hold_for(
+      [&] {
+        Json list = daemon.workers();
+        return list.size() == 2 && list[0].at("state") == "errored" &&
+               list[0].at("starts") == starts && list[1].at("state") == "ready" &&
+               list[1].at("pid") == one_pid;
+      },
+      seconds(2), "slot 0 errored with " + std::to_string(starts) + " starts, slot 1 ready",
+      [&] { return daemon.api("GET", "/workers").body; });
+}
+
+TEST_CASE("supervisor: a worker that cannot initialise is errored after exactly one start") {
+  TempHome home;
+  Daemon daemon(home, with_fault("init_fail@0"));
+  Json w;
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.is_object() && w.at("state") == "errored";
+      },
+      seconds(10), "slot 0 to be errored");
+  INFO("slot 0: " << w.dump());
+  CHECK(w.at("starts") == 1);
+  CHECK(last_reason(w) == "init_failed");
+  CHECK(w["last_exit"].at("code") == 78);
+  CHECK_FALSE(w.at("reason").get<std::string>().empty());
+  daemon.wait_until([&] { return daemon.worker(1).at("state") == "ready"; }, seconds(10),
+                    "slot 1 to be ready");
+  hold_for([&] { return daemon.worker(0).at("starts") == 1; }, seconds(1),
+           "slot 0 staying at one start");
+}
+
+TEST_CASE("supervisor: a worker that stops heartbeating is killed and replaced with reason hung") {
+  TempHome home;
+  Daemon daemon(
+      home,
+      with_fault("hang@0", quick_config({{"heartbeat_timeout", "2s"}, {"kill_grace", "1s"}})));
+  Json first = daemon.wait_ready(2);
+  const pid_t hung_pid = first[0].at("pid");
+  const auto ready_at = Clock::now();
+  Json w = wait_exit_reason(daemon, 0, "hung", seconds(15));
+  const auto detected_after = std::chrono::duration_cast<milliseconds>(Clock::now() - ready_at);
+  INFO("slot 0 after " << detected_after.count() << " ms: " << w.dump());
+  const int sig = w["last_exit"].at("signal");
+  CHECK((sig == SIGABRT || sig == SIGKILL));
+  // It hangs ~0.5 s after ready and must stay silent for heartbeat_timeout (2 s) before it
+  // counts as hung; measured from a little after ready, so allow some slack.
+  CHECK(detected_after >= milliseconds(1500));
+  CHECK_FALSE(process_alive(hung_pid));
+  // The replacement comes up (and will hang too: the fault applies to every start of slot 0).
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.at("pid") != hung_pid && w.at("pid") != 0 && w.at("starts") >= 2;
+      },
+      seconds(5), "slot 0 to run a new process");
+  CHECK(daemon.worker(1).at("state") == "ready");
+}
+
+TEST_CASE("supervisor: a worker that never says ready is killed with reason not_ready") {
+  TempHome home;
+  Daemon daemon(home, with_fault("never_ready@0", quick_config({{"ready_timeout", "1s"}})));
+  const pid_t pid = daemon.worker(0).at("pid");
+  Json w = wait_exit_reason(daemon, 0, "not_ready", seconds(10));
+  INFO("slot 0: " << w.dump());
+  CHECK(w["last_exit"].at("signal") == SIGKILL);
+  if (pid != 0) CHECK_FALSE(process_alive(pid));
+  // A failed start is retried after a backoff.
+  daemon.wait_until([&] { return daemon.worker(0).at("starts") >= 2; }, seconds(5),
+                    "slot 0 to be started again");
+  CHECK(daemon.worker(1).at("state") == "ready");
+}
+
+TEST_CASE(
+    "supervisor: a worker that sends a garbage frame is replaced with reason "
+    "protocol_error and the master keeps answering") {
+  TempHome home;
+  Daemon daemon(home, with_fault("garbage_frame@0"));
+  Json w = wait_exit_reason(daemon, 0, "protocol_error", seconds(10));
+  INFO("slot 0: " << w.dump());
+  CHECK(w.at("starts") >= 1);
+  CHECK(daemon.running());
+  ApiResponse h = daemon.api("GET", "/health");
+  CHECK(h.status == 200);
+  CHECK(h.json.at("status") == "ok");
+  CHECK(h.json.at("pid") == daemon.pid());
+  // Slot 0 keeps being replaced (each new process misbehaves the same way); slot 1 is fine.
+  daemon.wait_until([&] { return daemon.worker(0).at("starts") >= 2; }, seconds(10),
+                    "slot 0 to be started again");
+  CHECK(daemon.worker(1).at("state") == "ready");
+  CHECK(daemon.api("GET", "/health").status == 200);
+}
+
+}  // namespace
+}  // namespace corral::test
