@@ -4,7 +4,7 @@
 //   GET    /runs                         recent runs with counts
 //   GET    /runs/<id>                    counts, durations, top failures
 //   DELETE /runs/<id>                    cancels what has not finished
-//   GET    /runs/<id>/instances?state=failed&limit=100
+//   GET    /runs/<id>/instances?state=failed&limit=100[&steps=true]
 //   GET    /runs/<id>/instances/<n>      one instance's step history
 #include <charconv>
 #include <set>
@@ -137,10 +137,11 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
       }
     }
     uint32_t limit = to_index(req.query_param("limit").value_or("100")).value_or(100);
+    bool with_steps = req.query_param("steps").value_or("") == "true";
     json list = json::array();
     for (uint32_t i = 0; i < run->instances.size() && list.size() < limit; ++i) {
       if (!filter || run->instances[i].state == *filter) {
-        list.push_back(runs_.instance_json(*run, i, false));
+        list.push_back(runs_.instance_json(*run, i, with_steps));
       }
     }
     respond.send(Response::json(200, {{"run", run->id}, {"instances", list}}));

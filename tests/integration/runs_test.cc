@@ -211,3 +211,57 @@ TEST_CASE("runs: corral run exits 0 when every instance passed and 1 otherwise")
   CHECK(runs.exit_code == 0);
   CHECK_THAT(runs.out, Catch::Contains("job-a"));
 }
+
+TEST_CASE("runs: 5,000 instances of one run all run at once, not a handful at a time") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  Json s = Json::parse(R"({"name": "wide", "steps": [
+      {"request": {"method": "POST", "url": "{{base}}/jobs", "json": {"done_after_ms": 4000}},
+       "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
+      {"request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": "500ms", "timeout": "1m",
+                "until": [{"json": "/status", "equals": "done"}]}}]})");
+  std::string id = submit(d, s, 5000, api);
+  // Every job exists before the first one can be done: all instances started together.
+  wait_for([&] { return api.stats()["jobs"].get<int>() == 5000; }, seconds(20),
+           "5,000 jobs created");
+  CHECK(run_of(d, id)["counts"]["passed"] == 0);
+  CHECK(run_of(d, id)["counts"]["running"] == 5000);
+  wait_finished(d, id, seconds(90));
+  CHECK(run_of(d, id)["counts"]["passed"] == 5000);
+}
+
+TEST_CASE("runs: retries pass a flaky step, a capture feeds the next URL, a poll times out") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json s = Json::parse(R"({"name": "mixed", "steps": [
+      {"name": "flaky", "request": {"url": "{{base}}/flaky/{{run}}-{{instance}}?fail=2"},
+       "expect": [{"status": 200}],
+       "retry": {"attempts": 3, "initial_interval": "20ms"},
+       "capture": {"attempt": {"json": "/attempt"}}},
+      {"name": "job", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                  "json": {"polls_to_done": 1000}},
+       "capture": {"job": {"json": "/id"}}},
+      {"name": "never done", "request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": "50ms", "timeout": "300ms",
+                "until": [{"json": "/status", "equals": "done"}]}}]})");
+  std::string id = submit(d, s, 10, api);
+  wait_finished(d, id, seconds(30));
+  Json in = d.api("GET", "/runs/" + id + "/instances/4").json;
+  REQUIRE(in["steps"].size() == 3);
+  CHECK(in["steps"][0]["state"] == "passed");
+  CHECK(in["steps"][0]["attempts"] == 3);
+  CHECK(in["vars"]["attempt"] == 3);
+  CHECK(in["steps"][2]["state"] == "failed");
+  CHECK_THAT(in["steps"][2]["reason"].get<std::string>(),
+             Catch::StartsWith("poll timed out after 300ms"));
+  CHECK(in["steps"][2]["attempts"].get<int>() >= 3);
+  CHECK(in["state"] == "failed");
+  // The capture made it into the poll's URL: the target counted polls on real job ids.
+  CHECK(api.stats()["jobs"] == 10);
+  CHECK(run_of(d, id)["counts"]["failed"] == 10);
+}

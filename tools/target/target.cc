@@ -33,14 +33,17 @@ void Target::handle(http::Request&& req, http::Responder respond) {
   ++requests_;
   const std::string& p = req.path;
   if (starts_with(p, "/status/") && req.method == "GET") {
-    ++polls_;
-    respond.send(Response{200, "application/json", R"({"status":"ok"})", {}});
+    respond.send(status(req));
   } else if (starts_with(p, "/jobs")) {
     respond.send(jobs(req));
   } else if (starts_with(p, "/flaky/")) {
     respond.send(flaky(req));
-  } else if (p == "/slow") {
-    slow(req, respond);
+  } else if (p == "/delay") {
+    delay(req, respond);
+  } else if (p == "/fail") {
+    uint64_t code = to_u64(req.query_param("status").value_or("500")).value_or(500);
+    if (code < 100 || code > 599) code = 500;
+    respond.send(Response::error(static_cast<int>(code), "failing on request"));
   } else if (p == "/stats") {
     respond.send(
         Response::json(200, {{"requests", requests_}, {"polls", polls_}, {"jobs", jobs_.size()}}));
@@ -56,8 +59,13 @@ Response Target::jobs(const http::Request& req) {
       return Response::error(400, "body must be a JSON object");
     }
     Job job;
-    job.polls_to_done = body.value("polls_to_done", 3u);
     job.fail = body.value("fail", false);
+    if (body.contains("done_after_ms")) {
+      job.polls_to_done = 0;
+      job.done_at_ms = uv_now(loop_) + body.value("done_after_ms", uint64_t{0});
+    } else {
+      job.polls_to_done = body.value("polls_to_done", 3u);
+    }
     uint64_t id = next_job_++;
     jobs_[id] = job;
     return Response::json(201, {{"id", std::to_string(id)}, {"status", "running"}});
@@ -71,7 +79,9 @@ Response Target::jobs(const http::Request& req) {
   ++polls_;
   Job& job = it->second;
   job.polls += 1;
-  const char* status = job.polls < job.polls_to_done ? "running" : job.fail ? "failed" : "done";
+  bool ended = job.polls_to_done != 0 ? job.polls >= job.polls_to_done
+                                      : uv_now(loop_) >= job.done_at_ms;
+  const char* status = !ended ? "running" : job.fail ? "failed" : "done";
   return Response::json(200,
                         {{"id", std::to_string(*id)}, {"status", status}, {"polls", job.polls}});
 }
@@ -85,7 +95,18 @@ Response Target::flaky(const http::Request& req) {
   return Response::json(200, {{"key", key}, {"attempt", seen}});
 }
 
-void Target::slow(const http::Request& req, const http::Responder& respond) {
+Response Target::status(const http::Request& req) {
+  ++polls_;
+  auto done_after = req.query_param("done_after");
+  if (!done_after) return Response{200, "application/json", R"({"status":"N"})", {}};
+  uint64_t k = to_u64(*done_after).value_or(1);
+  uint32_t& seen = status_polls_[req.path.substr(std::string_view("/status/").size())];
+  seen += 1;
+  return Response{200, "application/json", seen >= k ? R"({"status":"Y"})" : R"({"status":"N"})",
+                  {}};
+}
+
+void Target::delay(const http::Request& req, const http::Responder& respond) {
   uint64_t ms = to_u64(req.query_param("ms").value_or("0")).value_or(0);
   auto timer = std::make_shared<uv::Timer>(loop_);
   // The timer keeps itself alive through its own callback until it fires once.

@@ -1,13 +1,17 @@
 // corral-target: a small HTTP API on 127.0.0.1 that behaves like the job APIs corral tests, so
 // the demo, the integration tests and the benchmarks have a real, local server to talk to.
 //
-//   POST /jobs {"polls_to_done": 3, "fail": false}   -> 201 {"id": "7", "status": "running"}
+//   POST /jobs {"polls_to_done": 3} or {"done_after_ms": 500}, optional "fail": true
+//                          -> 201 {"id": "7", "status": "running"}
 //   GET  /jobs/<id>        -> 200 {"id","status": "running"|"done"|"failed","polls": n}
-//                             (each GET counts as one poll; after polls_to_done polls the job
-//                             is done, or failed when "fail" was set); 404 for an unknown id
-//   GET  /status/<id>      -> 200 {"status": "ok"} (the benchmark's poll endpoint)
+//                             (each GET counts as one poll; the job ends after polls_to_done
+//                             polls, or once done_after_ms has passed: done, or failed when
+//                             "fail" was set); 404 for an unknown id
+//   GET  /status/<id>      -> 200 {"status": "N"}; with ?done_after=K, "Y" from the K-th poll of
+//                             that id on (the benchmark's poll endpoint)
+//   GET  /delay?ms=N       -> 200 after N milliseconds
+//   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
-//   GET  /slow?ms=N        -> 200 after N milliseconds
 //   GET  /stats            -> {"requests": n, "polls": n, "jobs": n}
 // Loop thread only.
 #pragma once
@@ -23,7 +27,8 @@ namespace corral::target {
 
 struct Job {
   uint32_t polls = 0;
-  uint32_t polls_to_done = 3;
+  uint32_t polls_to_done = 3;  // 0 when the job ends by time
+  uint64_t done_at_ms = 0;     // loop time when a done_after_ms job ends
   bool fail = false;
 };
 
@@ -39,12 +44,14 @@ class Target {
   void handle(http::Request&& req, http::Responder respond);
   http::Response jobs(const http::Request& req);
   http::Response flaky(const http::Request& req);
-  void slow(const http::Request& req, const http::Responder& respond);
+  http::Response status(const http::Request& req);
+  void delay(const http::Request& req, const http::Responder& respond);
 
   uv_loop_t* loop_;
   http::Server server_;
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<std::string, uint32_t> flaky_;
+  std::unordered_map<std::string, uint32_t> status_polls_;  // ids polled with ?done_after
   uint64_t next_job_ = 1;
   uint64_t requests_ = 0;
   uint64_t polls_ = 0;
