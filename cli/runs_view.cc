@@ -1,5 +1,6 @@
 #include "cli/runs_view.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "cli/format.h"
@@ -35,10 +36,33 @@ std::string render_runs_table(const json& runs, TableStyle style) {
                       rows, style);
 }
 
-std::string render_progress(const json& run) {
+std::string elapsed_text(double seconds) {
+  const long s = seconds > 0 ? static_cast<long>(seconds) : 0;
+  char buf[48];
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%lds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%ldm%02lds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%ldh%02ldm%02lds", s / 3600, s / 60 % 60, s % 60);
+  }
+  return buf;
+}
+
+bool ProgressGate::due(const json& run, Clock::time_point now, bool final) {
+  std::string key = json_string(run, "state") + " " + json_field(run, "counts").dump();
+  if (key == last_) return false;
+  if (!final && last_at_ && now - *last_at_ < min_gap_) return false;
+  last_ = std::move(key);
+  last_at_ = now;
+  return true;
+}
+
+std::string render_progress(const json& run, double elapsed_s) {
   std::ostringstream out;
   out << json_string(run, "id") << "  " << json_string(run, "state") << "  "
-      << static_cast<long>(json_number(run, "instances")) << " instances:";
+      << elapsed_text(elapsed_s) << "  " << static_cast<long>(json_number(run, "instances"))
+      << " instances:";
   bool first = true;
   for (const char* s : kStates) {
     long n = static_cast<long>(json_number(json_field(run, "counts"), s));

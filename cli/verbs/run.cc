@@ -1,9 +1,12 @@
-// `corral run FILE [-n N] [--var k=v]... [--detach]`: submits a scenario file as a run of N
-// instances and, unless detached, follows it to the end. Exits 0 when every instance passed,
-// 1 when any failed, errored or was cancelled (as a CI job expects).
+// `corral run FILE [-n N] [--var k=v]... [--detach | --junit FILE]`: submits a scenario file as a
+// run of N instances and, unless detached, follows it to the end with a progress line, then
+// prints the summary (and writes a JUnit report). Exits as a CI job expects: 0 when every
+// instance passed, 1 when any failed, errored or was cancelled, 2 for a scenario the daemon
+// rejects or a bad command line.
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,13 +16,28 @@
 
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/junit.h"
 #include "cli/runs_view.h"
 #include "cli/verb.h"
+#include "shared/exit_codes.h"
+#include "shared/http/blocking_client.h"
 
 namespace corral::cli {
 namespace {
 
 using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kPollEvery{500};
+constexpr milliseconds kPipeLineGap{1000};    // progress lines when stdout is not a TTY
+constexpr long kSubmitTimeoutMs = 30000;      // a large submission is still one quick answer
+constexpr long kInstancesTimeoutMs = 120000;  // every instance with its steps, for --junit
+
+int usage_error(const std::string& message) {
+  std::cerr << "corral: " << message << "\n";
+  return kExitUsage;
+}
 
 class RunVerb : public Verb {
  public:
@@ -29,62 +47,116 @@ class RunVerb : public Verb {
         ->check(CLI::Range(1, 1000000));
     app.add_option("--var", vars_,
                    "a run-time variable, NAME=VALUE (repeatable; JSON values keep their type)");
-    app.add_flag("-d,--detach", detach_, "return once submitted; do not follow the run");
+    auto* detach = app.add_flag("-d,--detach", detach_, "return once submitted; do not follow");
+    app.add_option("--junit", junit_, "when the run ends, write a JUnit XML report to this file")
+        ->type_name("FILE")
+        ->excludes(detach);
   }
 
   int run(const Context& ctx) override {
     std::ifstream in(file_);
-    if (!in) return fail("cannot read " + file_);
+    if (!in) return usage_error("cannot read " + file_);
     std::stringstream text;
     text << in.rdbuf();
     json scenario = json::parse(text.str(), nullptr, false);
-    if (scenario.is_discarded()) return fail(file_ + ": not valid JSON");
+    if (scenario.is_discarded()) return usage_error(file_ + ": not valid JSON");
     json vars = json::object();
     for (const auto& v : vars_) {
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return fail("--var " + v + ": expected NAME=VALUE");
+      if (eq == std::string::npos || eq == 0) {
+        return usage_error("--var " + v + ": expected NAME=VALUE");
+      }
       // A value that reads as JSON (3, true, {"a":1}) keeps its type; anything else is text.
       json value = json::parse(v.substr(eq + 1), nullptr, false);
       vars[v.substr(0, eq)] = value.is_discarded() ? json(v.substr(eq + 1)) : value;
     }
+    if (!junit_.empty()) {
+      // Refuse before submitting rather than lose the report after a long run.
+      const auto dir = std::filesystem::absolute(junit_).parent_path();
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) {
+        return usage_error("--junit " + junit_ + ": no directory " + dir.string());
+      }
+    }
+    const Clock::time_point started = Clock::now();
     const Api api(ctx);
-    auto answer =
-        api.post("/runs", {{"scenario", scenario}, {"instances", instances_}, {"vars", vars}});
-    if (!answer) return report_failure(answer.status(), api.socket_path());
-    std::string id = json_string(*answer, "run");
+    std::string id;
+    if (int code = submit(api, scenario, vars, id); code != 0) return code;
     std::cout << "corral: run " << id << ": " << instances_ << " instances of "
-              << json_string(scenario, "name") << "\n";
+              << json_string(scenario, "name") << "\n"
+              << std::flush;
     if (detach_) return 0;
-    return follow(api, id);
+    return follow(ctx, api, id, started);
   }
 
  private:
-  static int follow(const Api& api, const std::string& id) {
+  // POST /runs. A 400 is the daemon rejecting the scenario (the message names the field): a
+  // usage error, unlike a full queue (429) or a daemon that is not there.
+  int submit(const Api& api, const json& scenario, const json& vars, std::string& id) const {
+    const json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars}};
+    auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/runs",
+                                body.dump(), kSubmitTimeoutMs);
+    if (!answer) return report_failure(answer.status(), api.socket_path());
+    const json reply = answer->json();
+    if (answer->status == 201) {
+      id = json_string(reply, "run");
+      if (!id.empty()) return 0;
+    }
+    std::string message = json_string(reply, "error");
+    if (message.empty()) message = "POST /runs failed with HTTP " + std::to_string(answer->status);
+    if (answer->status == 400) return usage_error(file_ + ": " + message);
+    return fail(message);
+  }
+
+  int follow(const Context& ctx, const Api& api, const std::string& id,
+             Clock::time_point started) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
-    std::string last;
+    ProgressGate gate(kPipeLineGap);
     for (;;) {
       auto run = api.get("/runs/" + id);
       if (!run) return report_failure(run.status(), api.socket_path());
-      std::string line = render_progress(*run);
-      if (line != last) {
-        std::cout << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
-        last = line;
+      const std::string state = json_string(*run, "state");
+      const bool ended = state == "finished" || state == "cancelled";
+      const Clock::time_point now = Clock::now();
+      const std::string line =
+          render_progress(*run, std::chrono::duration<double>(now - started).count());
+      if (tty) {
+        std::cout << "\r\033[K" << line << (ended ? "\n" : "") << std::flush;
+      } else if (gate.due(*run, now, ended)) {
+        std::cout << line << "\n" << std::flush;
       }
-      std::string state = json_string(*run, "state");
-      if (state == "finished" || state == "cancelled") {
-        if (tty) std::cout << "\n";
+      if (ended) {
         std::cout << render_run(*run);
-        json counts = json_field(*run, "counts");
-        return json_number(counts, "passed") == json_number(*run, "instances") ? 0 : 1;
+        int code =
+            json_number(json_field(*run, "counts"), "passed") == json_number(*run, "instances") ? 0
+                                                                                                : 1;
+        if (!junit_.empty() && write_junit(ctx, *run) != 0) code = 1;
+        return code;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::this_thread::sleep_for(kPollEvery);
     }
+  }
+
+  // Fetches every instance with its steps in one call and writes the report.
+  int write_junit(const Context& ctx, const json& run) const {
+    const Api slow(ctx, kInstancesTimeoutMs);
+    const auto count = static_cast<long>(json_number(run, "instances"));
+    auto instances = slow.get("/runs/" + json_string(run, "id") +
+                              "/instances?limit=" + std::to_string(count) + "&steps=true");
+    if (!instances) return report_failure(instances.status(), slow.socket_path());
+    std::ofstream out(junit_, std::ios::trunc);
+    out << render_junit(run, *instances);
+    out.close();
+    if (!out) return fail("--junit " + junit_ + ": cannot write the report");
+    std::cout << "junit      : " << junit_ << "\n";
+    return 0;
   }
 
   std::string file_;
   long instances_ = 1;
   std::vector<std::string> vars_;
   bool detach_ = false;
+  std::string junit_;
 };
 
 CORRAL_REGISTER_VERB(RunVerb, "run", "run a scenario file with N instances")

@@ -1,7 +1,8 @@
-// `corral show RUN [INSTANCE]`: one run's counts, durations and failures; or one instance's
-// step history.
+// `corral show RUN [INSTANCE]` or `corral show RUN/INSTANCE`: one run's counts, durations and
+// failures; or one instance's step history.
 #include <unistd.h>
 
+#include <charconv>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include "cli/api.h"
 #include "cli/runs_view.h"
 #include "cli/verb.h"
+#include "shared/exit_codes.h"
 
 namespace corral::cli {
 namespace {
@@ -16,11 +18,22 @@ namespace {
 class ShowVerb : public Verb {
  public:
   void setup(CLI::App& app) override {
-    app.add_option("run", run_, "run id")->required();
-    app.add_option("instance", instance_, "instance number");
+    app.add_option("run", run_, "run id, or RUN/INSTANCE")->required();
+    app.add_option("instance", instance_, "instance number")->check(CLI::NonNegativeNumber);
     app.add_flag("--json", json_, "print the API's JSON");
   }
   int run(const Context& ctx) override {
+    if (size_t slash = run_.find('/'); slash != std::string::npos) {
+      const std::string n = run_.substr(slash + 1);
+      long i = -1;
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), i);
+      if (ec != std::errc() || end != n.data() + n.size() || i < 0 || instance_ >= 0) {
+        std::cerr << "corral: show " << run_ << ": expected RUN, RUN N or RUN/N\n";
+        return kExitUsage;
+      }
+      run_.resize(slash);
+      instance_ = i;
+    }
     const Api api(ctx);
     std::string path = "/runs/" + run_;
     if (instance_ >= 0) path += "/instances/" + std::to_string(instance_);

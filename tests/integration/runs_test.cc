@@ -3,45 +3,14 @@
 
 #include <signal.h>
 
-#include <boost/process.hpp>
 #include <fstream>
 
 #include "tests/support/harness.h"
+#include "tests/support/harness_job_api.h"
 
-namespace bp = boost::process;
 using namespace corral::test;
 
 namespace {
-
-// corral-target on an ephemeral port, killed by PID at the end.
-class JobApi {
- public:
-  JobApi() {
-    child_ = bp::child(std::string(CORRAL_TARGET_BINARY), "--listen", "127.0.0.1:0",
-                       bp::std_out > out_, bp::std_err > bp::null);
-    std::string line;
-    REQUIRE(std::getline(out_, line));
-    REQUIRE(line.rfind("listening on ", 0) == 0);
-    base_ = "http://" + line.substr(std::string("listening on ").size());
-    port_ = std::stoi(line.substr(line.rfind(':') + 1));
-  }
-  ~JobApi() {
-    if (child_.running()) ::kill(child_.id(), SIGKILL);
-    child_.wait();
-  }
-  const std::string& base() const { return base_; }
-  Json stats() {
-    auto r = try_tcp_request("127.0.0.1", port_, "GET", "/stats");
-    REQUIRE(r);
-    return r->json;
-  }
-
- private:
-  bp::ipstream out_;
-  bp::child child_;
-  std::string base_;
-  int port_ = 0;
-};
 
 Json job_scenario(int polls_to_done, const std::string& every = "100ms") {
   return Json::parse(R"({

@@ -1,0 +1,208 @@
+#include "cli/junit.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "cli/format.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+
+enum class Outcome { kPassed, kFailed, kErrored, kSkipped };
+
+struct TestCase {
+  std::string name;
+  double seconds = 0;
+  Outcome outcome = Outcome::kPassed;
+  std::string message;  // why, for anything but kPassed
+  std::string detail;   // element text under <failure>/<error>
+};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", s > 0 ? s : 0.0);
+  return buf;
+}
+
+Outcome outcome_of(const std::string& state) {
+  if (state == "passed") return Outcome::kPassed;
+  if (state == "failed") return Outcome::kFailed;
+  if (state == "errored") return Outcome::kErrored;
+  return Outcome::kSkipped;  // cancelled, queued, running
+}
+
+TestCase step_case(const json& s) {
+  TestCase tc;
+  const long step = static_cast<long>(json_number(s, "step"));
+  tc.name = std::to_string(step) + " " + json_string(s, "name");
+  tc.seconds = json_number(s, "duration_ms") / 1000.0;
+  const std::string state = json_string(s, "state");
+  tc.outcome = outcome_of(state);
+  if (tc.outcome == Outcome::kPassed) return tc;
+  tc.message = json_string(s, "reason", state);
+  tc.detail = "step " + std::to_string(step) + " " + state + " after " +
+              std::to_string(static_cast<long>(json_number(s, "attempts"))) + " attempt(s)";
+  if (const long status = static_cast<long>(json_number(s, "status")); status != 0) {
+    tc.detail += ", last status " + std::to_string(status);
+  }
+  tc.detail += ": " + tc.message;
+  return tc;
+}
+
+// The testcases of one instance (see the header for the cases without a failing step record).
+std::vector<TestCase> instance_cases(const json& in) {
+  std::vector<TestCase> cases;
+  bool step_failed = false;
+  const json steps = json_field(in, "steps");
+  if (steps.is_array()) {
+    for (const auto& s : steps) {
+      cases.push_back(step_case(s));
+      step_failed = step_failed || cases.back().outcome != Outcome::kPassed;
+    }
+  }
+  const std::string state = json_string(in, "state");
+  const Outcome end = outcome_of(state);
+  if (!cases.empty() &&
+      (end == Outcome::kPassed || step_failed || state == "running" || state == "queued")) {
+    return cases;
+  }
+  TestCase tc;
+  tc.name = cases.empty()
+                ? "not run"
+                : std::to_string(static_cast<long>(json_number(in, "step"))) + " (" + state + ")";
+  tc.outcome = end == Outcome::kPassed ? Outcome::kSkipped : end;  // passed with no step: odd
+  tc.message = json_string(in, "reason", state);
+  if (tc.message.empty()) tc.message = "instance " + state;
+  tc.detail = "instance " + state + ": " + tc.message;
+  cases.push_back(std::move(tc));
+  return cases;
+}
+
+void append_case(std::string& out, const std::string& classname, const TestCase& tc) {
+  out += "    <testcase classname=\"" + xml_escape(classname) + "\" name=\"" + xml_escape(tc.name) +
+         "\" time=\"" + seconds_text(tc.seconds) + "\"";
+  const char* tag = tc.outcome == Outcome::kFailed    ? "failure"
+                    : tc.outcome == Outcome::kErrored ? "error"
+                    : tc.outcome == Outcome::kSkipped ? "skipped"
+                                                      : nullptr;
+  if (tag == nullptr) {
+    out += "/>\n";
+    return;
+  }
+  out += ">\n      <" + std::string(tag) + " message=\"" + xml_escape(tc.message) + "\"";
+  if (tc.outcome == Outcome::kSkipped) {
+    out += "/>\n";
+  } else {
+    out += " type=\"" + std::string(tag == std::string("failure") ? "failed" : "errored") + "\">" +
+           xml_escape(tc.detail) + "</" + tag + ">\n";
+  }
+  out += "    </testcase>\n";
+}
+
+double run_seconds(const json& run) {
+  auto from = parse_utc_timestamp(json_string(run, "created_at"));
+  auto to = parse_utc_timestamp(json_string(run, "finished_at"));
+  if (!from || !to) return 0;
+  return std::chrono::duration<double>(*to - *from).count();
+}
+
+// Appends the UTF-8 sequence starting at text[i] (a lead byte >= 0x80) and returns its length.
+size_t append_utf8(std::string& out, std::string_view text, size_t i) {
+  const auto b = static_cast<unsigned char>(text[i]);
+  const size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  std::string_view seq = text.substr(i, n);
+  if (seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf") {
+    out += "\xef\xbf\xbd";  // U+FFFE and U+FFFF are not XML characters
+  } else {
+    out += seq;
+  }
+  return seq.size();
+}
+
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {
+      i += append_utf8(out, text, i);
+      continue;
+    }
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      default:
+        if (u < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string render_junit(const json& run, const json& instances) {
+  const json list = instances.is_array() ? instances : json_field(instances, "instances");
+  const std::string scenario = json_string(run, "scenario");
+  long failures = 0, errors = 0, skipped = 0, tests = 0;
+  std::string body;
+  if (list.is_array()) {
+    for (const auto& in : list) {
+      const std::string classname =
+          scenario + ".instance-" + std::to_string(static_cast<long>(json_number(in, "i")));
+      for (const TestCase& tc : instance_cases(in)) {
+        ++tests;
+        failures += tc.outcome == Outcome::kFailed;
+        errors += tc.outcome == Outcome::kErrored;
+        skipped += tc.outcome == Outcome::kSkipped;
+        append_case(body, classname, tc);
+      }
+    }
+  }
+  const std::string counts = "tests=\"" + std::to_string(tests) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
+                             "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" +
+                             seconds_text(run_seconds(run)) + "\"";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites " + counts + ">\n";
+  out += "  <testsuite name=\"" + xml_escape(scenario + " (" + json_string(run, "id") + ")") +
+         "\" " + counts;
+  if (const std::string at = json_string(run, "created_at"); !at.empty()) {
+    out += " timestamp=\"" + xml_escape(at) + "\"";
+  }
+  out += ">\n" + body + "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,32 @@
+// JUnit XML for a finished run, as CI servers (Jenkins, GitLab, GitHub reporters) read it.
+// Pure functions over the runs API's JSON; any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::cli {
+
+// The whole document: <testsuites> holding one <testsuite name="<scenario> (<run id>)"> with
+//   - one <testcase classname="<scenario>.instance-<i>" name="<step> <step name>"
+//     time="<seconds, 3 decimals>"> per step record of each instance, with <failure> for a
+//     failed step and <error> for an errored one (message = the step's reason);
+//   - for an instance with no step record: one testcase "not run", <skipped/> when it was
+//     cancelled, queued or still running, else <failure>/<error> with the instance's reason
+//     (an engine error before the first step);
+//   - for an instance that ended failed, errored or cancelled after steps that all passed (its
+//     worker died too often, a cancel between steps): one more testcase "<next step> (<state>)"
+//     saying so, so the counts never read greener than the exit code.
+// `run` is GET /runs/<id>; `instances` is GET /runs/<id>/instances?steps=true (the object, or
+// just its "instances" array). Missing fields read as empty or zero, never throw.
+std::string render_junit(const nlohmann::json& run, const nlohmann::json& instances);
+
+// `text` made safe inside an XML 1.0 attribute value or element: & < > " ' become entities,
+// tab, newline and carriage return become character references (attribute normalisation would
+// eat them), and what XML 1.0 cannot carry at all (other C0 controls, U+FFFE, U+FFFF) becomes
+// a visible "\xNN" / U+FFFD.
+std::string xml_escape(std::string_view text);
+
+}  // namespace corral::cli

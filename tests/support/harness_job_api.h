@@ -1,0 +1,32 @@
+// corral-target, the local job API, as a test fixture: started on an ephemeral 127.0.0.1 port
+// and killed by its PID when the fixture goes away.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tests/support/harness.h"
+
+namespace corral::test {
+
+class JobApi {
+ public:
+  JobApi();  // fails the test when corral-target does not start
+  ~JobApi();
+  JobApi(const JobApi&) = delete;
+  JobApi& operator=(const JobApi&) = delete;
+
+  // "http://127.0.0.1:PORT", for a scenario's {{base}}.
+  const std::string& base() const { return base_; }
+  int port() const { return port_; }
+  // GET /stats: {"requests", "polls", "jobs"}.
+  Json stats() const;
+
+ private:
+  struct Child;
+  std::unique_ptr<Child> child_;
+  std::string base_;
+  int port_ = 0;
+};
+
+}  // namespace corral::test

@@ -1,0 +1,143 @@
+// The JUnit report `corral run --junit` writes, from fixed API answers.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "cli/junit.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+
+json run_of(const std::string& scenario = "job-a") {
+  return {{"id", "r7-beef"},
+          {"scenario", scenario},
+          {"state", "finished"},
+          {"instances", 4},
+          {"created_at", "2026-11-30T15:00:00Z"},
+          {"finished_at", "2026-11-30T15:01:02.5Z"}};
+}
+
+json step(int i, const std::string& name, const std::string& state, long ms,
+          const std::string& reason = "") {
+  json s = {{"step", i},     {"name", name},      {"state", state},
+            {"attempts", 1}, {"duration_ms", ms}, {"status", 200}};
+  if (!reason.empty()) s["reason"] = reason;
+  return s;
+}
+
+json instance(int i, const std::string& state, json steps, const std::string& reason = "",
+              int next_step = 0) {
+  return {{"i", i},
+          {"state", state},
+          {"step", next_step},
+          {"reason", reason},
+          {"steps", std::move(steps)}};
+}
+
+// A passing instance (2 steps), a failed one (step 1 failed), an errored one (step 0 errored)
+// and a cancelled one that never ran a step: GET /runs/<id>/instances?steps=true.
+json four_instances() {
+  return {
+      {"run", "r7-beef"},
+      {"instances",
+       {instance(0, "passed", {step(0, "start A", "passed", 12), step(1, "wait", "passed", 2345)}),
+        instance(1, "failed",
+                 {step(0, "start A", "passed", 10),
+                  step(1, "wait", "failed", 30000, "until not met after 3 attempts")},
+                 "until not met after 3 attempts", 1),
+        instance(2, "errored", {step(0, "start A", "errored", 5, "connect: refused")},
+                 "connect: refused"),
+        instance(3, "cancelled", json::array(), "")}}};
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("cli junit: one testsuite per run with the counts of its testcases") {
+  const std::string xml = render_junit(run_of(), four_instances());
+  CHECK(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites ", 0) == 0);
+  CHECK(count(xml, "<testsuite ") == 1);
+  CHECK(xml.find("<testsuite name=\"job-a (r7-beef)\" tests=\"6\" failures=\"1\" errors=\"1\" "
+                 "skipped=\"1\" time=\"62.500\"") != std::string::npos);
+  CHECK(count(xml, "<testcase ") == 6);
+  CHECK(count(xml, "<failure ") == 1);
+  CHECK(count(xml, "<error ") == 1);
+  CHECK(count(xml, "<skipped ") == 1);
+  const std::string end = "    </testcase>\n  </testsuite>\n</testsuites>\n";
+  CHECK(xml.substr(xml.size() - end.size()) == end);
+}
+
+TEST_CASE("cli junit: a testcase per step, named by index and name, timed in seconds") {
+  const std::string xml = render_junit(run_of(), four_instances());
+  CHECK(xml.find("    <testcase classname=\"job-a.instance-0\" name=\"0 start A\" "
+                 "time=\"0.012\"/>\n") != std::string::npos);
+  CHECK(xml.find("    <testcase classname=\"job-a.instance-0\" name=\"1 wait\" "
+                 "time=\"2.345\"/>\n") != std::string::npos);
+  CHECK(xml.find("<testcase classname=\"job-a.instance-1\" name=\"1 wait\" time=\"30.000\">\n"
+                 "      <failure message=\"until not met after 3 attempts\" type=\"failed\">") !=
+        std::string::npos);
+  CHECK(xml.find("<testcase classname=\"job-a.instance-2\" name=\"0 start A\" time=\"0.005\">\n"
+                 "      <error message=\"connect: refused\" type=\"errored\">") !=
+        std::string::npos);
+  CHECK(xml.find("<testcase classname=\"job-a.instance-3\" name=\"not run\" time=\"0.000\">\n"
+                 "      <skipped message=\"instance cancelled\"/>\n"
+                 "    </testcase>") != std::string::npos);
+}
+
+TEST_CASE("cli junit: an instance that ended badly after passing steps gets a testcase saying so") {
+  json list =
+      json::array({instance(0, "errored", {step(0, "start A", "passed", 10)},
+                            "resumed 3 times and its worker died again (signal SIGKILL)", 1),
+                   instance(1, "cancelled", {step(0, "start A", "passed", 10)}, "", 1),
+                   instance(2, "errored", json::array(), "engine: out of memory")});
+  const std::string xml = render_junit(run_of(), list);
+  CHECK(xml.find("tests=\"5\" failures=\"0\" errors=\"2\" skipped=\"1\"") != std::string::npos);
+  CHECK(xml.find("name=\"1 (errored)\" time=\"0.000\">\n      <error message=\"resumed 3 times "
+                 "and its worker died again (signal SIGKILL)\"") != std::string::npos);
+  CHECK(xml.find("name=\"1 (cancelled)\" time=\"0.000\">\n      <skipped") != std::string::npos);
+  CHECK(xml.find("name=\"not run\" time=\"0.000\">\n      <error message=\"engine: out of "
+                 "memory\"") != std::string::npos);
+}
+
+TEST_CASE("cli junit: hostile reasons and names are escaped, control characters made visible") {
+  const std::string hostile = "a<b>&c\"d'e\tf\ng\x01h\x1fi]]>j\xef\xbf\xbek\xc3\xa9";
+  json list = json::array({instance(0, "failed", {step(0, hostile, "failed", 1, hostile)})});
+  const std::string xml = render_junit(run_of("s&<x>"), list);
+  const std::string escaped =
+      "a&lt;b&gt;&amp;c&quot;d&apos;e&#9;f&#10;g\\x01h\\x1fi]]&gt;j\xef\xbf\xbdk\xc3\xa9";
+  CHECK(xml.find("<testsuite name=\"s&amp;&lt;x&gt; (r7-beef)\"") != std::string::npos);
+  CHECK(xml.find("classname=\"s&amp;&lt;x&gt;.instance-0\" name=\"0 " + escaped + "\"") !=
+        std::string::npos);
+  CHECK(xml.find("<failure message=\"" + escaped + "\"") != std::string::npos);
+  CHECK(xml.find(": " + escaped + "</failure>") != std::string::npos);
+  for (char c : xml) {
+    const auto u = static_cast<unsigned char>(c);
+    INFO(static_cast<int>(u));
+    CHECK((u >= 0x20 || c == '\n'));  // the only raw control character is the line break
+  }
+  CHECK(xml.find("\xef\xbf\xbe") == std::string::npos);
+}
+
+TEST_CASE("cli junit: xml_escape leaves plain text and UTF-8 alone") {
+  CHECK(xml_escape("plain text 123") == "plain text 123");
+  CHECK(xml_escape("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x90\x84") ==
+        "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x90\x84");
+  CHECK(xml_escape("") == "");
+}
+
+TEST_CASE("cli junit: an empty or malformed instances answer still gives a valid empty suite") {
+  for (const json& answer : {json::object(), json::array(), json("nonsense")}) {
+    const std::string xml = render_junit(run_of(), answer);
+    CHECK(xml.find("tests=\"0\" failures=\"0\" errors=\"0\" skipped=\"0\"") != std::string::npos);
+    CHECK(count(xml, "<testcase") == 0);
+  }
+  CHECK(render_junit(json::object(), json::array()).find("time=\"0.000\"") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace corral::cli

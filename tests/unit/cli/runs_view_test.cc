@@ -1,0 +1,132 @@
+// What `corral run`, `corral show RUN` and `corral show RUN/N` print, from fixed API answers.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "cli/runs_view.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A finished run of 10 instances, as GET /runs/<id> returns it.
+json finished_run() {
+  return json::parse(R"json({
+    "id": "r3-00af", "scenario": "job-a", "state": "finished", "instances": 10,
+    "created_at": "2026-11-30T15:00:00Z", "finished_at": "2026-11-30T15:00:42Z",
+    "counts": {"queued": 0, "running": 0, "passed": 7, "failed": 2, "errored": 1,
+               "cancelled": 0},
+    "duration_ms": {"p50": 1500, "p95": 12000, "max": 41250},
+    "failures": [
+      {"step": 1, "step_name": "wait for A", "reason": "until not met after 3 attempts",
+       "count": 2},
+      {"step": 0, "step_name": "start A", "reason": "connect: connection refused", "count": 1}]
+  })json");
+}
+
+// Instance 4 of that run, as GET /runs/<id>/instances/4 returns it: step 0 passed after a retry,
+// step 1 failed its poll.
+json failed_instance() {
+  return json::parse(R"json({
+    "i": 4, "state": "failed", "step": 1, "reason": "until not met after 3 attempts",
+    "resumes": 1, "resume_reasons": ["worker 0 exited (signal SIGKILL)"],
+    "started_at": "2026-11-30T15:00:00Z", "ended_at": "2026-11-30T15:00:02Z",
+    "duration_ms": 2350,
+    "steps": [
+      {"step": 0, "name": "start A", "state": "passed", "attempts": 2, "duration_ms": 12,
+       "status": 201},
+      {"step": 1, "name": "wait for A", "state": "failed", "attempts": 3, "duration_ms": 2300,
+       "status": 200, "reason": "until not met after 3 attempts"}]
+  })json");
+}
+
+// The line of `text` that starts with `prefix`.
+std::string line_of(const std::string& text, const std::string& prefix) {
+  const size_t at = text.rfind(prefix, 0) == 0 ? 0 : text.find("\n" + prefix);
+  REQUIRE(at != std::string::npos);
+  const size_t from = at == 0 ? 0 : at + 1;
+  return text.substr(from, text.find('\n', from) - from);
+}
+
+TEST_CASE("cli run progress: names the run, its state, the elapsed time and the non-zero counts") {
+  json run = finished_run();
+  run["state"] = "running";
+  run["counts"] = {{"queued", 0}, {"running", 5}, {"passed", 4},
+                   {"failed", 1}, {"errored", 0}, {"cancelled", 0}};
+  CHECK(render_progress(run, 12.7) ==
+        "r3-00af  running  12s  10 instances: 4 passed, 1 failed, 5 running");
+  CHECK(render_progress(finished_run(), 125) ==
+        "r3-00af  finished  2m05s  10 instances: 7 passed, 2 failed, 1 errored");
+}
+
+TEST_CASE("cli run progress: elapsed time reads to the second at every scale") {
+  struct Case {
+    double seconds;
+    const char* text;
+  };
+  for (const Case& c : {Case{-3, "0s"}, Case{0, "0s"}, Case{0.99, "0s"}, Case{59.9, "59s"},
+                        Case{60, "1m00s"}, Case{3599, "59m59s"}, Case{3600, "1h00m00s"},
+                        Case{3723, "1h02m03s"}, Case{90000, "25h00m00s"}}) {
+    INFO(c.seconds);
+    CHECK(elapsed_text(c.seconds) == c.text);
+  }
+}
+
+TEST_CASE("cli run progress: off a TTY, a line when counts change, at most one a second") {
+  ProgressGate gate(1000ms);
+  const ProgressGate::Clock::time_point t0{};
+  json run = finished_run();
+  run["state"] = "running";
+  CHECK(gate.due(run, t0, false));             // the first line
+  CHECK_FALSE(gate.due(run, t0 + 2s, false));  // nothing changed: no line
+  run["counts"]["passed"] = 8;
+  CHECK(gate.due(run, t0 + 2500ms, false));  // changed, a second after the last line
+  run["counts"]["passed"] = 9;
+  CHECK_FALSE(gate.due(run, t0 + 3s, false));  // changed, but only 0.5 s later
+  CHECK(gate.due(run, t0 + 3600ms, false));    // still changed once the second is up
+  run["state"] = "finished";
+  CHECK(gate.due(run, t0 + 3700ms, true));    // the final line does not wait
+  CHECK_FALSE(gate.due(run, t0 + 9s, true));  // and is not printed twice
+}
+
+TEST_CASE("cli show run: counts per state, durations and failures grouped by step and reason") {
+  const std::string text = render_run(finished_run());
+  CHECK(line_of(text, "run ") == "run        : r3-00af");
+  CHECK(line_of(text, "scenario") == "scenario   : job-a");
+  CHECK(line_of(text, "finished ") == "finished   : 2026-11-30T15:00:42Z");
+  CHECK(line_of(text, "  passed") == "  passed     : 7");
+  CHECK(line_of(text, "  failed") == "  failed     : 2");
+  CHECK(line_of(text, "  errored") == "  errored    : 1");
+  CHECK(line_of(text, "  cancelled") == "  cancelled  : 0");
+  CHECK(line_of(text, "duration") == "duration   : p50 1.5s, p95 12.0s, max 41.2s");
+  CHECK(line_of(text, "  2 x") == "  2 x step 1 (wait for A): until not met after 3 attempts");
+  CHECK(line_of(text, "  1 x") == "  1 x step 0 (start A): connect: connection refused");
+  CHECK(text.find("  2 x") < text.find("  1 x"));  // most common first, as the API sorts them
+}
+
+TEST_CASE("cli show run: a run without failures has no failures section and dashes for times") {
+  json run = finished_run();
+  run["failures"] = json::array();
+  run["finished_at"] = nullptr;
+  const std::string text = render_run(run);
+  CHECK(text.find("failures") == std::string::npos);
+  CHECK(line_of(text, "finished ") == "finished   : -");
+}
+
+TEST_CASE("cli show instance: the header says the state, reason and resumes; a row per step") {
+  const std::string text = render_instance(failed_instance(), TableStyle::kAscii);
+  CHECK(line_of(text, "instance") ==
+        "instance 4: failed (until not met after 3 attempts), 1 resumes "
+        "[\"worker 0 exited (signal SIGKILL)\"]");
+  CHECK(line_of(text, "| 0 ") ==
+        "| 0    | start A    | passed | 2        | 12ms | -          | 201    | -      "
+        "                        |");
+  CHECK(line_of(text, "| 1 ") ==
+        "| 1    | wait for A | failed | 3        | 2.3s | -          | 200    | "
+        "until not met after 3 attempts |");
+}
+
+}  // namespace
+}  // namespace corral::cli
