@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "shared/http/message.h"
 
 namespace corral::config {
 namespace {
@@ -83,16 +84,7 @@ std::optional<uint64_t> scale(const Quantity& q, uint64_t factor) {
   return sum;
 }
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
+bool equals_ignoring_case(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 // Accepts "K", "KB" and "KiB" (any case) for each power of 1024, and "" or "B" for bytes.
 std::optional<uint64_t> byte_unit_factor(std::string_view unit) {

@@ -1,20 +1,13 @@
 // Response lookups and value formatting for messages.
 #include "config/scenario/response.h"
 
+#include "shared/http/message.h"
+
 #include <cctype>
 
 namespace corral::scenario {
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
+bool equals_ignoring_case(std::string_view a, std::string_view b) { return http::iequals(a, b); }
 
 std::optional<std::string_view> ResponseView::header(std::string_view name) const {
   for (const Header& h : headers) {
