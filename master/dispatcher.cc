@@ -58,6 +58,14 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       const InstanceRecord& in = run.instances[i];
       json cp = {{"step", in.next_step}, {"started_ms", in.started_ms}};
       if (in.vars.is_object()) cp["vars"] = in.vars;
+      // The step began when the previous one ended (or when the instance started): resuming
+      // keeps that start, so a sleep ends and a poll times out when they would have.
+      int64_t step_started = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
+      cp["step_started_ms"] = step_started;
+      const auto& step = run.scenario->steps[in.next_step];
+      if (step.kind == scenario::StepKind::kPoll && step.poll.timeout_ms != 0) {
+        cp["poll_deadline_ms"] = step_started + static_cast<int64_t>(step.poll.timeout_ms);
+      }
       resume[std::to_string(i)] = std::move(cp);
       taken.push_back(i);
     }

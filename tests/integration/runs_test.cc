@@ -234,3 +234,31 @@ TEST_CASE("runs: retries pass a flaky step, a capture feeds the next URL, a poll
   CHECK(api.stats()["jobs"] == 10);
   CHECK(run_of(d, id)["counts"]["failed"] == 10);
 }
+
+TEST_CASE("runs: a resumed poll keeps its deadline from the first attempt") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json s = Json::parse(R"({"name": "deadline", "steps": [
+      {"request": {"method": "POST", "url": "{{base}}/jobs", "json": {"polls_to_done": 100000}},
+       "capture": {"job": {"json": "/id"}}},
+      {"request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": "100ms", "timeout": "3s",
+                "until": [{"json": "/status", "equals": "done"}]}}]})");
+  std::string id = submit(d, s, 5, api);
+  d.wait_until([&] { return api.stats()["polls"].get<int>() >= 50; }, seconds(10),
+               "the instances to be polling");
+  pid_t victim = d.worker(0)["pid"].get<pid_t>();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  wait_finished(d, id, seconds(30));
+  Json in = d.api("GET", "/runs/" + id + "/instances/2").json;
+  CHECK(in["resumes"] == 1);
+  REQUIRE(in["steps"].size() == 2);
+  CHECK_THAT(in["steps"][1]["reason"].get<std::string>(), Catch::StartsWith("poll timed out"));
+  // Timed out 3 s after the poll first started (about 1 s before the kill), not 3 s after the
+  // resume: the whole instance took about 3 s, not 4.
+  CHECK(in["duration_ms"].get<int64_t>() >= 3000);
+  CHECK(in["duration_ms"].get<int64_t>() < 3800);
+  CHECK(in["steps"][1]["duration_ms"].get<int64_t>() >= 3000);
+}
