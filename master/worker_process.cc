@@ -75,9 +75,18 @@ void WorkerProcess::on_bytes(std::string_view bytes) {
   if (protocol_broken_) return;
   frames_.clear();
   Status s = decoder_.feed(bytes, frames_);
-  // Frames that arrived before an error are still delivered.
+  // Frames that arrived before an error are still delivered. A frame whose fields have the
+  // wrong types makes its handler throw: that is the worker's protocol error, never a crash
+  // of the master.
   for (auto& f : frames_) {
-    cb_.on_frame(std::move(f));
+    std::string_view name = ipc::message_info(f.type).name;
+    try {
+      cb_.on_frame(std::move(f));
+    } catch (const std::exception& e) {
+      report_protocol_error(
+          protocol_error("bad \"" + std::string(name) + "\" payload: " + e.what()));
+      return;
+    }
     if (protocol_broken_) return;
   }
   if (!s) report_protocol_error(s);

@@ -9,8 +9,9 @@ namespace {
 constexpr std::pair<std::string_view, Fault> kFaults[] = {
     {"crash_at_start", Fault::kCrashAtStart}, {"init_fail", Fault::kInitFail},
     {"never_ready", Fault::kNeverReady},      {"hang", Fault::kHang},
-    {"garbage_frame", Fault::kGarbageFrame},  {"alloc_soft", Fault::kAllocSoft},
-    {"alloc_hard", Fault::kAllocHard},        {"alloc_kernel", Fault::kAllocKernel},
+    {"garbage_frame", Fault::kGarbageFrame},  {"bad_payload", Fault::kBadPayload},
+    {"alloc_soft", Fault::kAllocSoft},        {"alloc_hard", Fault::kAllocHard},
+    {"alloc_kernel", Fault::kAllocKernel},
 };
 
 }  // namespace

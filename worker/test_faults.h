@@ -10,6 +10,7 @@
 //   never_ready     say hello but never ready
 //   hang            block the loop forever ~0.5 s after ready (heartbeats stop)
 //   garbage_frame   send bytes that are not a valid frame ~0.5 s after ready
+//   bad_payload     send a well-framed heartbeat whose fields have the wrong types
 //   alloc_soft      grow the heap by 4 MiB every 100 ms while the loop keeps running
 //   alloc_hard      block the loop, grow the heap to 1.375x max_memory (past the master's
 //                   hard limit, short of the kernel backstop), then sleep
@@ -28,6 +29,7 @@ enum class Fault {
   kNeverReady,
   kHang,
   kGarbageFrame,
+  kBadPayload,
   kAllocSoft,
   kAllocHard,
   kAllocKernel

@@ -75,7 +75,14 @@ void Worker::on_bytes(std::string_view bytes) {
   Status s = decoder_.feed(bytes, frames_);
   for (auto& f : frames_) {
     if (leaving_) return;
-    on_frame(std::move(f));
+    std::string_view name = ipc::message_info(f.type).name;
+    try {
+      on_frame(std::move(f));
+    } catch (const std::exception& e) {
+      // A field of the wrong type: the master broke the contract.
+      leave(kExitProtocol, "bad \"" + std::string(name) + "\" payload from master: " + e.what());
+      return;
+    }
   }
   if (!s && !leaving_) leave(kExitProtocol, "protocol error from master: " + s.message());
 }
@@ -262,6 +269,10 @@ void Worker::start_fault() {
       case Fault::kGarbageFrame:
         spdlog::warn("test fault: sending a garbage frame");
         (void)pipe_->write(std::string("\xff\xff\xff\xff garbage", 12));
+        return;
+      case Fault::kBadPayload:
+        spdlog::warn("test fault: sending a heartbeat whose fields have the wrong types");
+        send(ipc::MessageType::kHeartbeat, {{"seq", "one"}, {"rss_bytes", "lots"}});
         return;
       case Fault::kAllocSoft: {
         constexpr size_t kChunk = 4u << 20;

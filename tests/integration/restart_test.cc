@@ -202,3 +202,25 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace corral::test
+
+namespace corral::test {
+namespace {
+
+TEST_CASE(
+    "supervisor: a worker whose frame has fields of the wrong type is replaced with reason "
+    "protocol_error and the master keeps answering") {
+  TempHome home;
+  DaemonOptions options =
+      DaemonOptions().with_workers(2).with_env("CORRAL_TEST_FAULT", "bad_payload@0");
+  Daemon daemon(home, options);
+  Json w = wait_exit_reason(daemon, 0, "protocol_error", seconds(10));
+  INFO("slot 0: " << w.dump());
+  CHECK_THAT(w.at("last_exit").at("detail").get<std::string>(),
+             Catch::Contains("bad \"heartbeat\" payload"));
+  CHECK(daemon.running());
+  CHECK(daemon.api("GET", "/health").status == 200);
+  CHECK(daemon.worker(1).at("state") == "ready");
+}
+
+}  // namespace
+}  // namespace corral::test
