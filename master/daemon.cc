@@ -306,6 +306,12 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kEvents:
       on_events(slot, p);
       return;
+    case ipc::MessageType::kHandback:
+      if (size_t n = runs_.hand_back(slot, p.at("instances")); n > 0) {
+        spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, n);
+        schedule_pump();
+      }
+      return;
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
     case ipc::MessageType::kDefineRun:

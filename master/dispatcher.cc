@@ -55,7 +55,14 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       uint32_t i = run.requeued.front();
       run.requeued.pop_front();
       if (run.instances[i].state != InstanceState::kQueued) continue;
-      const InstanceRecord& in = run.instances[i];
+      InstanceRecord& in = run.instances[i];
+      if (in.checkpoint.is_object()) {
+        // Handed back by a stopping worker: exact, attempt counts and deadlines included.
+        resume[std::to_string(i)] = std::move(in.checkpoint);
+        in.checkpoint = nullptr;
+        taken.push_back(i);
+        continue;
+      }
       json cp = {{"step", in.next_step}, {"started_ms", in.started_ms}};
       if (in.vars.is_object()) cp["vars"] = in.vars;
       // The step began when the previous one ended (or when the instance started): resuming

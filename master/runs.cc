@@ -140,17 +140,40 @@ size_t Runs::requeue_worker(int slot, const std::string& why) {
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
       in.worker = -1;
-      if (in.resumes >= max_resumes_) {
+      if (in.crash_resumes >= max_resumes_) {
         // Its worker keeps dying with it: one poisonous instance must not take every worker.
         finish_instance(*run, i, InstanceState::kErrored,
-                        "resumed " + std::to_string(in.resumes) +
+                        "resumed " + std::to_string(in.crash_resumes) +
                             " times and its worker died again (" + why + ")",
                         in.started_ms, unix_ms_now());
         continue;
       }
       set_state(*run, i, InstanceState::kQueued);
       in.resumes += 1;
+      in.crash_resumes += 1;
       in.resume_reasons.push_back(why);
+      run->requeued.push_back(i);
+      ++n;
+    }
+  }
+  return n;
+}
+
+size_t Runs::hand_back(int slot, const json& instances) {
+  size_t n = 0;
+  for (const auto& [id, list] : instances.items()) {
+    Run* run = find(id);
+    if (run == nullptr || !list.is_object()) continue;
+    for (const auto& [key, cp] : list.items()) {
+      uint32_t i = static_cast<uint32_t>(std::stoul(key));
+      if (i >= run->instances.size()) continue;
+      InstanceRecord& in = run->instances[i];
+      if (in.state != InstanceState::kRunning || in.worker != slot) continue;
+      set_state(*run, i, InstanceState::kQueued);
+      in.worker = -1;
+      in.checkpoint = cp;
+      in.resumes += 1;
+      in.resume_reasons.push_back("worker_stopped");
       run->requeued.push_back(i);
       ++n;
     }

@@ -56,7 +56,9 @@ struct InstanceRecord {
   int64_t started_ms = 0, ended_ms = 0;
   std::string reason;
   std::vector<std::string> resume_reasons;
-  nlohmann::json vars;  // captured so far: what a resumed instance continues with
+  nlohmann::json vars;         // captured so far: what a resumed instance continues with
+  nlohmann::json checkpoint;   // handed back by a stopping worker: the next placement uses it
+  uint32_t crash_resumes = 0;  // resumes because the worker died (counted against the limit)
   std::vector<StepRecord> steps;
 };
 
@@ -98,6 +100,9 @@ class Runs {
   // Every running instance on `slot` goes back to the queue, to resume from its last finished
   // step (or is errored past max_resumes). Returns how many were requeued.
   size_t requeue_worker(int slot, const std::string& why);
+  // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
+  // go back to the queue with their checkpoints. Returns how many.
+  size_t hand_back(int slot, const nlohmann::json& instances);
   // Marks every unfinished instance cancelled. Returns how many.
   size_t cancel(Run& run, int64_t now_ms);
   // Instances waiting for a worker, over all runs.

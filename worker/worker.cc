@@ -94,6 +94,7 @@ void Worker::on_frame(ipc::Frame&& f) {
       return;
     case ipc::MessageType::kStop:
       flush_events();
+      hand_back();
       leave(kExitOk, "asked to stop");
       return;
     case ipc::MessageType::kDefineRun:
@@ -110,6 +111,7 @@ void Worker::on_frame(ipc::Frame&& f) {
     case ipc::MessageType::kHeartbeat:
     case ipc::MessageType::kLeaving:
     case ipc::MessageType::kEvents:
+    case ipc::MessageType::kHandback:
       std::abort();  // the decoder rejects worker-only types before they get here
   }
 }
@@ -238,6 +240,28 @@ void Worker::on_start(const nlohmann::json& p) {
     Status s = engine_->start(run, i, Checkpoint{});
     if (!s) fail(i, s.message());
   }
+}
+
+void Worker::hand_back() {
+  if (!engine_ || engine_->active() == 0) return;
+  // Checkpoints are ~150 bytes: 10,000 per frame stays far below the frame limit.
+  constexpr size_t kPerFrame = 10000;
+  nlohmann::json all = engine_->take_all();
+  nlohmann::json chunk = nlohmann::json::object();
+  size_t n = 0, total = 0;
+  for (auto& [run, instances] : all.items()) {
+    for (auto& [index, cp] : instances.items()) {
+      chunk[run][index] = std::move(cp);
+      ++total;
+      if (++n == kPerFrame) {
+        send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
+        chunk = nlohmann::json::object();
+        n = 0;
+      }
+    }
+  }
+  if (n > 0) send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
+  spdlog::info("worker {}: handed back {} running instances", slot_, total);
 }
 
 void Worker::on_event(nlohmann::json&& ev) {

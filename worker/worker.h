@@ -39,6 +39,8 @@ class Worker {
   void on_start(const nlohmann::json& p);
   void on_event(nlohmann::json&& ev);
   void flush_events();
+  // On stop: checkpoints every running instance and sends them to the master.
+  void hand_back();
 
   uv_loop_t* loop_;
   int slot_;

@@ -59,7 +59,8 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kDefineRun, 7, ::corral::ipc::Sender::kMaster, "define_run") \
   X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")          \
   X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel")        \
-  X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")
+  X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")       \
+  X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -92,5 +93,8 @@ const MessageInfo& message_info(MessageType type);
 //             or {"run": str, "resume": {"<index>": {checkpoint}, ...}}
 //   cancel    {"run": str}  drop every instance of the run, without events
 //   events    {"events": [event, ...]}  state transitions, batched (worker/engine/engine.h)
+//   handback  {"instances": {"<run>": {"<index>": {checkpoint}, ...}, ...}}  on `stop`: the
+//             running instances, checkpointed, for the master to place elsewhere; sent after
+//             the last `events` frame, split so that no frame passes kMaxFrameBytes
 
 }  // namespace corral::ipc

@@ -262,3 +262,34 @@ TEST_CASE("runs: a resumed poll keeps its deadline from the first attempt") {
   CHECK(in["duration_ms"].get<int64_t>() < 3800);
   CHECK(in["steps"][1]["duration_ms"].get<int64_t>() >= 3000);
 }
+
+TEST_CASE("runs: a worker stopped by a restart hands its instances back with their progress") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  Json s = Json::parse(R"({"name": "handback", "steps": [
+      {"request": {"method": "POST", "url": "{{base}}/jobs", "json": {"polls_to_done": 30}},
+       "capture": {"job": {"json": "/id"}}},
+      {"request": {"url": "{{base}}/jobs/{{job}}"},
+       "poll": {"every": "100ms", "timeout": "1m",
+                "until": [{"json": "/status", "equals": "done"}]}}]})");
+  std::string id = submit(d, s, 40, api);
+  d.wait_until([&] { return api.stats()["polls"].get<int>() >= 200; }, seconds(10),
+               "the instances to be polling");
+  auto r = d.api("POST", "/workers/restart", R"({"slot": 0})");
+  REQUIRE(r.status == 200);
+  wait_finished(d, id, seconds(30));
+  CHECK(run_of(d, id)["counts"]["passed"] == 40);
+  auto all = d.api("GET", "/runs/" + id + "/instances?limit=40&steps=true").json["instances"];
+  int handed_back = 0;
+  for (const auto& in : all) {
+    if (in["resumes"] == 0) continue;
+    ++handed_back;
+    CHECK(in["resume_reasons"][0] == "worker_stopped");
+    // The poll carried on from its attempt count: 30 polls in all, not 30 after the move.
+    CHECK(in["steps"][1]["attempts"] == 30);
+  }
+  CHECK(handed_back > 0);
+  CHECK(api.stats()["jobs"] == 40);  // no step ran twice: no job was created again
+}
