@@ -24,7 +24,6 @@ struct Instance {
   uint32_t index;
   Checkpoint cp;
   uint32_t tries = 0;  // tries of the current request (the first plus retries)
-  int last_status = 0;
   Next next = Next::kSend;
   uv::Handle<uv_timer_t> timer;
 };
@@ -198,7 +197,6 @@ void Engine::on_response(uint64_t serial, HttpResponse&& resp) {
   Instance& in = *it->second;
   const auto& step = in.run->scenario->steps[in.cp.step];
   const auto& on = step.retry.on;
-  in.last_status = resp.status;
 
   if (!resp.error.empty()) {
     if (on.transport && retry_later(in, resp.error)) return;

@@ -14,24 +14,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/temp_dir.h"
+
 #include "shared/http/blocking_client.h"
 
 namespace corral::http {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/corral-cli-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using corral::test::TempDir;
 
 // A listening unix socket that accepts nothing by itself (connections wait in the backlog).
 class UnixListener {

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/temp_dir.h"
+
 #include "cli/entry.h"
 #include "shared/exit_codes.h"
 
@@ -39,19 +41,7 @@ Run run(std::vector<std::string> args) {
   return r;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/corral-cli-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using corral::test::TempDir;
 
 TEST_CASE("cli: an unknown verb is one error line plus the verb list, exit 2") {
   const Run r = run({"frobnicate"});

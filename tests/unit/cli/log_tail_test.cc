@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/temp_dir.h"
+
 #include "cli/log_tail.h"
 
 namespace corral::cli {
@@ -16,25 +18,7 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = std::filesystem::temp_directory_path().string() + "/corral-cli-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text,
-                    std::ios::openmode mode = std::ios::trunc) const {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary | std::ios::out | mode) << text;
-    return file;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using corral::test::TempDir;
 
 Lines tail(const std::string& path, size_t n) {
   auto lines = tail_lines(path, n);
