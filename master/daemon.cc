@@ -214,7 +214,7 @@ void Daemon::spawn(int slot) {
     on_frame(slot, generation, std::move(f));
   };
   cb.on_protocol_error = [this, slot, generation](const Status& st) {
-    if (generations_[slot] != generation) return;
+    if (!is_current(slot, generation)) return;
     spdlog::error("slot {}: protocol error from worker: {}", slot, st.message());
     supervisor_.on_protocol_error(slot, st.message());
     kick();
@@ -232,11 +232,15 @@ void Daemon::spawn(int slot) {
   spdlog::info("slot {}: started worker pid {} (start #{})", slot, (*w)->pid(), s->starts);
   supervisor_.on_spawned(slot, (*w)->pid(), monotonic_ms());
   workers_[slot] = std::move(*w);
-  generations_[slot] = generation;
+}
+
+bool Daemon::is_current(int slot, uint64_t generation) const {
+  const Slot* s = supervisor_.slot(slot);
+  return s != nullptr && s->generation == generation && workers_.count(slot) != 0;
 }
 
 void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int signum) {
-  if (generations_[slot] != generation) return;
+  if (!is_current(slot, generation)) return;
   pid_t pid = workers_[slot]->pid();
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
@@ -244,7 +248,6 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
       s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info : spdlog::level::warn,
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
-  generations_.erase(slot);
   dispatcher_.worker_gone(slot);
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
   if (size_t n = runs_.requeue_worker(slot, why); n > 0) {
@@ -268,7 +271,7 @@ nlohmann::json Daemon::welcome_payload(int slot) const {
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
-  if (generations_[slot] != generation) return;
+  if (!is_current(slot, generation)) return;
   WorkerProcess* w = workers_[slot].get();
   uint64_t now = monotonic_ms();
   const nlohmann::json& p = f.payload;

@@ -51,6 +51,9 @@ class Daemon {
   void spawn(int slot);
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
+  // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
+  // slot's latest process and has not exited.
+  bool is_current(int slot, uint64_t generation) const;
   void sample_memory();
   nlohmann::json welcome_payload(int slot) const;
   void handle_api(http::Request&& req, http::Responder respond);
@@ -72,7 +75,6 @@ class Daemon {
   std::unique_ptr<uv::Timer> pump_;
   bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot
-  std::map<int, uint64_t> generations_;                    // generation of workers_[slot]
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;
