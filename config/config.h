@@ -46,6 +46,10 @@ struct Config {
   uint64_t log_max_bytes = 10u << 20;     // per log file, before rotation
   int log_files = 5;                      // rotated files kept
   std::string log_level = "info";         // trace, debug, info, warn, error
+  int worker_instances = 200000;          // instances one worker runs at once
+  int max_resumes = 5;                    // worker deaths one instance survives before errored
+  int keep_runs = 1000;                   // finished runs kept in the journal (newest)
+  uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned
 
   bool operator==(const Config&) const = default;
 };

@@ -82,6 +82,14 @@ const Field kFields[] = {
             "rotated log files kept"),
   string_field("log_level", &Config::log_level, kLogLevels,
                "trace, debug, info, warn or error"),
+  int_field("worker_instances", &Config::worker_instances, 1, 10000000,
+            "instances one worker runs at once; more wait in the master's queue"),
+  int_field("max_resumes", &Config::max_resumes, 0, 1000,
+            "an instance whose worker died with it more often than this is errored"),
+  int_field("keep_runs", &Config::keep_runs, 1, 100000000,
+            "finished runs kept in the journal; older ones are pruned"),
+  duration_field("keep_runs_for", &Config::keep_runs_for_ms, 1 * kMs,
+                 "finished runs older than this are pruned from the journal"),
 };
 // clang-format on
 

@@ -58,8 +58,12 @@ void Daemon::handle_api(Request&& req, Responder respond) {
   if (path == "/latency" && m == "GET") {
     respond.send(Response::json(200, json{{"ok", true}}));
   } else if (path == "/health" && m == "GET") {
+    json journal = journal_json();
+    const char* status = supervisor_.shutting_down() ? "stopping"
+                         : journal["ok"].get<bool>() ? "ok"
+                                                     : "degraded";
     respond.send(Response::json(
-        200, {{"status", supervisor_.shutting_down() ? "stopping" : "ok"},
+        200, {{"status", status},
               {"version", CORRAL_VERSION},
               {"pid", getpid()},
               {"uptime_s", uptime_s()},
@@ -67,7 +71,13 @@ void Daemon::handle_api(Request&& req, Responder respond) {
               {"listen", listen_address()},
               {"workers_wanted", supervisor_.wanted()},
               {"workers_ready", supervisor_.ready_count()},
-              {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"}}));
+              {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"},
+              {"journal", journal}}));
+  } else if (path == "/metrics" && m == "GET") {
+    Response r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = metrics_text();
+    respond.send(std::move(r));
   } else if (path == "/workers" && m == "GET") {
     json list = json::array();
     for (const Slot& s : supervisor_.slots()) list.push_back(worker_json(s));
@@ -117,7 +127,7 @@ void Daemon::handle_api(Request&& req, Responder respond) {
   } else if (path == "/shutdown" && m == "POST") {
     respond.send(Response::json(200, {{"stopping", true}}));
     shutdown("API request");
-  } else if (path == "/latency" || path == "/health" || path == "/workers" ||
+  } else if (path == "/latency" || path == "/health" || path == "/metrics" || path == "/workers" ||
              path == "/workers/scale" || path == "/workers/restart" || path == "/workers/reload" ||
              path == "/shutdown") {
     respond.send(Response::error(405, "method " + m + " not allowed on " + path));

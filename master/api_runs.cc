@@ -1,7 +1,9 @@
 // The runs API: submit a scenario with N instances, watch it, read each instance's history,
-// cancel it.
+// cancel it, prune old runs.
 //   POST   /runs                         {"scenario": {...}, "instances": N, "vars": {...}}
-//   GET    /runs                         recent runs with counts
+//   GET    /runs?limit=200               recent runs with counts, newest first
+//   DELETE /runs?older_than=7d           forgets finished runs older than that (default: the
+//                                        configured retention)
 //   GET    /runs/<id>                    counts, durations, top failures
 //   DELETE /runs/<id>                    cancels what has not finished
 //   GET    /runs/<id>/instances?state=failed&limit=100[&steps=true]
@@ -46,6 +48,36 @@ std::optional<uint32_t> to_index(std::string_view s) {
 }
 
 }  // namespace
+
+http::Response Daemon::instances_response(const Run& run, const http::Request& req) const {
+  auto parts = split_path(req.path);
+  if (parts.size() == 4) {
+    auto i = to_index(parts[3]);
+    if (!i || *i >= run.size) {
+      return Response::error(404, "run " + run.id + " has no instance " + std::string(parts[3]));
+    }
+    return Response::json(200, runs_.instance_json(run, *i, true));
+  }
+  std::optional<InstanceState> filter;
+  if (auto s = req.query_param("state")) {
+    filter = instance_state_from(*s);
+    if (!filter) {
+      return Response::error(400,
+                             "state: expected one of queued, running, passed, failed, errored, "
+                             "cancelled, got \"" +
+                                 *s + "\"");
+    }
+  }
+  uint32_t limit = to_index(req.query_param("limit").value_or("100")).value_or(100);
+  bool with_steps = req.query_param("steps").value_or("") == "true";
+  json list = json::array();
+  for (uint32_t i = 0; i < run.size && list.size() < limit; ++i) {
+    if (!filter || run.instances[i].state == *filter) {
+      list.push_back(runs_.instance_json(run, i, with_steps));
+    }
+  }
+  return Response::json(200, {{"run", run.id}, {"instances", list}});
+}
 
 bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& respond) {
   auto parts = split_path(req.path);
@@ -99,11 +131,28 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
     return true;
   }
   if (parts.size() == 1 && m == "GET") {
+    uint32_t limit = to_index(req.query_param("limit").value_or("200")).value_or(200);
     json list = json::array();
-    for (auto it = runs_.all().rbegin(); it != runs_.all().rend(); ++it) {
+    for (auto it = runs_.all().rbegin(); it != runs_.all().rend() && list.size() < limit; ++it) {
       list.push_back(runs_.summary_json(**it));
     }
     respond.send(Response::json(200, {{"runs", list}}));
+    return true;
+  }
+  if (parts.size() == 1 && m == "DELETE") {
+    size_t n = 0;
+    if (auto older = req.query_param("older_than")) {
+      auto ms = config::parse_duration_ms(*older);
+      if (!ms) {
+        respond.send(Response::error(400, "older_than: " + ms.status().message()));
+        return true;
+      }
+      n = runs_.prune_finished_before(unix_ms_now() - static_cast<int64_t>(*ms));
+    } else {
+      n = runs_.prune(unix_ms_now());
+    }
+    spdlog::info("prune: {} finished runs forgotten", n);
+    respond.send(Response::json(200, {{"pruned", n}}));
     return true;
   }
   Run* run = parts.size() >= 2 ? runs_.find(std::string(parts[1])) : nullptr;
@@ -115,7 +164,7 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
   if (parts.size() == 2 && m == "GET") {
     respond.send(Response::json(200, runs_.detail_json(*run)));
   } else if (parts.size() == 2 && m == "DELETE") {
-    for (const auto& in : run->instances) {
+    for (const auto& in : run->instances) {  // empty when the run is held as a summary
       if (in.state == InstanceState::kRunning) dispatcher_.instance_done(in.worker);
     }
     size_t n = runs_.cancel(*run, unix_ms_now());
@@ -124,35 +173,15 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
     }
     spdlog::info("run {}: cancelled ({} instances had not finished)", run->id, n);
     respond.send(Response::json(200, {{"run", run->id}, {"cancelled", n}}));
-  } else if (parts.size() == 3 && parts[2] == "instances" && m == "GET") {
-    std::optional<InstanceState> filter;
-    if (auto s = req.query_param("state")) {
-      filter = instance_state_from(*s);
-      if (!filter) {
-        respond.send(Response::error(400,
-                                     "state: expected one of queued, running, passed, "
-                                     "failed, errored, cancelled, got \"" +
-                                         *s + "\""));
-        return true;
+  } else if (parts.size() >= 3 && parts.size() <= 4 && parts[2] == "instances" && m == "GET") {
+    // A finished run may be held as a summary only: its instances come from the journal.
+    runs_.with_whole(run->id, [this, req, respond](Run* whole) {
+      if (whole == nullptr) {
+        respond.send(Response::error(503, "the run's instances cannot be read from the journal"));
+        return;
       }
-    }
-    uint32_t limit = to_index(req.query_param("limit").value_or("100")).value_or(100);
-    bool with_steps = req.query_param("steps").value_or("") == "true";
-    json list = json::array();
-    for (uint32_t i = 0; i < run->instances.size() && list.size() < limit; ++i) {
-      if (!filter || run->instances[i].state == *filter) {
-        list.push_back(runs_.instance_json(*run, i, with_steps));
-      }
-    }
-    respond.send(Response::json(200, {{"run", run->id}, {"instances", list}}));
-  } else if (parts.size() == 4 && parts[2] == "instances" && m == "GET") {
-    auto i = to_index(parts[3]);
-    if (!i || *i >= run->instances.size()) {
-      respond.send(
-          Response::error(404, "run " + run->id + " has no instance " + std::string(parts[3])));
-      return true;
-    }
-    respond.send(Response::json(200, runs_.instance_json(*run, *i, true)));
+      respond.send(instances_response(*whole, req));
+    });
   } else {
     respond.send(Response::error(404, "no route for " + m + " " + req.path));
   }

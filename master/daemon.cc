@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 
 #include "master/daemon_impl.h"
@@ -16,8 +17,8 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
-constexpr uint32_t kPerWorkerLimit = 200000;  // instances one worker runs at once
 constexpr size_t kPumpBudget = 5000;          // instances placed per loop iteration
+constexpr uint64_t kPruneEveryMs = 60000;     // retention is applied at least this often
 
 std::string own_executable() {
   char buf[4096];
@@ -54,17 +55,41 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       rng_(std::random_device{}()),
       supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
                   [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }),
+      runs_(runs_options(cfg_)),
       dispatcher_(
           runs_,
           [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
             return send_to(slot, t, p);
           },
-          kPerWorkerLimit) {}
+          static_cast<uint32_t>(cfg_.worker_instances)) {}
 
 Daemon::~Daemon() = default;
 
+RunsOptions Daemon::runs_options(const config::Config& cfg) {
+  RunsOptions o;
+  o.max_resumes = static_cast<uint32_t>(cfg.max_resumes);
+  o.keep_runs = static_cast<size_t>(cfg.keep_runs);
+  o.keep_for_ms = static_cast<int64_t>(cfg.keep_runs_for_ms);
+  return o;
+}
+
+Status Daemon::open_journal() {
+  // CORRAL_TEST_JOURNAL_MAX_PAGES caps the journal's size, so that tests can fill it up.
+  const char* pages = std::getenv("CORRAL_TEST_JOURNAL_MAX_PAGES");
+  auto store = journal::open_sqlite_store(cfg_.home + "/journal.db", pages ? std::atoll(pages) : 0);
+  if (!store) return store.status();
+  journal_ = std::make_unique<journal::Journal>(loop_, std::move(*store));
+  runs_.attach(journal_.get());
+  auto resumed = runs_.restore(unix_ms_now());
+  if (!resumed) return resumed.status();
+  spdlog::info("journal {}: {} runs, {} instances resume", cfg_.home + "/journal.db",
+               runs_.all().size(), *resumed);
+  return Status::ok();
+}
+
 Status Daemon::start() {
   started_ms_ = monotonic_ms();
+  if (Status s = open_journal(); !s) return s;
   api_ = std::make_unique<http::Server>(
       loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
   if (Status s = api_->listen_unix(cfg_.home + "/corral.sock", 0600); !s) return s;
@@ -165,6 +190,12 @@ void Daemon::on_tick() {
   if (now - last_memory_sample_ms_ >= kMemorySampleMs) {
     last_memory_sample_ms_ = now;
     sample_memory();
+  }
+  if (runs_.prune_due() || now - last_prune_ms_ >= kPruneEveryMs) {
+    last_prune_ms_ = now;
+    if (size_t n = runs_.prune(unix_ms_now()); n > 0) {
+      spdlog::info("retention: {} finished runs pruned", n);
+    }
   }
   reconcile();
 }
@@ -310,7 +341,10 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       on_events(slot, p);
       return;
     case ipc::MessageType::kHandback:
-      if (size_t n = runs_.hand_back(slot, p.at("instances")); n > 0) {
+      if (size_t n = runs_.hand_back(slot, p.at("instances"),
+                                     supervisor_.shutting_down() ? "master_stopped"
+                                                                 : "worker_stopped");
+          n > 0) {
         spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, n);
         schedule_pump();
       }
@@ -357,6 +391,7 @@ void Daemon::reload_config() {
   }
   cfg_ = next;
   supervisor_.update_settings(settings_from(cfg_));
+  runs_.set_options(runs_options(cfg_));
   supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
   spdlog::info("SIGHUP: config reloaded from {} ({} workers wanted)", config_file_,
                supervisor_.wanted());

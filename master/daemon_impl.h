@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "master/dispatcher.h"
+#include "master/journal/journal.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
 #include "master/supervisor.h"
@@ -59,10 +60,15 @@ class Daemon {
   void handle_api(http::Request&& req, http::Responder respond);
   // The runs API (api_runs.cc): false when the path is not one of its routes.
   bool handle_runs_api(const http::Request& req, const http::Responder& respond);
+  http::Response instances_response(const Run& run, const http::Request& req) const;
   void schedule_pump();
+  Status open_journal();
+  nlohmann::json journal_json() const;
+  std::string metrics_text() const;
   void on_events(int slot, const nlohmann::json& payload);
   bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload);
   static SupervisorSettings settings_from(const config::Config& cfg);
+  static RunsOptions runs_options(const config::Config& cfg);
 
   uv_loop_t* loop_;
   config::Config cfg_;
@@ -70,6 +76,7 @@ class Daemon {
   std::string executable_;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
+  std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;
   std::unique_ptr<uv::Timer> pump_;
@@ -81,6 +88,7 @@ class Daemon {
   std::vector<std::unique_ptr<uv::Handle<uv_signal_t>>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t last_memory_sample_ms_ = 0;
+  uint64_t last_prune_ms_ = 0;
   bool kick_pending_ = false;
   bool finished_ = false;
   int shutdown_requests_ = 0;

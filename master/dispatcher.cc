@@ -79,7 +79,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     start["resume"] = std::move(resume);
   } else {
     uint32_t count =
-        static_cast<uint32_t>(std::min<size_t>(room, run.instances.size() - run.next_fresh));
+        static_cast<uint32_t>(std::min<size_t>(room, run.size - run.next_fresh));
     start["first"] = run.next_fresh;
     start["count"] = count;
     for (uint32_t k = 0; k < count; ++k) taken.push_back(run.next_fresh + k);
@@ -91,12 +91,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     for (uint32_t i : taken) run.requeued.push_back(i);
     return false;
   }
-  int64_t now = unix_ms_now();
-  for (uint32_t i : taken) {
-    runs_.set_state(run, i, InstanceState::kRunning);
-    run.instances[i].worker = slot;
-    if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now;
-  }
+  runs_.mark_running(run, taken, slot, unix_ms_now());
   w.load += static_cast<uint32_t>(taken.size());
   placed += taken.size();
   return true;

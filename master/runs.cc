@@ -10,21 +10,14 @@ namespace {
 
 using nlohmann::json;
 
+// "r<seq>-<4 hex digits>": the number orders runs and never repeats (the journal keeps the
+// sequence); the suffix keeps ids from different homes apart in a user's notes.
 std::string new_run_id(uint64_t n) {
   static std::mt19937_64 rng{std::random_device{}()};
   char buf[24];
   std::snprintf(buf, sizeof(buf), "r%llu-%04x", static_cast<unsigned long long>(n),
                 static_cast<unsigned>(rng() & 0xffff));
   return buf;
-}
-
-json time_or_null(int64_t ms) { return ms != 0 ? json(iso8601_utc(ms)) : json(nullptr); }
-
-int64_t percentile(std::vector<int64_t> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
 }
 
 }  // namespace
@@ -62,7 +55,9 @@ const char* Run::state() const {
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
                   int64_t now_ms) {
   auto run = std::make_unique<Run>();
-  run->id = new_run_id(next_id_++);
+  run->seq = next_seq_++;
+  run->id = new_run_id(run->seq);
+  run->size = instances;
   run->scenario = std::move(scenario);
   run->vars = std::move(vars);
   run->created_ms = now_ms;
@@ -71,13 +66,26 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   Run& ref = *run;
   by_id_[run->id] = run.get();
   runs_.push_back(std::move(run));
-  prune();
+  journal::RunRow row{ref.id,         ref.seq, ref.scenario->source.dump(), ref.vars.dump(),
+                      ref.size, now_ms};
+  journal_write([row](journal::Store& s) { return s.put_run(row); });
   return ref;
 }
 
 Run* Runs::find(const std::string& id) {
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : it->second;
+}
+
+void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms) {
+  for (uint32_t i : index) {
+    set_state(run, i, InstanceState::kRunning);
+    run.instances[i].worker = slot;
+    if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now_ms;
+  }
+  journal_write([id = run.id, index, now_ms](journal::Store& s) {
+    return s.mark_running(id, index, now_ms);
+  });
 }
 
 void Runs::set_state(Run& run, uint32_t index, InstanceState to) {
@@ -99,14 +107,25 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
   if (state == InstanceState::kFailed || state == InstanceState::kErrored) {
     run.failures[{in.next_step, reason}] += 1;
   }
-  if (run.finished() && run.finished_ms == 0) run.finished_ms = ended_ms;
+  journal_instance(run, index);
+  if (run.finished() && run.finished_ms == 0) on_finished(run, ended_ms);
+}
+
+void Runs::on_finished(Run& run, int64_t now_ms) {
+  run.finished_ms = now_ms;
+  run.summary = make_summary(run);
+  prune_due_ = true;
+  journal_write([id = run.id, now_ms, cancelled = run.cancelled,
+                 summary = run.summary.dump()](journal::Store& s) {
+    return s.finish_run(id, now_ms, cancelled, summary);
+  });
 }
 
 void Runs::apply(int slot, const json& ev, int64_t now_ms) {
   Run* run = find(ev.value("run", ""));
   if (run == nullptr) return;
   uint32_t i = ev.value("i", uint32_t{0});
-  if (i >= run->instances.size()) return;
+  if (!run->whole || i >= run->instances.size()) return;
   InstanceRecord& in = run->instances[i];
   if (in.state != InstanceState::kRunning || in.worker != slot) return;  // stale or cancelled
   std::string t = ev.value("t", "");
@@ -124,6 +143,13 @@ void Runs::apply(int slot, const json& ev, int64_t now_ms) {
     if (r.state == "passed") in.next_step = r.step + 1;
     if (auto v = ev.find("vars"); v != ev.end()) in.vars = *v;
     in.steps.push_back(std::move(r));
+    // The step and the instance's new position go in one write: a restart never sees one
+    // without the other.
+    journal_write([step = step_row(*run, i, in.steps.size() - 1),
+                   row = instance_row(*run, i)](journal::Store& s) {
+      Status st = s.put_step(step);
+      return st ? s.put_instance(row) : st;
+    });
   } else if (t == "done") {
     auto state =
         instance_state_from(ev.value("state", "errored")).value_or(InstanceState::kErrored);
@@ -140,7 +166,7 @@ size_t Runs::requeue_worker(int slot, const std::string& why) {
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
       in.worker = -1;
-      if (in.crash_resumes >= max_resumes_) {
+      if (in.crash_resumes >= opts_.max_resumes) {
         // Its worker keeps dying with it: one poisonous instance must not take every worker.
         finish_instance(*run, i, InstanceState::kErrored,
                         "resumed " + std::to_string(in.crash_resumes) +
@@ -153,17 +179,18 @@ size_t Runs::requeue_worker(int slot, const std::string& why) {
       in.crash_resumes += 1;
       in.resume_reasons.push_back(why);
       run->requeued.push_back(i);
+      journal_instance(*run, i);
       ++n;
     }
   }
   return n;
 }
 
-size_t Runs::hand_back(int slot, const json& instances) {
+size_t Runs::hand_back(int slot, const json& instances, const std::string& why) {
   size_t n = 0;
   for (const auto& [id, list] : instances.items()) {
     Run* run = find(id);
-    if (run == nullptr || !list.is_object()) continue;
+    if (run == nullptr || !run->whole || !list.is_object()) continue;
     for (const auto& [key, cp] : list.items()) {
       uint32_t i = static_cast<uint32_t>(std::stoul(key));
       if (i >= run->instances.size()) continue;
@@ -173,8 +200,9 @@ size_t Runs::hand_back(int slot, const json& instances) {
       in.worker = -1;
       in.checkpoint = cp;
       in.resumes += 1;
-      in.resume_reasons.push_back("worker_stopped");
+      in.resume_reasons.push_back(why);
       run->requeued.push_back(i);
+      journal_instance(*run, i);
       ++n;
     }
   }
@@ -192,9 +220,9 @@ size_t Runs::cancel(Run& run, int64_t now_ms) {
     run.instances[i].worker = -1;
     ++n;
   }
-  run.next_fresh = static_cast<uint32_t>(run.instances.size());
+  run.next_fresh = run.size;
   run.requeued.clear();
-  if (run.finished_ms == 0) run.finished_ms = now_ms;
+  if (run.finished_ms == 0) on_finished(run, now_ms);
   return n;
 }
 
@@ -204,89 +232,59 @@ size_t Runs::pending() const {
   return n;
 }
 
-void Runs::prune() {
+size_t Runs::prune(int64_t now_ms) {
+  size_t forgotten = prune_finished_before(now_ms - opts_.keep_for_ms);
   size_t finished = 0;
   for (const auto& r : runs_) finished += r->finished() ? 1 : 0;
-  for (auto it = runs_.begin(); finished > keep_finished_ && it != runs_.end();) {
+  for (auto it = runs_.begin(); finished > opts_.keep_runs && it != runs_.end();) {
     if ((*it)->finished()) {
-      by_id_.erase((*it)->id);
-      it = runs_.erase(it);
+      it = forget(it);
       --finished;
+      ++forgotten;
     } else {
       ++it;
     }
   }
+  // Only the newest keep_whole finished runs stay whole.
+  size_t whole = 0;
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    Run& r = **it;
+    if (!r.finished() || !r.whole || ++whole <= opts_.keep_whole) continue;
+    r.whole = false;
+    std::vector<InstanceRecord>().swap(r.instances);
+    std::vector<int64_t>().swap(r.durations_ms);
+    r.failures.clear();
+  }
+  if (forgotten > 0) journal_write([](journal::Store& s) { return s.reclaim(); });
+  prune_due_ = false;
+  return forgotten;
 }
 
-json Runs::summary_json(const Run& run) const {
-  json counts = json::object();
-  for (size_t s = 0; s < kInstanceStates; ++s) {
-    counts[std::string(to_string(static_cast<InstanceState>(s)))] = run.counts[s];
+size_t Runs::prune_finished_before(int64_t before_ms) {
+  size_t n = 0;
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if ((*it)->finished() && (*it)->finished_ms < before_ms) {
+      it = forget(it);
+      ++n;
+    } else {
+      ++it;
+    }
   }
-  return {{"id", run.id},
-          {"scenario", run.scenario->name},
-          {"state", run.state()},
-          {"instances", run.instances.size()},
-          {"created_at", time_or_null(run.created_ms)},
-          {"finished_at", time_or_null(run.finished_ms)},
-          {"counts", counts}};
+  return n;
 }
 
-json Runs::detail_json(const Run& run) const {
-  json j = summary_json(run);
-  j["duration_ms"] = {
-      {"p50", percentile(run.durations_ms, 0.50)},
-      {"p95", percentile(run.durations_ms, 0.95)},
-      {"max", run.durations_ms.empty()
-                  ? 0
-                  : *std::max_element(run.durations_ms.begin(), run.durations_ms.end())}};
-  std::vector<std::pair<uint32_t, json>> failures;
-  for (const auto& [key, count] : run.failures) {
-    const auto& steps = run.scenario->steps;
-    std::string name = key.first < steps.size() ? steps[key.first].name : "";
-    failures.push_back(
-        {count,
-         {{"step", key.first}, {"step_name", name}, {"reason", key.second}, {"count", count}}});
-  }
-  std::stable_sort(failures.begin(), failures.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  j["failures"] = json::array();
-  for (size_t k = 0; k < failures.size() && k < 20; ++k)
-    j["failures"].push_back(failures[k].second);
-  j["vars"] = run.vars;
-  return j;
+Runs::RunList::iterator Runs::forget(RunList::iterator it) {
+  journal_write([id = (*it)->id](journal::Store& s) { return s.delete_run(id); });
+  by_id_.erase((*it)->id);
+  return runs_.erase(it);
 }
 
-json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const {
-  const InstanceRecord& in = run.instances[index];
-  const auto& steps = run.scenario->steps;
-  json j = {{"i", index},
-            {"state", to_string(in.state)},
-            {"step", in.next_step},
-            {"reason", in.reason},
-            {"resumes", in.resumes},
-            {"resume_reasons", in.resume_reasons},
-            {"started_at", time_or_null(in.started_ms)},
-            {"ended_at", time_or_null(in.ended_ms)},
-            {"duration_ms", in.ended_ms != 0 ? in.ended_ms - in.started_ms : 0}};
-  if (in.worker >= 0) j["worker"] = in.worker;
-  if (!with_steps) return j;
-  j["vars"] = in.vars.is_null() ? json::object() : in.vars;
-  j["steps"] = json::array();
-  for (const auto& r : in.steps) {
-    json s = {{"step", r.step},
-              {"name", r.step < steps.size() ? steps[r.step].name : ""},
-              {"state", r.state},
-              {"attempts", r.attempts},
-              {"started_at", time_or_null(r.started_ms)},
-              {"ended_at", time_or_null(r.ended_ms)},
-              {"duration_ms", r.ended_ms - r.started_ms},
-              {"status", r.status}};
-    if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
-    if (!r.reason.empty()) s["reason"] = r.reason;
-    j["steps"].push_back(std::move(s));
-  }
-  return j;
+void Runs::journal_instance(const Run& run, uint32_t index) {
+  journal_write([row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); });
+}
+
+void Runs::journal_write(std::function<Status(journal::Store&)> op) {
+  if (journal_ != nullptr) journal_->write(std::move(op));
 }
 
 }  // namespace corral::master

@@ -1,11 +1,17 @@
 // Runs: what the master knows of every submitted run and each of its instances. Workers report
-// transitions (a step ended, an instance ended); this table applies them and answers the runs
-// API. In memory for now; the journal (SQLite) will keep it across restarts. Loop thread only.
+// transitions (a step ended, an instance ended); this table applies them, answers the runs
+// API, and hands every change to the journal, from which restore() rebuilds it after a restart.
+//
+// Memory: unfinished runs are held whole. A finished run is held whole while it is among the
+// newest `keep_whole` finished ones; older ones keep only their summary (counts, durations,
+// failures) and are read back from the journal when someone asks for their instances.
+// Loop thread only.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
+#include "master/journal/journal.h"
 
 namespace corral::master {
 
@@ -64,6 +71,8 @@ struct InstanceRecord {
 
 struct Run {
   std::string id;
+  uint64_t seq = 0;
+  uint32_t size = 0;  // instances in the run (also when `instances` is not held in memory)
   std::shared_ptr<const scenario::Scenario> scenario;
   nlohmann::json vars;  // run-time vars
   int64_t created_ms = 0, finished_ms = 0;
@@ -74,25 +83,53 @@ struct Run {
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
+  bool whole = true;     // false: a finished run whose instances are only in the journal
+  nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
   bool finished() const;
-  size_t pending() const { return instances.size() - next_fresh + requeued.size(); }
+  size_t pending() const { return size - next_fresh + requeued.size(); }
   const char* state() const;
+};
+
+struct RunsOptions {
+  uint32_t max_resumes = 5;     // worker deaths an instance survives before it is errored
+  size_t keep_whole = 20;       // finished runs held whole in memory
+  size_t keep_runs = 1000;      // finished runs kept at all (memory and journal)
+  int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
 };
 
 class Runs {
  public:
-  // `max_resumes`: an instance whose worker died under it more often than this is errored.
-  explicit Runs(size_t keep_finished = 200, uint32_t max_resumes = 5)
-      : keep_finished_(keep_finished), max_resumes_(max_resumes) {}
+  // `journal` may be null (nothing is kept across restarts); it must outlive this table.
+  explicit Runs(RunsOptions opts = {}, journal::Journal* journal = nullptr)
+      : opts_(opts), journal_(journal) {}
+
+  // Sets the journal (before restore() and the first change); it must outlive this table.
+  void attach(journal::Journal* journal) { journal_ = journal; }
+  // New limits (a config reload); retention applies them at the next prune().
+  void set_options(RunsOptions opts) {
+    opts_ = opts;
+    prune_due_ = true;
+  }
+  // Rebuilds the table from the journal at start-up (before any write): finished runs as
+  // summaries, unfinished ones whole, with every instance that was running put back in the
+  // queue to resume from its last finished step (resume reason `master_restart`). Returns how
+  // many instances will resume. Fails when the journal cannot be read.
+  Result<size_t> restore(int64_t now_ms);
 
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
               uint32_t instances, int64_t now_ms);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }
+  // Calls `fn` with the run held whole: at once when it is in memory, else after reading it
+  // back from the journal (the callback then runs later, on the loop). `fn` gets nullptr
+  // when the run is gone or cannot be read.
+  void with_whole(const std::string& id, std::function<void(Run*)> fn);
 
+  // The dispatcher placed these instances on `slot`.
+  void mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms);
   void set_state(Run& run, uint32_t index, InstanceState to);
   // Applies one worker event (worker/engine/engine.h). Unknown runs or indexes are ignored:
   // the run may have been cancelled or pruned meanwhile.
@@ -101,14 +138,19 @@ class Runs {
   // step (or is errored past max_resumes). Returns how many were requeued.
   size_t requeue_worker(int slot, const std::string& why);
   // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
-  // go back to the queue with their checkpoints. Returns how many.
-  size_t hand_back(int slot, const nlohmann::json& instances);
+  // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many.
+  size_t hand_back(int slot, const nlohmann::json& instances, const std::string& why);
   // Marks every unfinished instance cancelled. Returns how many.
   size_t cancel(Run& run, int64_t now_ms);
   // Instances waiting for a worker, over all runs.
   size_t pending() const;
-  // Forgets the oldest finished runs beyond the retention count.
-  void prune();
+  // Applies retention: forgets finished runs beyond keep_runs or older than keep_for_ms, and
+  // keeps only the summary of finished runs beyond keep_whole. Returns how many were forgotten.
+  size_t prune(int64_t now_ms);
+  // A run finished since the last prune().
+  bool prune_due() const { return prune_due_; }
+  // Forgets every finished run that finished before `before_ms`. Returns how many.
+  size_t prune_finished_before(int64_t before_ms);
 
   nlohmann::json summary_json(const Run& run) const;
   nlohmann::json detail_json(const Run& run) const;
@@ -117,11 +159,27 @@ class Runs {
  private:
   void finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
                        int64_t started_ms, int64_t ended_ms);
-  size_t keep_finished_;
-  uint32_t max_resumes_;
-  std::deque<std::unique_ptr<Run>> runs_;
+  // The run has no unfinished instance left: record its end and summary.
+  void on_finished(Run& run, int64_t now_ms);
+  nlohmann::json make_summary(const Run& run) const;
+  using RunList = std::deque<std::unique_ptr<Run>>;
+  RunList::iterator forget(RunList::iterator it);
+  // Journal writes (no-ops without a journal).
+  void journal_instance(const Run& run, uint32_t index);
+  void journal_write(std::function<Status(journal::Store&)> op);
+
+  RunsOptions opts_;
+  journal::Journal* journal_;
+  RunList runs_;
   std::map<std::string, Run*> by_id_;
-  uint64_t next_id_ = 1;
+  uint64_t next_seq_ = 1;
+  bool prune_due_ = false;
 };
+
+// Conversions between the table and the journal's rows (runs_journal.cc).
+journal::InstanceRow instance_row(const Run& run, uint32_t index);
+journal::StepRow step_row(const Run& run, uint32_t index, size_t seq);
+// A run rebuilt from the journal: whole when `stored` has its instances.
+Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole);
 
 }  // namespace corral::master

@@ -1,0 +1,59 @@
+// What the journal keeps, as plain rows: one per run, one per instance that was ever
+// dispatched, one per finished step of an instance (never one per poll). JSON values (a
+// scenario, variables, a checkpoint) travel as their JSON text. Times are Unix milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corral::master::journal {
+
+struct RunRow {
+  std::string id;
+  uint64_t seq = 0;          // the run's number; run ids never repeat across restarts
+  std::string scenario;      // the scenario's JSON source
+  std::string vars;          // run-time vars (JSON object)
+  uint32_t instances = 0;
+  int64_t created_ms = 0;
+  int64_t finished_ms = 0;   // 0 while the run has unfinished instances
+  bool cancelled = false;
+  std::string summary;       // a finished run's counts, durations and failures (JSON)
+};
+
+// An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,
+// when its run was cancelled).
+struct InstanceRow {
+  std::string run_id;
+  uint32_t idx = 0;
+  std::string state;  // queued, running, passed, failed, errored, cancelled
+  uint32_t next_step = 0;
+  int64_t started_ms = 0, ended_ms = 0;
+  std::string reason;
+  uint32_t resumes = 0, crash_resumes = 0;
+  std::string resume_reasons = "[]";  // JSON array of strings
+  std::string vars = "{}";            // captured variables (JSON object)
+  std::string checkpoint;             // a handed-back checkpoint (JSON), empty when none
+};
+
+struct StepRow {
+  std::string run_id;
+  uint32_t idx = 0;
+  uint32_t seq = 0;  // position in the instance's history
+  uint32_t step = 0;
+  std::string state;
+  uint32_t attempts = 0;
+  int64_t started_ms = 0, ended_ms = 0;
+  int status = 0;
+  int64_t until_ms = -1;
+  std::string reason;
+};
+
+// One run with everything the journal holds about it.
+struct StoredRun {
+  RunRow run;
+  std::vector<InstanceRow> instances;  // by idx
+  std::vector<StepRow> steps;          // by idx, then seq
+};
+
+}  // namespace corral::master::journal

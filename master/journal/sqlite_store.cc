@@ -1,0 +1,362 @@
+// The SQLite journal. Statements are prepared once and reused. The SQL is the subset that
+// PostgreSQL accepts too (INSERT ... ON CONFLICT ... DO UPDATE, excluded.*, BIGINT, no
+// AUTOINCREMENT or INSERT OR REPLACE); the SQLite-only parts are the pragmas in open().
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "master/journal/store.h"
+
+namespace corral::master::journal {
+namespace {
+
+// Each entry brings the schema from version i to i + 1. Append only: a released entry never
+// changes, so any older file can be brought forward.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE meta (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  seq BIGINT NOT NULL,
+  scenario TEXT NOT NULL,
+  vars TEXT NOT NULL,
+  instances INTEGER NOT NULL,
+  created_ms BIGINT NOT NULL,
+  finished_ms BIGINT NOT NULL DEFAULT 0,
+  cancelled INTEGER NOT NULL DEFAULT 0,
+  summary TEXT NOT NULL DEFAULT '');
+CREATE TABLE instances (
+  run_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  next_step INTEGER NOT NULL DEFAULT 0,
+  started_ms BIGINT NOT NULL DEFAULT 0,
+  ended_ms BIGINT NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  resumes INTEGER NOT NULL DEFAULT 0,
+  crash_resumes INTEGER NOT NULL DEFAULT 0,
+  resume_reasons TEXT NOT NULL DEFAULT '[]',
+  vars TEXT NOT NULL DEFAULT '{}',
+  checkpoint TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, idx));
+CREATE TABLE steps (
+  run_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  started_ms BIGINT NOT NULL,
+  ended_ms BIGINT NOT NULL,
+  status INTEGER NOT NULL,
+  until_ms BIGINT NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (run_id, idx, seq));
+)sql",
+};
+
+constexpr const char* kPutRun = R"sql(
+INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
+  cancelled = excluded.cancelled, summary = excluded.summary)sql";
+constexpr const char* kBumpSeq = R"sql(
+INSERT INTO meta (name, value) VALUES ('run_seq', ?)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < excluded.value)sql";
+constexpr const char* kPutInstance = R"sql(
+INSERT INTO instances (run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes,
+  crash_resumes, resume_reasons, vars, checkpoint)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (run_id, idx) DO UPDATE SET state = excluded.state, next_step = excluded.next_step,
+  started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, reason = excluded.reason,
+  resumes = excluded.resumes, crash_resumes = excluded.crash_resumes,
+  resume_reasons = excluded.resume_reasons, vars = excluded.vars,
+  checkpoint = excluded.checkpoint)sql";
+constexpr const char* kMarkRunning = R"sql(
+INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', ?)
+ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
+constexpr const char* kPutStep = R"sql(
+INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status,
+  until_ms, reason)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
+constexpr const char* kFinishRun =
+    "UPDATE runs SET finished_ms = ?, cancelled = ?, summary = ? WHERE id = ?";
+constexpr const char* kCancelOpen =
+    "UPDATE instances SET state = 'cancelled', ended_ms = ? "
+    "WHERE run_id = ? AND state IN ('queued', 'running')";
+constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
+constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
+constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
+constexpr const char* kRunColumns =
+    "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary "
+    "FROM runs";
+constexpr const char* kInstanceColumns =
+    "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
+    "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? ORDER BY idx";
+constexpr const char* kStepColumns =
+    "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
+    "reason FROM steps WHERE run_id = ? ORDER BY idx, seq";
+
+// One prepared statement: bind by position, step, read columns, reset.
+class Stmt {
+ public:
+  explicit Stmt(sqlite3_stmt* s) : s_(s) {}
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& bind(const std::string& v) {
+    sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int64_t v) {
+    sqlite3_bind_int64(s_, ++n_, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return sqlite3_step(s_); }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    n_ = 0;
+  }
+  int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
+  std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, col))) : std::string();
+  }
+
+ private:
+  sqlite3_stmt* s_;
+  int n_ = 0;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  ~SqliteStore() override {
+    stmts_.clear();
+    sqlite3_close(db_);
+  }
+
+  Status open(int64_t max_pages) {
+    // auto_vacuum must be chosen before the first table exists; it lets reclaim() shrink the
+    // file after old runs are pruned.
+    for (const char* pragma : {"PRAGMA auto_vacuum = INCREMENTAL", "PRAGMA busy_timeout = 5000",
+                               "PRAGMA synchronous = NORMAL", "PRAGMA foreign_keys = OFF"}) {
+      if (Status s = exec(pragma); !s) return s;
+    }
+    if (Status s = exec("PRAGMA journal_mode = WAL"); !s) return s;
+    if (max_pages > 0) {
+      if (Status s = exec("PRAGMA max_page_count = " + std::to_string(max_pages)); !s) return s;
+    }
+    return migrate();
+  }
+
+  Status begin() override { return exec("BEGIN"); }
+  Status commit() override { return exec("COMMIT"); }
+  void rollback() override { (void)exec("ROLLBACK"); }
+
+  Status put_run(const RunRow& r) override {
+    Stmt& s = stmt(kPutRun);
+    s.bind(r.id).bind(static_cast<int64_t>(r.seq)).bind(r.scenario).bind(r.vars);
+    s.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
+    s.bind(int64_t{r.cancelled}).bind(r.summary);
+    if (Status st = done(s, "put_run"); !st) return st;
+    return done(stmt(kBumpSeq).bind(static_cast<int64_t>(r.seq + 1)), "put_run");
+  }
+
+  Status put_instance(const InstanceRow& r) override {
+    Stmt& s = stmt(kPutInstance);
+    s.bind(r.run_id).bind(int64_t{r.idx}).bind(r.state).bind(int64_t{r.next_step});
+    s.bind(r.started_ms).bind(r.ended_ms).bind(r.reason).bind(int64_t{r.resumes});
+    s.bind(int64_t{r.crash_resumes}).bind(r.resume_reasons).bind(r.vars).bind(r.checkpoint);
+    return done(s, "put_instance");
+  }
+
+  Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
+                      int64_t started_ms) override {
+    for (uint32_t i : idx) {
+      if (Status s = done(stmt(kMarkRunning).bind(run_id).bind(int64_t{i}).bind(started_ms),
+                          "mark_running");
+          !s) {
+        return s;
+      }
+    }
+    return Status::ok();
+  }
+
+  Status put_step(const StepRow& r) override {
+    Stmt& s = stmt(kPutStep);
+    s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
+    s.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
+    s.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason);
+    return done(s, "put_step");
+  }
+
+  Status finish_run(const std::string& run_id, int64_t finished_ms, bool cancelled,
+                    const std::string& summary) override {
+    Stmt& s = stmt(kFinishRun);
+    s.bind(finished_ms).bind(int64_t{cancelled}).bind(summary).bind(run_id);
+    if (Status st = done(s, "finish_run"); !st) return st;
+    if (!cancelled) return Status::ok();
+    return done(stmt(kCancelOpen).bind(finished_ms).bind(run_id), "finish_run");
+  }
+
+  Status delete_run(const std::string& run_id) override {
+    for (const char* sql : {kDeleteSteps, kDeleteInstances, kDeleteRun}) {
+      if (Status s = done(stmt(sql).bind(run_id), "delete_run"); !s) return s;
+    }
+    return Status::ok();
+  }
+
+  Status reclaim() override {
+    if (Status s = exec("PRAGMA incremental_vacuum"); !s) return s;
+    return exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+
+  Result<uint64_t> next_run_seq() override {
+    Stmt& s = stmt("SELECT value FROM meta WHERE name = 'run_seq'");
+    int rc = s.step();
+    uint64_t seq = rc == SQLITE_ROW ? static_cast<uint64_t>(s.i64(0)) : 1;
+    s.reset();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("next_run_seq");
+    return seq;
+  }
+
+  Result<std::vector<RunRow>> runs() override {
+    std::vector<RunRow> out;
+    Stmt& s = stmt(std::string(kRunColumns) + " ORDER BY seq");
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(run_row(s));
+    s.reset();
+    if (rc != SQLITE_DONE) return error("runs");
+    return out;
+  }
+
+  Result<StoredRun> load_run(const std::string& run_id) override {
+    StoredRun out;
+    Stmt& r = stmt(std::string(kRunColumns) + " WHERE id = ?");
+    int rc = r.bind(run_id).step();
+    if (rc == SQLITE_ROW) out.run = run_row(r);
+    r.reset();
+    if (rc == SQLITE_DONE) return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
+    if (rc != SQLITE_ROW) return error("load_run");
+    Stmt& in = stmt(kInstanceColumns);
+    in.bind(run_id);
+    while ((rc = in.step()) == SQLITE_ROW) {
+      InstanceRow row{in.text(0), static_cast<uint32_t>(in.i64(1)), in.text(2),
+                      static_cast<uint32_t>(in.i64(3)), in.i64(4), in.i64(5), in.text(6),
+                      static_cast<uint32_t>(in.i64(7)), static_cast<uint32_t>(in.i64(8)),
+                      in.text(9), in.text(10), in.text(11)};
+      out.instances.push_back(std::move(row));
+    }
+    in.reset();
+    if (rc != SQLITE_DONE) return error("load_run");
+    Stmt& st = stmt(kStepColumns);
+    st.bind(run_id);
+    while ((rc = st.step()) == SQLITE_ROW) {
+      StepRow row{st.text(0), static_cast<uint32_t>(st.i64(1)), static_cast<uint32_t>(st.i64(2)),
+                  static_cast<uint32_t>(st.i64(3)), st.text(4), static_cast<uint32_t>(st.i64(5)),
+                  st.i64(6), st.i64(7), static_cast<int>(st.i64(8)), st.i64(9), st.text(10)};
+      out.steps.push_back(std::move(row));
+    }
+    st.reset();
+    if (rc != SQLITE_DONE) return error("load_run");
+    return out;
+  }
+
+ private:
+  static RunRow run_row(const Stmt& s) {
+    return {s.text(0), static_cast<uint64_t>(s.i64(1)), s.text(2), s.text(3),
+            static_cast<uint32_t>(s.i64(4)), s.i64(5), s.i64(6), s.i64(7) != 0, s.text(8)};
+  }
+
+  Status migrate() {
+    if (Status s = exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+        !s) {
+      return s;
+    }
+    Stmt& q = stmt("SELECT MAX(version) FROM schema_version");
+    int rc = q.step();
+    int64_t version = rc == SQLITE_ROW ? q.i64(0) : 0;
+    q.reset();
+    if (rc != SQLITE_ROW) return error("reading the schema version");
+    constexpr int64_t kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
+    if (version > kLatest) {
+      return invalid_argument("the journal " + path_ + " has schema version " +
+                              std::to_string(version) + ", newer than this corral knows (" +
+                              std::to_string(kLatest) + ")");
+    }
+    for (; version < kLatest; ++version) {
+      if (Status s = begin(); !s) return s;
+      Status s = exec(kMigrations[version]);
+      if (s) s = exec("DELETE FROM schema_version");
+      if (s) s = exec("INSERT INTO schema_version (version) VALUES (" +
+                      std::to_string(version + 1) + ")");
+      if (s) s = commit();
+      if (!s) {
+        rollback();
+        return s;
+      }
+    }
+    return Status::ok();
+  }
+
+  Stmt& stmt(const std::string& sql) {
+    auto it = stmts_.find(sql);
+    if (it != stmts_.end()) return *it->second;
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+      // Every statement is a constant of this file: one that does not prepare is a bug.
+      std::fprintf(stderr, "corral: journal statement does not prepare: %s\n%s\n",
+                   sqlite3_errmsg(db_), sql.c_str());
+      std::abort();
+    }
+    return *stmts_.emplace(sql, std::make_unique<Stmt>(raw)).first->second;
+  }
+
+  Status done(Stmt& s, const char* what) {
+    int rc = s.step();
+    s.reset();
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::ok();
+    return error(what);
+  }
+
+  Status exec(const std::string& sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return Status::ok();
+    std::string text = msg ? msg : sqlite3_errmsg(db_);
+    sqlite3_free(msg);
+    return io_error("journal " + path_ + ": " + text);
+  }
+
+  Status error(const char* what) const {
+    return io_error("journal " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  }
+
+  sqlite3* db_;
+  std::string path_;
+  std::map<std::string, std::unique_ptr<Stmt>> stmts_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path, int64_t max_pages) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const std::string hint = " (corral must be able to create and write files in its home)";
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return io_error("journal " + path + ": " + msg + hint);
+  }
+  auto store = std::make_unique<SqliteStore>(db, path);
+  if (Status s = store->open(max_pages); !s) return Status(s.code(), s.message() + hint);
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace corral::master::journal

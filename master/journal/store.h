@@ -1,0 +1,58 @@
+// The journal's storage, behind one interface. SqliteStore is the single-machine store; a
+// PostgreSQL store for corral on several hosts would implement the same calls with the same
+// SQL (the statements are written to be accepted by both; the SQLite-only parts are the
+// pragmas in SqliteStore::open()).
+//
+// A Store is used by one thread at a time. Every call returns a Status naming the statement
+// and the database's own message; nothing throws.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "master/journal/rows.h"
+#include "shared/status.h"
+
+namespace corral::master::journal {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual Status begin() = 0;
+  virtual Status commit() = 0;
+  virtual void rollback() = 0;
+
+  // Inserts or replaces the run row; the run-number sequence never goes back.
+  virtual Status put_run(const RunRow& run) = 0;
+  // Inserts or replaces an instance row.
+  virtual Status put_instance(const InstanceRow& row) = 0;
+  // These instances were placed on a worker: state running, started at `started_ms` unless
+  // they had started before.
+  virtual Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
+                              int64_t started_ms) = 0;
+  // Adds a step to an instance's history (again: no-op).
+  virtual Status put_step(const StepRow& row) = 0;
+  // The run finished: every instance that is still queued or running is cancelled.
+  virtual Status finish_run(const std::string& run_id, int64_t finished_ms, bool cancelled,
+                            const std::string& summary) = 0;
+  // Forgets a run and everything about its instances.
+  virtual Status delete_run(const std::string& run_id) = 0;
+  // Gives the space of deleted rows back to the file system, as far as the store can.
+  virtual Status reclaim() = 0;
+
+  // The next run number: one more than any run ever stored, deleted ones included.
+  virtual Result<uint64_t> next_run_seq() = 0;
+  // Every run row, oldest first.
+  virtual Result<std::vector<RunRow>> runs() = 0;
+  // One run with its instances and steps; kNotFound when there is no such run.
+  virtual Result<StoredRun> load_run(const std::string& run_id) = 0;
+};
+
+// Opens (creating when needed) the SQLite journal at `path` in WAL mode and brings its schema
+// to the current version. `max_pages` > 0 caps the file size in pages, which makes writes fail
+// as on a full disk (for tests). Fails with a message that names the path.
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path, int64_t max_pages = 0);
+
+}  // namespace corral::master::journal

@@ -1,0 +1,104 @@
+// GET /metrics (Prometheus text format, built with prometheus-cpp) and the journal's part of
+// GET /health. Both are snapshots taken when asked: nothing here runs between requests.
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "master/daemon_impl.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+
+nlohmann::json Daemon::journal_json() const {
+  journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
+  nlohmann::json j = {{"path", cfg_.home + "/journal.db"},
+                      {"ok", h.ok},
+                      {"queued_writes", h.queued},
+                      {"committed_writes", h.committed},
+                      {"batches", h.batches},
+                      {"failed_batches", h.failed_batches}};
+  if (!h.ok) {
+    j["error"] = h.error;
+    j["failing_since"] = iso8601_utc(h.failing_since_ms);
+  }
+  return j;
+}
+
+std::string Daemon::metrics_text() const {
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  prometheus::Registry registry;
+
+  auto& workers = BuildGauge().Name("corral_workers").Help("Worker slots by state").Register(registry);
+  auto& restarts = BuildCounter()
+                       .Name("corral_worker_restarts_total")
+                       .Help("Times each worker slot was restarted")
+                       .Register(registry);
+  auto& rss = BuildGauge()
+                  .Name("corral_worker_rss_bytes")
+                  .Help("Resident memory of each worker, last sample")
+                  .Register(registry);
+  auto& lag = BuildGauge()
+                  .Name("corral_worker_loop_lag_ms")
+                  .Help("Event-loop lag each worker reported in its last heartbeat")
+                  .Register(registry);
+  std::map<std::string, int> by_state;
+  for (const Slot& s : supervisor_.slots()) {
+    by_state[std::string(to_string(s.state))] += 1;
+    std::string slot = std::to_string(s.index);
+    restarts.Add({{"slot", slot}}).Increment(static_cast<double>(s.restarts));
+    rss.Add({{"slot", slot}}).Set(static_cast<double>(s.rss_bytes));
+    lag.Add({{"slot", slot}}).Set(s.loop_lag_ms);
+  }
+  for (const auto& [state, n] : by_state) workers.Add({{"state", state}}).Set(n);
+
+  auto& instances = BuildGauge()
+                        .Name("corral_instances")
+                        .Help("Instances of the runs the daemon holds, by state")
+                        .Register(registry);
+  std::array<double, kInstanceStates> counts{};
+  for (const auto& run : runs_.all()) {
+    for (size_t s = 0; s < kInstanceStates; ++s) counts[s] += run->counts[s];
+  }
+  for (size_t s = 0; s < kInstanceStates; ++s) {
+    instances.Add({{"state", std::string(to_string(static_cast<InstanceState>(s)))}})
+        .Set(counts[s]);
+  }
+  BuildGauge()
+      .Name("corral_runs")
+      .Help("Runs the daemon holds (finished ones within retention)")
+      .Register(registry)
+      .Add({})
+      .Set(static_cast<double>(runs_.all().size()));
+
+  journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
+  BuildGauge()
+      .Name("corral_journal_ok")
+      .Help("1 while journal writes succeed, 0 while they fail")
+      .Register(registry)
+      .Add({})
+      .Set(h.ok ? 1 : 0);
+  BuildGauge()
+      .Name("corral_journal_queued_writes")
+      .Help("Journal writes not committed yet")
+      .Register(registry)
+      .Add({})
+      .Set(static_cast<double>(h.queued));
+  BuildCounter()
+      .Name("corral_journal_committed_writes_total")
+      .Help("Journal writes committed")
+      .Register(registry)
+      .Add({})
+      .Increment(static_cast<double>(h.committed));
+  BuildCounter()
+      .Name("corral_journal_failed_batches_total")
+      .Help("Journal transactions that failed (each is retried)")
+      .Register(registry)
+      .Add({})
+      .Increment(static_cast<double>(h.failed_batches));
+
+  return prometheus::TextSerializer().Serialize(registry.Collect());
+}
+
+}  // namespace corral::master

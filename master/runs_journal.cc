@@ -1,0 +1,193 @@
+// The runs table and the journal: rows from records, records from rows, and the start-up
+// restore that resumes every unfinished run.
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "config/scenario/parse.h"
+#include "master/runs.h"
+
+namespace corral::master {
+namespace {
+
+using nlohmann::json;
+
+json parse_or(const std::string& text, json fallback) {
+  if (text.empty()) return fallback;
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+}  // namespace
+
+journal::InstanceRow instance_row(const Run& run, uint32_t index) {
+  const InstanceRecord& in = run.instances[index];
+  journal::InstanceRow r;
+  r.run_id = run.id;
+  r.idx = index;
+  r.state = std::string(to_string(in.state));
+  r.next_step = in.next_step;
+  r.started_ms = in.started_ms;
+  r.ended_ms = in.ended_ms;
+  r.reason = in.reason;
+  r.resumes = in.resumes;
+  r.crash_resumes = in.crash_resumes;
+  r.resume_reasons = json(in.resume_reasons).dump();
+  r.vars = in.vars.is_object() ? in.vars.dump() : "{}";
+  r.checkpoint = in.checkpoint.is_object() ? in.checkpoint.dump() : "";
+  return r;
+}
+
+journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
+  const StepRecord& s = run.instances[index].steps[seq];
+  return {run.id,       index,        static_cast<uint32_t>(seq), s.step,      s.state, s.attempts,
+          s.started_ms, s.ended_ms,   s.status,                   s.until_ms, s.reason};
+}
+
+Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole) {
+  const journal::RunRow& row = stored.run;
+  json vars = parse_or(row.vars, json::object());
+  std::set<std::string> extra;
+  for (const auto& [k, v] : vars.items()) extra.insert(k);
+  auto scenario = scenario::parse_scenario(parse_or(row.scenario, json()), extra);
+  if (!scenario) {
+    return invalid_argument("run " + row.id + ": its scenario in the journal does not parse: " +
+                            scenario.status().message());
+  }
+  auto run = std::make_unique<Run>();
+  run->id = row.id;
+  run->seq = row.seq;
+  run->size = row.instances;
+  run->scenario = *scenario;
+  run->vars = std::move(vars);
+  run->created_ms = row.created_ms;
+  run->finished_ms = row.finished_ms;
+  run->cancelled = row.cancelled;
+  run->summary = parse_or(row.summary, json());
+  run->whole = whole;
+  run->next_fresh = run->size;
+  if (!whole) {
+    const json& counts = run->summary.is_object() ? run->summary["counts"] : json();
+    for (size_t s = 0; s < kInstanceStates && counts.is_array() && s < counts.size(); ++s) {
+      run->counts[s] = counts[s].get<uint32_t>();
+    }
+    return run;
+  }
+  run->instances.resize(run->size);
+  run->counts[static_cast<size_t>(InstanceState::kQueued)] = run->size;
+  auto set = [&run](uint32_t i, InstanceState to) {
+    run->counts[static_cast<size_t>(run->instances[i].state)] -= 1;
+    run->counts[static_cast<size_t>(to)] += 1;
+    run->instances[i].state = to;
+  };
+  for (const journal::InstanceRow& r : stored.instances) {
+    if (r.idx >= run->size) continue;
+    InstanceRecord& in = run->instances[r.idx];
+    set(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
+    in.next_step = r.next_step;
+    in.started_ms = r.started_ms;
+    in.ended_ms = r.ended_ms;
+    in.reason = r.reason;
+    in.resumes = r.resumes;
+    in.crash_resumes = r.crash_resumes;
+    in.resume_reasons = parse_or(r.resume_reasons, json::array()).get<std::vector<std::string>>();
+    in.vars = parse_or(r.vars, json::object());
+    in.checkpoint = parse_or(r.checkpoint, json());
+    if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
+      run->durations_ms.push_back(in.ended_ms - in.started_ms);
+      if (in.state != InstanceState::kPassed) run->failures[{in.next_step, in.reason}] += 1;
+    }
+  }
+  for (const journal::StepRow& r : stored.steps) {
+    if (r.idx >= run->size) continue;
+    run->instances[r.idx].steps.push_back(
+        {r.step, r.state, r.attempts, r.started_ms, r.ended_ms, r.status, r.until_ms, r.reason});
+  }
+  if (run->cancelled) {
+    // Instances never dispatched have no row: they ended with the run.
+    for (uint32_t i = 0; i < run->size; ++i) {
+      if (!is_terminal(run->instances[i].state)) set(i, InstanceState::kCancelled);
+    }
+  }
+  return run;
+}
+
+Result<size_t> Runs::restore(int64_t now_ms) {
+  if (journal_ == nullptr) return size_t{0};
+  auto seq = journal_->load_now([](journal::Store& s) { return s.next_run_seq(); });
+  if (!seq) return seq.status();
+  auto rows = journal_->load_now([](journal::Store& s) { return s.runs(); });
+  if (!rows) return rows.status();
+  next_seq_ = std::max<uint64_t>(*seq, next_seq_);
+  size_t resumed = 0;
+  for (journal::RunRow& row : *rows) {
+    bool finished = row.finished_ms != 0;
+    Result<journal::StoredRun> stored = journal::StoredRun{std::move(row), {}, {}};
+    if (!finished) {
+      std::string id = stored->run.id;
+      stored = journal_->load_now([&id](journal::Store& s) { return s.load_run(id); });
+      if (!stored) return stored.status();
+    }
+    auto built = run_from_journal(*stored, !finished);
+    if (!built) {
+      spdlog::error("journal: {}; the run is left out", built.status().message());
+      continue;
+    }
+    Run& run = **built;
+    by_id_[run.id] = &run;
+    runs_.push_back(std::move(*built));
+    if (finished) continue;
+    // Every instance that was dispatched and has not ended continues from its last finished
+    // step; those never dispatched start as if new.
+    run.next_fresh = 0;
+    for (uint32_t i = 0; i < run.size; ++i) {
+      if (run.instances[i].started_ms != 0 || run.instances[i].state != InstanceState::kQueued)
+        run.next_fresh = i + 1;
+    }
+    for (uint32_t i = 0; i < run.next_fresh; ++i) {
+      InstanceRecord& in = run.instances[i];
+      if (is_terminal(in.state)) continue;
+      if (in.state == InstanceState::kRunning) {
+        set_state(run, i, InstanceState::kQueued);
+        in.resumes += 1;
+        in.resume_reasons.push_back("master_restart");
+        journal_instance(run, i);
+      }
+      run.requeued.push_back(i);
+      ++resumed;
+    }
+    if (run.finished()) on_finished(run, now_ms);
+  }
+  prune_due_ = true;
+  return resumed;
+}
+
+void Runs::with_whole(const std::string& id, std::function<void(Run*)> fn) {
+  Run* run = find(id);
+  if (run == nullptr || run->whole || journal_ == nullptr) {
+    fn(run != nullptr && run->whole ? run : nullptr);
+    return;
+  }
+  auto stored = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+  journal_->read([stored, id](journal::Store& s) { *stored = s.load_run(id); },
+                 [this, stored, id, fn = std::move(fn)] {
+                   Run* r = find(id);
+                   if (r != nullptr && !r->whole && *stored) {
+                     auto built = run_from_journal(**stored, true);
+                     if (built) {
+                       r->instances = std::move((*built)->instances);
+                       r->durations_ms = std::move((*built)->durations_ms);
+                       r->failures = std::move((*built)->failures);
+                       r->whole = true;
+                       prune_due_ = true;  // held whole for now; prune() lets it go again
+                     } else {
+                       spdlog::error("journal: {}", built.status().message());
+                     }
+                   } else if (!*stored) {
+                     spdlog::error("journal: reading run {}: {}", id, stored->status().message());
+                   }
+                   fn(r != nullptr && r->whole ? r : nullptr);
+                 });
+}
+
+}  // namespace corral::master

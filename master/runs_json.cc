@@ -1,0 +1,104 @@
+// What the runs API shows of a run and its instances.
+#include <algorithm>
+
+#include "master/runs.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+using nlohmann::json;
+
+json time_or_null(int64_t ms) { return ms != 0 ? json(iso8601_utc(ms)) : json(nullptr); }
+
+int64_t percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+json Runs::make_summary(const Run& run) const {
+  json j;
+  j["counts"] = json::array();
+  for (uint32_t c : run.counts) j["counts"].push_back(c);
+  j["duration_ms"] = {
+      {"p50", percentile(run.durations_ms, 0.50)},
+      {"p95", percentile(run.durations_ms, 0.95)},
+      {"max", run.durations_ms.empty()
+                  ? 0
+                  : *std::max_element(run.durations_ms.begin(), run.durations_ms.end())}};
+  std::vector<std::pair<uint32_t, json>> failures;
+  for (const auto& [key, count] : run.failures) {
+    const auto& steps = run.scenario->steps;
+    std::string name = key.first < steps.size() ? steps[key.first].name : "";
+    failures.push_back(
+        {count,
+         {{"step", key.first}, {"step_name", name}, {"reason", key.second}, {"count", count}}});
+  }
+  std::stable_sort(failures.begin(), failures.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  j["failures"] = json::array();
+  for (size_t k = 0; k < failures.size() && k < 20; ++k)
+    j["failures"].push_back(failures[k].second);
+  return j;
+}
+
+json Runs::summary_json(const Run& run) const {
+  json counts = json::object();
+  for (size_t s = 0; s < kInstanceStates; ++s) {
+    counts[std::string(to_string(static_cast<InstanceState>(s)))] = run.counts[s];
+  }
+  return {{"id", run.id},
+          {"scenario", run.scenario->name},
+          {"state", run.state()},
+          {"instances", run.size},
+          {"created_at", time_or_null(run.created_ms)},
+          {"finished_at", time_or_null(run.finished_ms)},
+          {"counts", counts}};
+}
+
+json Runs::detail_json(const Run& run) const {
+  json j = summary_json(run);
+  json parts = run.whole || !run.summary.is_object() ? make_summary(run) : run.summary;
+  j["duration_ms"] = parts["duration_ms"];
+  j["failures"] = parts["failures"];
+  j["vars"] = run.vars;
+  return j;
+}
+
+json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const {
+  const InstanceRecord& in = run.instances[index];
+  const auto& steps = run.scenario->steps;
+  json j = {{"i", index},
+            {"state", to_string(in.state)},
+            {"step", in.next_step},
+            {"reason", in.reason},
+            {"resumes", in.resumes},
+            {"resume_reasons", in.resume_reasons},
+            {"started_at", time_or_null(in.started_ms)},
+            {"ended_at", time_or_null(in.ended_ms)},
+            {"duration_ms", in.ended_ms != 0 ? in.ended_ms - in.started_ms : 0}};
+  if (in.worker >= 0) j["worker"] = in.worker;
+  if (!with_steps) return j;
+  j["vars"] = in.vars.is_null() ? json::object() : in.vars;
+  j["steps"] = json::array();
+  for (const auto& r : in.steps) {
+    json s = {{"step", r.step},
+              {"name", r.step < steps.size() ? steps[r.step].name : ""},
+              {"state", r.state},
+              {"attempts", r.attempts},
+              {"started_at", time_or_null(r.started_ms)},
+              {"ended_at", time_or_null(r.ended_ms)},
+              {"duration_ms", r.ended_ms - r.started_ms},
+              {"status", r.status}};
+    if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
+    if (!r.reason.empty()) s["reason"] = r.reason;
+    j["steps"].push_back(std::move(s));
+  }
+  return j;
+}
+
+}  // namespace corral::master
