@@ -20,6 +20,17 @@ constexpr uint64_t kMemorySampleMs = 250;
 constexpr size_t kPumpBudget = 5000;          // instances placed per loop iteration
 constexpr uint64_t kPruneEveryMs = 60000;     // retention is applied at least this often
 
+// A crash of the worker's own making (not a kill from outside, a limit or a stop): when no
+// instance was in hand, every instance it ran shares the blame.
+bool crashed_on_its_own(const ExitInfo& e) {
+  if (e.reason == ExitReason::kCrash) return true;
+  if (e.reason != ExitReason::kSignal) return false;
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) {
+    if (e.signal == sig) return true;
+  }
+  return false;
+}
+
 std::string own_executable() {
   char buf[4096];
   size_t size = sizeof(buf);
@@ -273,6 +284,7 @@ bool Daemon::is_current(int slot, uint64_t generation) const {
 void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int signum) {
   if (!is_current(slot, generation)) return;
   pid_t pid = workers_[slot]->pid();
+  auto culprit = workers_[slot]->culprit();
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
   spdlog::log(
@@ -281,7 +293,12 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   dispatcher_.worker_gone(slot);
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
-  if (size_t n = runs_.requeue_worker(slot, why); n > 0) {
+  if (culprit) {
+    spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
+                 culprit->first, culprit->second);
+  }
+  if (size_t n = runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit));
+      n > 0) {
     spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
     schedule_pump();
   }

@@ -158,25 +158,29 @@ void Runs::apply(int slot, const json& ev, int64_t now_ms) {
   }
 }
 
-size_t Runs::requeue_worker(int slot, const std::string& why) {
+size_t Runs::requeue_worker(int slot, const std::string& why,
+                            const std::optional<std::pair<std::string, uint32_t>>& culprit,
+                            bool blame_all) {
   size_t n = 0;
   for (auto& run : runs_) {
-    if (run->finished()) continue;
-    for (uint32_t i = 0; i < run->instances.size(); ++i) {
+    if (run->finished() || !run->whole) continue;
+    for (uint32_t i = 0; i < run->size; ++i) {
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
       in.worker = -1;
-      if (in.crash_resumes >= opts_.max_resumes) {
+      bool blamed = culprit ? (culprit->first == run->id && culprit->second == i) : blame_all;
+      if (blamed && in.crash_resumes >= opts_.max_resumes) {
         // Its worker keeps dying with it: one poisonous instance must not take every worker.
         finish_instance(*run, i, InstanceState::kErrored,
-                        "resumed " + std::to_string(in.crash_resumes) +
-                            " times and its worker died again (" + why + ")",
+                        "its worker died with it " + std::to_string(in.crash_resumes + 1) +
+                            " times (" + why + "); max_resumes is " +
+                            std::to_string(opts_.max_resumes),
                         in.started_ms, unix_ms_now());
         continue;
       }
       set_state(*run, i, InstanceState::kQueued);
       in.resumes += 1;
-      in.crash_resumes += 1;
+      if (blamed) in.crash_resumes += 1;
       in.resume_reasons.push_back(why);
       run->requeued.push_back(i);
       journal_instance(*run, i);

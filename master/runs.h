@@ -134,9 +134,15 @@ class Runs {
   // Applies one worker event (worker/engine/engine.h). Unknown runs or indexes are ignored:
   // the run may have been cancelled or pruned meanwhile.
   void apply(int slot, const nlohmann::json& ev, int64_t now_ms);
-  // Every running instance on `slot` goes back to the queue, to resume from its last finished
-  // step (or is errored past max_resumes). Returns how many were requeued.
-  size_t requeue_worker(int slot, const std::string& why);
+  // The worker on `slot` died: every instance it ran goes back to the queue, to resume from
+  // its last finished step, with `why` as the resume reason. The death counts against the
+  // `culprit` (the instance the worker's loop was in) alone; with no culprit, against every
+  // instance when `blame_all` (a crash outside any instance's code), else against none. An
+  // instance blamed more than max_resumes times is errored instead. Returns how many were
+  // requeued.
+  size_t requeue_worker(int slot, const std::string& why,
+                        const std::optional<std::pair<std::string, uint32_t>>& culprit = {},
+                        bool blame_all = false);
   // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
   // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many.
   size_t hand_back(int slot, const nlohmann::json& instances, const std::string& why);

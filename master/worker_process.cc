@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 
 namespace corral::master {
 
@@ -17,8 +21,16 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  // fd 0: nothing; fds 1 and 2: the master's own (the daemon's output file); fd 3: IPC.
-  uv_stdio_container_t stdio[4];
+  // fd 0: nothing; fds 1 and 2: the master's own (the daemon's output file); fd 3: IPC;
+  // fd 4: the in-hand page (shared/ipc/in_hand.h).
+  int in_hand_fd = ipc::create_in_hand();
+  if (in_hand_fd < 0) return io_error(std::string("memfd_create() failed: ") + strerror(errno));
+  w->in_hand_ = ipc::map_in_hand(in_hand_fd);
+  if (w->in_hand_ == nullptr) {
+    close(in_hand_fd);
+    return io_error(std::string("mmap() of the in-hand page failed: ") + strerror(errno));
+  }
+  uv_stdio_container_t stdio[5];
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = UV_INHERIT_FD;
   stdio[1].data.fd = 1;
@@ -27,15 +39,18 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   stdio[3].flags =
       static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE);
   stdio[3].data.stream = w->pipe_->raw();
+  stdio[4].flags = UV_INHERIT_FD;
+  stdio[4].data.fd = in_hand_fd;
 
   uv_process_options_t opts{};
   opts.file = spec.executable.c_str();
   opts.args = argv.data();
   opts.exit_cb = &WorkerProcess::on_process_exit;
-  opts.stdio_count = 4;
+  opts.stdio_count = 5;
   opts.stdio = stdio;
 
   int rc = uv_spawn(loop, w->process_.get(), &opts);
+  close(in_hand_fd);  // the mapping stays
   if (rc != 0) {
     // uv_spawn initialises the handle even when it fails; it must still be closed.
     w->process_.set_live(nullptr);
@@ -61,6 +76,11 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
 WorkerProcess::~WorkerProcess() {
   close_pipe();
   process_.close();
+  ipc::unmap_in_hand(in_hand_);
+}
+
+std::optional<std::pair<std::string, uint32_t>> WorkerProcess::culprit() const {
+  return in_hand_ ? in_hand_->culprit() : std::nullopt;
 }
 
 void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal) {

@@ -11,10 +11,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "shared/ipc/codec.h"
+#include "shared/ipc/in_hand.h"
 #include "shared/status.h"
 #include "shared/uv/handle.h"
 #include "shared/uv/stream.h"
@@ -50,6 +52,8 @@ class WorkerProcess {
   // Sends `signum` to the process if it has not exited yet.
   void signal(int signum);
   void close_pipe();
+  // After the process exited: the instance its loop was running code for when it died.
+  std::optional<std::pair<std::string, uint32_t>> culprit() const;
 
  private:
   WorkerProcess() : decoder_(ipc::Sender::kMaster) {}
@@ -65,6 +69,7 @@ class WorkerProcess {
   pid_t pid_ = 0;
   bool exited_ = false;
   bool protocol_broken_ = false;
+  ipc::InHand* in_hand_ = nullptr;
 };
 
 }  // namespace corral::master

@@ -38,4 +38,10 @@ Fault fault_from_env(int slot) {
   return spec == nullptr ? Fault::kNone : parse_fault(spec, slot);
 }
 
+std::optional<uint32_t> poison_instance_from_env() {
+  const char* v = std::getenv("CORRAL_TEST_POISON_INSTANCE");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+}
+
 }  // namespace corral::worker

@@ -17,6 +17,8 @@
 //   alloc_kernel    one allocation of 4x max_memory (refused under RLIMIT_DATA)
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,5 +41,8 @@ enum class Fault {
 Fault parse_fault(std::string_view spec, int slot);
 // Reads CORRAL_TEST_FAULT.
 Fault fault_from_env(int slot);
+// CORRAL_TEST_POISON_INSTANCE=N: every worker aborts whenever a step of instance N (of any
+// run) begins, as a scenario that crashes whoever runs it would.
+std::optional<uint32_t> poison_instance_from_env();
 
 }  // namespace corral::worker

@@ -148,6 +148,9 @@ void Worker::on_welcome(const nlohmann::json& p) {
   http_ = std::make_unique<CurlClient>(loop_);
   engine_ = std::make_unique<Engine>(loop_, *http_,
                                      [this](nlohmann::json&& ev) { on_event(std::move(ev)); });
+  // The page is owned by the master; it stays mapped until this process ends.
+  engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
+  engine_->set_poison(poison_instance_from_env());
   flush_timer_ = std::make_unique<uv::Timer>(loop_);
   heartbeat_ = std::make_unique<uv::Timer>(loop_);
   next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <set>
 
@@ -99,11 +100,13 @@ Status Engine::start(const std::string& run, uint32_t index, Checkpoint cp) {
   Instance& ref = *in;
   instances_[in->serial] = std::move(in);
   ref.run->active += 1;
+  ipc::InHandScope scope(in_hand_, ref.run->id, ref.index);
   run_step(ref);
   return Status::ok();
 }
 
 void Engine::run_step(Instance& in) {
+  if (poison_ && in.index == *poison_) std::abort();
   const auto& step = in.run->scenario->steps[in.cp.step];
   int64_t now = unix_ms_now();
   if (in.cp.step_started_ms == 0) {
@@ -148,6 +151,7 @@ void Engine::wait_until(Instance& in, int64_t at_ms) {
 }
 
 void Engine::on_timer(Instance& in) {
+  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
   if (in.next == Instance::Next::kStepDone) {
     step_passed(in, nullptr, 0);
   } else {
@@ -195,6 +199,7 @@ void Engine::on_response(uint64_t serial, HttpResponse&& resp) {
   auto it = instances_.find(serial);
   if (it == instances_.end()) return;  // cancelled while in flight
   Instance& in = *it->second;
+  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
   const auto& step = in.run->scenario->steps[in.cp.step];
   const auto& on = step.retry.on;
 

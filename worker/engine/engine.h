@@ -16,12 +16,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
+#include "shared/ipc/in_hand.h"
 #include "shared/status.h"
 #include "worker/engine/checkpoint.h"
 #include "worker/http/curl_client.h"
@@ -50,6 +52,10 @@ class Engine {
   nlohmann::json take_all();
 
   size_t active() const { return instances_.size(); }
+  // The shared page that tells the master which instance the loop is in (may be null).
+  void set_in_hand(ipc::InHand* page) { in_hand_ = page; }
+  // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
+  void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
  private:
   struct Run {
@@ -76,6 +82,8 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<Run>> runs_;
   std::unordered_map<uint64_t, std::unique_ptr<Instance>> instances_;  // by serial
   uint64_t next_serial_ = 1;
+  ipc::InHand* in_hand_ = nullptr;
+  std::optional<uint32_t> poison_;
 };
 
 }  // namespace corral::worker

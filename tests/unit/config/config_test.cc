@@ -280,7 +280,7 @@ TEST_CASE("config: the field reference has one line per field with kind, default
         std::string::npos);
   CHECK(ref.find("workers (integer, default 0): ") != std::string::npos);
   CHECK(ref.find("log_max_size (size, default \"10MB\"): ") != std::string::npos);
-  CHECK(std::count(ref.begin(), ref.end(), '\n') == 20);
+  CHECK(std::count(ref.begin(), ref.end(), '\n') == 24);
 }
 
 }  // namespace
