@@ -46,6 +46,7 @@ struct Config {
   uint64_t log_max_bytes = 10u << 20;     // per log file, before rotation
   int log_files = 5;                      // rotated files kept
   std::string log_level = "info";         // trace, debug, info, warn, error
+  std::string journal;                    // the journal's file; "" = <home>/journal.db
   int worker_instances = 200000;          // instances one worker runs at once
   int max_resumes = 5;                    // worker deaths one instance survives before errored
   int keep_runs = 1000;                   // finished runs kept in the journal (newest)

@@ -82,6 +82,8 @@ const Field kFields[] = {
             "rotated log files kept"),
   string_field("log_level", &Config::log_level, kLogLevels,
                "trace, debug, info, warn or error"),
+  string_field("journal", &Config::journal, {},
+               "the journal's SQLite file; empty: journal.db in the home"),
   int_field("worker_instances", &Config::worker_instances, 1, 10000000,
             "instances one worker runs at once; more wait in the master's queue"),
   int_field("max_resumes", &Config::max_resumes, 0, 1000,

@@ -127,7 +127,19 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
     Run& run = runs_.create(*parsed, vars, count, unix_ms_now());
     spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, count, run.scenario->name);
     schedule_pump();
-    respond.send(Response::json(201, {{"run", run.id}, {"instances", count}}));
+    json created = {{"run", run.id}, {"instances", count}};
+    if (!journal_) {
+      respond.send(Response::json(201, created));
+      return true;
+    }
+    // Answer once the run is in the journal: a run the caller was told about survives a
+    // crash of the master from then on.
+    journal_->read([](journal::Store&) {},
+                   [this, created, respond]() mutable {
+                     journal::Journal::Health h = journal_->health();
+                     if (!h.ok) created["warning"] = "the journal cannot be written: " + h.error;
+                     respond.send(Response::json(201, created));
+                   });
     return true;
   }
   if (parts.size() == 1 && m == "GET") {

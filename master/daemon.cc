@@ -84,16 +84,20 @@ RunsOptions Daemon::runs_options(const config::Config& cfg) {
   return o;
 }
 
+std::string Daemon::journal_path() const {
+  return cfg_.journal.empty() ? cfg_.home + "/journal.db" : cfg_.journal;
+}
+
 Status Daemon::open_journal() {
   // CORRAL_TEST_JOURNAL_MAX_PAGES caps the journal's size, so that tests can fill it up.
   const char* pages = std::getenv("CORRAL_TEST_JOURNAL_MAX_PAGES");
-  auto store = journal::open_sqlite_store(cfg_.home + "/journal.db", pages ? std::atoll(pages) : 0);
+  auto store = journal::open_sqlite_store(journal_path(), pages ? std::atoll(pages) : 0);
   if (!store) return store.status();
   journal_ = std::make_unique<journal::Journal>(loop_, std::move(*store));
   runs_.attach(journal_.get());
   auto resumed = runs_.restore(unix_ms_now());
   if (!resumed) return resumed.status();
-  spdlog::info("journal {}: {} runs, {} instances resume", cfg_.home + "/journal.db",
+  spdlog::info("journal {}: {} runs, {} instances resume", journal_path(),
                runs_.all().size(), *resumed);
   return Status::ok();
 }
@@ -405,6 +409,10 @@ void Daemon::reload_config() {
   if (next.listen != cfg_.listen) {
     spdlog::warn("SIGHUP: listen changed to {}; it takes effect at the next start", next.listen);
     next.listen = cfg_.listen;
+  }
+  if (next.journal != cfg_.journal) {
+    spdlog::warn("SIGHUP: journal changed to {}; it takes effect at the next start", next.journal);
+    next.journal = cfg_.journal;
   }
   cfg_ = next;
   supervisor_.update_settings(settings_from(cfg_));

@@ -63,6 +63,7 @@ class Daemon {
   http::Response instances_response(const Run& run, const http::Request& req) const;
   void schedule_pump();
   Status open_journal();
+  std::string journal_path() const;
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   void on_events(int slot, const nlohmann::json& payload);

@@ -12,7 +12,7 @@ namespace corral::master {
 
 nlohmann::json Daemon::journal_json() const {
   journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
-  nlohmann::json j = {{"path", cfg_.home + "/journal.db"},
+  nlohmann::json j = {{"path", journal_path()},
                       {"ok", h.ok},
                       {"queued_writes", h.queued},
                       {"committed_writes", h.committed},

@@ -66,8 +66,13 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   Run& ref = *run;
   by_id_[run->id] = run.get();
   runs_.push_back(std::move(run));
-  journal::RunRow row{ref.id,         ref.seq, ref.scenario->source.dump(), ref.vars.dump(),
-                      ref.size, now_ms};
+  journal::RunRow row;
+  row.id = ref.id;
+  row.seq = ref.seq;
+  row.scenario = ref.scenario->source.dump();
+  row.vars = ref.vars.dump();
+  row.instances = ref.size;
+  row.created_ms = now_ms;
   journal_write([row](journal::Store& s) { return s.put_run(row); });
   return ref;
 }

@@ -252,14 +252,20 @@ std::string CliResult::describe() const {
 
 CliResult run_cli(const std::vector<std::string>& args, const std::string& home,
                   const std::map<std::string, std::string>& env, milliseconds timeout) {
+  return run_program(corral_binary(), args, home, env, timeout);
+}
+
+CliResult run_program(const std::string& exe, const std::vector<std::string>& args,
+                      const std::string& home, const std::map<std::string, std::string>& env,
+                      milliseconds timeout) {
   // Files, not pipes: `corral start` leaves a daemon behind that must not hold our pipe open.
   const std::string out_path = temp_file("out");
   const std::string err_path = temp_file("err");
   std::error_code ec;
-  bp::child cli(bp::exe = corral_binary(), bp::args = args, bp::env = child_environment(home, env),
+  bp::child cli(bp::exe = exe, bp::args = args, bp::env = child_environment(home, env),
                 bp::std_in<bp::null, bp::std_out> boost::filesystem::path(out_path),
                 bp::std_err > boost::filesystem::path(err_path), ec);
-  INFO("corral " << [&] {
+  INFO(exe << " " << [&] {
     std::string s;
     for (const auto& a : args) s += a + " ";
     return s;
@@ -283,7 +289,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::string& home,
   ::unlink(out_path.c_str());
   ::unlink(err_path.c_str());
   if (timed_out)
-    FAIL("corral did not finish within " << millis_text(timeout) << "\n" << r.describe());
+    FAIL(exe << " did not finish within " << millis_text(timeout) << "\n" << r.describe());
   return r;
 }
 

@@ -102,6 +102,11 @@ struct CliResult {
 CliResult run_cli(const std::vector<std::string>& args, const std::string& home = "",
                   const std::map<std::string, std::string>& env = {},
                   milliseconds timeout = seconds(30));
+// The same for any program, e.g. the daemon under `unshare`.
+CliResult run_program(const std::string& exe, const std::vector<std::string>& args,
+                      const std::string& home = "",
+                      const std::map<std::string, std::string>& env = {},
+                      milliseconds timeout = seconds(30));
 
 // --- HTTP ---
 

@@ -20,7 +20,7 @@ constexpr const char* kKnownFields =
     "workers, listen, max_memory, memory_hard_factor, memory_kernel_factor, heartbeat_interval, "
     "heartbeat_timeout, ready_timeout, kill_grace, stop_grace, backoff_initial, backoff_factor, "
     "backoff_max, stable_after, crash_loop_exits, crash_loop_window, errored_retry, "
-    "log_max_size, log_files, log_level, worker_instances, max_resumes, keep_runs, keep_runs_for";
+    "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, keep_runs_for";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -91,6 +91,7 @@ Config all_changed() {
   c.log_max_bytes = 1536;
   c.log_files = 1;
   c.log_level = "trace";
+  c.journal = "/var/lib/corral/journal.db";
   c.worker_instances = 1000;
   c.max_resumes = 0;
   c.keep_runs = 3;
@@ -280,7 +281,7 @@ TEST_CASE("config: the field reference has one line per field with kind, default
         std::string::npos);
   CHECK(ref.find("workers (integer, default 0): ") != std::string::npos);
   CHECK(ref.find("log_max_size (size, default \"10MB\"): ") != std::string::npos);
-  CHECK(std::count(ref.begin(), ref.end(), '\n') == 24);
+  CHECK(std::count(ref.begin(), ref.end(), '\n') == 25);
 }
 
 }  // namespace

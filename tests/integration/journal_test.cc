@@ -1,0 +1,232 @@
+// Nothing lost: the journal keeps every run across a master killed with SIGKILL, a graceful
+// stop and start, and workers that die; runs resume where they were.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/support/harness.h"
+#include "tests/support/harness_job_api.h"
+
+using namespace corral::test;
+
+namespace {
+
+// Three steps: start a job that is done after `job_ms`, poll it every 200 ms, then a job done
+// after 3 polls, polled every 200 ms.
+Json two_jobs(int job_ms) {
+  return Json::parse(R"({
+    "name": "two-jobs",
+    "steps": [
+      {"name": "start A", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                      "json": {"done_after_ms": )" +
+                     std::to_string(job_ms) + R"(}},
+       "expect": [{"status": 201}], "capture": {"a": {"json": "/id"}}},
+      {"name": "wait for A", "request": {"url": "{{base}}/jobs/{{a}}"},
+       "poll": {"every": "200ms", "timeout": "2m",
+                "until": [{"json": "/status", "equals": "done"}]}},
+      {"name": "start B", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                      "json": {"polls_to_done": 3}},
+       "expect": [{"status": 201}], "capture": {"b": {"json": "/id"}}},
+      {"name": "wait for B", "request": {"url": "{{base}}/jobs/{{b}}"},
+       "poll": {"every": "200ms", "timeout": "2m",
+                "until": [{"json": "/status", "equals": "done"}]}}
+    ]})");
+}
+
+std::string submit(Daemon& d, const Json& scenario, int instances, const JobApi& api) {
+  Json body = {{"scenario", scenario}, {"instances", instances}, {"vars", {{"base", api.base()}}}};
+  auto r = d.api("POST", "/runs", body.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  return r.json["run"];
+}
+
+Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
+
+void wait_finished(Daemon& d, const std::string& id, milliseconds timeout) {
+  d.wait_until([&] { return run_of(d, id)["state"] == "finished"; }, timeout,
+               "run " + id + " to finish");
+}
+
+// Waits until every instance of the run has finished its first step.
+void wait_first_step(Daemon& d, const std::string& id, int n) {
+  d.wait_until(
+      [&] {
+        Json all = d.api("GET", "/runs/" + id + "/instances?limit=" + std::to_string(n)).json;
+        for (const Json& in : all["instances"]) {
+          if (in["step"].get<int>() < 1) return false;
+        }
+        return all["instances"].size() == static_cast<size_t>(n);
+      },
+      seconds(20), "every instance of " + id + " to finish its first step");
+}
+
+// Every instance of the run, with its steps.
+Json instances_of(Daemon& d, const std::string& id, int n) {
+  return d.api("GET", "/runs/" + id + "/instances?steps=true&limit=" + std::to_string(n))
+      .json["instances"];
+}
+
+// Kills the daemon with SIGKILL and starts a new one on the same home.
+std::unique_ptr<Daemon> kill_and_restart(std::unique_ptr<Daemon> d, const TempHome& home,
+                                         DaemonOptions opts) {
+  d->signal(SIGKILL);
+  d->wait_exit(seconds(10));
+  d.reset();
+  return std::make_unique<Daemon>(home, std::move(opts));
+}
+
+// An instance passed with each step of the scenario exactly once, in order, each passed.
+std::string history_problem(const Json& in, int steps) {
+  if (in["state"] != "passed") return "state " + in["state"].dump();
+  const Json& h = in["steps"];
+  if (static_cast<int>(h.size()) != steps) return "history " + h.dump();
+  for (int k = 0; k < steps; ++k) {
+    if (h[k]["step"] != k || h[k]["state"] != "passed") return "history " + h.dump();
+  }
+  return "";
+}
+
+int run_number(const std::string& id) { return std::stoi(id.substr(1, id.find('-') - 1)); }
+
+}  // namespace
+
+TEST_CASE("journal: a new daemon on the same home resumes a run whose master was killed") {
+  TempHome home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(2);
+  auto d = std::make_unique<Daemon>(home, opts);
+  d->wait_ready(2);
+  std::string id = submit(*d, two_jobs(1500), 300, api);
+  wait_first_step(*d, id, 300);
+  d = kill_and_restart(std::move(d), home, opts);
+  d->wait_ready(2);
+  wait_finished(*d, id, seconds(60));
+  Json run = run_of(*d, id);
+  CHECK(run["counts"]["passed"] == 300);
+  Json all = instances_of(*d, id, 300);
+  REQUIRE(all.size() == 300);
+  int restarted = 0;
+  for (const Json& in : all) {
+    INFO("instance " << in["i"]);
+    CHECK(history_problem(in, 4) == "");
+    for (const Json& why : in["resume_reasons"]) restarted += why == "master_restart" ? 1 : 0;
+  }
+  CHECK(restarted == 300);  // each was running when the master died, and resumed once
+  // Run numbers go on from the journal: the next run is not r1 again.
+  std::string next = submit(*d, two_jobs(0), 1, api);
+  CHECK(run_number(next) > run_number(id));
+  Json listed = d->api("GET", "/runs").json["runs"];
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1]["id"] == id);
+}
+
+TEST_CASE("journal: a graceful stop checkpoints running instances and the next start resumes "
+          "them") {
+  TempHome home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(2);
+  auto d = std::make_unique<Daemon>(home, opts);
+  d->wait_ready(2);
+  std::string id = submit(*d, two_jobs(2000), 200, api);
+  wait_first_step(*d, id, 200);
+  d->signal(SIGTERM);  // what `corral stop` and systemd do
+  CHECK(d->wait_exit(seconds(20)) == 0);
+  d = std::make_unique<Daemon>(home, opts);
+  wait_finished(*d, id, seconds(60));
+  CHECK(run_of(*d, id)["counts"]["passed"] == 200);
+  Json all = instances_of(*d, id, 200);
+  int stopped = 0;
+  for (const Json& in : all) {
+    INFO("instance " << in["i"]);
+    CHECK(history_problem(in, 4) == "");
+    for (const Json& why : in["resume_reasons"]) stopped += why == "master_stopped" ? 1 : 0;
+  }
+  CHECK(stopped == 200);
+}
+
+TEST_CASE("journal: a poll whose timeout passes while the master is down ends timed out") {
+  TempHome home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(1);
+  auto d = std::make_unique<Daemon>(home, opts);
+  d->wait_ready(1);
+  Json never = Json::parse(R"({"name": "never-done", "steps": [
+      {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                    "json": {"polls_to_done": 1000000}},
+       "capture": {"a": {"json": "/id"}}},
+      {"name": "wait", "request": {"url": "{{base}}/jobs/{{a}}"},
+       "poll": {"every": "100ms", "timeout": "1500ms",
+                "until": [{"json": "/status", "equals": "done"}]}}]})");
+  std::string id = submit(*d, never, 5, api);
+  // Wait until every instance is polling (step 0 recorded), then take the master down.
+  wait_first_step(*d, id, 5);
+  Json before = instances_of(*d, id, 5);
+  d->signal(SIGKILL);
+  d->wait_exit(seconds(10));
+  // The poll's deadline (1.5 s after its step began) passes while nothing runs.
+  auto down_since = Clock::now();
+  wait_for([&] { return Clock::now() - down_since > milliseconds(2000); }, seconds(5),
+           "the poll deadline to pass while the master is down");
+  d = std::make_unique<Daemon>(home, opts);
+  wait_finished(*d, id, seconds(30));
+  Json run = run_of(*d, id);
+  CHECK(run["counts"]["failed"] == 5);
+  REQUIRE(run["failures"].size() == 1);
+  CHECK(run["failures"][0]["reason"] == "poll timed out after 1500ms");
+  for (const Json& in : instances_of(*d, id, 5)) {
+    REQUIRE(in["steps"].size() == 2);
+    CHECK(in["steps"][1]["state"] == "failed");
+    CHECK(in["resume_reasons"] == Json::array({"master_restart"}));
+    // The step kept the start it had before the master died: its clock did not restart, so
+    // it ran for the downtime at least, and ended at once after the restart.
+    CHECK(in["steps"][1]["started_at"] == before[in["i"].get<int>()]["steps"][0]["ended_at"]);
+    CHECK(in["steps"][1]["duration_ms"].get<int64_t>() >= 2000);
+  }
+}
+
+TEST_CASE("journal: an instance that crashes every worker it runs on ends errored after "
+          "max_resumes, and the others pass") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions()
+                     .with_workers(2)
+                     .with_config({{"max_resumes", 2}, {"backoff_max", "200ms"}})
+                     .with_env("CORRAL_TEST_POISON_INSTANCE", "7"));
+  d.wait_ready(2);
+  std::string id = submit(d, two_jobs(300), 40, api);
+  wait_finished(d, id, seconds(60));
+  Json run = run_of(d, id);
+  CHECK(run["counts"]["passed"] == 39);
+  CHECK(run["counts"]["errored"] == 1);
+  Json poison = d.api("GET", "/runs/" + id + "/instances/7").json;
+  CHECK(poison["state"] == "errored");
+  CHECK(poison["reason"] == "its worker died with it 3 times (worker_signal); max_resumes is 2");
+  CHECK(poison["resumes"] == 2);
+  int restarts = 0;
+  for (const Json& w : d.workers()) restarts += w["restarts"].get<int>();
+  CHECK(restarts == 3);  // one per crash: nothing else brought a worker down
+}
+
+TEST_CASE("journal: a journal in a read-only directory is a clear error at start") {
+  TempHome home;
+  std::string dir = home.file("readonly");
+  REQUIRE(mkdir(dir.c_str(), 0555) == 0);
+  std::string config = home.write_config({{"journal", dir + "/journal.db"}});
+  // Root writes through permission bits: make the directory read-only for real with a
+  // read-only bind mount in a private mount namespace.
+  CliResult r;
+  if (geteuid() == 0) {
+    std::string cmd = "mount --bind -o ro " + dir + " " + dir + " && exec " + corral_binary() +
+                      " daemon --config " + config + " --listen off";
+    r = run_program("/usr/bin/unshare", {"--mount", "sh", "-c", cmd}, home.path());
+  } else {
+    r = run_cli({"daemon", "--config", config, "--listen", "off"}, home.path());
+  }
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("journal " + dir + "/journal.db: unable to open database file"));
+  CHECK_THAT(r.err, Catch::Contains("corral must be able to create and write files"));
+}
