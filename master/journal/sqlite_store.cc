@@ -213,10 +213,9 @@ class SqliteStore final : public Store {
     return Status::ok();
   }
 
-  Status reclaim() override {
-    if (Status s = exec("PRAGMA incremental_vacuum"); !s) return s;
-    return exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  }
+  // Runs inside the writer's transaction: frees the pages of deleted rows from the file (the
+  // WAL itself is kept small by SQLite's automatic checkpoints).
+  Status reclaim() override { return exec("PRAGMA incremental_vacuum"); }
 
   Result<uint64_t> next_run_seq() override {
     Stmt& s = stmt("SELECT value FROM meta WHERE name = 'run_seq'");

@@ -230,3 +230,46 @@ TEST_CASE("journal: a journal in a read-only directory is a clear error at start
   CHECK_THAT(r.err, Catch::Contains("journal " + dir + "/journal.db: unable to open database file"));
   CHECK_THAT(r.err, Catch::Contains("corral must be able to create and write files"));
 }
+
+TEST_CASE("journal: retention keeps the newest keep_runs finished runs, across restarts, and "
+          "corral prune forgets older ones") {
+  TempHome home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(1).with_config({{"keep_runs", 2}});
+  auto d = std::make_unique<Daemon>(home, opts);
+  d->wait_ready(1);
+  std::vector<std::string> ids;
+  for (int k = 0; k < 3; ++k) {
+    ids.push_back(submit(*d, two_jobs(0), 2, api));
+    wait_finished(*d, ids.back(), seconds(30));
+  }
+  auto listed = [&] {
+    std::vector<std::string> out;
+    const Json runs = d->api("GET", "/runs").json["runs"];
+    for (const Json& r : runs) out.push_back(r["id"]);
+    return out;
+  };
+  wait_for([&] { return listed().size() == 2; }, seconds(10), "retention to keep 2 runs",
+           [&] { return d->api("GET", "/runs").body; });
+  CHECK(listed() == std::vector<std::string>{ids[2], ids[1]});
+  CHECK(d->api("GET", "/runs/" + ids[0]).status == 404);
+
+  d = kill_and_restart(std::move(d), home, opts);
+  CHECK(listed() == std::vector<std::string>{ids[2], ids[1]});
+  // The journal gives back a finished run's instances after the restart.
+  Json in = d->api("GET", "/runs/" + ids[1] + "/instances/1").json;
+  CHECK(history_problem(in, 4) == "");
+
+  CliResult none = run_cli({"prune", "--older-than", "1h"}, home.path());
+  INFO(none.describe());
+  CHECK(none.exit_code == 0);
+  CHECK(none.out == "corral: pruned 0 finished runs\n");
+  CliResult all = run_cli({"prune", "--older-than", "1ms"}, home.path());
+  INFO(all.describe());
+  CHECK(all.out == "corral: pruned 2 finished runs\n");
+  CHECK(listed().empty());
+  CHECK(run_cli({"prune", "--older-than", "soon"}, home.path()).exit_code == 1);
+
+  d = kill_and_restart(std::move(d), home, opts);
+  CHECK(listed().empty());  // gone from the journal too
+}

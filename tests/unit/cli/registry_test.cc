@@ -15,7 +15,7 @@ TEST_CASE("cli registry: lists exactly the expected verbs, sorted by name") {
   for (const VerbInfo* v : verbs()) names.push_back(v->name);
   // The supervisor verbs and the scenario verbs (run, runs, show, cancel).
   CHECK(names == std::vector<std::string>{"cancel", "daemon", "describe", "help", "jlist", "logs",
-                                          "reload", "restart", "run", "runs", "scale", "show",
+                                          "prune", "reload", "restart", "run", "runs", "scale", "show",
                                           "start", "status", "stop", "version"});
 }
 
