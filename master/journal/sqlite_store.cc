@@ -146,7 +146,7 @@ class SqliteStore final : public Store {
     // auto_vacuum must be chosen before the first table exists; it lets reclaim() shrink the
     // file after old runs are pruned.
     for (const char* pragma : {"PRAGMA auto_vacuum = INCREMENTAL", "PRAGMA busy_timeout = 5000",
-                               "PRAGMA synchronous = NORMAL", "PRAGMA foreign_keys = OFF"}) {
+                               "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = OFF"}) {
       if (Status s = exec(pragma); !s) return s;
     }
     if (Status s = exec("PRAGMA journal_mode = WAL"); !s) return s;
