@@ -273,3 +273,31 @@ TEST_CASE("journal: retention keeps the newest keep_runs finished runs, across r
   d = kill_and_restart(std::move(d), home, opts);
   CHECK(listed().empty());  // gone from the journal too
 }
+
+TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs go on") {
+  TempHome home;
+  JobApi api;
+  // The journal may grow to 24 pages of 4 KiB: the schema fits, a run of 300 instances does not.
+  Daemon d(home,
+           DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24"));
+  d.wait_ready(1);
+  CHECK(d.health()["journal"]["ok"] == true);
+  std::string id = submit(d, two_jobs(0), 300, api);
+  wait_finished(d, id, seconds(60));
+  CHECK(run_of(d, id)["counts"]["passed"] == 300);  // the run itself is not held up
+  d.wait_until([&] { return d.health()["status"] == "degraded"; }, seconds(10),
+               "/health to report the journal");
+  Json journal = d.health()["journal"];
+  CHECK(journal["ok"] == false);
+  CHECK_THAT(journal["error"].get<std::string>(), Catch::Contains("database or disk is full"));
+  CHECK(journal["queued_writes"].get<int>() > 0);  // kept, to be written when there is room
+  std::string metrics = d.api("GET", "/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("corral_journal_ok 0"));
+  CHECK_THAT(metrics, Catch::Contains("corral_instances{state=\"passed\"} 300"));
+  Json body = {{"scenario", two_jobs(0)}, {"instances", 1}, {"vars", {{"base", api.base()}}}};
+  auto more = d.api("POST", "/runs", body.dump());
+  CHECK(more.status == 201);
+  CHECK_THAT(more.json["warning"].get<std::string>(),
+             Catch::StartsWith("the journal cannot be written: "));
+  CHECK_THAT(read_file(home.master_log()), Catch::Contains("journal: a write failed"));
+}
