@@ -354,7 +354,11 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path, int64_
     return io_error("journal " + path + ": " + msg + hint);
   }
   auto store = std::make_unique<SqliteStore>(db, path);
-  if (Status s = store->open(max_pages); !s) return Status(s.code(), s.message() + hint);
+  if (Status s = store->open(max_pages); !s) {
+    bool access = s.message().find("unable to open") != std::string::npos ||
+                  s.message().find("readonly") != std::string::npos;
+    return access ? Status(s.code(), s.message() + hint) : s;
+  }
   return std::unique_ptr<Store>(std::move(store));
 }
 

@@ -1,392 +1,394 @@
-// The journal's SQLite store: schema, rows, and the full-disk failure it reports.
-#include <catch2/catch.hpp>
+// The journal: its SQLite store (schema, rows, a full disk) and the writer thread in front of it.
 #include <sqlite3.h>
+#include <catch2/catch.hpp>
 
-#include <string>
-#include <vector>
+#include <atomic>
+#include <functional>
+#include <sstream>
+#include <thread>
 
-#include "master/journal/store.h"
+#include "master/journal/journal.h"
+#include "shared/proc.h"
 #include "tests/support/temp_dir.h"
 
 using corral::Code;
-using corral::master::journal::InstanceRow;
-using corral::master::journal::open_sqlite_store;
-using corral::master::journal::RunRow;
-using corral::master::journal::StepRow;
-using corral::master::journal::Store;
-using corral::master::journal::StoredRun;
-using corral::test::TempDir;
+using corral::Result;
+using corral::Status;
+using namespace corral::master::journal;  // NOLINT: the rows, Store and Journal
 
 namespace {
 
+// Requires an OK Status; the expansion shows the message of any other.
+#define REQUIRE_OK(status) REQUIRE((status).message() == "")
+
 std::unique_ptr<Store> open_store(const std::string& path, int64_t max_pages = 0) {
   auto store = open_sqlite_store(path, max_pages);
-  INFO(store.status().message());
-  REQUIRE(store.is_ok());
+  REQUIRE_OK(store.status());
   return std::move(*store);
 }
 
-// The first column of the first row of `sql`, read with sqlite3 itself ("" when no row).
-std::string query(const std::string& path, const std::string& sql) {
+// Runs `text` with sqlite3 itself; returns the first column of the last row it gave.
+std::string sql(const std::string& path, const std::string& text) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  INFO(sqlite3_errmsg(db));
-  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
   std::string out;
-  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != nullptr) {
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
-}
-
-void exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* msg = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
-  INFO((msg ? msg : ""));
-  sqlite3_free(msg);
+  char* err = nullptr;
+  auto row = [](void* o, int, char** v, char**) {
+    *static_cast<std::string*>(o) = v[0] ? v[0] : "";
+    return 0;
+  };
+  int rc = sqlite3_exec(db, text.c_str(), row, &out, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
   sqlite3_close(db);
   REQUIRE(rc == SQLITE_OK);
-}
-
-RunRow run_row(const std::string& id, uint64_t seq) {
-  RunRow r;
-  r.id = id;
-  r.seq = seq;
-  r.scenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"http://127.0.0.1:1/x"}}]})";
-  r.vars = R"({"base":"http://h","n":"ü \"q\""})";
-  r.instances = 5;
-  r.created_ms = 1'700'000'000'001;
-  return r;
-}
-
-InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state) {
-  InstanceRow r;
-  r.run_id = run;
-  r.idx = idx;
-  r.state = state;
-  return r;
-}
-
-StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
-  StepRow r;
-  r.run_id = run;
-  r.idx = idx;
-  r.seq = seq;
-  r.step = seq;
-  r.state = state;
-  return r;
+  return out;
 }
 
 StoredRun load(Store& s, const std::string& id) {
   auto got = s.load_run(id);
-  INFO(got.status().message());
-  REQUIRE(got.is_ok());
+  REQUIRE_OK(got.status());
   return std::move(*got);
 }
 
-void ok(const corral::Status& s) {
-  INFO(s.message());
-  REQUIRE(s.is_ok());
+const char* const kScenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"u"}}]})";
+RunRow run_row(const std::string& id, uint64_t seq) {
+  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, ""};
+}
+InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state,
+                     int64_t ended_ms = 0) {
+  return {run, idx, state, 0, 0, ended_ms, "", 0, 0, "[]", "{}", ""};
+}
+StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
+  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, ""};
 }
 
-// Every field, so that one CHECK compares whole rows and shows both on failure.
+// Every field, so that one CHECK compares whole rows and shows both sides on failure.
+template <typename... T>
+std::string join(const T&... v) {
+  std::ostringstream out;
+  ((out << v << '|'), ...);
+  return out.str();
+}
 std::string describe(const RunRow& r) {
-  return r.id + "|" + std::to_string(r.seq) + "|" + r.scenario + "|" + r.vars + "|" +
-         std::to_string(r.instances) + "|" + std::to_string(r.created_ms) + "|" +
-         std::to_string(r.finished_ms) + "|" + std::to_string(r.cancelled) + "|" + r.summary;
+  return join(r.id, r.seq, r.scenario, r.vars, r.instances, r.created_ms, r.finished_ms,
+              r.cancelled, r.summary);
 }
 std::string describe(const InstanceRow& r) {
-  return r.run_id + "|" + std::to_string(r.idx) + "|" + r.state + "|" +
-         std::to_string(r.next_step) + "|" + std::to_string(r.started_ms) + "|" +
-         std::to_string(r.ended_ms) + "|" + r.reason + "|" + std::to_string(r.resumes) + "|" +
-         std::to_string(r.crash_resumes) + "|" + r.resume_reasons + "|" + r.vars + "|" +
-         r.checkpoint;
+  return join(r.run_id, r.idx, r.state, r.next_step, r.started_ms, r.ended_ms, r.reason, r.resumes,
+              r.crash_resumes, r.resume_reasons, r.vars, r.checkpoint);
 }
 std::string describe(const StepRow& r) {
-  return r.run_id + "|" + std::to_string(r.idx) + "|" + std::to_string(r.seq) + "|" +
-         std::to_string(r.step) + "|" + r.state + "|" + std::to_string(r.attempts) + "|" +
-         std::to_string(r.started_ms) + "|" + std::to_string(r.ended_ms) + "|" +
-         std::to_string(r.status) + "|" + std::to_string(r.until_ms) + "|" + r.reason;
+  return join(r.run_id, r.idx, r.seq, r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
+              r.status, r.until_ms, r.reason);
 }
 template <typename Row>
-void check_same(const Row& got, const Row& want) {
-  CHECK(describe(got) == describe(want));
+std::string describe(const std::vector<Row>& rows) {
+  std::string out;
+  for (const Row& r : rows) out += describe(r) + "\n";
+  return out;
 }
+#define CHECK_SAME(got, ...) CHECK(describe(got) == describe(__VA_ARGS__))
+
+// "state:ended_ms" of each instance row, in order.
+std::string states(const StoredRun& r) {
+  std::string out;
+  for (const auto& in : r.instances) out += " " + in.state + ":" + std::to_string(in.ended_ms);
+  return out.substr(1);
+}
+
+// A journal file in a fresh directory; Db opens it.
+struct File {
+  corral::test::TempDir dir;
+  const std::string path = dir.path() + "/journal.db";
+};
+struct Db : File {
+  std::unique_ptr<Store> store = open_store(path);
+};
+
+// A store that fails every commit while `failing` is set, as on a full disk.
+const std::string kFull = "journal /x/journal.db: database or disk is full";
+using Ids = std::vector<uint32_t>;
+using S = const std::string&;
+class FlakyStore final : public Store {
+ public:
+  explicit FlakyStore(std::unique_ptr<Store> in) : in_(std::move(in)) {}
+  std::atomic<bool> failing{true};
+  std::atomic<uint64_t> failed{0};  // commits failed so far
+  Status begin() override { return in_->begin(); }
+  Status commit() override {
+    if (!failing) return in_->commit();
+    failed += 1;
+    return corral::io_error(kFull);
+  }
+  void rollback() override { in_->rollback(); }
+  Status put_run(const RunRow& r) override { return in_->put_run(r); }
+  Status put_instance(const InstanceRow& r) override { return in_->put_instance(r); }
+  Status mark_running(S r, const Ids& i, int64_t t) override { return in_->mark_running(r, i, t); }
+  Status put_step(const StepRow& r) override { return in_->put_step(r); }
+  Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
+  Status delete_run(S id) override { return in_->delete_run(id); }
+  Status reclaim() override { return in_->reclaim(); }
+  Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
+  Result<std::vector<RunRow>> runs() override { return in_->runs(); }
+  Result<StoredRun> load_run(S id) override { return in_->load_run(id); }
+
+ private:
+  std::unique_ptr<Store> in_;
+};
+
+// Waits until `done` holds or 10 s pass, calling `turn` in between; returns `done()`.
+bool wait_for(const std::function<bool()>& done, const std::function<void()>& turn) {
+  uint64_t deadline = corral::monotonic_ms() + 10000;
+  while (!done() && corral::monotonic_ms() < deadline) turn();
+  return done();
+}
+
+// A journal on a temp file, with the loop its `done` callbacks run on.
+struct Bench : File {
+  explicit Bench(Journal::Options opts = {}, bool flaky = false) {
+    uv_loop_init(&loop);
+    std::unique_ptr<Store> store = open_store(path);
+    if (flaky) store = std::make_unique<FlakyStore>(std::move(store));
+    faults = flaky ? static_cast<FlakyStore*>(store.get()) : nullptr;
+    journal = std::make_unique<Journal>(&loop, std::move(store), opts);
+  }
+  ~Bench() {
+    journal.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+  // Runs the loop until `done` holds. The journal's own handle does not keep the loop alive:
+  // a ticking timer does.
+  bool run_until(const std::function<bool()>& done) {
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(
+        &tick, [](uv_timer_t*) {}, 1, 1);
+    bool held = wait_for(done, [this] { uv_run(&loop, UV_RUN_ONCE); });
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return held;
+  }
+  void write(const InstanceRow& r) {
+    journal->write([r](Store& s) { return s.put_instance(r); });
+  }
+  void write(const StepRow& r) {
+    journal->write([r](Store& s) { return s.put_step(r); });
+  }
+  // Queues 1 + instances + steps writes.
+  void write_run(const std::string& id, uint32_t instances, uint32_t steps) {
+    journal->write([id](Store& s) { return s.put_run(run_row(id, 1)); });
+    for (uint32_t i = 0; i < instances; ++i) write(instance(id, i, "running"));
+    for (uint32_t k = 0; k < steps; ++k) write(step(id, 0, k, "passed"));
+  }
+  // "runs/instances/steps" rows in the file, as another connection sees them.
+  std::string rows() {
+    return sql(path,
+               "SELECT (SELECT COUNT(*) FROM runs) || '/' || "
+               "(SELECT COUNT(*) FROM instances) || '/' || (SELECT COUNT(*) FROM steps)");
+  }
+
+  uv_loop_t loop;
+  std::unique_ptr<Journal> journal;
+  FlakyStore* faults;  // the journal's store when flaky, owned by the journal
+};
 
 }  // namespace
 
-TEST_CASE("journal store: a new file gets the current schema") {
-  TempDir dir;
-  const std::string path = dir.path() + "/journal.db";
-  {
-    auto store = open_store(path);
-    ok(store->put_run(run_row("r1-aaaa", 1)));
-  }
-  CHECK(query(path, "SELECT MAX(version) FROM schema_version") == "1");
-  CHECK(query(path, "SELECT COUNT(*) FROM schema_version") == "1");
-  CHECK(query(path,
+TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  store.reset();
+  for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "1/1");
+    CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta')") == "4");
-  CHECK(query(path, "PRAGMA journal_mode") == "wal");
-
-  SECTION("and opening it again keeps the data written before") {
-    auto store = open_store(path);
-    StoredRun got = load(*store, "r1-aaaa");
-    check_same(got.run, run_row("r1-aaaa", 1));
-    auto runs = store->runs();
-    REQUIRE(runs.is_ok());
-    CHECK(runs->size() == 1);
-    auto seq = store->next_run_seq();
-    REQUIRE(seq.is_ok());
-    CHECK(*seq == 2);
-    CHECK(query(path, "SELECT MAX(version) FROM schema_version") == "1");
+    CHECK(sql(path, "PRAGMA journal_mode") == "wal");
+    store = open_store(path);
+    CHECK_SAME(load(*store, "r1-aaaa").run, run_row("r1-aaaa", 1));  // kept what was written
+    CHECK(store->next_run_seq().value() == 2);
+    store.reset();
   }
 }
 
-TEST_CASE("journal store: a file with a newer schema version is refused, naming path and version") {
-  TempDir dir;
-  const std::string path = dir.path() + "/journal.db";
-  exec(path, "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-             "INSERT INTO schema_version (version) VALUES (7);");
-  auto store = open_sqlite_store(path);
-  REQUIRE_FALSE(store.is_ok());
-  CHECK(store.status().code() == Code::kInvalidArgument);
-  const std::string& msg = store.status().message();
-  CHECK_THAT(msg, Catch::Contains(path));
-  CHECK_THAT(msg, Catch::Contains("schema version 7"));
-  CHECK_THAT(msg, Catch::Contains("newer"));
-  // Refused means untouched.
-  CHECK(query(path, "SELECT MAX(version) FROM schema_version") == "7");
-  CHECK(query(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'runs'") == "0");
+TEST_CASE_METHOD(Db, "journal store: a newer schema version is refused, naming path and version") {
+  store.reset();
+  sql(path, "UPDATE schema_version SET version = 7");
+  auto again = open_sqlite_store(path);
+  REQUIRE_FALSE(again.is_ok());
+  CHECK(again.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(again.status().message(),
+             Catch::Contains("the journal " + path) && Catch::Contains("schema version 7, newer"));
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "7");
 }
 
-TEST_CASE("journal store: run, instance and step rows round-trip exactly") {
-  TempDir dir;
-  auto store = open_store(dir.path() + "/journal.db");
+TEST_CASE_METHOD(Db, "journal store: run, instance and step rows round-trip exactly") {
   RunRow run = run_row("r9-beef", 9);
   run.finished_ms = 1'700'000'500'000;
   run.cancelled = true;
   run.summary = R"({"counts":[0,0,1,1,0,3],"failures":[{"reason":"bad \"x\""}]})";
-
-  InstanceRow a = instance(run.id, 3, "failed");
-  a.next_step = 2;
-  a.started_ms = 1'700'000'000'100;
-  a.ended_ms = 1'700'000'000'900;
-  a.reason = "steps[2]: status 503 ≠ 200";
-  a.resumes = 4;
-  a.crash_resumes = 2;
-  a.resume_reasons = R"(["worker_died","master_restart"])";
-  a.vars = R"({"job":"7","list":[1,2]})";
-  a.checkpoint = R"({"step":2,"attempts":3,"vars":{"job":"7"}})";
-  InstanceRow b = instance(run.id, 1, "passed");  // stored after a, loaded before it
-  b.next_step = 3;
-
+  InstanceRow a = instance(run.id, 3, "failed", 1'700'000'000'900);  // every field set
+  a.next_step = 2, a.started_ms = 1'700'000'000'100, a.reason = "≠ 200", a.resumes = 4;
+  a.crash_resumes = 2, a.resume_reasons = R"(["died","restart"])", a.vars = R"({"l":[1]})";
+  a.checkpoint = R"({"step":2,"x":[]})";
+  const InstanceRow b = instance(run.id, 1, "passed", 5);  // stored after a, loaded before it
   StepRow s1 = step(run.id, 3, 1, "failed");
-  s1.step = 2;
-  s1.attempts = 5;
-  s1.started_ms = 1'700'000'000'200;
-  s1.ended_ms = 1'700'000'000'800;
-  s1.status = 503;
-  s1.until_ms = 600;
-  s1.reason = "status 503";
-  StepRow s0 = step(run.id, 3, 0, "passed");
-  StepRow s_other = step(run.id, 1, 0, "passed");
-
-  ok(store->begin());
-  ok(store->put_run(run));
-  ok(store->put_instance(a));
-  ok(store->put_instance(b));
-  for (const StepRow& s : {s1, s0, s_other}) ok(store->put_step(s));
-  ok(store->commit());
-
+  s1.step = 2, s1.attempts = 5, s1.status = 503, s1.until_ms = 600, s1.reason = "status 503";
+  s1.started_ms = 1'700'000'000'200, s1.ended_ms = 1'700'000'000'800;
+  const StepRow s0 = step(run.id, 3, 0, "passed"), s_other = step(run.id, 1, 0, "passed");
+  REQUIRE_OK(store->begin());
+  REQUIRE_OK(store->put_run(run));
+  for (const InstanceRow& r : {a, b}) REQUIRE_OK(store->put_instance(r));
+  for (const StepRow& s : {s1, s0, s_other}) REQUIRE_OK(store->put_step(s));
+  REQUIRE_OK(store->commit());
   StoredRun got = load(*store, run.id);
-  check_same(got.run, run);
-  REQUIRE(got.instances.size() == 2);
-  check_same(got.instances[0], b);
-  check_same(got.instances[1], a);
-  REQUIRE(got.steps.size() == 3);  // by idx, then seq
-  check_same(got.steps[0], s_other);
-  check_same(got.steps[1], s0);
-  check_same(got.steps[2], s1);
-
+  CHECK_SAME(got.run, run);
+  CHECK_SAME(got.instances, std::vector<InstanceRow>{b, a});
+  CHECK_SAME(got.steps, std::vector<StepRow>{s_other, s0, s1});  // by idx, then seq
   auto missing = store->load_run("r404-0000");
-  REQUIRE_FALSE(missing.is_ok());
   CHECK(missing.status().code() == Code::kNotFound);
   CHECK_THAT(missing.status().message(), Catch::Contains("r404-0000"));
 }
 
-TEST_CASE("journal store: mark_running inserts running rows and keeps an existing start") {
-  TempDir dir;
-  auto store = open_store(dir.path() + "/journal.db");
-  ok(store->put_run(run_row("r1-aaaa", 1)));
+TEST_CASE_METHOD(Db, "journal store: upserts: mark_running keeps a start, put_step writes once") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   InstanceRow before = instance("r1-aaaa", 1, "queued");
-  before.next_step = 2;
-  before.started_ms = 3000;
-  before.resumes = 1;
-  before.resume_reasons = R"(["handed_back"])";
-  before.vars = R"({"a":"1"})";
-  before.checkpoint = R"({"step":2,"attempts":1})";
-  ok(store->put_instance(before));
-
-  ok(store->mark_running("r1-aaaa", {0, 1, 4}, 9000));
+  before.next_step = 2, before.started_ms = 3000, before.resumes = 1, before.vars = R"({"a":"1"})";
+  before.resume_reasons = R"(["handed_back"])", before.checkpoint = R"({"step":2})";
+  REQUIRE_OK(store->put_instance(before));
+  REQUIRE_OK(store->mark_running("r1-aaaa", {0, 1, 4}, 9000));
+  InstanceRow fresh0 = instance("r1-aaaa", 0, "running"), fresh4 = fresh0;
+  fresh4.idx = 4;
+  fresh0.started_ms = fresh4.started_ms = 9000;
+  InstanceRow resumed = before;  // running, same start, its checkpoint used up
+  resumed.state = "running", resumed.checkpoint = "";
+  CHECK_SAME(load(*store, "r1-aaaa").instances, std::vector<InstanceRow>{fresh0, resumed, fresh4});
+  const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, ""};
+  REQUIRE_OK(store->put_step(first));
+  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x"}));  // no-op
+  const InstanceRow last{"r1-aaaa", 1, "passed", 3, 3000, 777, "", 1, 0, R"(["x"])", "{}", ""};
+  REQUIRE_OK(store->put_instance(last));
   StoredRun got = load(*store, "r1-aaaa");
-  REQUIRE(got.instances.size() == 3);
-
-  InstanceRow fresh = instance("r1-aaaa", 0, "running");
-  fresh.started_ms = 9000;
-  check_same(got.instances[0], fresh);
-  fresh.idx = 4;
-  check_same(got.instances[2], fresh);
-
-  InstanceRow resumed = before;
-  resumed.state = "running";
-  resumed.checkpoint = "";  // the placement used it
-  check_same(got.instances[1], resumed);
-  CHECK(got.instances[1].started_ms == 3000);
+  CHECK_SAME(got.steps, std::vector<StepRow>{first});
+  CHECK_SAME(got.instances, std::vector<InstanceRow>{fresh0, last, fresh4});
 }
 
-TEST_CASE("journal store: a step is written once per position, an instance row is replaced") {
-  TempDir dir;
-  auto store = open_store(dir.path() + "/journal.db");
-  ok(store->put_run(run_row("r1-aaaa", 1)));
-  StepRow first = step("r1-aaaa", 0, 0, "passed");
-  first.attempts = 1;
-  StepRow again = first;
-  again.state = "failed";
-  again.attempts = 9;
-  ok(store->put_step(first));
-  ok(store->put_step(again));  // a retried batch: no-op
-
-  InstanceRow one = instance("r1-aaaa", 0, "running");
-  one.checkpoint = R"({"step":1})";
-  InstanceRow two = instance("r1-aaaa", 0, "passed");
-  two.next_step = 1;
-  two.ended_ms = 777;
-  two.vars = R"({"x":"y"})";
-  ok(store->put_instance(one));
-  ok(store->put_instance(two));
-
-  StoredRun got = load(*store, "r1-aaaa");
-  REQUIRE(got.steps.size() == 1);
-  check_same(got.steps[0], first);
-  REQUIRE(got.instances.size() == 1);
-  check_same(got.instances[0], two);
-}
-
-TEST_CASE("journal store: finish_run cancels open instances only when the run was cancelled") {
-  TempDir dir;
-  auto store = open_store(dir.path() + "/journal.db");
-  for (const char* id : {"r1-aaaa", "r2-bbbb"}) {
-    ok(store->put_run(run_row(id, id[1] - '0')));
-    ok(store->put_instance(instance(id, 0, "queued")));
-    ok(store->put_instance(instance(id, 1, "running")));
-    InstanceRow passed = instance(id, 2, "passed");
-    passed.ended_ms = 4000;
-    ok(store->put_instance(passed));
-    InstanceRow failed = instance(id, 3, "failed");
-    failed.ended_ms = 4500;
-    ok(store->put_instance(failed));
+TEST_CASE_METHOD(Db, "journal store: finish_run cancels open instances only for a cancelled run") {
+  for (const std::string id : {"r1-aaaa", "r2-bbbb"}) {
+    REQUIRE_OK(store->put_run(run_row(id, id == "r1-aaaa" ? 1 : 2)));
+    REQUIRE_OK(store->put_instance(instance(id, 0, "queued")));
+    REQUIRE_OK(store->put_instance(instance(id, 1, "running")));
+    REQUIRE_OK(store->put_instance(instance(id, 2, "passed", 4000)));
+    REQUIRE_OK(store->put_instance(instance(id, 3, "failed", 4500)));
   }
-  ok(store->finish_run("r1-aaaa", 7000, true, R"({"counts":[0,0,1,1,0,2]})"));
-  ok(store->finish_run("r2-bbbb", 8000, false, R"({"counts":[1,1,1,1,0,0]})"));
-
-  StoredRun cancelled = load(*store, "r1-aaaa");
-  REQUIRE(cancelled.instances.size() == 4);
-  CHECK(cancelled.instances[0].state == "cancelled");
-  CHECK(cancelled.instances[0].ended_ms == 7000);
-  CHECK(cancelled.instances[1].state == "cancelled");
-  CHECK(cancelled.instances[1].ended_ms == 7000);
-  CHECK(cancelled.instances[2].state == "passed");
-  CHECK(cancelled.instances[2].ended_ms == 4000);
-  CHECK(cancelled.instances[3].state == "failed");
-  CHECK(cancelled.instances[3].ended_ms == 4500);
-
-  StoredRun left = load(*store, "r2-bbbb");
-  REQUIRE(left.instances.size() == 4);
-  CHECK(left.instances[0].state == "queued");
-  CHECK(left.instances[0].ended_ms == 0);
-  CHECK(left.instances[1].state == "running");
-  CHECK(left.instances[2].state == "passed");
-  CHECK(left.instances[3].state == "failed");
-
-  auto runs = store->runs();
-  REQUIRE(runs.is_ok());
-  REQUIRE(runs->size() == 2);
-  CHECK((*runs)[0].id == "r1-aaaa");
-  CHECK((*runs)[0].finished_ms == 7000);
-  CHECK((*runs)[0].cancelled);
-  CHECK((*runs)[0].summary == R"({"counts":[0,0,1,1,0,2]})");
-  CHECK((*runs)[1].id == "r2-bbbb");
-  CHECK((*runs)[1].finished_ms == 8000);
-  CHECK_FALSE((*runs)[1].cancelled);
-  CHECK((*runs)[1].summary == R"({"counts":[1,1,1,1,0,0]})");
+  RunRow r1 = run_row("r1-aaaa", 1), r2 = run_row("r2-bbbb", 2);
+  r1.finished_ms = 7000, r1.cancelled = true, r1.summary = R"({"counts":[0,0,1,1,0,2]})";
+  r2.finished_ms = 8000, r2.summary = R"({"counts":[1,1,1,1,0,0]})";
+  REQUIRE_OK(store->finish_run(r1.id, 7000, true, r1.summary));
+  REQUIRE_OK(store->finish_run(r2.id, 8000, false, r2.summary));
+  CHECK(states(load(*store, r1.id)) == "cancelled:7000 cancelled:7000 passed:4000 failed:4500");
+  CHECK(states(load(*store, r2.id)) == "queued:0 running:0 passed:4000 failed:4500");
+  CHECK_SAME(store->runs().value(), std::vector<RunRow>{r1, r2});
 }
 
-TEST_CASE("journal store: the run sequence never goes back and delete_run forgets everything") {
-  TempDir dir;
-  const std::string path = dir.path() + "/journal.db";
-  auto store = open_store(path);
-  auto next = [&store] {
-    auto seq = store->next_run_seq();
-    REQUIRE(seq.is_ok());
-    return *seq;
-  };
-  CHECK(next() == 1);
-  ok(store->put_run(run_row("r3-cccc", 3)));
-  CHECK(next() == 4);
-  ok(store->put_run(run_row("r1-aaaa", 1)));  // an older number does not lower it
-  CHECK(next() == 4);
-  ok(store->put_run(run_row("r5-eeee", 5)));
-  ok(store->put_instance(instance("r5-eeee", 0, "running")));
-  ok(store->put_step(step("r5-eeee", 0, 0, "passed")));
-  ok(store->put_instance(instance("r3-cccc", 0, "passed")));
-  CHECK(next() == 6);
-
-  ok(store->delete_run("r5-eeee"));
-  CHECK(next() == 6);
-  auto gone = store->load_run("r5-eeee");
-  REQUIRE_FALSE(gone.is_ok());
-  CHECK(gone.status().code() == Code::kNotFound);
-  ok(store->reclaim());
+TEST_CASE_METHOD(Db, "journal store: the run number never goes back; delete_run forgets a run") {
+  CHECK(store->next_run_seq().value() == 1);
+  REQUIRE_OK(store->put_run(run_row("r3-cccc", 3)));
+  CHECK(store->next_run_seq().value() == 4);
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));  // an older number does not lower it
+  CHECK(store->next_run_seq().value() == 4);
+  REQUIRE_OK(store->put_run(run_row("r5-eeee", 5)));
+  REQUIRE_OK(store->put_instance(instance("r5-eeee", 0, "running")));
+  REQUIRE_OK(store->put_step(step("r5-eeee", 0, 0, "passed")));
+  REQUIRE_OK(store->put_instance(instance("r3-cccc", 0, "passed")));
+  CHECK(store->next_run_seq().value() == 6);
+  REQUIRE_OK(store->begin());  // in one transaction, as the journal's thread runs every write
+  REQUIRE_OK(store->delete_run("r5-eeee"));
+  Status reclaimed = store->reclaim();
+  CHECK(reclaimed.message() == "");
+  REQUIRE_OK(store->commit());
+  CHECK(store->next_run_seq().value() == 6);
+  CHECK(store->load_run("r5-eeee").status().code() == Code::kNotFound);
   CHECK(load(*store, "r3-cccc").instances.size() == 1);  // other runs keep their rows
-
+  std::string ids;
   auto runs = store->runs();
-  REQUIRE(runs.is_ok());
-  REQUIRE(runs->size() == 2);  // oldest (lowest seq) first
-  CHECK((*runs)[0].id == "r1-aaaa");
-  CHECK((*runs)[1].id == "r3-cccc");
-
+  for (const RunRow& r : runs.value()) ids += r.id + " ";
+  CHECK(ids == "r1-aaaa r3-cccc ");  // lowest number first
   store.reset();
-  CHECK(query(path, "SELECT COUNT(*) FROM instances WHERE run_id = 'r5-eeee'") == "0");
-  CHECK(query(path, "SELECT COUNT(*) FROM steps WHERE run_id = 'r5-eeee'") == "0");
+  CHECK(sql(path,
+            "SELECT (SELECT COUNT(*) FROM instances WHERE run_id = 'r5-eeee') || '/' || "
+            "(SELECT COUNT(*) FROM steps WHERE run_id = 'r5-eeee')") == "0/0");
   CHECK(open_store(path)->next_run_seq().value() == 6);  // across a reopen too
 }
 
-TEST_CASE("journal store: a file at its page limit fails writes as a full disk, naming the path") {
-  TempDir dir;
-  const std::string path = dir.path() + "/journal.db";
-  auto store = open_store(path, 16);
-  const std::string big(1000, 'x');
-  corral::Status failed;
-  ok(store->begin());
+TEST_CASE_METHOD(Db, "journal store: a file at its page limit fails writes as on a full disk") {
+  store = open_store(path, 16);
+  Status failed;
+  REQUIRE_OK(store->begin());
   for (uint32_t i = 0; i < 2000 && failed.is_ok(); ++i) {
     InstanceRow row = instance("r1-aaaa", i, "passed");
-    row.reason = big;
+    row.reason = std::string(1000, 'x');
     failed = store->put_instance(row);
   }
   if (failed.is_ok()) failed = store->commit();
   store->rollback();
-  REQUIRE_FALSE(failed.is_ok());
   CHECK(failed.code() == Code::kIo);
-  CHECK_THAT(failed.message(), Catch::Contains(path));
-  CHECK_THAT(failed.message(), Catch::Contains("full"));
-
-  // Small writes still fit afterwards: the failure did not break the store.
-  ok(store->put_run(run_row("r1-aaaa", 1)));
+  CHECK_THAT(failed.message(), Catch::Contains("journal " + path) && Catch::Contains("full"));
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));  // small writes still fit afterwards
   CHECK(load(*store, "r1-aaaa").instances.empty());
+}
+
+TEST_CASE("journal: writes commit in order and a read queued after them sees them") {
+  Bench b;
+  b.write_run("r1-aaaa", 1, 1);
+  for (uint32_t k = 1; k <= 50; ++k) {  // the last one wins only when applied in order
+    InstanceRow row = instance("r1-aaaa", 0, "running");
+    row.next_step = k;
+    b.write(row);
+  }
+  const auto loop_thread = std::this_thread::get_id();
+  std::thread::id done_on;
+  Result<StoredRun> seen = Status(Code::kInternal, "not read");
+  b.journal->read([&](Store& s) { seen = s.load_run("r1-aaaa"); },
+                  [&] { done_on = std::this_thread::get_id(); });
+  b.journal->flush();  // the read has run; its `done` waits for the loop
+  CHECK(done_on == std::thread::id());
+  REQUIRE(b.run_until([&] { return done_on != std::thread::id(); }));
+  CHECK(done_on == loop_thread);
+  REQUIRE(seen.is_ok());
+  REQUIRE(seen->instances.size() == 1);
+  CHECK(join(seen->instances[0].next_step, seen->steps.size()) == join(50, 1));
+  auto h = b.journal->health();
+  CHECK(join(h.ok, h.committed, h.queued, h.failed_batches) == join(true, 53, 0, 0));
+}
+
+TEST_CASE("journal: a failing batch is kept and retried until it commits") {
+  Bench b({.retry_ms = 20}, true);
+  b.write_run("r1-aaaa", 2, 0);
+  b.journal->flush();
+  auto h = b.journal->health();
+  CHECK(join(h.ok, h.error, h.queued, h.committed) == join(false, kFull, 3, 0));
+  CHECK(h.failed_batches >= 1);
+  CHECK(h.failing_since_ms > 0);
+  CHECK(b.rows() == "0/0/0");  // rolled back
+  b.write(step("r1-aaaa", 0, 0, "passed"));
+  b.write(step("r1-aaaa", 1, 0, "passed"));
+  CHECK(b.journal->health().queued == 5);
+  b.faults->failing = false;
+  REQUIRE(wait_for([&] { return b.journal->health().queued == 0; },
+                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }));
+  h = b.journal->health();
+  CHECK(join(h.ok, h.error, h.failing_since_ms, h.committed) == join(true, "", 0, 5));
+  CHECK(h.failed_batches == b.faults->failed);
+  CHECK(b.rows() == "1/2/2");
+}
+
+TEST_CASE("journal: destroying it commits the writes still queued") {
+  Bench b({.commit_window_ms = 60000});  // nothing commits before the destructor
+  b.write_run("r1-aaaa", 2, 1);
+  CHECK(join(b.journal->health().queued, b.journal->health().committed) == join(4, 0));
+  CHECK(b.rows() == "0/0/0");
+  b.journal.reset();
+  CHECK(b.rows() == "1/2/1");
 }

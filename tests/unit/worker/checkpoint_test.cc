@@ -84,7 +84,7 @@ TEST_CASE("checkpoint: vars are omitted from the JSON when there are none") {
 
 TEST_CASE("checkpoint: a field of the wrong type throws a json exception") {
   CHECK_THROWS_AS(checkpoint_from_json({{"step", "two"}}), json::exception);
-  CHECK_THROWS_AS(checkpoint_from_json({{"attempts", true}}), json::exception);
+  CHECK_THROWS_AS(checkpoint_from_json({{"attempts", "3"}}), json::exception);
   CHECK_THROWS_AS(checkpoint_from_json({{"step_started_ms", "soon"}}), json::exception);
   CHECK_THROWS_AS(checkpoint_from_json({{"poll_deadline_ms", json::array()}}), json::exception);
   CHECK_THROWS_AS(checkpoint_from_json({{"started_ms", json::object()}}), json::exception);

@@ -1,0 +1,350 @@
+// The runs table with its journal: what a restarted master finds, and retention.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <functional>
+
+#include "config/scenario/parse.h"
+#include "master/runs.h"
+#include "shared/proc.h"
+#include "tests/support/temp_dir.h"
+
+using corral::Code;
+using corral::Result;
+using corral::Status;
+using corral::master::InstanceRecord;
+using corral::master::InstanceState;
+using corral::master::Run;
+using corral::master::Runs;
+using corral::master::RunsOptions;
+using corral::master::journal::Journal;
+using corral::master::journal::Store;
+using corral::master::journal::StoredRun;
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<const corral::scenario::Scenario> scenario() {
+  auto s = corral::scenario::parse_scenario(json::parse(R"({"name": "two", "steps": [
+      {"name": "a", "request": {"url": "http://127.0.0.1:1/a"}},
+      {"name": "b", "request": {"url": "http://127.0.0.1:1/b"}}]})"));
+  INFO(s.status().message());
+  REQUIRE(s.is_ok());
+  return *s;
+}
+
+// An instance in one line: "state@next_step resumes R/crash_resumes started_ms | reasons...".
+std::string brief(const InstanceRecord& in) {
+  std::string out = std::string(to_string(in.state)) + "@" + std::to_string(in.next_step) +
+                    " resumes " + std::to_string(in.resumes) + "/" +
+                    std::to_string(in.crash_resumes) + " " + std::to_string(in.started_ms);
+  for (const std::string& r : in.resume_reasons) out += " | " + r;
+  return out;
+}
+
+// A master's home: the journal file, the loop, and the runs table on top; restart() starts
+// over from the file as a restarted master does.
+struct Home {
+  Home() { uv_loop_init(&loop); }
+  ~Home() {
+    close();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+  void open(RunsOptions opts = {}) {
+    auto store = corral::master::journal::open_sqlite_store(path);
+    INFO(store.status().message());
+    REQUIRE(store.is_ok());
+    journal = std::make_unique<Journal>(&loop, std::move(*store));
+    runs = std::make_unique<Runs>(opts, journal.get());
+  }
+  void close() {
+    runs.reset();
+    journal.reset();
+    uv_run(&loop, UV_RUN_NOWAIT);
+  }
+  size_t restart(int64_t now_ms, RunsOptions opts = {}) {
+    journal->flush();
+    close();
+    open(opts);
+    auto n = runs->restore(now_ms);
+    INFO(n.status().message());
+    REQUIRE(n.is_ok());
+    return *n;
+  }
+  // Runs the loop until `done` holds or 10 s pass (a ticking timer keeps the loop alive).
+  bool run_until(const std::function<bool()>& done) {
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(
+        &tick, [](uv_timer_t*) {}, 1, 1);
+    uint64_t deadline = corral::monotonic_ms() + 10000;
+    while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return done();
+  }
+  Result<StoredRun> read_run(const std::string& id) {
+    auto got = std::make_shared<Result<StoredRun>>(Status(Code::kInternal, "not read"));
+    bool done = false;
+    journal->read([got, id](Store& s) { *got = s.load_run(id); }, [&done] { done = true; });
+    REQUIRE(run_until([&done] { return done; }));
+    return *got;
+  }
+  // with_whole(), waiting for its callback; returns what it was given.
+  Run* whole(const std::string& id) {
+    Run* got = nullptr;
+    bool called = false;
+    runs->with_whole(id, [&](Run* r) {
+      got = r;
+      called = true;
+    });
+    REQUIRE(run_until([&called] { return called; }));
+    return got;
+  }
+  Run& create(uint32_t instances, int64_t now_ms) {
+    return runs->create(scenario(), json::object(), instances, now_ms);
+  }
+  void done(const Run& run, uint32_t i, const std::string& state, int64_t started, int64_t ended) {
+    json ev = {{"t", "done"},    {"run", run.id},         {"i", i},
+               {"state", state}, {"started_ms", started}, {"ended_ms", ended}};
+    if (state != "passed") ev["reason"] = "boom";
+    runs->apply(0, ev, ended);
+  }
+  // A run of one instance per outcome, placed on slot 0 at `start`; instance k ends at
+  // start + 500 (k + 1).
+  std::string finished_run(const std::vector<std::string>& outcomes, int64_t start) {
+    Run& run = create(static_cast<uint32_t>(outcomes.size()), start);
+    std::vector<uint32_t> all;
+    for (uint32_t k = 0; k < outcomes.size(); ++k) all.push_back(k);
+    run.next_fresh = run.size;
+    runs->mark_running(run, all, 0, start);
+    for (uint32_t k = 0; k < outcomes.size(); ++k) {
+      done(run, k, outcomes[k], start, start + 500 * (k + 1));
+    }
+    REQUIRE(run.finished());
+    return run.id;
+  }
+
+  corral::test::TempDir dir;
+  const std::string path = dir.path() + "/journal.db";
+  uv_loop_t loop;
+  std::unique_ptr<Journal> journal;
+  std::unique_ptr<Runs> runs;
+};
+
+using Queue = std::deque<uint32_t>;
+constexpr auto kQueued = InstanceState::kQueued;
+
+}  // namespace
+
+TEST_CASE("runs journal: a restarted master resumes the dispatched instances of unfinished runs") {
+  Home h;
+  h.open();
+  Run& run = h.create(5, 1000);
+  const std::string id = run.id;
+  const uint64_t seq = run.seq;
+  run.next_fresh = 3;
+  h.runs->mark_running(run, {0, 1, 2}, 0, 1100);
+  h.runs->apply(0,
+                {{"t", "step"},
+                 {"run", id},
+                 {"i", 0},
+                 {"step", 0},
+                 {"state", "passed"},
+                 {"attempts", 1},
+                 {"started_ms", 1100},
+                 {"ended_ms", 1200},
+                 {"status", 201},
+                 {"vars", {{"a", "1"}}}},
+                1200);
+  h.done(run, 1, "passed", 1100, 1300);
+
+  CHECK(h.restart(2000) == 2);
+  Run* r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  CHECK(json{r->seq, r->size, r->created_ms, r->finished_ms, r->whole} ==
+        json{seq, 5, 1000, 0, true});
+  REQUIRE(r->instances.size() == 5);
+  const InstanceRecord* in = r->instances.data();
+  CHECK(brief(in[0]) == "queued@1 resumes 1/0 1100 | master_restart");
+  CHECK(in[0].vars == json{{"a", "1"}});
+  REQUIRE(in[0].steps.size() == 1);
+  const auto& st = in[0].steps[0];
+  CHECK(json{st.step, st.state, st.attempts, st.started_ms, st.ended_ms, st.status} ==
+        json{0, "passed", 1, 1100, 1200, 201});
+  CHECK(brief(in[1]) == "passed@0 resumes 0/0 1100");
+  CHECK(in[1].ended_ms == 1300);
+  CHECK(brief(in[2]) == "queued@0 resumes 1/0 1100 | master_restart");
+  CHECK(brief(in[3]) == "queued@0 resumes 0/0 0");  // never dispatched
+  CHECK(brief(in[4]) == "queued@0 resumes 0/0 0");
+  CHECK(r->next_fresh == 3);
+  CHECK(r->requeued == Queue{0, 2});
+  CHECK(r->count(kQueued) == 4);
+  CHECK(r->count(InstanceState::kPassed) == 1);
+  CHECK(r->pending() == 4);
+
+  // Run numbers continue where they were: ids never start over at r1.
+  Run& next = h.create(1, 3000);
+  CHECK(next.seq == seq + 1);
+  CHECK_THAT(next.id, Catch::StartsWith("r" + std::to_string(seq + 1) + "-"));
+  const std::string next_id = next.id;
+
+  // Another restart before anything was placed again counts no second resume.
+  CHECK(h.restart(4000) == 2);
+  r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  CHECK(brief(r->instances[0]) == "queued@1 resumes 1/0 1100 | master_restart");
+  CHECK(r->requeued == Queue{0, 2});
+  REQUIRE(h.runs->find(next_id) != nullptr);
+  CHECK(h.runs->find(next_id)->next_fresh == 0);
+  CHECK(h.create(1, 5000).seq == seq + 2);
+}
+
+TEST_CASE("runs journal: a cancelled run is restored finished, every unpassed instance cancelled") {
+  Home h;
+  h.open();
+  Run& run = h.create(4, 1000);
+  const std::string id = run.id;
+  run.next_fresh = 2;
+  h.runs->mark_running(run, {0, 1}, 0, 1100);
+  h.done(run, 0, "passed", 1100, 1500);
+  CHECK(h.runs->cancel(run, 2000) == 3);
+
+  CHECK(h.restart(3000) == 0);
+  Run* r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  CHECK(r->finished());
+  CHECK(std::string(r->state()) == "cancelled");
+  CHECK(r->finished_ms == 2000);
+  CHECK(r->count(InstanceState::kCancelled) == 3);
+  CHECK(r->count(InstanceState::kPassed) == 1);
+  CHECK(h.runs->pending() == 0);
+
+  Run* whole = h.whole(id);  // the instances, as the journal has them
+  REQUIRE(whole == r);
+  REQUIRE(whole->instances.size() == 4);
+  CHECK(brief(whole->instances[0]) == "passed@0 resumes 0/0 1100");
+  CHECK(brief(whole->instances[1]) == "cancelled@0 resumes 0/0 1100");
+  CHECK(whole->instances[1].ended_ms == 2000);
+  CHECK(brief(whole->instances[2]) == "cancelled@0 resumes 0/0 0");  // never dispatched
+  CHECK(brief(whole->instances[3]) == "cancelled@0 resumes 0/0 0");
+  CHECK(whole->count(InstanceState::kCancelled) == 3);
+}
+
+TEST_CASE("runs journal: retention keeps old runs as summaries, then forgets them everywhere") {
+  RunsOptions opts{.keep_whole = 1};
+  Home h;
+  h.open(opts);
+  const std::string a = h.finished_run({"passed", "failed"}, 1000);  // ends at 2000
+  const std::string b = h.finished_run({"passed"}, 3000);
+  const json detail = h.runs->detail_json(*h.runs->find(a));
+  CHECK(detail["state"] == "finished");
+  CHECK(detail["counts"]["passed"] == 1);
+  CHECK(detail["counts"]["failed"] == 1);
+  CHECK(detail["duration_ms"] == json{{"p50", 1000}, {"p95", 1000}, {"max", 1000}});
+  CHECK(detail["failures"] ==
+        json::array({{{"step", 0}, {"step_name", "a"}, {"reason", "boom"}, {"count", 1}}}));
+
+  CHECK(h.runs->prune(4000) == 0);
+  Run* old = h.runs->find(a);
+  REQUIRE(old != nullptr);
+  CHECK_FALSE(old->whole);
+  CHECK(old->instances.empty());
+  CHECK(old->size == 2);
+  CHECK(h.runs->detail_json(*old) == detail);
+  CHECK(h.runs->find(b)->whole);
+  CHECK(h.runs->find(b)->instances.size() == 1);
+
+  bool called = false;
+  h.runs->with_whole(a, [&called](Run*) { called = true; });
+  CHECK_FALSE(called);  // read from the journal: the callback comes on the loop
+  REQUIRE(h.run_until([&called] { return called; }));
+  Run* back = h.whole(a);
+  REQUIRE(back == old);
+  CHECK(back->whole);
+  REQUIRE(back->instances.size() == 2);
+  CHECK(brief(back->instances[0]) == "passed@0 resumes 0/0 1000");
+  CHECK(brief(back->instances[1]) == "failed@0 resumes 0/0 1000");
+  CHECK(back->instances[1].reason == "boom");
+  CHECK(back->instances[1].ended_ms == 2000);
+  CHECK(h.runs->detail_json(*back) == detail);
+
+  opts.keep_runs = 1;
+  h.runs->set_options(opts);
+  CHECK(h.runs->prune(5000) == 1);
+  h.journal->flush();
+  INFO("journal: " << h.journal->health().error);
+  CHECK(h.journal->health().ok);
+  CHECK(h.runs->find(a) == nullptr);
+  CHECK(h.runs->find(b) != nullptr);
+  CHECK(h.runs->all().size() == 1);
+  CHECK(h.read_run(a).status().code() == Code::kNotFound);
+  CHECK(h.read_run(b).is_ok());
+  h.restart(6000, opts);
+  CHECK(h.runs->find(a) == nullptr);
+  CHECK(h.runs->find(b) != nullptr);
+}
+
+TEST_CASE("runs journal: prune_finished_before forgets only runs that finished before the time") {
+  Home h;
+  h.open();
+  const std::string a = h.finished_run({"passed"}, 1000);  // finished at 1500
+  const std::string b = h.finished_run({"passed"}, 2000);  // finished at 2500
+  const std::string open = h.create(1, 3000).id;
+  CHECK(h.runs->prune_finished_before(2500) == 1);
+  CHECK(h.runs->find(a) == nullptr);
+  CHECK(h.runs->find(b) != nullptr);
+  CHECK(h.runs->find(open) != nullptr);
+  CHECK(h.runs->prune_finished_before(1'000'000) == 1);
+  CHECK(h.runs->find(b) == nullptr);
+  CHECK(h.runs->find(open) != nullptr);
+
+  h.restart(4000);
+  REQUIRE(h.runs->all().size() == 1);
+  CHECK(h.runs->all().front()->id == open);
+}
+
+TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, requeues others") {
+  RunsOptions opts{.max_resumes = 1};
+  Home h;
+  h.open(opts);
+  Run& run = h.create(4, 1000);
+  const std::string id = run.id;
+  run.next_fresh = 1;
+  h.runs->mark_running(run, {0}, 0, 1000);
+  CHECK(h.runs->requeue_worker(0, "died", std::nullopt, true) == 1);  // blames every instance
+  CHECK(brief(run.instances[0]) == "queued@0 resumes 1/1 1000 | died");
+  CHECK(run.requeued == Queue{0});
+
+  run.requeued.pop_front();  // as the dispatcher does when it places them again
+  run.next_fresh = 3;
+  h.runs->mark_running(run, {0, 1}, 0, 2000);
+  h.runs->mark_running(run, {2}, 1, 2000);
+  CHECK(h.runs->requeue_worker(0, "died again", std::make_pair(id, 0u)) == 1);
+  const std::string poisoned = "its worker died with it 2 times (died again); max_resumes is 1";
+  auto check = [&](const Run& r) {
+    CHECK(brief(r.instances[0]) == "errored@0 resumes 1/1 1000 | died");
+    CHECK(r.instances[0].reason == poisoned);
+    CHECK(r.instances[0].ended_ms > 0);
+    CHECK(brief(r.instances[1]) == "queued@0 resumes 1/0 2000 | died again");  // not blamed
+    CHECK(r.count(InstanceState::kErrored) == 1);
+  };
+  check(run);
+  CHECK(run.instances[0].worker == -1);
+  CHECK(run.instances[1].worker == -1);
+  CHECK(brief(run.instances[2]) == "running@0 resumes 0/0 2000");  // on another worker
+  CHECK(run.instances[2].worker == 1);
+  CHECK(run.requeued == Queue{1});
+
+  CHECK(h.restart(10'000, opts) == 2);
+  Run* r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  check(*r);
+  CHECK(brief(r->instances[2]) == "queued@0 resumes 1/0 2000 | master_restart");
+  CHECK(brief(r->instances[3]) == "queued@0 resumes 0/0 0");
+  CHECK(r->next_fresh == 3);
+  CHECK(r->requeued == Queue{1, 2});
+  CHECK(h.runs->detail_json(*r)["failures"] ==
+        json::array({{{"step", 0}, {"step_name", "a"}, {"reason", poisoned}, {"count", 1}}}));
+}
