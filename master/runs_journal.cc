@@ -119,7 +119,9 @@ Result<size_t> Runs::restore(int64_t now_ms) {
   auto rows = journal_->load_now([](journal::Store& s) { return s.runs(); });
   if (!rows) return rows.status();
   next_seq_ = std::max<uint64_t>(*seq, next_seq_);
-  size_t resumed = 0;
+  // Read everything first: the writer thread may use the store as soon as the first write
+  // below is queued, and the store belongs to one thread at a time.
+  std::vector<Run*> unfinished;
   for (journal::RunRow& row : *rows) {
     bool finished = row.finished_ms != 0;
     Result<journal::StoredRun> stored = journal::StoredRun{std::move(row), {}, {}};
@@ -136,7 +138,11 @@ Result<size_t> Runs::restore(int64_t now_ms) {
     Run& run = **built;
     by_id_[run.id] = &run;
     runs_.push_back(std::move(*built));
-    if (finished) continue;
+    if (!finished) unfinished.push_back(&run);
+  }
+  size_t resumed = 0;
+  for (Run* r : unfinished) {
+    Run& run = *r;
     // Every instance that was dispatched and has not ended continues from its last finished
     // step; those never dispatched start as if new.
     run.next_fresh = 0;

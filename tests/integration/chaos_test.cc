@@ -8,6 +8,7 @@
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
+#include "tests/support/harness_runs.h"
 
 using namespace corral::test;
 
@@ -34,8 +35,6 @@ const char* const kScenario = R"({
      "poll": {"every": "500ms", "timeout": "5m",
               "until": [{"json": "/status", "equals": "done"}]}}
   ]})";
-
-Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
 
 // Kills the worker of a random ready slot with SIGKILL and waits until the slot has a new,
 // ready worker.

@@ -8,6 +8,7 @@
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
+#include "tests/support/harness_runs.h"
 
 using namespace corral::test;
 
@@ -33,21 +34,6 @@ Json two_jobs(int job_ms) {
        "poll": {"every": "200ms", "timeout": "2m",
                 "until": [{"json": "/status", "equals": "done"}]}}
     ]})");
-}
-
-std::string submit(Daemon& d, const Json& scenario, int instances, const JobApi& api) {
-  Json body = {{"scenario", scenario}, {"instances", instances}, {"vars", {{"base", api.base()}}}};
-  auto r = d.api("POST", "/runs", body.dump());
-  INFO(r.body);
-  REQUIRE(r.status == 201);
-  return r.json["run"];
-}
-
-Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
-
-void wait_finished(Daemon& d, const std::string& id, milliseconds timeout) {
-  d.wait_until([&] { return run_of(d, id)["state"] == "finished"; }, timeout,
-               "run " + id + " to finish");
 }
 
 // Waits until every instance of the run has finished its first step.
@@ -99,11 +85,11 @@ TEST_CASE("journal: a new daemon on the same home resumes a run whose master was
   auto opts = DaemonOptions().with_workers(2);
   auto d = std::make_unique<Daemon>(home, opts);
   d->wait_ready(2);
-  std::string id = submit(*d, two_jobs(1500), 300, api);
+  std::string id = submit_run(*d, two_jobs(1500), 300, api);
   wait_first_step(*d, id, 300);
   d = kill_and_restart(std::move(d), home, opts);
   d->wait_ready(2);
-  wait_finished(*d, id, seconds(60));
+  wait_run_finished(*d, id, seconds(60));
   Json run = run_of(*d, id);
   CHECK(run["counts"]["passed"] == 300);
   Json all = instances_of(*d, id, 300);
@@ -116,7 +102,7 @@ TEST_CASE("journal: a new daemon on the same home resumes a run whose master was
   }
   CHECK(restarted == 300);  // each was running when the master died, and resumed once
   // Run numbers go on from the journal: the next run is not r1 again.
-  std::string next = submit(*d, two_jobs(0), 1, api);
+  std::string next = submit_run(*d, two_jobs(0), 1, api);
   CHECK(run_number(next) > run_number(id));
   Json listed = d->api("GET", "/runs").json["runs"];
   REQUIRE(listed.size() == 2);
@@ -130,12 +116,12 @@ TEST_CASE("journal: a graceful stop checkpoints running instances and the next s
   auto opts = DaemonOptions().with_workers(2);
   auto d = std::make_unique<Daemon>(home, opts);
   d->wait_ready(2);
-  std::string id = submit(*d, two_jobs(2000), 200, api);
+  std::string id = submit_run(*d, two_jobs(2000), 200, api);
   wait_first_step(*d, id, 200);
   d->signal(SIGTERM);  // what `corral stop` and systemd do
   CHECK(d->wait_exit(seconds(20)) == 0);
   d = std::make_unique<Daemon>(home, opts);
-  wait_finished(*d, id, seconds(60));
+  wait_run_finished(*d, id, seconds(60));
   CHECK(run_of(*d, id)["counts"]["passed"] == 200);
   Json all = instances_of(*d, id, 200);
   int stopped = 0;
@@ -160,7 +146,7 @@ TEST_CASE("journal: a poll whose timeout passes while the master is down ends ti
       {"name": "wait", "request": {"url": "{{base}}/jobs/{{a}}"},
        "poll": {"every": "100ms", "timeout": "1500ms",
                 "until": [{"json": "/status", "equals": "done"}]}}]})");
-  std::string id = submit(*d, never, 5, api);
+  std::string id = submit_run(*d, never, 5, api);
   // Wait until every instance is polling (step 0 recorded), then take the master down.
   wait_first_step(*d, id, 5);
   Json before = instances_of(*d, id, 5);
@@ -171,7 +157,7 @@ TEST_CASE("journal: a poll whose timeout passes while the master is down ends ti
   wait_for([&] { return Clock::now() - down_since > milliseconds(2000); }, seconds(5),
            "the poll deadline to pass while the master is down");
   d = std::make_unique<Daemon>(home, opts);
-  wait_finished(*d, id, seconds(30));
+  wait_run_finished(*d, id, seconds(30));
   Json run = run_of(*d, id);
   CHECK(run["counts"]["failed"] == 5);
   REQUIRE(run["failures"].size() == 1);
@@ -196,8 +182,8 @@ TEST_CASE("journal: an instance that crashes every worker it runs on ends errore
                      .with_config({{"max_resumes", 2}, {"backoff_max", "200ms"}})
                      .with_env("CORRAL_TEST_POISON_INSTANCE", "7"));
   d.wait_ready(2);
-  std::string id = submit(d, two_jobs(300), 40, api);
-  wait_finished(d, id, seconds(60));
+  std::string id = submit_run(d, two_jobs(300), 40, api);
+  wait_run_finished(d, id, seconds(60));
   Json run = run_of(d, id);
   CHECK(run["counts"]["passed"] == 39);
   CHECK(run["counts"]["errored"] == 1);
@@ -240,8 +226,8 @@ TEST_CASE("journal: retention keeps the newest keep_runs finished runs, across r
   d->wait_ready(1);
   std::vector<std::string> ids;
   for (int k = 0; k < 3; ++k) {
-    ids.push_back(submit(*d, two_jobs(0), 2, api));
-    wait_finished(*d, ids.back(), seconds(30));
+    ids.push_back(submit_run(*d, two_jobs(0), 2, api));
+    wait_run_finished(*d, ids.back(), seconds(30));
   }
   auto listed = [&] {
     std::vector<std::string> out;
@@ -282,8 +268,8 @@ TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs
            DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24"));
   d.wait_ready(1);
   CHECK(d.health()["journal"]["ok"] == true);
-  std::string id = submit(d, two_jobs(0), 300, api);
-  wait_finished(d, id, seconds(60));
+  std::string id = submit_run(d, two_jobs(0), 300, api);
+  wait_run_finished(d, id, seconds(60));
   CHECK(run_of(d, id)["counts"]["passed"] == 300);  // the run itself is not held up
   d.wait_until([&] { return d.health()["status"] == "degraded"; }, seconds(10),
                "/health to report the journal");

@@ -7,6 +7,7 @@
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
+#include "tests/support/harness_runs.h"
 
 using namespace corral::test;
 
@@ -28,22 +29,6 @@ Json job_scenario(int polls_to_done, const std::string& every = "100ms") {
     ]})");
 }
 
-std::string submit(Daemon& d, const Json& scenario, int instances, const JobApi& api) {
-  Json body = {{"scenario", scenario}, {"instances", instances}, {"vars", {{"base", api.base()}}}};
-  auto r = d.api("POST", "/runs", body.dump());
-  INFO(r.body);
-  REQUIRE(r.status == 201);
-  REQUIRE(r.json["instances"] == instances);
-  return r.json["run"];
-}
-
-Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
-
-void wait_finished(Daemon& d, const std::string& id, milliseconds timeout) {
-  d.wait_until([&] { return run_of(d, id)["state"] == "finished"; }, timeout,
-               "run " + id + " to finish");
-}
-
 }  // namespace
 
 TEST_CASE("runs: 500 instances of a polling scenario all pass, with each step recorded") {
@@ -51,8 +36,8 @@ TEST_CASE("runs: 500 instances of a polling scenario all pass, with each step re
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(2));
   d.wait_ready(2);
-  std::string id = submit(d, job_scenario(3), 500, api);
-  wait_finished(d, id, seconds(60));
+  std::string id = submit_run(d, job_scenario(3), 500, api);
+  wait_run_finished(d, id, seconds(60));
   Json run = run_of(d, id);
   CHECK(run["counts"]["passed"] == 500);
   CHECK(run["counts"]["failed"] == 0);
@@ -79,8 +64,8 @@ TEST_CASE("runs: a failing condition marks instances failed and names the reason
   d.wait_ready(1);
   Json s = job_scenario(2);
   s["steps"][1]["poll"]["max_attempts"] = 1;  // the job needs two polls: this fails
-  std::string id = submit(d, s, 20, api);
-  wait_finished(d, id, seconds(30));
+  std::string id = submit_run(d, s, 20, api);
+  wait_run_finished(d, id, seconds(30));
   Json run = run_of(d, id);
   CHECK(run["counts"]["failed"] == 20);
   REQUIRE(run["failures"].size() == 1);
@@ -118,12 +103,12 @@ TEST_CASE("runs: instances on a worker killed mid-run resume elsewhere and still
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(2));
   d.wait_ready(2);
-  std::string id = submit(d, job_scenario(20, "100ms"), 400, api);  // about 2 s each
+  std::string id = submit_run(d, job_scenario(20, "100ms"), 400, api);  // about 2 s each
   d.wait_until([&] { return d.worker(0)["active"].get<int>() > 0; }, seconds(10),
                "slot 0 to run instances");
   pid_t victim = d.worker(0)["pid"].get<pid_t>();
   REQUIRE(::kill(victim, SIGKILL) == 0);
-  wait_finished(d, id, seconds(60));
+  wait_run_finished(d, id, seconds(60));
   Json run = run_of(d, id);
   CHECK(run["counts"]["passed"] == 400);
   auto all = d.api("GET", "/runs/" + id + "/instances?limit=400").json["instances"];
@@ -142,7 +127,7 @@ TEST_CASE("runs: cancelling a run stops its instances and its traffic") {
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(2));
   d.wait_ready(2);
-  std::string id = submit(d, job_scenario(1000000, "50ms"), 100, api);
+  std::string id = submit_run(d, job_scenario(1000000, "50ms"), 100, api);
   d.wait_until([&] { return run_of(d, id)["counts"]["running"] == 100; }, seconds(10),
                "all instances running");
   auto r = d.api("DELETE", "/runs/" + id);
@@ -192,13 +177,13 @@ TEST_CASE("runs: 5,000 instances of one run all run at once, not a handful at a 
       {"request": {"url": "{{base}}/jobs/{{job}}"},
        "poll": {"every": "500ms", "timeout": "1m",
                 "until": [{"json": "/status", "equals": "done"}]}}]})");
-  std::string id = submit(d, s, 5000, api);
+  std::string id = submit_run(d, s, 5000, api);
   // Every job exists before the first one can be done: all instances started together.
   wait_for([&] { return api.stats()["jobs"].get<int>() == 5000; }, seconds(20),
            "5,000 jobs created");
   CHECK(run_of(d, id)["counts"]["passed"] == 0);
   CHECK(run_of(d, id)["counts"]["running"] == 5000);
-  wait_finished(d, id, seconds(90));
+  wait_run_finished(d, id, seconds(90));
   CHECK(run_of(d, id)["counts"]["passed"] == 5000);
 }
 
@@ -218,8 +203,8 @@ TEST_CASE("runs: retries pass a flaky step, a capture feeds the next URL, a poll
       {"name": "never done", "request": {"url": "{{base}}/jobs/{{job}}"},
        "poll": {"every": "50ms", "timeout": "300ms",
                 "until": [{"json": "/status", "equals": "done"}]}}]})");
-  std::string id = submit(d, s, 10, api);
-  wait_finished(d, id, seconds(30));
+  std::string id = submit_run(d, s, 10, api);
+  wait_run_finished(d, id, seconds(30));
   Json in = d.api("GET", "/runs/" + id + "/instances/4").json;
   REQUIRE(in["steps"].size() == 3);
   CHECK(in["steps"][0]["state"] == "passed");
@@ -246,12 +231,12 @@ TEST_CASE("runs: a resumed poll keeps its deadline from the first attempt") {
       {"request": {"url": "{{base}}/jobs/{{job}}"},
        "poll": {"every": "100ms", "timeout": "3s",
                 "until": [{"json": "/status", "equals": "done"}]}}]})");
-  std::string id = submit(d, s, 5, api);
+  std::string id = submit_run(d, s, 5, api);
   d.wait_until([&] { return api.stats()["polls"].get<int>() >= 50; }, seconds(10),
                "the instances to be polling");
   pid_t victim = d.worker(0)["pid"].get<pid_t>();
   REQUIRE(::kill(victim, SIGKILL) == 0);
-  wait_finished(d, id, seconds(30));
+  wait_run_finished(d, id, seconds(30));
   Json in = d.api("GET", "/runs/" + id + "/instances/2").json;
   CHECK(in["resumes"] == 1);
   REQUIRE(in["steps"].size() == 2);
@@ -274,12 +259,12 @@ TEST_CASE("runs: a worker stopped by a restart hands its instances back with the
       {"request": {"url": "{{base}}/jobs/{{job}}"},
        "poll": {"every": "100ms", "timeout": "1m",
                 "until": [{"json": "/status", "equals": "done"}]}}]})");
-  std::string id = submit(d, s, 40, api);
+  std::string id = submit_run(d, s, 40, api);
   d.wait_until([&] { return api.stats()["polls"].get<int>() >= 200; }, seconds(10),
                "the instances to be polling");
   auto r = d.api("POST", "/workers/restart", R"({"slot": 0})");
   REQUIRE(r.status == 200);
-  wait_finished(d, id, seconds(30));
+  wait_run_finished(d, id, seconds(30));
   CHECK(run_of(d, id)["counts"]["passed"] == 40);
   auto all = d.api("GET", "/runs/" + id + "/instances?limit=40&steps=true").json["instances"];
   int handed_back = 0;

@@ -1,0 +1,19 @@
+// Runs through the daemon's API, for the integration tests: submit, look, wait.
+#pragma once
+
+#include <string>
+
+#include "tests/support/harness.h"
+#include "tests/support/harness_job_api.h"
+
+namespace corral::test {
+
+// POST /runs of `instances` instances of `scenario` with {{base}} = the job API; fails the
+// test unless the daemon answers 201. Returns the run id.
+std::string submit_run(Daemon& d, const Json& scenario, int instances, const JobApi& api);
+// GET /runs/<id>.
+Json run_of(Daemon& d, const std::string& id);
+// Waits until the run's state is "finished"; fails the test on the deadline.
+void wait_run_finished(Daemon& d, const std::string& id, milliseconds timeout);
+
+}  // namespace corral::test
