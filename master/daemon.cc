@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "master/daemon_impl.h"
 #include "shared/exit_codes.h"
@@ -17,19 +17,8 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
-constexpr size_t kPumpBudget = 5000;          // instances placed per loop iteration
-constexpr uint64_t kPruneEveryMs = 60000;     // retention is applied at least this often
-
-// A crash of the worker's own making (not a kill from outside, a limit or a stop): when no
-// instance was in hand, every instance it ran shares the blame.
-bool crashed_on_its_own(const ExitInfo& e) {
-  if (e.reason == ExitReason::kCrash) return true;
-  if (e.reason != ExitReason::kSignal) return false;
-  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) {
-    if (e.signal == sig) return true;
-  }
-  return false;
-}
+constexpr size_t kPumpBudget = 5000;       // instances placed per loop iteration
+constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
 std::string own_executable() {
   char buf[4096];
@@ -97,8 +86,8 @@ Status Daemon::open_journal() {
   runs_.attach(journal_.get());
   auto resumed = runs_.restore(unix_ms_now());
   if (!resumed) return resumed.status();
-  spdlog::info("journal {}: {} runs, {} instances resume", journal_path(),
-               runs_.all().size(), *resumed);
+  spdlog::info("journal {}: {} runs, {} instances resume", journal_path(), runs_.all().size(),
+               *resumed);
   return Status::ok();
 }
 
@@ -175,31 +164,6 @@ void Daemon::schedule_pump() {
   });
 }
 
-bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) {
-  auto it = workers_.find(slot);
-  if (it == workers_.end()) return false;
-  Status s = it->second->send(type, payload);
-  if (!s)
-    spdlog::warn("slot {}: cannot send {}: {}", slot, ipc::message_info(type).name, s.message());
-  return s.is_ok();
-}
-
-void Daemon::on_events(int slot, const nlohmann::json& payload) {
-  auto it = payload.find("events");
-  if (it == payload.end() || !it->is_array()) return;
-  int64_t now = unix_ms_now();
-  size_t done = 0;
-  for (const auto& ev : *it) {
-    if (!ev.is_object()) continue;
-    if (ev.value("t", "") == "done") {
-      dispatcher_.instance_done(slot);
-      ++done;
-    }
-    runs_.apply(slot, ev, now);
-  }
-  if (done > 0) schedule_pump();
-}
-
 void Daemon::on_tick() {
   uint64_t now = monotonic_ms();
   if (now - last_memory_sample_ms_ >= kMemorySampleMs) {
@@ -248,135 +212,6 @@ void Daemon::execute(const Action& a) {
         if (!s) it->second->signal(SIGKILL);
       }
       return;
-  }
-}
-
-void Daemon::spawn(int slot) {
-  const Slot* s = supervisor_.slot(slot);
-  uint64_t generation = s->generation;
-  SpawnSpec spec{executable_, {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
-  WorkerProcess::Callbacks cb;
-  cb.on_frame = [this, slot, generation](ipc::Frame&& f) {
-    on_frame(slot, generation, std::move(f));
-  };
-  cb.on_protocol_error = [this, slot, generation](const Status& st) {
-    if (!is_current(slot, generation)) return;
-    spdlog::error("slot {}: protocol error from worker: {}", slot, st.message());
-    supervisor_.on_protocol_error(slot, st.message());
-    kick();
-  };
-  cb.on_exit = [this, slot, generation](int64_t code, int signum) {
-    on_worker_exit(slot, generation, code, signum);
-  };
-  auto w = WorkerProcess::spawn(loop_, spec, std::move(cb));
-  if (!w) {
-    spdlog::error("slot {}: {}", slot, w.status().message());
-    supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
-    kick();
-    return;
-  }
-  spdlog::info("slot {}: started worker pid {} (start #{})", slot, (*w)->pid(), s->starts);
-  supervisor_.on_spawned(slot, (*w)->pid(), monotonic_ms());
-  workers_[slot] = std::move(*w);
-}
-
-bool Daemon::is_current(int slot, uint64_t generation) const {
-  const Slot* s = supervisor_.slot(slot);
-  return s != nullptr && s->generation == generation && workers_.count(slot) != 0;
-}
-
-void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int signum) {
-  if (!is_current(slot, generation)) return;
-  pid_t pid = workers_[slot]->pid();
-  auto culprit = workers_[slot]->culprit();
-  supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
-  const Slot* s = supervisor_.slot(slot);
-  spdlog::log(
-      s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info : spdlog::level::warn,
-      "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
-  workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
-  dispatcher_.worker_gone(slot);
-  std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
-  if (culprit) {
-    spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
-                 culprit->first, culprit->second);
-  }
-  if (size_t n = runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit));
-      n > 0) {
-    spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
-    schedule_pump();
-  }
-  kick();
-}
-
-nlohmann::json Daemon::welcome_payload(int slot) const {
-  uint64_t kernel =
-      static_cast<uint64_t>(static_cast<double>(cfg_.max_memory_bytes) * cfg_.memory_kernel_factor);
-  return {{"protocol", ipc::kProtocolVersion},
-          {"slot", slot},
-          {"heartbeat_ms", cfg_.heartbeat_interval_ms},
-          {"max_memory_bytes", cfg_.max_memory_bytes},
-          {"kernel_memory_bytes", kernel},
-          {"log_max_bytes", cfg_.log_max_bytes},
-          {"log_files", cfg_.log_files},
-          {"log_level", cfg_.log_level}};
-}
-
-void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
-  if (!is_current(slot, generation)) return;
-  WorkerProcess* w = workers_[slot].get();
-  uint64_t now = monotonic_ms();
-  const nlohmann::json& p = f.payload;
-  switch (f.type) {
-    case ipc::MessageType::kHello:
-      if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
-        supervisor_.on_protocol_error(
-            slot, "worker speaks protocol " + p.value("protocol", nlohmann::json()).dump() +
-                      ", master speaks " + std::to_string(ipc::kProtocolVersion));
-        kick();
-        return;
-      }
-      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot));
-      return;
-    case ipc::MessageType::kReady:
-      spdlog::info("slot {}: worker pid {} ready", slot, w->pid());
-      supervisor_.on_ready(slot, now);
-      if (supervisor_.slot(slot)->state == SlotState::kReady) {
-        dispatcher_.worker_ready(slot);
-        schedule_pump();
-      }
-      kick();
-      return;
-    case ipc::MessageType::kHeartbeat:
-      supervisor_.on_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}),
-                               p.value("loop_lag_ms", 0.0), p.value("active", uint64_t{0}));
-      return;
-    case ipc::MessageType::kLeaving:
-      spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());
-      supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft" ? ExitReason::kMemorySoft
-                                                                          : ExitReason::kCrash);
-      dispatcher_.worker_gone(slot);
-      kick();
-      return;
-    case ipc::MessageType::kEvents:
-      on_events(slot, p);
-      return;
-    case ipc::MessageType::kHandback:
-      if (size_t n = runs_.hand_back(slot, p.at("instances"),
-                                     supervisor_.shutting_down() ? "master_stopped"
-                                                                 : "worker_stopped");
-          n > 0) {
-        spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, n);
-        schedule_pump();
-      }
-      return;
-    case ipc::MessageType::kWelcome:
-    case ipc::MessageType::kStop:
-    case ipc::MessageType::kDefineRun:
-    case ipc::MessageType::kStart:
-    case ipc::MessageType::kCancel:
-      // The decoder rejects master-only types before they get here.
-      std::abort();
   }
 }
 

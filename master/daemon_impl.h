@@ -1,5 +1,6 @@
 // The master process's state: one libuv loop, the supervisor, the worker processes, the
-// control API. daemon.cc runs the lifecycle and the workers; api.cc serves the control API.
+// journal, the control API. daemon.cc runs the lifecycle; daemon_workers.cc the workers and
+// their frames; api.cc, api_runs.cc and metrics.cc serve the control API.
 // Loop thread only.
 #pragma once
 

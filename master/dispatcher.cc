@@ -78,8 +78,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     }
     start["resume"] = std::move(resume);
   } else {
-    uint32_t count =
-        static_cast<uint32_t>(std::min<size_t>(room, run.size - run.next_fresh));
+    uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.size - run.next_fresh));
     start["first"] = run.next_fresh;
     start["count"] = count;
     for (uint32_t k = 0; k < count; ++k) taken.push_back(run.next_fresh + k);

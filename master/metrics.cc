@@ -12,12 +12,9 @@ namespace corral::master {
 
 nlohmann::json Daemon::journal_json() const {
   journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
-  nlohmann::json j = {{"path", journal_path()},
-                      {"ok", h.ok},
-                      {"queued_writes", h.queued},
-                      {"committed_writes", h.committed},
-                      {"batches", h.batches},
-                      {"failed_batches", h.failed_batches}};
+  nlohmann::json j = {{"path", journal_path()},    {"ok", h.ok},
+                      {"queued_writes", h.queued}, {"committed_writes", h.committed},
+                      {"batches", h.batches},      {"failed_batches", h.failed_batches}};
   if (!h.ok) {
     j["error"] = h.error;
     j["failing_since"] = iso8601_utc(h.failing_since_ms);
@@ -30,7 +27,8 @@ std::string Daemon::metrics_text() const {
   using prometheus::BuildGauge;
   prometheus::Registry registry;
 
-  auto& workers = BuildGauge().Name("corral_workers").Help("Worker slots by state").Register(registry);
+  auto& workers =
+      BuildGauge().Name("corral_workers").Help("Worker slots by state").Register(registry);
   auto& restarts = BuildCounter()
                        .Name("corral_worker_restarts_total")
                        .Help("Times each worker slot was restarted")

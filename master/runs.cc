@@ -120,10 +120,8 @@ void Runs::on_finished(Run& run, int64_t now_ms) {
   run.finished_ms = now_ms;
   run.summary = make_summary(run);
   prune_due_ = true;
-  journal_write([id = run.id, now_ms, cancelled = run.cancelled,
-                 summary = run.summary.dump()](journal::Store& s) {
-    return s.finish_run(id, now_ms, cancelled, summary);
-  });
+  journal_write([id = run.id, now_ms, cancelled = run.cancelled, summary = run.summary.dump()](
+                    journal::Store& s) { return s.finish_run(id, now_ms, cancelled, summary); });
 }
 
 void Runs::apply(int slot, const json& ev, int64_t now_ms) {
@@ -289,7 +287,8 @@ Runs::RunList::iterator Runs::forget(RunList::iterator it) {
 }
 
 void Runs::journal_instance(const Run& run, uint32_t index) {
-  journal_write([row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); });
+  journal_write(
+      [row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); });
 }
 
 void Runs::journal_write(std::function<Status(journal::Store&)> op) {

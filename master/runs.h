@@ -83,7 +83,7 @@ struct Run {
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
-  bool whole = true;     // false: a finished run whose instances are only in the journal
+  bool whole = true;       // false: a finished run whose instances are only in the journal
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
@@ -93,9 +93,9 @@ struct Run {
 };
 
 struct RunsOptions {
-  uint32_t max_resumes = 5;     // worker deaths an instance survives before it is errored
-  size_t keep_whole = 20;       // finished runs held whole in memory
-  size_t keep_runs = 1000;      // finished runs kept at all (memory and journal)
+  uint32_t max_resumes = 5;              // worker deaths an instance survives before it is errored
+  size_t keep_whole = 20;                // finished runs held whole in memory
+  size_t keep_runs = 1000;               // finished runs kept at all (memory and journal)
   int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
 };
 

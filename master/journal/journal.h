@@ -37,12 +37,12 @@ class Journal {
   };
   struct Health {
     bool ok = true;
-    std::string error;               // the last failure, while failing
-    int64_t failing_since_ms = 0;    // Unix ms of the first failure of the current streak
-    uint64_t queued = 0;             // writes not committed yet (queued or in a failing batch)
-    uint64_t committed = 0;          // writes committed since start
-    uint64_t batches = 0;            // transactions committed since start
-    uint64_t failed_batches = 0;     // transactions that failed since start
+    std::string error;             // the last failure, while failing
+    int64_t failing_since_ms = 0;  // Unix ms of the first failure of the current streak
+    uint64_t queued = 0;           // writes not committed yet (queued or in a failing batch)
+    uint64_t committed = 0;        // writes committed since start
+    uint64_t batches = 0;          // transactions committed since start
+    uint64_t failed_batches = 0;   // transactions that failed since start
   };
 
   Journal(uv_loop_t* loop, std::unique_ptr<Store> store, Options opts);

@@ -11,14 +11,14 @@ namespace corral::master::journal {
 
 struct RunRow {
   std::string id;
-  uint64_t seq = 0;          // the run's number; run ids never repeat across restarts
-  std::string scenario;      // the scenario's JSON source
-  std::string vars;          // run-time vars (JSON object)
+  uint64_t seq = 0;      // the run's number; run ids never repeat across restarts
+  std::string scenario;  // the scenario's JSON source
+  std::string vars;      // run-time vars (JSON object)
   uint32_t instances = 0;
   int64_t created_ms = 0;
-  int64_t finished_ms = 0;   // 0 while the run has unfinished instances
+  int64_t finished_ms = 0;  // 0 while the run has unfinished instances
   bool cancelled = false;
-  std::string summary;       // a finished run's counts, durations and failures (JSON)
+  std::string summary;  // a finished run's counts, durations and failures (JSON)
 };
 
 // An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,

@@ -242,15 +242,24 @@ class SqliteStore final : public Store {
     int rc = r.bind(run_id).step();
     if (rc == SQLITE_ROW) out.run = run_row(r);
     r.reset();
-    if (rc == SQLITE_DONE) return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
+    if (rc == SQLITE_DONE)
+      return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
     if (rc != SQLITE_ROW) return error("load_run");
     Stmt& in = stmt(kInstanceColumns);
     in.bind(run_id);
     while ((rc = in.step()) == SQLITE_ROW) {
-      InstanceRow row{in.text(0), static_cast<uint32_t>(in.i64(1)), in.text(2),
-                      static_cast<uint32_t>(in.i64(3)), in.i64(4), in.i64(5), in.text(6),
-                      static_cast<uint32_t>(in.i64(7)), static_cast<uint32_t>(in.i64(8)),
-                      in.text(9), in.text(10), in.text(11)};
+      InstanceRow row{in.text(0),
+                      static_cast<uint32_t>(in.i64(1)),
+                      in.text(2),
+                      static_cast<uint32_t>(in.i64(3)),
+                      in.i64(4),
+                      in.i64(5),
+                      in.text(6),
+                      static_cast<uint32_t>(in.i64(7)),
+                      static_cast<uint32_t>(in.i64(8)),
+                      in.text(9),
+                      in.text(10),
+                      in.text(11)};
       out.instances.push_back(std::move(row));
     }
     in.reset();
@@ -258,9 +267,17 @@ class SqliteStore final : public Store {
     Stmt& st = stmt(kStepColumns);
     st.bind(run_id);
     while ((rc = st.step()) == SQLITE_ROW) {
-      StepRow row{st.text(0), static_cast<uint32_t>(st.i64(1)), static_cast<uint32_t>(st.i64(2)),
-                  static_cast<uint32_t>(st.i64(3)), st.text(4), static_cast<uint32_t>(st.i64(5)),
-                  st.i64(6), st.i64(7), static_cast<int>(st.i64(8)), st.i64(9), st.text(10)};
+      StepRow row{st.text(0),
+                  static_cast<uint32_t>(st.i64(1)),
+                  static_cast<uint32_t>(st.i64(2)),
+                  static_cast<uint32_t>(st.i64(3)),
+                  st.text(4),
+                  static_cast<uint32_t>(st.i64(5)),
+                  st.i64(6),
+                  st.i64(7),
+                  static_cast<int>(st.i64(8)),
+                  st.i64(9),
+                  st.text(10)};
       out.steps.push_back(std::move(row));
     }
     st.reset();
@@ -270,8 +287,15 @@ class SqliteStore final : public Store {
 
  private:
   static RunRow run_row(const Stmt& s) {
-    return {s.text(0), static_cast<uint64_t>(s.i64(1)), s.text(2), s.text(3),
-            static_cast<uint32_t>(s.i64(4)), s.i64(5), s.i64(6), s.i64(7) != 0, s.text(8)};
+    return {s.text(0),
+            static_cast<uint64_t>(s.i64(1)),
+            s.text(2),
+            s.text(3),
+            static_cast<uint32_t>(s.i64(4)),
+            s.i64(5),
+            s.i64(6),
+            s.i64(7) != 0,
+            s.text(8)};
   }
 
   Status migrate() {
@@ -294,8 +318,9 @@ class SqliteStore final : public Store {
       if (Status s = begin(); !s) return s;
       Status s = exec(kMigrations[version]);
       if (s) s = exec("DELETE FROM schema_version");
-      if (s) s = exec("INSERT INTO schema_version (version) VALUES (" +
-                      std::to_string(version + 1) + ")");
+      if (s)
+        s = exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(version + 1) +
+                 ")");
       if (s) s = commit();
       if (!s) {
         rollback();

@@ -54,8 +54,9 @@ void kill_random_worker(Daemon& d, std::mt19937& rng) {
 
 }  // namespace
 
-TEST_CASE("chaos: 2,000 instances survive 10 worker kills and 2 master kills, each passing once "
-          "with every step") {
+TEST_CASE(
+    "chaos: 2,000 instances survive 10 worker kills and 2 master kills, each passing once "
+    "with every step") {
   TempHome home;
   JobApi api;
   // A short backoff cap keeps ten kills from stretching the test.
@@ -89,9 +90,9 @@ TEST_CASE("chaos: 2,000 instances survive 10 worker kills and 2 master kills, ea
   for (const auto& [state, n] : run["counts"].items()) total += n.get<int>();
   CHECK(total == kInstances);
 
-  Json all = d->api("GET", "/runs/" + id + "/instances?steps=true&limit=" +
-                              std::to_string(kInstances))
-                 .json["instances"];
+  Json all =
+      d->api("GET", "/runs/" + id + "/instances?steps=true&limit=" + std::to_string(kInstances))
+          .json["instances"];
   REQUIRE(all.size() == kInstances);
   int bad = 0, master_resumes = 0, worker_resumes = 0;
   for (const Json& in : all) {

@@ -36,7 +36,7 @@ Json two_jobs(int job_ms) {
     ]})");
 }
 
-// Waits until every instance of the run has finished its first step.
+// Waits until every instance of the run has finished its first step, in the journal too.
 void wait_first_step(Daemon& d, const std::string& id, int n) {
   d.wait_until(
       [&] {
@@ -47,6 +47,9 @@ void wait_first_step(Daemon& d, const std::string& id, int n) {
         return all["instances"].size() == static_cast<size_t>(n);
       },
       seconds(20), "every instance of " + id + " to finish its first step");
+  // The API shows the daemon's memory; the journal follows a few milliseconds behind.
+  d.wait_until([&] { return d.health()["journal"]["queued_writes"] == 0; }, seconds(10),
+               "the journal to catch up");
 }
 
 // Every instance of the run, with its steps.
@@ -109,8 +112,9 @@ TEST_CASE("journal: a new daemon on the same home resumes a run whose master was
   CHECK(listed[1]["id"] == id);
 }
 
-TEST_CASE("journal: a graceful stop checkpoints running instances and the next start resumes "
-          "them") {
+TEST_CASE(
+    "journal: a graceful stop checkpoints running instances and the next start resumes "
+    "them") {
   TempHome home;
   JobApi api;
   auto opts = DaemonOptions().with_workers(2);
@@ -173,8 +177,9 @@ TEST_CASE("journal: a poll whose timeout passes while the master is down ends ti
   }
 }
 
-TEST_CASE("journal: an instance that crashes every worker it runs on ends errored after "
-          "max_resumes, and the others pass") {
+TEST_CASE(
+    "journal: an instance that crashes every worker it runs on ends errored after "
+    "max_resumes, and the others pass") {
   TempHome home;
   JobApi api;
   Daemon d(home, DaemonOptions()
@@ -213,12 +218,14 @@ TEST_CASE("journal: a journal in a read-only directory is a clear error at start
   }
   INFO(r.describe());
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("journal " + dir + "/journal.db: unable to open database file"));
+  CHECK_THAT(r.err,
+             Catch::Contains("journal " + dir + "/journal.db: unable to open database file"));
   CHECK_THAT(r.err, Catch::Contains("corral must be able to create and write files"));
 }
 
-TEST_CASE("journal: retention keeps the newest keep_runs finished runs, across restarts, and "
-          "corral prune forgets older ones") {
+TEST_CASE(
+    "journal: retention keeps the newest keep_runs finished runs, across restarts, and "
+    "corral prune forgets older ones") {
   TempHome home;
   JobApi api;
   auto opts = DaemonOptions().with_workers(1).with_config({{"keep_runs", 2}});
@@ -264,8 +271,7 @@ TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs
   TempHome home;
   JobApi api;
   // The journal may grow to 24 pages of 4 KiB: the schema fits, a run of 300 instances does not.
-  Daemon d(home,
-           DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24"));
+  Daemon d(home, DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24"));
   d.wait_ready(1);
   CHECK(d.health()["journal"]["ok"] == true);
   std::string id = submit_run(d, two_jobs(0), 300, api);

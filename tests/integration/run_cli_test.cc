@@ -18,7 +18,6 @@ using namespace corral::test;
 
 namespace {
 
-
 // Start a job, poll it every 100 ms until done, breathe. The poll step's name is hostile to XML.
 const char* const kHostileName = "wait <for> A & \"it\"\x01";
 
