@@ -153,15 +153,21 @@ void Engine::wait_until(Instance& in, int64_t at_ms) {
 void Engine::on_timer(Instance& in) {
   ipc::InHandScope scope(in_hand_, in.run->id, in.index);
   if (in.next == Instance::Next::kStepDone) {
+    // The loop's clock and the wall clock round differently: never end a sleep early.
+    const auto& step = in.run->scenario->steps[in.cp.step];
+    int64_t end = in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms);
+    if (unix_ms_now() < end) {
+      wait_until(in, end);
+      return;
+    }
     step_passed(in, nullptr, 0);
   } else {
     send(in);
   }
 }
 
-void Engine::send(Instance& in) {
-  const auto& step = in.run->scenario->steps[in.cp.step];
-  const auto& spec = step.request;
+HttpRequest Engine::build_request(const Instance& in) const {
+  const auto& spec = in.run->scenario->steps[in.cp.step].request;
   InstanceVars vars(in);
   HttpRequest req;
   req.method = spec.method;
@@ -174,13 +180,27 @@ void Engine::send(Instance& in) {
   } else if (spec.body) {
     req.body = spec.body->expand(vars);
   }
+  return req;
+}
+
+void Engine::send(Instance& in) {
+  const auto& step = in.run->scenario->steps[in.cp.step];
   if (in.tries == 0 && step.kind == StepKind::kPoll) in.cp.attempts += 1;
   if (step.kind == StepKind::kRequest) in.cp.attempts += 1;
   in.tries += 1;
   in.next = Instance::Next::kSend;
   uint64_t serial = in.serial;
-  http_.send(std::move(req),
-             [this, serial](HttpResponse&& resp) { on_response(serial, std::move(resp)); });
+  // Built when curl has room for it (see CurlClient::send_lazy); by then the instance may
+  // have been cancelled or handed back.
+  http_.send_lazy(
+      [this, serial]() -> std::optional<HttpRequest> {
+        auto it = instances_.find(serial);
+        if (it == instances_.end()) return std::nullopt;
+        const Instance& due = *it->second;
+        ipc::InHandScope scope(in_hand_, due.run->id, due.index);
+        return build_request(due);
+      },
+      [this, serial](HttpResponse&& resp) { on_response(serial, std::move(resp)); });
 }
 
 bool Engine::retry_later(Instance& in, const std::string& why) {

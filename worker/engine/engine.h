@@ -68,6 +68,7 @@ class Engine {
 
   void run_step(Instance& in);
   void send(Instance& in);
+  HttpRequest build_request(const Instance& in) const;
   void on_response(uint64_t serial, HttpResponse&& resp);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);

@@ -86,7 +86,6 @@ CurlClient::~CurlClient() {
     curl_slist_free_all(t->headers);
     delete t;
   }
-  for (Transfer* t : waiting_) delete t;
   for (CURL* e : idle_easy_) curl_easy_cleanup(e);
   curl_multi_cleanup(multi_);
 }
@@ -100,13 +99,31 @@ CURL* CurlClient::take_easy() {
 }
 
 void CurlClient::send(HttpRequest req, Done done) {
-  auto* t = new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)};
-  ++in_flight_;
-  if (in_curl_ >= opts_.max_in_flight) {
-    waiting_.push_back(t);
+  if (in_curl_ < opts_.max_in_flight) {
+    ++in_flight_;
+    begin(new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)});
     return;
   }
-  begin(t);
+  send_lazy([r = std::move(req)]() mutable { return std::optional<HttpRequest>(std::move(r)); },
+            std::move(done));
+}
+
+void CurlClient::send_lazy(Make make, Done done) {
+  ++in_flight_;
+  if (in_curl_ >= opts_.max_in_flight) {
+    waiting_.push_back(Waiting{std::move(make), std::move(done)});
+    return;
+  }
+  start_made(std::move(make), std::move(done));
+}
+
+void CurlClient::start_made(Make make, Done done) {
+  std::optional<HttpRequest> req = make();
+  if (!req) {
+    --in_flight_;
+    return;
+  }
+  begin(new Transfer{this, nullptr, nullptr, std::move(*req), {}, std::move(done)});
 }
 
 void CurlClient::begin(Transfer* t) {
@@ -161,9 +178,9 @@ void CurlClient::finish(Transfer* t) {
   HttpResponse resp = std::move(t->resp);
   delete t;
   while (in_curl_ < opts_.max_in_flight && !waiting_.empty()) {
-    Transfer* next = waiting_.front();
+    Waiting next = std::move(waiting_.front());
     waiting_.pop_front();
-    begin(next);
+    start_made(std::move(next.make), std::move(next.done));
   }
   done(std::move(resp));
 }

@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -50,6 +51,8 @@ struct CurlOptions {
 class CurlClient {
  public:
   using Done = std::function<void(HttpResponse&&)>;
+  // Builds a request when its transfer is about to start; nullopt drops it (no callback).
+  using Make = std::function<std::optional<HttpRequest>()>;
 
   CurlClient(uv_loop_t* loop, CurlOptions opts = {});
   // Transfers still in flight are dropped without calling their callbacks.
@@ -60,6 +63,10 @@ class CurlClient {
   // Starts a transfer; `done` is called exactly once, later, from the loop (never inside
   // send()), unless the client is destroyed first.
   void send(HttpRequest req, Done done);
+  // The same, but the request is built only when a slot is free: a burst of thousands of
+  // due polls waits here as small entries instead of built requests, which would otherwise
+  // be freed in between long-lived allocations and leave the heap fragmented.
+  void send_lazy(Make make, Done done);
   // Transfers started and not yet done, including those waiting for a slot.
   size_t in_flight() const { return in_flight_; }
   size_t max_body_bytes() const { return opts_.max_body_bytes; }
@@ -77,6 +84,7 @@ class CurlClient {
   void collect_done();
   void finish(Transfer* t);
   void begin(Transfer* t);
+  void start_made(Make make, Done done);
   CURL* take_easy();
 
   uv_loop_t* loop_;
@@ -85,7 +93,11 @@ class CurlClient {
   uv::Timer timer_;
   uv::Timer failed_timer_;  // delivers transfers curl refused to start
   std::vector<Transfer*> failed_;
-  std::deque<Transfer*> waiting_;  // over max_in_flight, not yet handed to curl
+  struct Waiting {
+    Make make;
+    Done done;
+  };
+  std::deque<Waiting> waiting_;  // over max_in_flight, not yet built or handed to curl
   size_t in_curl_ = 0;
   std::unordered_set<Transfer*> live_;
   std::vector<CURL*> idle_easy_;
