@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
 #include "tests/support/harness_runs.h"
@@ -292,4 +294,17 @@ TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs
   CHECK_THAT(more.json["warning"].get<std::string>(),
              Catch::StartsWith("the journal cannot be written: "));
   CHECK_THAT(read_file(home.master_log()), Catch::Contains("journal: a write failed"));
+}
+
+TEST_CASE("journal: a journal file that is not a database is a clear error at start") {
+  TempHome home;
+  {
+    std::ofstream(home.file("journal.db")) << "these are not the pages you are looking for\n";
+  }
+  CliResult r = run_cli({"daemon", "--listen", "off"}, home.path());
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("journal " + home.file("journal.db") +
+                                    ": file is not a database"));
+  CHECK(read_file(home.file("journal.db")) == "these are not the pages you are looking for\n");
 }
