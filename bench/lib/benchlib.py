@@ -127,13 +127,36 @@ def machine_busy_cores(over_s=2.0):
     return (machine_busy_seconds() - b0) / (time.time() - t0)
 
 
-def wait_machine_quiet(max_wait_s, busy_below=0.3, over_s=2.0):
+def wait_machine_quiet(max_wait_s, busy_below=0.15, over_s=2.0):
     """Waits (up to max_wait_s) until the machine is nearly idle. Returns (cores busy, waited s)."""
     t0 = time.time()
     while True:
         busy = machine_busy_cores(over_s)
         if busy < busy_below or time.time() - t0 >= max_wait_s:
             return round(busy, 3), round(time.time() - t0, 1)
+
+
+def tcp_active_opens():
+    """Connections this machine opened (connect() calls that started a handshake), from /proc/net/snmp."""
+    with open("/proc/net/snmp") as f:
+        lines = [l.split() for l in f if l.startswith("Tcp:")]
+    return int(lines[1][lines[0].index("ActiveOpens")])
+
+
+def tcp_established_to(port):
+    """Established TCP connections whose remote end is 127.0.0.1:port."""
+    n = 0
+    want = f":{port:04X}"
+    try:
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for line in f:
+                parts = line.split()
+                if parts[3] == "01" and parts[2].endswith(want):
+                    n += 1
+    except OSError:
+        pass
+    return n
 
 
 def loadavg():
@@ -301,6 +324,12 @@ class PendingRequest:
         self.conn.close()
         return True
 
+    def close(self):
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+
 
 # --------------------------------------------------------------------------- corral-target
 
@@ -426,9 +455,22 @@ class Corral:
         if not self.run_id:
             return None, None
         try:
-            st, r = self.api("GET", f"/runs/{self.run_id}", timeout=2)
+            st, r = self.api("GET", f"/runs/{self.run_id}", timeout=5)
             return r["counts"]["running"], r["counts"]
         except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
+            return None, None
+
+    def running_request(self):
+        """GET /runs/<id> sent now, read later (None before the run exists)."""
+        if not self.run_id:
+            return None
+        return PendingRequest(UnixHTTPConnection(self.sock, timeout=30), "GET", f"/runs/{self.run_id}")
+
+    @staticmethod
+    def parse_running(pending):
+        try:
+            return pending.body["counts"]["running"], pending.body["counts"]
+        except (KeyError, TypeError):
             return None, None
 
     def stop(self):
@@ -479,10 +521,19 @@ class NodeRef:
 
     def running(self):
         try:
-            st, s = http_json("127.0.0.1", self.port, "GET", "/stats", timeout=PROBE_TIMEOUT_S)
-            self.last_stats = s
+            st, s = http_json("127.0.0.1", self.port, "GET", "/stats", timeout=30)
             return s["running"], s
         except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
+            return None, None
+
+    def running_request(self):
+        return PendingRequest(http.client.HTTPConnection("127.0.0.1", self.port, timeout=30), "GET", "/stats")
+
+    @staticmethod
+    def parse_running(pending):
+        try:
+            return pending.body["running"], pending.body
+        except (KeyError, TypeError):
             return None, None
 
     def stop(self):
@@ -588,12 +639,13 @@ class Window:
         t0 = time.time()
         pids = sysm.pids()
         cpu0, tcpu0, busy0, self0 = cpu_seconds(pids), tgt.cpu(), machine_busy_seconds(), _self_cpu()
-        polls0 = tgt.polls()
+        polls0, opens0 = tgt.polls(), tcp_active_opens()
         peak_rss, rss_samples = rss_bytes(pids), 1
         running_samples = []
         next_rss = t0 + RSS_EVERY_S
         next_running = t0
         next_probe = t0
+        pending_run, pending_at = None, 0.0
         stopped_by = None
         while True:
             now = time.time()
@@ -615,23 +667,50 @@ class Window:
                 peak_rss = max(peak_rss, rss_bytes(pids))
                 rss_samples += 1
                 next_rss = now + RSS_EVERY_S
-            if now >= next_running:
-                running, info = sysm.running()
-                running_samples.append((time.time(), running))
-                next_running = time.time() + running_every
-                if stop is not None and stop(time.time(), running, info):
-                    stopped_by = "condition"
-                    break
+            # The running count is asked for without waiting for the answer, so that a
+            # server that does not answer does not hold up the latency probes.
+            if pending_run is None and now >= next_running:
+                try:
+                    pending_run, pending_at = sysm.running_request(), now
+                except OSError:
+                    pending_run = None
+                if pending_run is None:
+                    running_samples.append((now, None))
+                    next_running = now + running_every
+                    if stop is not None and stop(now, None, None):
+                        stopped_by = "condition"
+                        break
+            elif pending_run is not None:
+                try:
+                    answered = pending_run.ready()
+                except (OSError, http.client.HTTPException):
+                    answered, pending_run.body = True, None
+                if answered:
+                    running, info = sysm.parse_running(pending_run)
+                    pending_run = None
+                    now = time.time()
+                    running_samples.append((now, running))
+                    next_running = now + running_every
+                    if stop is not None and stop(now, running, info):
+                        stopped_by = "condition"
+                        break
+                elif now - pending_at > 60:
+                    pending_run.close()
+                    pending_run = None
+                    running_samples.append((now, None))
+                    next_running = now
             if on_tick:
                 on_tick()
             sleep_for = next_probe - time.time()
             if sleep_for > 0:
                 time.sleep(min(sleep_for, PROBE_EVERY_S))
+        if pending_run is not None:
+            pending_run.close()
         t1 = time.time()
         pids = sysm.pids()
         cpu1, tcpu1, busy1, self1 = cpu_seconds(pids), tgt.cpu(), machine_busy_seconds(), _self_cpu()
         peak_rss = max(peak_rss, rss_bytes(pids))
-        polls1 = tgt.polls()
+        polls1, opens1 = tgt.polls(), tcp_active_opens()
         dur = t1 - t0
         n = sysm.instances
         sched = n / self.interval if n else 0
@@ -657,6 +736,10 @@ class Window:
             "scheduled_polls_per_s": round(sched, 1),
             "polls_fraction": round(pps / sched, 4) if sched else None,
             "target_cpu_cores": round(tgt_cores, 3),
+            # connections opened on this machine per second (the system's to the target, and the
+            # driver's few) and connections open to the target at the end: pooling at work
+            "tcp_opens_per_s": round((opens1 - opens0) / dur, 1),
+            "connections_to_target_at_end": tcp_established_to(tgt.port),
             "driver_cpu_cores": round(self_cores, 3),
             "other_cpu_cores": round(max(other, 0.0), 3),
         }
