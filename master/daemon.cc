@@ -86,8 +86,6 @@ Status Daemon::open_journal() {
   runs_.attach(journal_.get());
   auto resumed = runs_.restore(unix_ms_now());
   if (!resumed) return resumed.status();
-  // Retention applies before the first request: a prune that a crash cut short is redone.
-  runs_.prune(unix_ms_now());
   spdlog::info("journal {}: {} runs, {} instances resume", journal_path(), runs_.all().size(),
                *resumed);
   return Status::ok();

@@ -84,7 +84,7 @@ Run* Runs::find(const std::string& id) {
 
 void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms) {
   for (uint32_t i : index) {
-    set_state(run, i, InstanceState::kRunning);
+    run.set_state(i, InstanceState::kRunning);
     run.instances[i].worker = slot;
     if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now_ms;
   }
@@ -93,17 +93,17 @@ void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, 
   });
 }
 
-void Runs::set_state(Run& run, uint32_t index, InstanceState to) {
-  InstanceRecord& in = run.instances[index];
-  run.counts[static_cast<size_t>(in.state)] -= 1;
-  run.counts[static_cast<size_t>(to)] += 1;
+void Run::set_state(uint32_t index, InstanceState to) {
+  InstanceRecord& in = instances[index];
+  counts[static_cast<size_t>(in.state)] -= 1;
+  counts[static_cast<size_t>(to)] += 1;
   in.state = to;
 }
 
 void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
                            int64_t started_ms, int64_t ended_ms) {
   InstanceRecord& in = run.instances[index];
-  set_state(run, index, state);
+  run.set_state(index, state);
   in.reason = reason;
   in.worker = -1;
   if (in.started_ms == 0) in.started_ms = started_ms;
@@ -181,7 +181,7 @@ size_t Runs::requeue_worker(int slot, const std::string& why,
                         in.started_ms, unix_ms_now());
         continue;
       }
-      set_state(*run, i, InstanceState::kQueued);
+      run->set_state(i, InstanceState::kQueued);
       in.resumes += 1;
       if (blamed) in.crash_resumes += 1;
       in.resume_reasons.push_back(why);
@@ -203,7 +203,7 @@ size_t Runs::hand_back(int slot, const json& instances, const std::string& why) 
       if (i >= run->instances.size()) continue;
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
-      set_state(*run, i, InstanceState::kQueued);
+      run->set_state(i, InstanceState::kQueued);
       in.worker = -1;
       in.checkpoint = cp;
       in.resumes += 1;
@@ -222,7 +222,7 @@ size_t Runs::cancel(Run& run, int64_t now_ms) {
   run.cancelled = true;
   for (uint32_t i = 0; i < run.instances.size(); ++i) {
     if (is_terminal(run.instances[i].state)) continue;
-    set_state(run, i, InstanceState::kCancelled);
+    run.set_state(i, InstanceState::kCancelled);
     run.instances[i].ended_ms = now_ms;
     run.instances[i].worker = -1;
     ++n;

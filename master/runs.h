@@ -87,6 +87,8 @@ struct Run {
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
+  // Moves instance `index` to state `to`, keeping `counts` in step.
+  void set_state(uint32_t index, InstanceState to);
   bool finished() const;
   size_t pending() const { return size - next_fresh + requeued.size(); }
   const char* state() const;
@@ -114,8 +116,8 @@ class Runs {
   }
   // Rebuilds the table from the journal at start-up (before any write): finished runs as
   // summaries, unfinished ones whole, with every instance that was running put back in the
-  // queue to resume from its last finished step (resume reason `master_restart`). Returns how
-  // many instances will resume. Fails when the journal cannot be read.
+  // queue to resume from its last finished step (resume reason `master_restart`); then applies
+  // retention. Returns how many instances will resume. Fails when the journal cannot be read.
   Result<size_t> restore(int64_t now_ms);
 
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
@@ -130,7 +132,6 @@ class Runs {
 
   // The dispatcher placed these instances on `slot`.
   void mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms);
-  void set_state(Run& run, uint32_t index, InstanceState to);
   // Applies one worker event (worker/engine/engine.h). Unknown runs or indexes are ignored:
   // the run may have been cancelled or pruned meanwhile.
   void apply(int slot, const nlohmann::json& ev, int64_t now_ms);

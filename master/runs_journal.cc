@@ -77,15 +77,10 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
   }
   run->instances.resize(run->size);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = run->size;
-  auto set = [&run](uint32_t i, InstanceState to) {
-    run->counts[static_cast<size_t>(run->instances[i].state)] -= 1;
-    run->counts[static_cast<size_t>(to)] += 1;
-    run->instances[i].state = to;
-  };
   for (const journal::InstanceRow& r : stored.instances) {
     if (r.idx >= run->size) continue;
     InstanceRecord& in = run->instances[r.idx];
-    set(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
+    run->set_state(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
     in.next_step = r.next_step;
     in.started_ms = r.started_ms;
     in.ended_ms = r.ended_ms;
@@ -108,7 +103,7 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
   if (run->cancelled) {
     // Instances never dispatched have no row: they ended with the run.
     for (uint32_t i = 0; i < run->size; ++i) {
-      if (!is_terminal(run->instances[i].state)) set(i, InstanceState::kCancelled);
+      if (!is_terminal(run->instances[i].state)) run->set_state(i, InstanceState::kCancelled);
     }
   }
   return run;
@@ -156,7 +151,7 @@ Result<size_t> Runs::restore(int64_t now_ms) {
       InstanceRecord& in = run.instances[i];
       if (is_terminal(in.state)) continue;
       if (in.state == InstanceState::kRunning) {
-        set_state(run, i, InstanceState::kQueued);
+        run.set_state(i, InstanceState::kQueued);
         in.resumes += 1;
         in.resume_reasons.push_back("master_restart");
         journal_instance(run, i);
@@ -166,7 +161,8 @@ Result<size_t> Runs::restore(int64_t now_ms) {
     }
     if (run.finished()) on_finished(run, now_ms);
   }
-  prune_due_ = true;
+  // Retention applies before the first request: a prune that a crash cut short is redone.
+  prune(now_ms);
   return resumed;
 }
 

@@ -54,12 +54,6 @@ void wait_first_step(Daemon& d, const std::string& id, int n) {
                "the journal to catch up");
 }
 
-// Every instance of the run, with its steps.
-Json instances_of(Daemon& d, const std::string& id, int n) {
-  return d.api("GET", "/runs/" + id + "/instances?steps=true&limit=" + std::to_string(n))
-      .json["instances"];
-}
-
 // Kills the daemon with SIGKILL and starts a new one on the same home.
 std::unique_ptr<Daemon> kill_and_restart(std::unique_ptr<Daemon> d, const TempHome& home,
                                          DaemonOptions opts) {
@@ -67,17 +61,6 @@ std::unique_ptr<Daemon> kill_and_restart(std::unique_ptr<Daemon> d, const TempHo
   d->wait_exit(seconds(10));
   d.reset();
   return std::make_unique<Daemon>(home, std::move(opts));
-}
-
-// An instance passed with each step of the scenario exactly once, in order, each passed.
-std::string history_problem(const Json& in, int steps) {
-  if (in["state"] != "passed") return "state " + in["state"].dump();
-  const Json& h = in["steps"];
-  if (static_cast<int>(h.size()) != steps) return "history " + h.dump();
-  for (int k = 0; k < steps; ++k) {
-    if (h[k]["step"] != k || h[k]["state"] != "passed") return "history " + h.dump();
-  }
-  return "";
 }
 
 int run_number(const std::string& id) { return std::stoi(id.substr(1, id.find('-') - 1)); }
@@ -99,13 +82,12 @@ TEST_CASE("journal: a new daemon on the same home resumes a run whose master was
   CHECK(run["counts"]["passed"] == 300);
   Json all = instances_of(*d, id, 300);
   REQUIRE(all.size() == 300);
-  int restarted = 0;
   for (const Json& in : all) {
     INFO("instance " << in["i"]);
     CHECK(history_problem(in, 4) == "");
-    for (const Json& why : in["resume_reasons"]) restarted += why == "master_restart" ? 1 : 0;
   }
-  CHECK(restarted == 300);  // each was running when the master died, and resumed once
+  // Each was running when the master died, and resumed once.
+  CHECK(count_resume_reason(all, "master_restart") == 300);
   // Run numbers go on from the journal: the next run is not r1 again.
   std::string next = submit_run(*d, two_jobs(0), 1, api);
   CHECK(run_number(next) > run_number(id));
@@ -130,13 +112,11 @@ TEST_CASE(
   wait_run_finished(*d, id, seconds(60));
   CHECK(run_of(*d, id)["counts"]["passed"] == 200);
   Json all = instances_of(*d, id, 200);
-  int stopped = 0;
   for (const Json& in : all) {
     INFO("instance " << in["i"]);
     CHECK(history_problem(in, 4) == "");
-    for (const Json& why : in["resume_reasons"]) stopped += why == "master_stopped" ? 1 : 0;
   }
-  CHECK(stopped == 200);
+  CHECK(count_resume_reason(all, "master_stopped") == 200);
 }
 
 TEST_CASE("journal: a poll whose timeout passes while the master is down ends timed out") {
@@ -298,13 +278,11 @@ TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs
 
 TEST_CASE("journal: a journal file that is not a database is a clear error at start") {
   TempHome home;
-  {
-    std::ofstream(home.file("journal.db")) << "these are not the pages you are looking for\n";
-  }
+  { std::ofstream(home.file("journal.db")) << "these are not the pages you are looking for\n"; }
   CliResult r = run_cli({"daemon", "--listen", "off"}, home.path());
   INFO(r.describe());
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("journal " + home.file("journal.db") +
-                                    ": file is not a database"));
+  CHECK_THAT(r.err,
+             Catch::Contains("journal " + home.file("journal.db") + ": file is not a database"));
   CHECK(read_file(home.file("journal.db")) == "these are not the pages you are looking for\n");
 }

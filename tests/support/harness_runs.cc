@@ -20,4 +20,27 @@ void wait_run_finished(Daemon& d, const std::string& id, milliseconds timeout) {
                "run " + id + " to finish");
 }
 
+Json instances_of(Daemon& d, const std::string& id, int n) {
+  return d.api("GET", "/runs/" + id + "/instances?steps=true&limit=" + std::to_string(n))
+      .json["instances"];
+}
+
+std::string history_problem(const Json& in, int steps) {
+  if (in["state"] != "passed") return "state " + in["state"].dump();
+  const Json& h = in["steps"];
+  if (static_cast<int>(h.size()) != steps) return "history " + h.dump();
+  for (int k = 0; k < steps; ++k) {
+    if (h[k]["step"] != k || h[k]["state"] != "passed") return "history " + h.dump();
+  }
+  return "";
+}
+
+int count_resume_reason(const Json& instances, const std::string& why) {
+  int n = 0;
+  for (const Json& in : instances) {
+    for (const Json& r : in["resume_reasons"]) n += r == why ? 1 : 0;
+  }
+  return n;
+}
+
 }  // namespace corral::test

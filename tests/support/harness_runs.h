@@ -15,5 +15,12 @@ std::string submit_run(Daemon& d, const Json& scenario, int instances, const Job
 Json run_of(Daemon& d, const std::string& id);
 // Waits until the run's state is "finished"; fails the test on the deadline.
 void wait_run_finished(Daemon& d, const std::string& id, milliseconds timeout);
+// The first `n` instances of the run, each with its steps.
+Json instances_of(Daemon& d, const std::string& id, int n);
+// "" when the instance passed with each of the scenario's `steps` steps recorded exactly once,
+// in order, each passed; else what is wrong with it.
+std::string history_problem(const Json& instance, int steps);
+// How many times `why` appears in the resume reasons of `instances`.
+int count_resume_reason(const Json& instances, const std::string& why);
 
 }  // namespace corral::test
