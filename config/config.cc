@@ -131,6 +131,17 @@ std::string known_fields() {
   return list;
 }
 
+// nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: ..." without
+// the bracketed id, which means nothing to a person editing the file.
+std::string describe_parse_error(const json::parse_error& e) {
+  std::string what = e.what();
+  size_t at = what.find("parse error at ");
+  if (at == std::string::npos) return "invalid JSON: " + what;
+  return what.substr(at + std::strlen("parse error at "));
+}
+
+}  // namespace
+
 Result<std::string> read_whole_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(std::string("cannot open: ") + std::strerror(errno));
@@ -146,17 +157,6 @@ Result<std::string> read_whole_file(const std::string& path) {
   return text;
 }
 
-// nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: ..." without
-// the bracketed id, which means nothing to a person editing the file.
-std::string describe_parse_error(const json::parse_error& e) {
-  std::string what = e.what();
-  size_t at = what.find("parse error at ");
-  if (at == std::string::npos) return "invalid JSON: " + what;
-  return what.substr(at + std::strlen("parse error at "));
-}
-
-}  // namespace
-
 Config defaults() {
   Config cfg;
   const char* corral_home = std::getenv("CORRAL_HOME");
@@ -168,6 +168,7 @@ Config defaults() {
   } else {
     cfg.home = "/tmp/corral-" + std::to_string(::getuid());
   }
+  if (const char* token = std::getenv("CORRAL_API_TOKEN")) cfg.api_token = token;
   return cfg;
 }
 
@@ -224,9 +225,19 @@ void validate(const Config& cfg) {
                       ") must be at least memory_hard_factor (" +
                       json(cfg.memory_hard_factor).dump() + ")");
   }
+  if (cfg.response_memory_bytes < cfg.max_response_bytes) {
+    throw ConfigError("response_memory (" + format_bytes(cfg.response_memory_bytes) +
+                      ") must be at least max_response (" + format_bytes(cfg.max_response_bytes) +
+                      ")");
+  }
   if (cfg.listen != "off") {
     auto parsed = parse_host_port(cfg.listen);
     if (!parsed) fail("listen", parsed.status().message() + "; or \"off\" to disable it");
+    if (!is_loopback(parsed->first) && cfg.api_token.empty()) {
+      fail("listen", cfg.listen +
+                         " is not a loopback address: set api_token (or CORRAL_API_TOKEN) so "
+                         "that only those who know it can use the API");
+    }
   }
 }
 

@@ -51,6 +51,12 @@ struct Config {
   int max_resumes = 5;                    // worker deaths one instance survives before errored
   int keep_runs = 1000;                   // finished runs kept in the journal (newest)
   uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned
+  uint64_t max_response_bytes = 64u << 20;      // a request's default cap on its response body
+  uint64_t response_memory_bytes = 512u << 20;  // per worker: all response bodies in flight
+  std::string secrets_file;  // JSON object of secret values; "" = only CORRAL_SECRET_<NAME>
+  // Required on TCP requests as "Authorization: Bearer <token>" when set; a TCP listener off
+  // loopback refuses to start without one. Defaults to $CORRAL_API_TOKEN.
+  std::string api_token;
 
   bool operator==(const Config&) const = default;
 };
@@ -69,8 +75,8 @@ void apply_json(Config& cfg, const nlohmann::json& j);
 void apply_file(Config& cfg, const std::string& path);
 
 // Checks cross-field rules (e.g. heartbeat_timeout > heartbeat_interval), that `listen` is
-// HOST:PORT or "off", and each field's range again (flags may have set the struct directly).
-// Throws ConfigError.
+// HOST:PORT or "off" and has an api_token when it is not a loopback address, and each field's
+// range again (flags may have set the struct directly). Throws ConfigError.
 void validate(const Config& cfg);
 
 // Every field, in config-file form (sizes and durations as strings like "512MB", "5s").
@@ -80,12 +86,18 @@ nlohmann::json to_json(const Config& cfg);
 // One line per config-file field, "name (kind, default D): what it does", for --help and docs.
 std::string field_reference();
 
+// A whole file's bytes; kIo with "cannot open: <strerror>" or "cannot read: ...".
+Result<std::string> read_whole_file(const std::string& path);
+
 // "250ms", "10s", "10m", "1h", "2d" -> milliseconds. Plain numbers are rejected.
 Result<uint64_t> parse_duration_ms(const std::string& text);
 // "512", "64KB", "512MB", "2GB" (powers of 1024; "KiB"/"MiB"/"GiB" also accepted) -> bytes.
 Result<uint64_t> parse_bytes(const std::string& text);
 std::string format_duration_ms(uint64_t ms);
 std::string format_bytes(uint64_t bytes);
+
+// Whether `host` (an IPv4 or IPv6 literal) is a loopback address: 127.0.0.0/8 or ::1.
+bool is_loopback(const std::string& host);
 
 // "HOST:PORT" -> parts; port 0 allowed (ephemeral). "off" is handled by the caller.
 Result<std::pair<std::string, int>> parse_host_port(const std::string& text);

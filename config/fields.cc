@@ -38,6 +38,11 @@ constexpr Field bytes_field(std::string_view name, uint64_t Config::*m, double m
   return {name, Kind::kBytes, m, min, kMaxBytes, {}, help};
 }
 
+constexpr Field bytes_field_up_to(std::string_view name, uint64_t Config::*m, double min,
+                                  double max, std::string_view help) {
+  return {name, Kind::kBytes, m, min, max, {}, help};
+}
+
 constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 
 // clang-format off
@@ -92,6 +97,16 @@ const Field kFields[] = {
             "finished runs kept in the journal; older ones are pruned"),
   duration_field("keep_runs_for", &Config::keep_runs_for_ms, 1 * kMs,
                  "finished runs older than this are pruned from the journal"),
+  bytes_field_up_to("max_response", &Config::max_response_bytes, kKiB, kKiB * kKiB * kKiB,
+                    "a response body larger than this is a transport error (a request's "
+                    "max_response overrides it)"),
+  bytes_field("response_memory", &Config::response_memory_bytes, kKiB * kKiB,
+              "per worker: response bodies in flight together; past it, requests wait"),
+  string_field("secrets_file", &Config::secrets_file, {},
+               "a JSON object of secret values for {{secret.NAME}}; must not be readable by "
+               "group or others"),
+  string_field("api_token", &Config::api_token, {},
+               "TCP requests need \"Authorization: Bearer <token>\"; default $CORRAL_API_TOKEN"),
 };
 // clang-format on
 

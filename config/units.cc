@@ -1,4 +1,6 @@
 // Durations, sizes and HOST:PORT: the text forms of config values.
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -167,6 +169,14 @@ Result<std::pair<std::string, int>> parse_host_port(const std::string& text) {
   auto parsed = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (parsed.ec != std::errc() || port > 65535) return bad("the port is above 65535");
   return std::pair{host, port};
+}
+
+bool is_loopback(const std::string& host) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6) != 0;
+  return false;
 }
 
 }  // namespace corral::config

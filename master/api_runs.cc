@@ -9,6 +9,7 @@
 //   GET    /runs/<id>/instances?state=failed&limit=100[&steps=true]
 //   GET    /runs/<id>/instances/<n>      one instance's step history
 #include <charconv>
+#include <cstdlib>
 #include <set>
 
 #include "config/scenario/parse.h"
@@ -110,9 +111,12 @@ bool Daemon::handle_runs_api(const http::Request& req, const http::Responder& re
       respond.send(Response::error(400, "vars: expected an object, got " + vars.dump()));
       return true;
     }
-    std::set<std::string> extra;
-    for (const auto& [k, v] : vars.items()) extra.insert(k);
-    auto parsed = scenario::parse_scenario(*sc, extra);
+    scenario::ParseOptions options;
+    for (const auto& [k, v] : vars.items()) options.extra_vars.insert(k);
+    // Workers inherit the daemon's environment and get its secrets: check against those.
+    options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
+    options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
+    auto parsed = scenario::parse_scenario(*sc, options);
     if (!parsed) {
       respond.send(Response::error(400, "scenario." + parsed.status().message()));
       return true;

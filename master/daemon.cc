@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "config/secrets.h"
 #include "master/daemon_impl.h"
 #include "shared/exit_codes.h"
 #include "shared/log.h"
@@ -93,6 +94,11 @@ Status Daemon::open_journal() {
 
 Status Daemon::start() {
   started_ms_ = monotonic_ms();
+  try {
+    secrets_ = config::load_secrets(cfg_.secrets_file);
+  } catch (const config::ConfigError& e) {
+    return invalid_argument(e.what());
+  }
   if (Status s = open_journal(); !s) return s;
   api_ = std::make_unique<http::Server>(
       loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
@@ -106,28 +112,28 @@ Status Daemon::start() {
   }
 
   for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
-    auto h = std::make_unique<uv::Handle<uv_signal_t>>();
-    uv_signal_init(loop_, h->get());
-    h->set_live(this);
-    uv_signal_start(
-        h->get(),
-        [](uv_signal_t* sig, int n) {
-          auto* self = uv::owner_of<Daemon>(sig);
-          if (self == nullptr) return;
-          if (n == SIGHUP) {
-            self->reload_config();
-          } else {
-            self->shutdown(signal_name(n));
-          }
-        },
-        signum);
-    signals_.push_back(std::move(h));
+    auto sig = std::make_unique<uv::Signal>(loop_);
+    Status s = sig->start(signum, [this](int n) {
+      if (n == SIGHUP) {
+        reload_config();
+      } else {
+        shutdown(signal_name(n));
+      }
+    });
+    if (!s) return s;
+    signals_.push_back(std::move(sig));
   }
 
   tick_ = std::make_unique<uv::Timer>(loop_);
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::Timer>(loop_);
+  for (const char* name :
+       {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
+    if (const char* v = std::getenv(name)) {
+      spdlog::warn("{}={} is set: this daemon misbehaves on purpose, for tests", name, v);
+    }
+  }
   spdlog::info("corral daemon {} started: pid {}, home {}, api {}, {} workers, max_memory {}",
                CORRAL_VERSION, getpid(), cfg_.home, listen_address(), supervisor_.wanted(),
                cfg_.max_memory_bytes ? config::format_bytes(cfg_.max_memory_bytes) : "none");
@@ -234,13 +240,17 @@ void Daemon::reload_config() {
     return;
   }
   config::Config next = cfg_;
+  Secrets secrets;
   try {
     config::apply_file(next, config_file_);
     config::validate(next);
+    secrets = config::load_secrets(next.secrets_file);
   } catch (const config::ConfigError& e) {
     spdlog::error("SIGHUP: config not reloaded: {}", e.what());
     return;
   }
+  // Workers started from now on get the new values; running ones keep theirs.
+  secrets_ = std::move(secrets);
   if (next.listen != cfg_.listen) {
     spdlog::warn("SIGHUP: listen changed to {}; it takes effect at the next start", next.listen);
     next.listen = cfg_.listen;

@@ -19,6 +19,8 @@
 #include "master/supervisor.h"
 #include "master/worker_process.h"
 #include "shared/http/server.h"
+#include "shared/secrets.h"
+#include "shared/uv/signal.h"
 #include "shared/uv/timer.h"
 
 namespace corral::master {
@@ -67,7 +69,8 @@ class Daemon {
   std::string journal_path() const;
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
-  void on_events(int slot, const nlohmann::json& payload);
+  // Applies a worker's `events` frame; a malformed event is the worker's protocol error.
+  Status on_events(int slot, const nlohmann::json& payload);
   bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload);
   static SupervisorSettings settings_from(const config::Config& cfg);
   static RunsOptions runs_options(const config::Config& cfg);
@@ -75,6 +78,7 @@ class Daemon {
   uv_loop_t* loop_;
   config::Config cfg_;
   std::string config_file_;
+  Secrets secrets_;  // workers expand them; the master only knows which names exist
   std::string executable_;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
@@ -87,7 +91,7 @@ class Daemon {
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;
-  std::vector<std::unique_ptr<uv::Handle<uv_signal_t>>> signals_;
+  std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t last_memory_sample_ms_ = 0;
   uint64_t last_prune_ms_ = 0;

@@ -32,20 +32,29 @@ bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payl
   return s.is_ok();
 }
 
-void Daemon::on_events(int slot, const nlohmann::json& payload) {
+Status Daemon::on_events(int slot, const nlohmann::json& payload) {
   auto it = payload.find("events");
-  if (it == payload.end() || !it->is_array()) return;
+  if (it == payload.end() || !it->is_array()) {
+    return protocol_error("events: expected an array of events");
+  }
   int64_t now = unix_ms_now();
   size_t done = 0;
-  for (const auto& ev : *it) {
-    if (!ev.is_object()) continue;
-    if (ev.value("t", "") == "done") {
+  Status broken;
+  for (size_t k = 0; k < it->size(); ++k) {
+    auto ev = ipc::event_from_json((*it)[k], "events[" + std::to_string(k) + "]");
+    if (!ev) {
+      // The events before it still count; the rest of this worker's stream cannot be trusted.
+      broken = ev.status();
+      break;
+    }
+    if (ev->kind == ipc::EventKind::kDone) {
       dispatcher_.instance_done(slot);
       ++done;
     }
-    runs_.apply(slot, ev, now);
+    runs_.apply(slot, *ev, now);
   }
   if (done > 0) schedule_pump();
+  return broken;
 }
 
 void Daemon::spawn(int slot) {
@@ -116,7 +125,10 @@ nlohmann::json Daemon::welcome_payload(int slot) const {
           {"kernel_memory_bytes", kernel},
           {"log_max_bytes", cfg_.log_max_bytes},
           {"log_files", cfg_.log_files},
-          {"log_level", cfg_.log_level}};
+          {"log_level", cfg_.log_level},
+          {"max_response_bytes", cfg_.max_response_bytes},
+          {"response_memory_bytes", cfg_.response_memory_bytes},
+          {"secrets", secrets_.all()}};
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
@@ -156,17 +168,19 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       kick();
       return;
     case ipc::MessageType::kEvents:
-      on_events(slot, p);
+      if (Status st = on_events(slot, p); !st) w->fail_protocol(st);
       return;
-    case ipc::MessageType::kHandback:
-      if (size_t n =
-              runs_.hand_back(slot, p.at("instances"),
-                              supervisor_.shutting_down() ? "master_stopped" : "worker_stopped");
-          n > 0) {
-        spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, n);
+    case ipc::MessageType::kHandback: {
+      auto n = runs_.hand_back(slot, p.value("instances", nlohmann::json()),
+                               supervisor_.shutting_down() ? "master_stopped" : "worker_stopped");
+      if (!n) {
+        w->fail_protocol(n.status());
+      } else if (*n > 0) {
+        spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, *n);
         schedule_pump();
       }
       return;
+    }
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
     case ipc::MessageType::kDefineRun:

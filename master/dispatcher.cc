@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shared/ipc/checkpoint.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -57,23 +58,24 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       if (run.instances[i].state != InstanceState::kQueued) continue;
       InstanceRecord& in = run.instances[i];
       if (in.checkpoint.is_object()) {
-        // Handed back by a stopping worker: exact, attempt counts and deadlines included.
-        resume[std::to_string(i)] = std::move(in.checkpoint);
-        in.checkpoint = nullptr;
+        // Handed back by a stopping worker, or the last progress report of the step: its
+        // attempt and retry counts, deadline and start go on from there. It is kept until the
+        // step ends: if this worker dies too, the next resume starts from it again.
+        resume[std::to_string(i)] = in.checkpoint;
         taken.push_back(i);
         continue;
       }
-      json cp = {{"step", in.next_step}, {"started_ms", in.started_ms}};
-      if (in.vars.is_object()) cp["vars"] = in.vars;
+      ipc::Checkpoint cp;
+      cp.step = in.next_step;
+      cp.started_ms = in.started_ms;
+      cp.vars = in.vars;
       // The step began when the previous one ended (or when the instance started): resuming
       // keeps that start, so a sleep ends and a poll times out when they would have.
-      int64_t step_started = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
-      cp["step_started_ms"] = step_started;
-      const auto& step = run.scenario->steps[in.next_step];
-      if (step.kind == scenario::StepKind::kPoll && step.poll.timeout_ms != 0) {
-        cp["poll_deadline_ms"] = step_started + static_cast<int64_t>(step.poll.timeout_ms);
+      cp.step_started_ms = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
+      if (uint64_t limit = scenario::step_limit_ms(run.scenario->steps[in.next_step])) {
+        cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
       }
-      resume[std::to_string(i)] = std::move(cp);
+      resume[std::to_string(i)] = ipc::to_json(cp);
       taken.push_back(i);
     }
     start["resume"] = std::move(resume);

@@ -1,6 +1,7 @@
 #include "master/runs.h"
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 
 #include "shared/proc.h"
@@ -18,6 +19,20 @@ std::string new_run_id(uint64_t n) {
   std::snprintf(buf, sizeof(buf), "r%llu-%04x", static_cast<unsigned long long>(n),
                 static_cast<unsigned>(rng() & 0xffff));
   return buf;
+}
+
+InstanceState state_of(ipc::Outcome o) {
+  switch (o) {
+    case ipc::Outcome::kPassed:
+      return InstanceState::kPassed;
+    case ipc::Outcome::kFailed:
+      return InstanceState::kFailed;
+    case ipc::Outcome::kErrored:
+      return InstanceState::kErrored;
+    case ipc::Outcome::kCancelled:
+      return InstanceState::kCancelled;
+  }
+  return InstanceState::kErrored;
 }
 
 }  // namespace
@@ -124,41 +139,54 @@ void Runs::on_finished(Run& run, int64_t now_ms) {
                     journal::Store& s) { return s.finish_run(id, now_ms, cancelled, summary); });
 }
 
-void Runs::apply(int slot, const json& ev, int64_t now_ms) {
-  Run* run = find(ev.value("run", ""));
+void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
+  Run* run = find(ev.run);
   if (run == nullptr) return;
-  uint32_t i = ev.value("i", uint32_t{0});
+  uint32_t i = ev.index;
   if (!run->whole || i >= run->instances.size()) return;
   InstanceRecord& in = run->instances[i];
   if (in.state != InstanceState::kRunning || in.worker != slot) return;  // stale or cancelled
-  std::string t = ev.value("t", "");
-  if (t == "step") {
-    StepRecord r;
-    r.step = ev.value("step", 0u);
-    r.state = ev.value("state", "");
-    r.attempts = ev.value("attempts", 0u);
-    r.started_ms = ev.value("started_ms", int64_t{0});
-    r.ended_ms = ev.value("ended_ms", now_ms);
-    r.status = ev.value("status", 0);
-    r.until_ms = ev.value("until_ms", int64_t{-1});
-    r.reason = ev.value("reason", "");
-    if (in.started_ms == 0) in.started_ms = r.started_ms;
-    if (r.state == "passed") in.next_step = r.step + 1;
-    if (auto v = ev.find("vars"); v != ev.end()) in.vars = *v;
-    in.steps.push_back(std::move(r));
-    // The step and the instance's new position go in one write: a restart never sees one
-    // without the other.
-    journal_write([step = step_row(*run, i, in.steps.size() - 1),
-                   row = instance_row(*run, i)](journal::Store& s) {
-      Status st = s.put_step(step);
-      return st ? s.put_instance(row) : st;
-    });
-  } else if (t == "done") {
-    auto state =
-        instance_state_from(ev.value("state", "errored")).value_or(InstanceState::kErrored);
-    finish_instance(*run, i, state, ev.value("reason", ""), ev.value("started_ms", now_ms),
-                    ev.value("ended_ms", now_ms));
+  switch (ev.kind) {
+    case ipc::EventKind::kStep:
+      apply_step(*run, i, ev);
+      return;
+    case ipc::EventKind::kProgress:
+      if (ev.checkpoint.step != in.next_step) return;  // a report older than the step's end
+      in.checkpoint = ipc::to_json(ev.checkpoint);
+      journal_instance(*run, i);
+      return;
+    case ipc::EventKind::kDone:
+      finish_instance(*run, i, state_of(ev.outcome), ev.reason,
+                      ev.started_ms != 0 ? ev.started_ms : now_ms,
+                      ev.ended_ms != 0 ? ev.ended_ms : now_ms);
+      return;
   }
+}
+
+void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
+  InstanceRecord& in = run.instances[i];
+  StepRecord r;
+  r.step = ev.step;
+  r.state = std::string(ipc::to_string(ev.outcome));
+  r.attempts = ev.attempts;
+  r.started_ms = ev.started_ms;
+  r.ended_ms = ev.ended_ms;
+  r.status = ev.status;
+  r.until_ms = ev.until_ms;
+  r.reason = ev.reason;
+  r.url = ev.url;
+  if (in.started_ms == 0) in.started_ms = r.started_ms;
+  if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
+  if (ev.vars.is_object()) in.vars = ev.vars;
+  in.checkpoint = nullptr;  // the step it described has ended
+  in.steps.push_back(std::move(r));
+  // The step and the instance's new position go in one write: a restart never sees one
+  // without the other.
+  journal_write([step = step_row(run, i, in.steps.size() - 1),
+                 row = instance_row(run, i)](journal::Store& s) {
+    Status st = s.put_step(step);
+    return st ? s.put_instance(row) : st;
+  });
 }
 
 size_t Runs::requeue_worker(int slot, const std::string& why,
@@ -193,19 +221,28 @@ size_t Runs::requeue_worker(int slot, const std::string& why,
   return n;
 }
 
-size_t Runs::hand_back(int slot, const json& instances, const std::string& why) {
+Result<size_t> Runs::hand_back(int slot, const json& instances, const std::string& why) {
+  if (!instances.is_object()) return protocol_error("handback.instances: expected an object");
   size_t n = 0;
   for (const auto& [id, list] : instances.items()) {
+    if (!list.is_object())
+      return protocol_error("handback.instances." + id + ": expected an object");
     Run* run = find(id);
-    if (run == nullptr || !run->whole || !list.is_object()) continue;
-    for (const auto& [key, cp] : list.items()) {
-      uint32_t i = static_cast<uint32_t>(std::stoul(key));
-      if (i >= run->instances.size()) continue;
+    for (const auto& [key, json_cp] : list.items()) {
+      std::string path = "handback.instances." + id + "." + key;
+      uint32_t i = 0;
+      auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), i);
+      if (ec != std::errc() || end != key.data() + key.size()) {
+        return protocol_error(path + ": not an instance number");
+      }
+      auto cp = ipc::checkpoint_from_json(json_cp, path);
+      if (!cp) return cp.status();
+      if (run == nullptr || !run->whole || i >= run->instances.size()) continue;
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
       run->set_state(i, InstanceState::kQueued);
       in.worker = -1;
-      in.checkpoint = cp;
+      in.checkpoint = ipc::to_json(*cp);
       in.resumes += 1;
       in.resume_reasons.push_back(why);
       run->requeued.push_back(i);

@@ -22,6 +22,7 @@
 
 #include "config/scenario/model.h"
 #include "master/journal/journal.h"
+#include "shared/ipc/events.h"
 
 namespace corral::master {
 
@@ -53,6 +54,7 @@ struct StepRecord {
   int status = 0;         // last HTTP status, 0 when none
   int64_t until_ms = -1;  // poll steps: time until the condition held
   std::string reason;
+  std::string url;  // the final URL, when redirects were followed
 };
 
 struct InstanceRecord {
@@ -63,8 +65,11 @@ struct InstanceRecord {
   int64_t started_ms = 0, ended_ms = 0;
   std::string reason;
   std::vector<std::string> resume_reasons;
-  nlohmann::json vars;         // captured so far: what a resumed instance continues with
-  nlohmann::json checkpoint;   // handed back by a stopping worker: the next placement uses it
+  nlohmann::json vars;  // captured so far (wire form): what a resumed instance continues with
+  // The exact position of the step in progress, when the worker sent one (a hand-back, or a
+  // progress report of a step's counters): the next placement resumes from it. Cleared when
+  // the step ends.
+  nlohmann::json checkpoint;
   uint32_t crash_resumes = 0;  // resumes because the worker died (counted against the limit)
   std::vector<StepRecord> steps;
 };
@@ -132,9 +137,9 @@ class Runs {
 
   // The dispatcher placed these instances on `slot`.
   void mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms);
-  // Applies one worker event (worker/engine/engine.h). Unknown runs or indexes are ignored:
+  // Applies one worker event (shared/ipc/events.h). Unknown runs or indexes are ignored:
   // the run may have been cancelled or pruned meanwhile.
-  void apply(int slot, const nlohmann::json& ev, int64_t now_ms);
+  void apply(int slot, const ipc::Event& ev, int64_t now_ms);
   // The worker on `slot` died: every instance it ran goes back to the queue, to resume from
   // its last finished step, with `why` as the resume reason. The death counts against the
   // `culprit` (the instance the worker's loop was in) alone; with no culprit, against every
@@ -145,8 +150,9 @@ class Runs {
                         const std::optional<std::pair<std::string, uint32_t>>& culprit = {},
                         bool blame_all = false);
   // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
-  // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many.
-  size_t hand_back(int slot, const nlohmann::json& instances, const std::string& why);
+  // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many;
+  // fails (kProtocol) when the payload is malformed, after taking the well-formed ones.
+  Result<size_t> hand_back(int slot, const nlohmann::json& instances, const std::string& why);
   // Marks every unfinished instance cancelled. Returns how many.
   size_t cancel(Run& run, int64_t now_ms);
   // Instances waiting for a worker, over all runs.
@@ -164,6 +170,7 @@ class Runs {
   nlohmann::json instance_json(const Run& run, uint32_t index, bool with_steps) const;
 
  private:
+  void apply_step(Run& run, uint32_t index, const ipc::Event& ev);
   void finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
                        int64_t started_ms, int64_t ended_ms);
   // The run has no unfinished instance left: record its end and summary.

@@ -97,8 +97,8 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
   }
   for (const journal::StepRow& r : stored.steps) {
     if (r.idx >= run->size) continue;
-    run->instances[r.idx].steps.push_back(
-        {r.step, r.state, r.attempts, r.started_ms, r.ended_ms, r.status, r.until_ms, r.reason});
+    run->instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
+                                           r.status, r.until_ms, r.reason, ""});
   }
   if (run->cancelled) {
     // Instances never dispatched have no row: they ended with the run.

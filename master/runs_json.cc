@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "master/runs.h"
+#include "shared/ipc/vars.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -83,7 +84,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
             {"duration_ms", in.ended_ms != 0 ? in.ended_ms - in.started_ms : 0}};
   if (in.worker >= 0) j["worker"] = in.worker;
   if (!with_steps) return j;
-  j["vars"] = in.vars.is_null() ? json::object() : in.vars;
+  j["vars"] = ipc::vars_for_display(in.vars);
   j["steps"] = json::array();
   for (const auto& r : in.steps) {
     json s = {{"step", r.step},
@@ -96,6 +97,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
               {"status", r.status}};
     if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
     if (!r.reason.empty()) s["reason"] = r.reason;
+    if (!r.url.empty()) s["url"] = r.url;
     j["steps"].push_back(std::move(s));
   }
   return j;

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "shared/uv/guard.h"
+
 namespace corral::master {
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, const SpawnSpec& spec,
@@ -88,7 +90,7 @@ void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int te
   if (self == nullptr) return;
   self->exited_ = true;
   auto cb = self->cb_.on_exit;
-  cb(exit_status, term_signal);  // may destroy self
+  uv::guard("process exit", [&] { cb(exit_status, term_signal); });  // may destroy self
 }
 
 void WorkerProcess::on_bytes(std::string_view bytes) {

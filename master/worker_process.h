@@ -49,6 +49,9 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
   bool exited() const { return exited_; }
   Status send(ipc::MessageType type, const nlohmann::json& payload);
+  // The worker broke the IPC contract in a frame's contents: stops reading its pipe and
+  // reports it through on_protocol_error (once). Safe inside on_frame.
+  void fail_protocol(const Status& s) { report_protocol_error(s); }
   // Sends `signum` to the process if it has not exited yet.
   void signal(int signum);
   void close_pipe();

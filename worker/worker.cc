@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "shared/exit_codes.h"
 #include "shared/log.h"
@@ -145,9 +146,17 @@ void Worker::on_welcome(const nlohmann::json& p) {
   spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_, getpid(),
                heartbeat_ms_, max_memory_);
 
-  http_ = std::make_unique<CurlClient>(loop_);
-  engine_ = std::make_unique<Engine>(loop_, *http_,
-                                     [this](nlohmann::json&& ev) { on_event(std::move(ev)); });
+  if (auto it = p.find("secrets"); it != p.end() && it->is_object()) {
+    for (const auto& [name, value] : it->items()) {
+      if (value.is_string()) secrets_.add(name, value.get<std::string>());
+    }
+  }
+  CurlOptions http;
+  http.max_body_bytes = p.value("max_response_bytes", http.max_body_bytes);
+  http.memory_budget_bytes = p.value("response_memory_bytes", http.memory_budget_bytes);
+  http_ = std::make_unique<CurlClient>(loop_, http);
+  engine_ = std::make_unique<Engine>(
+      loop_, *http_, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
@@ -222,25 +231,29 @@ void Worker::on_start(const nlohmann::json& p) {
   if (!engine_) return;
   std::string run = p.value("run", "");
   auto fail = [&](uint32_t i, const std::string& why) {
-    on_event({{"t", "done"},
-              {"run", run},
-              {"i", i},
-              {"state", "errored"},
-              {"reason", why},
-              {"started_ms", unix_ms_now()},
-              {"ended_ms", unix_ms_now()}});
+    ipc::Event ev;
+    ev.kind = ipc::EventKind::kDone;
+    ev.run = run;
+    ev.index = i;
+    ev.outcome = ipc::Outcome::kErrored;
+    ev.reason = why;
+    ev.started_ms = ev.ended_ms = unix_ms_now();
+    on_event(std::move(ev));
   };
   if (auto it = p.find("resume"); it != p.end() && it->is_object()) {
-    for (const auto& [key, cp] : it->items()) {
+    for (const auto& [key, json_cp] : it->items()) {
       auto i = static_cast<uint32_t>(std::stoul(key));
-      Status s = engine_->start(run, i, checkpoint_from_json(cp));
+      auto cp = ipc::checkpoint_from_json(json_cp, "resume." + key);
+      // A checkpoint of the wrong shape is the master's protocol error: leave.
+      if (!cp) throw std::invalid_argument(cp.status().message());
+      Status s = engine_->start(run, i, *cp);
       if (!s) fail(i, s.message());
     }
     return;
   }
   uint32_t first = p.value("first", 0u), count = p.value("count", 0u);
   for (uint32_t i = first; i < first + count; ++i) {
-    Status s = engine_->start(run, i, Checkpoint{});
+    Status s = engine_->start(run, i, ipc::Checkpoint{});
     if (!s) fail(i, s.message());
   }
 }
@@ -267,8 +280,8 @@ void Worker::hand_back() {
   spdlog::info("worker {}: handed back {} running instances", slot_, total);
 }
 
-void Worker::on_event(nlohmann::json&& ev) {
-  events_.push_back(std::move(ev));
+void Worker::on_event(ipc::Event&& ev) {
+  events_.push_back(ipc::to_json(ev));
   if (events_.size() >= kEventBatch) {
     flush_events();
   } else if (events_.size() == 1 && flush_timer_) {

@@ -37,7 +37,7 @@ class Worker {
   void start_fault();
   void on_define_run(const nlohmann::json& p);
   void on_start(const nlohmann::json& p);
-  void on_event(nlohmann::json&& ev);
+  void on_event(ipc::Event&& ev);
   void flush_events();
   // On stop: checkpoints every running instance and sends them to the master.
   void hand_back();
@@ -53,6 +53,7 @@ class Worker {
   std::unique_ptr<uv::Timer> memory_;
   std::unique_ptr<uv::Timer> fault_timer_;
   std::unique_ptr<uv::Timer> leave_timer_;
+  Secrets secrets_;  // from `welcome`; the engine expands and masks them
   std::unique_ptr<CurlClient> http_;
   std::unique_ptr<Engine> engine_;
   nlohmann::json events_ = nlohmann::json::array();  // not yet sent to the master

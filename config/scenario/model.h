@@ -32,7 +32,10 @@ struct RequestSpec {
   std::vector<std::pair<std::string, Template>> headers;
   std::optional<JsonTemplate> json;  // "json": sent as its compact JSON text
   std::optional<Template> body;      // "body": sent as the text; at most one of json/body is set
-  uint64_t timeout_ms = 30000;       // the whole exchange, connect to last byte
+  uint64_t timeout_ms = 30000;       // one try, connect to last byte (and every redirect)
+  bool follow_redirects = true;      // 301, 302, 303, 307, 308 with a Location
+  int max_redirects = 10;            // hops followed before "too many redirects"
+  uint64_t max_response_bytes = 0;   // a larger body is a transport error; 0 = the daemon's
 };
 
 // Which failures of one try make `Retry` try again.
@@ -79,11 +82,28 @@ struct Step {
   std::vector<Capture> captures;  // kRequest, kPoll: set after the step passes
   Retry retry;                    // kRequest, kPoll (each poll attempt's request)
   Poll poll;                      // kPoll
-  uint64_t sleep_ms = 0;          // kSleep
+  // kRequest: the whole step's limit, every try and every wait between tries, counted from
+  // the first try; 0 = none. (A poll step's limit is poll.timeout_ms.)
+  uint64_t timeout_ms = 0;
+  uint64_t sleep_ms = 0;  // kSleep
   // True when a condition or capture reads the body as JSON: the engine need not parse
   // response bodies of the other steps.
   bool reads_json = false;
 };
+
+// The limit a step has, counted from its first attempt: a poll's timeout, or a request step's
+// timeout; 0 = none.
+inline uint64_t step_limit_ms(const Step& s) {
+  switch (s.kind) {
+    case StepKind::kPoll:
+      return s.poll.timeout_ms;
+    case StepKind::kRequest:
+      return s.timeout_ms;
+    case StepKind::kSleep:
+      return 0;
+  }
+  return 0;
+}
 
 struct Scenario {
   std::string name;

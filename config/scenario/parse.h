@@ -1,6 +1,7 @@
 // Parsing and validating a scenario file.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -11,6 +12,17 @@
 
 namespace corral::scenario {
 
+// What a submission is checked against besides the document itself.
+struct ParseOptions {
+  std::set<std::string> extra_vars;  // the run-time vars given at submission
+  // When set, every `{{env.NAME}}` must name a variable for which this returns true, and
+  // every `{{secret.NAME}}` a secret for which `has_secret` does. Unset, they are not checked:
+  // a worker re-parsing a run, or a journal restore, must not refuse a run the master took
+  // (the instance fails at run time instead, naming what is missing).
+  std::function<bool(const std::string&)> has_env;
+  std::function<bool(const std::string&)> has_secret;
+};
+
 // Builds the model from a scenario document, checking everything before anything runs:
 // field names and types, durations, methods, JSON Pointers, regular expressions, and that
 // every template variable is defined — in "vars", captured by an earlier step, a built-in, or
@@ -19,7 +31,11 @@ namespace corral::scenario {
 // Errors are kInvalidArgument; the message starts with the path of the field at fault:
 //   `steps[1].poll.every: expected a duration like "10s", got 10`
 //   `steps[3].request.url: unknown variable "jobb" in "{{base}}/jobs/{{jobb}}"`
-// Pure: no I/O. Call it from any thread.
+//   `steps[0].request.headers.Authorization: environment variable "TOKEN" is not set`
+// `{{env.CORRAL_SECRET_X}}` is refused: a secret is used as `{{secret.X}}`, which masks it.
+// Pure: no I/O beyond the options' callbacks. Call it from any thread.
+Result<std::shared_ptr<const Scenario>> parse_scenario(const nlohmann::json& doc,
+                                                       const ParseOptions& options);
 Result<std::shared_ptr<const Scenario>> parse_scenario(
     const nlohmann::json& doc, const std::set<std::string>& extra_vars = {});
 

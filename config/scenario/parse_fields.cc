@@ -76,6 +76,15 @@ double read_number(const json& j, const std::string& path, double min, double ma
   return j.get<double>();
 }
 
+uint64_t read_size(const json& j, const std::string& path, uint64_t max) {
+  Result<uint64_t> bytes = j.is_string()            ? config::parse_bytes(j.get<std::string>())
+                           : j.is_number_unsigned() ? Result<uint64_t>(j.get<uint64_t>())
+                                                    : Result<uint64_t>(invalid_argument(""));
+  if (!bytes || *bytes == 0) fail(path, "expected a size like \"64MB\", got " + shown(j));
+  if (*bytes > max) fail(path, "at most " + config::format_bytes(max) + ", got " + shown(j));
+  return *bytes;
+}
+
 json::json_pointer read_pointer(const json& j, const std::string& path) {
   if (!j.is_string()) fail(path, "expected a JSON Pointer like \"/id\", got " + shown(j));
   const std::string& text = j.get_ref<const std::string&>();
@@ -105,6 +114,21 @@ void check_scope(const Template& t, const std::string& path, const Scope& scope)
   for (const std::string& name : t.variables()) {
     if (!scope.contains(name)) {
       fail(path, "unknown variable " + shown(name) + " in " + shown(t.source()));
+    }
+  }
+  for (const std::string& name : t.names(Template::Kind::kEnv)) {
+    if (name.starts_with("CORRAL_SECRET_")) {
+      fail(path, "use {{secret." + name.substr(14) + "}} rather than {{env." + name +
+                     "}}: a secret's value must be masked");
+    }
+    if (scope.options && scope.options->has_env && !scope.options->has_env(name)) {
+      fail(path, "environment variable " + shown(name) + " is not set");
+    }
+  }
+  for (const std::string& name : t.names(Template::Kind::kSecret)) {
+    if (scope.options && scope.options->has_secret && !scope.options->has_secret(name)) {
+      fail(path, "unknown secret " + shown(name) +
+                     " (secrets come from CORRAL_SECRET_<NAME> or the secrets_file)");
     }
   }
 }

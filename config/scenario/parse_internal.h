@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/scenario/model.h"
+#include "config/scenario/parse.h"
 
 namespace corral::scenario::detail {
 
@@ -32,8 +33,14 @@ std::string element_path(const std::string& path, size_t index);
 // `value` as JSON text for "got ..." in messages.
 std::string shown(const json& value);
 
-// The variables a template may use at some point of the file.
-using Scope = std::set<std::string, std::less<>>;
+// What a template may use at some point of the file: the variables defined so far, and the
+// submission's checks of environment variables and secrets.
+struct Scope {
+  std::set<std::string, std::less<>> vars;
+  const ParseOptions* options = nullptr;
+  bool contains(std::string_view name) const { return vars.contains(name); }
+  void insert(std::string name) { vars.insert(std::move(name)); }
+};
 
 // Fails unless `j` is an object whose keys are all in `known`:
 // `steps[0].pol: unknown field (known: name, request, ...)`.
@@ -47,6 +54,10 @@ std::string read_string(const json& j, const std::string& path);  // non-empty
 uint64_t read_duration(const json& j, const std::string& path);   // "250ms", "10s", "10m"
 uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);
+// "64MB" or a positive integer of bytes, at most `max`.
+uint64_t read_size(const json& j, const std::string& path, uint64_t max);
+// The largest `max_response` a request or the daemon may set.
+constexpr uint64_t kMaxResponseLimit = uint64_t{1} << 30;
 double read_number(const json& j, const std::string& path, double min, double max);
 json::json_pointer read_pointer(const json& j, const std::string& path);
 // A name usable as a variable: letters, digits and "_", not a built-in.

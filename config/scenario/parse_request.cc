@@ -87,7 +87,9 @@ void add_json_content_type(RequestSpec& spec) {
 }  // namespace
 
 RequestSpec parse_request(const json& j, const std::string& path, const Scope& scope) {
-  check_fields(j, path, {"method", "url", "headers", "json", "body", "timeout"});
+  check_fields(j, path,
+               {"method", "url", "headers", "json", "body", "timeout", "follow_redirects",
+                "max_redirects", "max_response"});
   RequestSpec spec;
   if (j.contains("method")) spec.method = read_method(j["method"], field_path(path, "method"));
   const json& url = required(j, path, "url", "a URL like \"http://host/path\"");
@@ -109,6 +111,18 @@ RequestSpec parse_request(const json& j, const std::string& path, const Scope& s
   }
   if (j.contains("timeout")) {
     spec.timeout_ms = read_positive_duration(j["timeout"], field_path(path, "timeout"));
+  }
+  if (j.contains("follow_redirects")) {
+    std::string at = field_path(path, "follow_redirects");
+    if (!j["follow_redirects"].is_boolean()) fail(at, "expected true or false");
+    spec.follow_redirects = j["follow_redirects"].get<bool>();
+  }
+  if (j.contains("max_redirects")) {
+    spec.max_redirects = read_int(j["max_redirects"], field_path(path, "max_redirects"), 0, 50);
+  }
+  if (j.contains("max_response")) {
+    spec.max_response_bytes =
+        read_size(j["max_response"], field_path(path, "max_response"), kMaxResponseLimit);
   }
   return spec;
 }

@@ -88,7 +88,7 @@ StepKind step_kind(const json& j, const std::string& path) {
   }
   if (request == sleep) fail(path, "a step needs exactly one of \"request\", \"sleep\"");
   if (sleep) {
-    for (std::string_view f : {"expect", "capture", "retry", "poll"}) {
+    for (std::string_view f : {"expect", "capture", "retry", "poll", "timeout"}) {
       if (j.contains(f)) {
         fail(field_path(path, f), "a \"sleep\" step takes only \"name\" and \"sleep\"");
       }
@@ -116,7 +116,8 @@ bool reads_json(const Step& s) {
 // Reads step `index`; adds the variables it captures to `scope` for the steps after it.
 Step parse_step(const json& j, size_t index, Scope& scope) {
   std::string path = element_path("steps", index);
-  check_fields(j, path, {"name", "request", "expect", "capture", "retry", "poll", "sleep"});
+  check_fields(j, path,
+               {"name", "request", "expect", "capture", "retry", "poll", "sleep", "timeout"});
   auto at = [&](std::string_view name) { return field_path(path, name); };
   Step s;
   s.index = index;
@@ -132,6 +133,13 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   if (j.contains("expect")) s.expect = parse_conditions(j["expect"], at("expect"), false);
   if (j.contains("retry")) s.retry = parse_retry(j["retry"], at("retry"));
   if (s.kind == StepKind::kPoll) s.poll = parse_poll(j["poll"], at("poll"));
+  if (j.contains("timeout")) {
+    // (A sleep step with a timeout was refused by step_kind().)
+    if (s.kind == StepKind::kPoll) {
+      fail(at("timeout"), "a poll step's limit is \"poll\": {\"timeout\": ...}");
+    }
+    s.timeout_ms = read_positive_duration(j["timeout"], at("timeout"));
+  }
   if (j.contains("capture")) s.captures = parse_captures(j["capture"], at("capture"));
   for (const Capture& c : s.captures) scope.insert(c.name);
   s.reads_json = reads_json(s);
@@ -148,13 +156,12 @@ nlohmann::json parse_vars(const json& doc, Scope& scope) {
   return vars;
 }
 
-std::shared_ptr<const Scenario> parse_document(const json& doc,
-                                               const std::set<std::string>& extra) {
+std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptions& options) {
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_fields(doc, "", {"name", "vars", "steps"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
-  Scope scope(extra.begin(), extra.end());
+  Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options};
   scenario->vars = parse_vars(doc, scope);
   const json& steps = required(doc, "", "steps", "a non-empty array");
   if (!steps.is_array() || steps.empty()) fail("steps", "expected a non-empty array");
@@ -182,8 +189,15 @@ std::string_view to_string(StepKind kind) {
 
 Result<std::shared_ptr<const Scenario>> parse_scenario(const nlohmann::json& doc,
                                                        const std::set<std::string>& extra_vars) {
+  ParseOptions options;
+  options.extra_vars = extra_vars;
+  return parse_scenario(doc, options);
+}
+
+Result<std::shared_ptr<const Scenario>> parse_scenario(const nlohmann::json& doc,
+                                                       const ParseOptions& options) {
   try {
-    return detail::parse_document(doc, extra_vars);
+    return detail::parse_document(doc, options);
   } catch (const detail::ParseError& e) {
     return invalid_argument(e.message);
   } catch (const nlohmann::json::exception& e) {

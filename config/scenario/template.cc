@@ -9,12 +9,15 @@
 #include <optional>
 #include <random>
 
+#include "shared/text/utf8.h"
+
 namespace corral::scenario {
 namespace {
 
 constexpr std::string_view kOpen = "{{";
 constexpr std::string_view kClose = "}}";
 constexpr std::string_view kEnvPrefix = "env.";
+constexpr std::string_view kSecretPrefix = "secret.";
 
 std::string json_quote(std::string_view text) { return nlohmann::json(text).dump(); }
 
@@ -43,7 +46,12 @@ std::optional<Template::Segment> reference(std::string_view name) {
     if (!is_identifier(env)) return std::nullopt;
     return Template::Segment{Kind::kEnv, std::string(env)};
   }
-  if (!is_identifier(name) || name == "env") return std::nullopt;
+  if (name.starts_with(kSecretPrefix)) {
+    std::string_view secret = name.substr(kSecretPrefix.size());
+    if (!is_identifier(secret)) return std::nullopt;
+    return Template::Segment{Kind::kSecret, std::string(secret)};
+  }
+  if (!is_identifier(name) || is_builtin_name(name)) return std::nullopt;
   return Template::Segment{Kind::kVariable, std::string(name)};
 }
 
@@ -95,7 +103,39 @@ void expand_reference(const Template::Segment& s, const Vars& vars, std::string&
         report(error, "environment variable " + json_quote(s.text) + " is not set");
       }
       return;
+    case Template::Kind::kSecret:
+      if (const std::string* value = vars.secret(s.text)) {
+        out += *value;
+      } else {
+        report(error, "secret " + json_quote(s.text) + " is not set");
+      }
+      return;
   }
+}
+
+// The name of the first reference in `t` whose text is not UTF-8, or "" when it is a
+// literal or built-in that is at fault.
+std::string first_non_utf8(const Template& t, const Vars& vars) {
+  for (const Template::Segment& s : t.segments()) {
+    const std::string* text = nullptr;
+    std::string env;
+    if (s.kind == Template::Kind::kVariable) {
+      const nlohmann::json* v = vars.find(s.text);
+      if (v && v->is_string()) text = &v->get_ref<const std::string&>();
+    } else if (s.kind == Template::Kind::kSecret) {
+      text = vars.secret(s.text);
+    } else if (s.kind == Template::Kind::kEnv) {
+      if (const char* e = std::getenv(s.text.c_str())) env = e;
+      text = &env;
+    }
+    if (text && !text::is_utf8(*text)) {
+      std::string_view what = s.kind == Template::Kind::kVariable ? "variable "
+                              : s.kind == Template::Kind::kSecret ? "secret "
+                                                                  : "environment variable ";
+      return std::string(what) + json_quote(s.text);
+    }
+  }
+  return "a value";
 }
 
 void compile_json(const nlohmann::json& node, const nlohmann::json::json_pointer& where,
@@ -122,7 +162,7 @@ void compile_json(const nlohmann::json& node, const nlohmann::json::json_pointer
 }  // namespace
 
 bool is_builtin_name(std::string_view name) {
-  return name == "instance" || name == "run" || name == "uuid" || name == "env";
+  return name == "instance" || name == "run" || name == "uuid" || name == "env" || name == "secret";
 }
 
 const nlohmann::json* JsonVars::find(std::string_view name) const {
@@ -175,12 +215,12 @@ nlohmann::json Template::expand_json(const Vars& vars, Status* error) const {
   return expand(vars, error);
 }
 
-std::vector<std::string> Template::variables() const {
-  std::vector<std::string> names;
+std::vector<std::string> Template::names(Kind kind) const {
+  std::vector<std::string> out;
   for (const Segment& s : segments_) {
-    if (s.kind == Kind::kVariable) names.push_back(s.text);
+    if (s.kind == kind) out.push_back(s.text);
   }
-  return names;
+  return out;
 }
 
 bool Template::is_literal() const {
@@ -198,7 +238,18 @@ Result<JsonTemplate> JsonTemplate::compile(const nlohmann::json& doc) {
 
 nlohmann::json JsonTemplate::expand(const Vars& vars, Status* error) const {
   nlohmann::json out = doc_;
-  for (const Slot& slot : slots_) out[slot.where] = slot.value.expand_json(vars, error);
+  for (const Slot& slot : slots_) {
+    nlohmann::json value = slot.value.expand_json(vars, error);
+    if (value.is_string() && !text::is_utf8(value.get_ref<const std::string&>())) {
+      if (error && error->is_ok()) {
+        *error = invalid_argument(first_non_utf8(slot.value, vars) + " in " +
+                                  (slot.path.empty() ? "the JSON body" : slot.path) +
+                                  " is not UTF-8 text (send bytes with \"body\")");
+      }
+      value = nullptr;
+    }
+    out[slot.where] = std::move(value);
+  }
   return out;
 }
 

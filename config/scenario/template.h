@@ -3,12 +3,15 @@
 // A template is compiled once, when the scenario is parsed, into literal and variable segments,
 // so expanding it for each request is one pass of concatenation. Names inside the braces may be
 // padded with spaces (`{{ base }}`). Besides the scenario's own variables (vars, run-time vars,
-// captures) four built-ins exist:
-//   {{instance}}  the instance number (a JSON number)
-//   {{run}}       the run id
-//   {{uuid}}      a fresh random version-4 UUID at every expansion
-//   {{env.NAME}}  the environment variable NAME of the process that expands (the worker)
-// A string variable expands to its text; any other JSON value to its compact JSON text.
+// captures) five built-ins exist:
+//   {{instance}}     the instance number (a JSON number)
+//   {{run}}          the run id
+//   {{uuid}}         a fresh random version-4 UUID at every expansion
+//   {{env.NAME}}     the environment variable NAME of the process that expands (the worker)
+//   {{secret.NAME}}  the secret NAME (shared/secrets.h): its value is masked wherever it
+//                    would leave the worker
+// A string variable expands to its text, whatever its bytes; any other JSON value to its
+// compact JSON text. In a JSON body every text must be UTF-8: see JsonTemplate::expand.
 //
 // Compiled templates are immutable and may be expanded from any thread at once.
 #pragma once
@@ -36,6 +39,8 @@ class Vars {
   virtual const nlohmann::json* find(std::string_view name) const = 0;
   virtual uint64_t instance() const = 0;
   virtual std::string_view run() const = 0;
+  // The value of secret `name`, or nullptr when there is no such secret.
+  virtual const std::string* secret(std::string_view) const { return nullptr; }
 };
 
 // Vars over a JSON object of variables. Borrows `values`, which must outlive it.
@@ -55,10 +60,10 @@ class JsonVars final : public Vars {
 
 class Template {
  public:
-  enum class Kind { kLiteral, kVariable, kInstance, kRun, kUuid, kEnv };
+  enum class Kind { kLiteral, kVariable, kInstance, kRun, kUuid, kEnv, kSecret };
   struct Segment {
     Kind kind;
-    std::string text;  // the literal, the variable name, or the environment variable's name
+    std::string text;  // the literal, or the name of the variable, environment variable or secret
   };
 
   Template() = default;  // expands to ""
@@ -67,17 +72,21 @@ class Template {
   // `unclosed "{{" in "..."`, `invalid variable reference "{{a b}}" in "..."`.
   static Result<Template> compile(std::string_view text);
 
-  // The text with every reference replaced. A user variable `vars` does not know, or an unset
-  // environment variable, expands to "" and sets *error (if given) to kNotFound naming it;
-  // validation at parse time makes the first impossible for scenario variables.
+  // The text with every reference replaced. A user variable `vars` does not know, an unset
+  // environment variable or an unknown secret expands to "" and sets *error (if given) to
+  // kNotFound naming it; validation at parse time makes these impossible for scenario
+  // variables, and unlikely for the others (the environment may change between submission
+  // and a restart).
   std::string expand(const Vars& vars, Status* error = nullptr) const;
 
   // As expand(), but a template that is exactly one reference keeps that value's JSON type
   // (`"{{count}}"` with count = 3 gives the number 3, `{{instance}}` a number).
   nlohmann::json expand_json(const Vars& vars, Status* error = nullptr) const;
 
-  // The user variables referenced, in order of appearance (built-ins left out).
-  std::vector<std::string> variables() const;
+  // The names referenced of one kind (kVariable: user variables; kEnv; kSecret), in order
+  // of appearance.
+  std::vector<std::string> names(Kind kind) const;
+  std::vector<std::string> variables() const { return names(Kind::kVariable); }
 
   const std::string& source() const { return source_; }
   const std::vector<Segment>& segments() const { return segments_; }
@@ -102,7 +111,9 @@ class JsonTemplate {
   // Errors as Template::compile, prefixed with the path inside the document: `.user.name: ...`.
   static Result<JsonTemplate> compile(const nlohmann::json& doc);
 
-  // The document with every templated string expanded by Template::expand_json.
+  // The document with every templated string expanded by Template::expand_json. A text that
+  // is not UTF-8 cannot go into JSON: it sets *error (kInvalidArgument) naming the variable,
+  // `variable "raw" in .note is not UTF-8 text (send bytes with "body")`, and is left out.
   nlohmann::json expand(const Vars& vars, Status* error = nullptr) const;
 
   const nlohmann::json& source() const { return doc_; }

@@ -37,7 +37,11 @@ const MessageInfo& message_info(MessageType type) {
 }
 
 Result<std::string> encode(MessageType type, const nlohmann::json& payload) {
-  std::string body = payload.is_null() ? std::string() : payload.dump();
+  // A text that is not UTF-8 is sent with U+FFFD in place of its bad bytes rather than
+  // making dump() throw: payloads that must keep bytes encode them first (shared/ipc/vars.h).
+  std::string body = payload.is_null()
+                         ? std::string()
+                         : payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   size_t length = body.size() + 1;
   if (length > kMaxFrameBytes) {
     return Status(Code::kResourceExhausted,

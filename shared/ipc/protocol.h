@@ -82,7 +82,8 @@ const MessageInfo& message_info(MessageType type);
 //   hello     {"protocol": u32 (required), "pid": int, "slot": int}
 //   welcome   {"protocol": u32, "slot": int, "heartbeat_ms": u64, "max_memory_bytes": u64,
 //              "kernel_memory_bytes": u64, "log_max_bytes": u64, "log_files": int,
-//              "log_level": str}
+//              "log_level": str, "max_response_bytes": u64, "response_memory_bytes": u64,
+//              "secrets": {"NAME": "value", ...}}  (the pipe is the only place secrets travel)
 //   ready     {}
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64}
 //   stop      {"grace_ms": u64}
@@ -90,9 +91,9 @@ const MessageInfo& message_info(MessageType type);
 //   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars}}
 //              sent once per worker before the first `start` of that run
 //   start     {"run": str, "first": u32, "count": u32}  fresh instances first..first+count-1
-//             or {"run": str, "resume": {"<index>": {checkpoint}, ...}}
+//             or {"run": str, "resume": {"<index>": {checkpoint}, ...}}  (shared/ipc/checkpoint.h)
 //   cancel    {"run": str}  drop every instance of the run, without events
-//   events    {"events": [event, ...]}  state transitions, batched (worker/engine/engine.h)
+//   events    {"events": [event, ...]}  state transitions, batched (shared/ipc/events.h)
 //   handback  {"instances": {"<run>": {"<index>": {checkpoint}, ...}, ...}}  on `stop`: the
 //             running instances, checkpointed, for the master to place elsewhere; sent after
 //             the last `events` frame, split so that no frame passes kMaxFrameBytes

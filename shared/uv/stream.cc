@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "shared/uv/guard.h"
+
 namespace corral::uv {
 namespace {
 
@@ -68,7 +70,9 @@ Status Stream::write(std::string bytes) {
     // The handle may have been closed (its owner gone) while the write was queued; libuv then
     // reports UV_ECANCELED and the Stream must not be touched.
     if (status != 0 && status != UV_ECANCELED) {
-      if (auto* self = owner_of<Stream>(req->handle)) self->end(status);
+      if (auto* self = owner_of<Stream>(req->handle)) {
+        guard("stream write", [self, status] { self->end(status); });
+      }
     }
     delete wr;
   });
@@ -91,8 +95,10 @@ void Stream::shutdown(std::function<void()> done) {
     auto* self = owner_of<Stream>(r->handle);
     delete r;
     if (self != nullptr && self->on_shutdown_) {
-      auto cb = std::move(self->on_shutdown_);
-      cb();
+      guard("stream shutdown", [self] {
+        auto cb = std::move(self->on_shutdown_);
+        cb();
+      });
     }
   });
   if (rc != 0) {
@@ -109,12 +115,14 @@ void Stream::on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) {
 void Stream::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   auto* self = owner_of<Stream>(s);
   if (self == nullptr) return;
-  if (n > 0) {
-    auto cb = self->on_data_;  // a copy: the callback may close or destroy this stream
-    cb(std::string_view(buf->base, static_cast<size_t>(n)));
-  } else if (n < 0) {
-    self->end(static_cast<int>(n));
-  }
+  guard("stream read", [self, n, buf] {
+    if (n > 0) {
+      auto cb = self->on_data_;  // a copy: the callback may close or destroy this stream
+      cb(std::string_view(buf->base, static_cast<size_t>(n)));
+    } else if (n < 0) {
+      self->end(static_cast<int>(n));
+    }
+  });
 }
 
 void Stream::end(int status) {

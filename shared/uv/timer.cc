@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "shared/uv/guard.h"
+
 namespace corral::uv {
 
 Timer::Timer(uv_loop_t* loop) {
@@ -26,8 +28,10 @@ void Timer::unref() {
 void Timer::on_timer(uv_timer_t* t) {
   auto* self = owner_of<Timer>(t);
   if (self == nullptr) return;
-  auto cb = self->cb_;  // a copy: the callback may destroy or restart this timer
-  cb();
+  guard("timer", [self] {
+    auto cb = self->cb_;  // a copy: the callback may destroy or restart this timer
+    cb();
+  });
 }
 
 }  // namespace corral::uv

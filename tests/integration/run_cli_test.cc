@@ -176,6 +176,25 @@ TEST_CASE("run cli: an invalid scenario or command line exits 2 and starts nothi
                                     "duration like \"10s\", got 10"));
   CHECK_FALSE(std::filesystem::exists(junit));
 
+  // An environment variable or a secret the daemon does not have is refused at submission.
+  Json unset_env = job_scenario(1);
+  unset_env["steps"][0]["request"]["headers"] = {{"X-Token", "{{env.CORRAL_IT_NEVER_SET}}"}};
+  CliResult env = run_cli(
+      {"run", write_scenario(home, "env.json", unset_env), "--var", "base=http://127.0.0.1:1"},
+      home.path());
+  INFO(env.describe());
+  CHECK(env.exit_code == 2);
+  CHECK_THAT(env.err, Catch::Contains("scenario.steps[0].request.headers.X-Token: environment "
+                                      "variable \"CORRAL_IT_NEVER_SET\" is not set"));
+  Json unknown_secret = job_scenario(1);
+  unknown_secret["steps"][0]["request"]["headers"] = {{"X-Token", "{{secret.NOPE}}"}};
+  CliResult secret = run_cli({"run", write_scenario(home, "secret.json", unknown_secret), "--var",
+                              "base=http://127.0.0.1:1"},
+                             home.path());
+  INFO(secret.describe());
+  CHECK(secret.exit_code == 2);
+  CHECK_THAT(secret.err, Catch::Contains("unknown secret \"NOPE\""));
+
   std::ofstream(home.file("garbage.json")) << "{not json";
   const std::string good = write_scenario(home, "good.json", job_scenario(1));
   struct Case {

@@ -12,7 +12,16 @@
 //   GET  /delay?ms=N       -> 200 after N milliseconds
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
-//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n}
+//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n} (requests other than /stats)
+// and misbehaving ones (misbehave.cc):
+//   GET  /bytes            -> 200, a body and an X-Bytes header that are not UTF-8
+//   POST /bytes            -> 200 when the body is exactly those bytes, else 422
+//   ANY  /redirect?code=303&to=URL  -> that status with Location: URL (default /echo)
+//   GET  /redirect-loop    -> 302 to itself, forever
+//   ANY  /echo             -> 200 {"method","path","query","headers": {lowercase name: value},
+//                             "body"}: the request as received
+//   GET  /big?bytes=N      -> 200, a JSON document of about N bytes
+//   ANY  /hang             -> never answers
 // Loop thread only.
 #pragma once
 
@@ -46,6 +55,8 @@ class Target {
   http::Response flaky(const http::Request& req);
   http::Response status(const http::Request& req);
   void delay(const http::Request& req, const http::Responder& respond);
+  // The misbehaving routes; false when `req` is not one of them.
+  bool misbehave(const http::Request& req, const http::Responder& respond);
 
   uv_loop_t* loop_;
   http::Server server_;
@@ -55,6 +66,7 @@ class Target {
   uint64_t next_job_ = 1;
   uint64_t requests_ = 0;
   uint64_t polls_ = 0;
+  uint64_t hanging_ = 0;
 };
 
 }  // namespace corral::target

@@ -1,3 +1,5 @@
+// The engine's instances: starting them, running their steps, and their timers. What happens
+// with a response is in engine_response.cc.
 #include "worker/engine/engine.h"
 
 #include <spdlog/spdlog.h>
@@ -9,60 +11,53 @@
 
 #include "config/config.h"
 #include "config/scenario/parse.h"
+#include "shared/ipc/vars.h"
 #include "shared/proc.h"
 #include "shared/uv/handle.h"
+#include "worker/engine/instance.h"
 
 namespace corral::worker {
 
 using scenario::StepKind;
 
-struct Instance {
-  enum class Next { kSend, kStepDone };
-
-  Engine* engine;
-  Engine::Run* run;
-  uint64_t serial;
-  uint32_t index;
-  Checkpoint cp;
-  uint32_t tries = 0;  // tries of the current request (the first plus retries)
-  Next next = Next::kSend;
-  uv::Handle<uv_timer_t> timer;
-};
-
-namespace {
-
-// The variables one instance's templates read: its captures, then the run's vars.
-class InstanceVars final : public scenario::Vars {
- public:
-  InstanceVars(const Instance& in) : in_(in) {}
-  const nlohmann::json* find(std::string_view name) const override {
-    std::string key(name);
-    if (in_.cp.vars.is_object()) {
-      if (auto it = in_.cp.vars.find(key); it != in_.cp.vars.end()) return &*it;
-    }
-    const auto& vars = in_.run->vars;
-    if (auto it = vars.find(key); it != vars.end()) return &*it;
-    return nullptr;
-  }
-  uint64_t instance() const override { return in_.index; }
-  std::string_view run() const override { return in_.run->id; }
-
- private:
-  const Instance& in_;
-};
-
-uint64_t grown(uint64_t base, double factor, uint32_t n, uint64_t cap) {
-  double v = static_cast<double>(base) * std::pow(factor, n);
-  if (cap != 0) v = std::min(v, static_cast<double>(cap));
-  return static_cast<uint64_t>(v);
-}
-
-}  // namespace
-
-Engine::Engine(uv_loop_t* loop, CurlClient& http, Emit emit)
-    : loop_(loop), http_(http), emit_(std::move(emit)) {}
+Engine::Engine(uv_loop_t* loop, CurlClient& http, Emit emit, const Secrets& secrets)
+    : loop_(loop), http_(http), emit_(std::move(emit)), secrets_(secrets) {}
 
 Engine::~Engine() = default;
+
+template <typename Fn>
+void Engine::guarded(uint64_t serial, const char* where, Fn&& fn) noexcept {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    fail_internal(serial, where, e.what());
+  } catch (...) {
+    fail_internal(serial, where, "an exception that is not a std::exception");
+  }
+}
+
+void Engine::fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept {
+  try {
+    auto it = instances_.find(serial);
+    if (it == instances_.end()) {
+      spdlog::error("engine: {} threw after its instance ended: {}", where, secrets_.redact(what));
+      return;
+    }
+    Instance& in = *it->second;
+    spdlog::error("run {} instance {} step {}: {} threw: {}", in.run->id, in.index, in.cp.step,
+                  where, secrets_.redact(what));
+    finish(in, ipc::Outcome::kErrored, std::string("internal error in ") + where + ": " + what);
+  } catch (...) {
+    // Even reporting failed (out of memory, or emit itself throws): drop the instance without
+    // an event rather than let anything unwind into libuv. The master sees it when the run
+    // is cancelled or the worker replaced.
+    if (auto it = instances_.find(serial); it != instances_.end()) {
+      it->second->run->active -= 1;
+      timeout_reasons_.erase(serial);
+      instances_.erase(it);
+    }
+  }
+}
 
 Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
                           const nlohmann::json& vars) {
@@ -81,27 +76,36 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   return Status::ok();
 }
 
-Status Engine::start(const std::string& run, uint32_t index, Checkpoint cp) {
+Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoint& cp) {
   auto it = runs_.find(run);
   if (it == runs_.end()) return invalid_argument("unknown run \"" + run + "\"");
-  if (cp.step >= it->second->scenario->steps.size()) {
+  const auto& steps = it->second->scenario->steps;
+  if (cp.step >= steps.size()) {
     return invalid_argument("instance " + std::to_string(index) + " checkpoint step " +
                             std::to_string(cp.step) + " is past the last step");
   }
+  auto vars = ipc::vars_from_wire(cp.vars, secrets_);
+  if (!vars) return vars.status();
   auto in = std::make_unique<Instance>();
   in->engine = this;
   in->run = it->second.get();
   in->serial = next_serial_++;
   in->index = index;
-  in->cp = std::move(cp);
+  in->cp = cp;
+  in->cp.vars = nullptr;
+  in->vars = std::move(*vars);
   if (in->cp.started_ms == 0) in->cp.started_ms = unix_ms_now();
+  // A poll attempt that was in flight when the instance stopped is lost: the next one is a
+  // new attempt. A request's tries go on counting, so retry.attempts holds across resumes.
+  if (steps[cp.step].kind == StepKind::kPoll) in->cp.tries = 0;
   uv_timer_init(loop_, in->timer.get());
   in->timer.set_live(in.get());
   Instance& ref = *in;
   instances_[in->serial] = std::move(in);
   ref.run->active += 1;
+  uint64_t serial = ref.serial;
   ipc::InHandScope scope(in_hand_, ref.run->id, ref.index);
-  run_step(ref);
+  guarded(serial, "start", [&] { run_step(ref); });
   return Status::ok();
 }
 
@@ -112,26 +116,22 @@ void Engine::run_step(Instance& in) {
   if (in.cp.step_started_ms == 0) {
     in.cp.step_started_ms = now;
     in.cp.attempts = 0;
-    in.cp.poll_deadline_ms = step.kind == StepKind::kPoll && step.poll.timeout_ms
-                                 ? now + int64_t(step.poll.timeout_ms)
-                                 : 0;
+    in.cp.tries = 0;
+    uint64_t limit = scenario::step_limit_ms(step);
+    in.cp.deadline_ms = limit != 0 ? now + static_cast<int64_t>(limit) : 0;
   }
-  in.tries = 0;
   switch (step.kind) {
     case StepKind::kSleep:
       in.next = Instance::Next::kStepDone;
       wait_until(in, in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms));
       return;
     case StepKind::kPoll:
+    case StepKind::kRequest:
       // A deadline that passed while the instance was not running (resumed late) still counts.
-      if (in.cp.poll_deadline_ms != 0 && now >= in.cp.poll_deadline_ms) {
-        finish(in, "failed",
-               "poll timed out after " + config::format_duration_ms(step.poll.timeout_ms), 0);
+      if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms) {
+        finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
         return;
       }
-      send(in);
-      return;
-    case StepKind::kRequest:
       send(in);
       return;
   }
@@ -145,49 +145,70 @@ void Engine::wait_until(Instance& in, int64_t at_ms) {
   uv_timer_start(
       in.timer.get(),
       [](uv_timer_t* t) {
-        if (auto* self = uv::owner_of<Instance>(t)) self->engine->on_timer(*self);
+        auto* self = uv::owner_of<Instance>(t);
+        if (self == nullptr) return;
+        Engine* engine = self->engine;
+        uint64_t serial = self->serial;
+        ipc::InHandScope scope(engine->in_hand_, self->run->id, self->index);
+        engine->guarded(serial, "a timer", [&] { engine->on_timer(*self); });
       },
       static_cast<uint64_t>(delay), 0);
 }
 
 void Engine::on_timer(Instance& in) {
-  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
-  if (in.next == Instance::Next::kStepDone) {
-    // The loop's clock and the wall clock round differently: never end a sleep early.
-    const auto& step = in.run->scenario->steps[in.cp.step];
-    int64_t end = in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms);
-    if (unix_ms_now() < end) {
-      wait_until(in, end);
+  switch (in.next) {
+    case Instance::Next::kStepDone: {
+      // The loop's clock and the wall clock round differently: never end a sleep early.
+      const auto& step = in.run->scenario->steps[in.cp.step];
+      int64_t end = in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms);
+      if (unix_ms_now() < end) {
+        wait_until(in, end);
+        return;
+      }
+      step_passed(in, nullptr, 0);
       return;
     }
-    step_passed(in, nullptr, 0);
-  } else {
-    send(in);
+    case Instance::Next::kSend:
+      send(in);
+      return;
+    case Instance::Next::kTimedOut: {
+      if (unix_ms_now() < in.cp.deadline_ms) {
+        wait_until(in, in.cp.deadline_ms);
+        return;
+      }
+      auto it = timeout_reasons_.find(in.serial);
+      std::string reason =
+          it != timeout_reasons_.end() ? std::move(it->second) : timed_out_reason(in, -1);
+      finish(in, ipc::Outcome::kFailed, reason);
+      return;
+    }
   }
 }
 
-HttpRequest Engine::build_request(const Instance& in) const {
-  const auto& spec = in.run->scenario->steps[in.cp.step].request;
-  InstanceVars vars(in);
-  HttpRequest req;
-  req.method = spec.method;
-  req.url = spec.url.expand(vars);
-  req.timeout_ms = spec.timeout_ms;
-  for (const auto& [name, value] : spec.headers)
-    req.headers.push_back(name + ": " + value.expand(vars));
-  if (spec.json) {
-    req.body = spec.json->expand(vars).dump();
-  } else if (spec.body) {
-    req.body = spec.body->expand(vars);
+// Waits for the step's deadline, then fails it with `reason`.
+void Engine::time_out_at(Instance& in, int64_t at_ms, std::string reason) {
+  timeout_reasons_[in.serial] = std::move(reason);
+  in.next = Instance::Next::kTimedOut;
+  wait_until(in, at_ms);
+}
+
+std::string Engine::timed_out_reason(const Instance& in, int64_t in_flight_ms) const {
+  const auto& step = in.run->scenario->steps[in.cp.step];
+  std::string what = step.kind == StepKind::kPoll ? "poll" : "step";
+  std::string reason =
+      what + " timed out after " + config::format_duration_ms(scenario::step_limit_ms(step));
+  if (in_flight_ms >= 0) {
+    reason += " (last request in flight " +
+              config::format_duration_ms(static_cast<uint64_t>(in_flight_ms)) + ")";
   }
-  return req;
+  return reason;
 }
 
 void Engine::send(Instance& in) {
   const auto& step = in.run->scenario->steps[in.cp.step];
-  if (in.tries == 0 && step.kind == StepKind::kPoll) in.cp.attempts += 1;
+  if (in.cp.tries == 0 && step.kind == StepKind::kPoll) in.cp.attempts += 1;
   if (step.kind == StepKind::kRequest) in.cp.attempts += 1;
-  in.tries += 1;
+  in.cp.tries += 1;
   in.next = Instance::Next::kSend;
   uint64_t serial = in.serial;
   // Built when curl has room for it (see CurlClient::send_lazy); by then the instance may
@@ -196,170 +217,89 @@ void Engine::send(Instance& in) {
       [this, serial]() -> std::optional<HttpRequest> {
         auto it = instances_.find(serial);
         if (it == instances_.end()) return std::nullopt;
-        const Instance& due = *it->second;
+        Instance& due = *it->second;
         ipc::InHandScope scope(in_hand_, due.run->id, due.index);
-        return build_request(due);
+        std::optional<HttpRequest> req;
+        guarded(serial, "building a request", [&] { req = make_request(due); });
+        return req;
       },
-      [this, serial](HttpResponse&& resp) { on_response(serial, std::move(resp)); });
+      [this, serial](HttpResponse&& resp) {
+        auto it = instances_.find(serial);
+        if (it == instances_.end()) return;  // cancelled while in flight
+        Instance& live = *it->second;
+        ipc::InHandScope scope(in_hand_, live.run->id, live.index);
+        guarded(serial, "handling a response", [&] { on_response(live, std::move(resp)); });
+      });
+}
+
+// The request for the instance's current try, its timeout cut to the time left before the
+// step's deadline. nullopt when the instance ended instead (a template that cannot expand,
+// or no time left).
+std::optional<HttpRequest> Engine::make_request(Instance& in) {
+  auto req = build_request(in);
+  if (!req) {
+    finish(in, ipc::Outcome::kErrored, "request: " + req.status().message());
+    return std::nullopt;
+  }
+  int64_t now = unix_ms_now();
+  if (in.cp.deadline_ms != 0) {
+    int64_t left = in.cp.deadline_ms - now;
+    if (left <= 0) {
+      finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
+      return std::nullopt;
+    }
+    req->timeout_ms = std::min<uint64_t>(req->timeout_ms, static_cast<uint64_t>(left));
+  }
+  in.sent_ms = now;
+  return std::move(*req);
 }
 
 bool Engine::retry_later(Instance& in, const std::string& why) {
   const auto& retry = in.run->scenario->steps[in.cp.step].retry;
-  if (static_cast<int>(in.tries) >= retry.attempts) return false;
-  uint64_t delay =
-      grown(retry.initial_interval_ms, retry.backoff_factor, in.tries - 1, retry.max_interval_ms);
+  if (static_cast<int>(in.cp.tries) >= retry.attempts) return false;
+  double grown = static_cast<double>(retry.initial_interval_ms) *
+                 std::pow(retry.backoff_factor, static_cast<double>(in.cp.tries - 1));
+  auto delay = static_cast<int64_t>(std::min(grown, static_cast<double>(retry.max_interval_ms)));
   spdlog::debug("run {} instance {} step {}: retrying in {} ms: {}", in.run->id, in.index,
-                in.cp.step, delay, why);
+                in.cp.step, delay, secrets_.redact(why));
+  int64_t at = unix_ms_now() + delay;
+  report_progress(in);  // a retry is a counted event: it must survive a crash
+  if (in.cp.deadline_ms != 0 && at >= in.cp.deadline_ms) {
+    time_out_at(in, in.cp.deadline_ms, timed_out_reason(in, -1) + ": " + why);
+    return true;
+  }
   in.next = Instance::Next::kSend;
-  wait_until(in, unix_ms_now() + static_cast<int64_t>(delay));
+  wait_until(in, at);
   return true;
-}
-
-void Engine::on_response(uint64_t serial, HttpResponse&& resp) {
-  auto it = instances_.find(serial);
-  if (it == instances_.end()) return;  // cancelled while in flight
-  Instance& in = *it->second;
-  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
-  const auto& step = in.run->scenario->steps[in.cp.step];
-  const auto& on = step.retry.on;
-
-  if (!resp.error.empty()) {
-    if (on.transport && retry_later(in, resp.error)) return;
-    finish(in, "errored",
-           "transport error: " + resp.error + " (" + std::to_string(in.tries) + " tries)", 0);
-    return;
-  }
-  bool server_error = resp.status >= 500, client_error = resp.status >= 400 && resp.status < 500;
-  if (((server_error && on.server_error) || (client_error && on.client_error)) &&
-      retry_later(in, "status " + std::to_string(resp.status))) {
-    return;
-  }
-
-  nlohmann::json body_json;
-  if (step.reads_json) body_json = nlohmann::json::parse(resp.body, nullptr, false);
-  scenario::ResponseView view;
-  view.status = resp.status;
-  view.headers = resp.headers;
-  view.body = resp.body;
-  view.json = step.reads_json && !body_json.is_discarded() ? &body_json : nullptr;
-
-  int64_t now = unix_ms_now();
-  if (step.kind == StepKind::kRequest) {
-    auto r = scenario::all_hold(step.expect, view);
-    if (!r.held) {
-      if (on.expect && retry_later(in, r.explanation)) return;
-      finish(in, "failed", "expect: " + r.explanation, resp.status);
-      return;
-    }
-  } else if (step.kind == StepKind::kPoll) {
-    if (auto bad = scenario::first_holding(step.poll.fail_if, view)) {
-      finish(in, "failed", "fail_if held: " + bad->explanation, resp.status);
-      return;
-    }
-    auto r = scenario::all_hold(step.poll.until, view);
-    if (!r.held) {
-      const auto& poll = step.poll;
-      if (poll.max_attempts != 0 && static_cast<int>(in.cp.attempts) >= poll.max_attempts) {
-        finish(
-            in, "failed",
-            "until not met after " + std::to_string(in.cp.attempts) + " attempts: " + r.explanation,
-            resp.status);
-        return;
-      }
-      if (in.cp.poll_deadline_ms != 0 && now >= in.cp.poll_deadline_ms) {
-        finish(in, "failed",
-               "poll timed out after " + config::format_duration_ms(poll.timeout_ms) + ": " +
-                   r.explanation,
-               resp.status);
-        return;
-      }
-      int64_t next = now + static_cast<int64_t>(grown(poll.every_ms, poll.backoff_factor,
-                                                      in.cp.attempts - 1, poll.max_interval_ms));
-      if (in.cp.poll_deadline_ms != 0) next = std::min(next, in.cp.poll_deadline_ms);
-      in.tries = 0;
-      in.next = Instance::Next::kSend;
-      wait_until(in, next);
-      return;
-    }
-  }
-  for (const auto& c : step.captures) {
-    auto v = scenario::capture(c, view);
-    if (!v) {
-      finish(in, "failed", v.status().message(), resp.status);
-      return;
-    }
-    if (!in.cp.vars.is_object()) in.cp.vars = nlohmann::json::object();
-    in.cp.vars[c.name] = std::move(*v);
-  }
-  step_passed(in, &resp, now - in.cp.step_started_ms);
-}
-
-void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms) {
-  const auto& steps = in.run->scenario->steps;
-  nlohmann::json ev = {{"t", "step"},
-                       {"run", in.run->id},
-                       {"i", in.index},
-                       {"step", in.cp.step},
-                       {"state", "passed"},
-                       {"attempts", in.cp.attempts},
-                       {"started_ms", in.cp.step_started_ms},
-                       {"ended_ms", unix_ms_now()},
-                       {"status", resp != nullptr ? resp->status : 0}};
-  if (steps[in.cp.step].kind == StepKind::kPoll) ev["until_ms"] = until_ms;
-  if (!steps[in.cp.step].captures.empty()) ev["vars"] = in.cp.vars;
-  emit_(std::move(ev));
-  in.cp.step += 1;
-  in.cp.step_started_ms = 0;
-  in.cp.attempts = 0;
-  in.cp.poll_deadline_ms = 0;
-  if (in.cp.step >= steps.size()) {
-    end_instance(in, "passed", "");
-    return;
-  }
-  run_step(in);
-}
-
-void Engine::finish(Instance& in, const char* state, const std::string& reason, int status) {
-  emit_({{"t", "step"},
-         {"run", in.run->id},
-         {"i", in.index},
-         {"step", in.cp.step},
-         {"state", state},
-         {"attempts", in.cp.attempts},
-         {"started_ms", in.cp.step_started_ms},
-         {"ended_ms", unix_ms_now()},
-         {"status", status},
-         {"reason", reason}});
-  end_instance(in, state, reason);
-}
-
-void Engine::end_instance(Instance& in, const char* state, const std::string& reason) {
-  emit_({{"t", "done"},
-         {"run", in.run->id},
-         {"i", in.index},
-         {"state", state},
-         {"reason", reason},
-         {"started_ms", in.cp.started_ms},
-         {"ended_ms", unix_ms_now()}});
-  in.run->active -= 1;
-  instances_.erase(in.serial);  // closes the timer; `in` is gone after this line
 }
 
 void Engine::cancel_run(const std::string& run) {
   auto r = runs_.find(run);
   if (r == runs_.end()) return;
   for (auto it = instances_.begin(); it != instances_.end();) {
-    it = it->second->run == r->second.get() ? instances_.erase(it) : std::next(it);
+    if (it->second->run != r->second.get()) {
+      ++it;
+      continue;
+    }
+    timeout_reasons_.erase(it->first);
+    it = instances_.erase(it);
   }
   runs_.erase(r);
+}
+
+ipc::Checkpoint Engine::checkpoint_of(const Instance& in) const {
+  ipc::Checkpoint cp = in.cp;
+  cp.vars = ipc::vars_to_wire(in.vars, secrets_);
+  return cp;
 }
 
 nlohmann::json Engine::take_all() {
   nlohmann::json out = nlohmann::json::object();
   for (auto& [serial, in] : instances_) {
-    out[in->run->id][std::to_string(in->index)] = to_json(in->cp);
+    out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in));
   }
   instances_.clear();
+  timeout_reasons_.clear();
   for (auto& [id, r] : runs_) r->active = 0;
   return out;
 }

@@ -3,14 +3,14 @@
 // buffer. An instance in flight holds one curl transfer. All instances of a run share its
 // parsed, immutable scenario.
 //
-// The engine reports state transitions, never polls: one event when a step ends and one when
-// an instance ends. Events are JSON objects handed to `emit`; the worker batches them to the
-// master.
-//   {"t":"step","run","i","step","state":"passed|failed|errored","attempts","started_ms",
-//    "ended_ms","status","reason","until_ms","next":<checkpoint of the next step>}
-//   {"t":"done","run","i","state":"passed|failed|errored|cancelled","reason","started_ms",
-//    "ended_ms"}
-// Loop thread only.
+// The engine reports state transitions, never polls (shared/ipc/events.h): one event when a
+// step ends, one when an instance ends, and a `progress` event when a step's counters must
+// survive a crash (each retry; every minute's worth of attempts of a poll with max_attempts).
+// Everything it reports has secrets masked.
+//
+// No response, variable or bug in a step can take the worker down: every callback from the
+// loop into an instance's code is a boundary where an exception ends that instance `errored`,
+// with the exception's text as the reason. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
+#include "shared/ipc/checkpoint.h"
+#include "shared/ipc/events.h"
 #include "shared/ipc/in_hand.h"
+#include "shared/secrets.h"
 #include "shared/status.h"
-#include "worker/engine/checkpoint.h"
 #include "worker/http/curl_client.h"
 
 namespace corral::worker {
@@ -34,8 +36,10 @@ struct Instance;
 
 class Engine {
  public:
-  using Emit = std::function<void(nlohmann::json&&)>;
-  Engine(uv_loop_t* loop, CurlClient& http, Emit emit);
+  using Emit = std::function<void(ipc::Event&&)>;
+  // `secrets` are expanded by `{{secret.NAME}}` and masked in all that is emitted; they must
+  // outlive the engine.
+  Engine(uv_loop_t* loop, CurlClient& http, Emit emit, const Secrets& secrets);
   ~Engine();
 
   // Makes a run known: its scenario document (validated by the master, parsed again here)
@@ -43,12 +47,13 @@ class Engine {
   Status define_run(const std::string& run, const nlohmann::json& scenario,
                     const nlohmann::json& vars);
   bool has_run(const std::string& run) const { return runs_.count(run) != 0; }
-  // Starts instance `index` of `run` from `cp` (a fresh instance has the default checkpoint).
-  Status start(const std::string& run, uint32_t index, Checkpoint cp);
+  // Starts instance `index` of `run` from `cp` (a fresh instance has the default checkpoint;
+  // cp.vars is in wire form). Fails when the run is unknown or the checkpoint does not fit it.
+  Status start(const std::string& run, uint32_t index, const ipc::Checkpoint& cp);
   // Ends every instance of `run` as cancelled (a transfer in flight is dropped) and forgets it.
   void cancel_run(const std::string& run);
-  // Stops every instance without an event and returns their checkpoints, keyed by run then
-  // index: for handing them back to the master.
+  // Stops every instance without an event and returns their checkpoints (wire form), keyed by
+  // run then index: for handing them back to the master.
   nlohmann::json take_all();
 
   size_t active() const { return instances_.size(); }
@@ -65,23 +70,44 @@ class Engine {
     size_t active = 0;
   };
   friend struct Instance;
+  friend class InstanceVars;
+
+  // Entries from the loop. Each runs `fn` for the instance `serial` and turns an exception
+  // into that instance's end (errored).
+  template <typename Fn>
+  void guarded(uint64_t serial, const char* where, Fn&& fn) noexcept;
+  void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
   void run_step(Instance& in);
   void send(Instance& in);
-  HttpRequest build_request(const Instance& in) const;
-  void on_response(uint64_t serial, HttpResponse&& resp);
+  std::optional<HttpRequest> make_request(Instance& in);
+  Result<HttpRequest> build_request(const Instance& in) const;
+  void on_response(Instance& in, HttpResponse&& resp);
+  void on_poll_not_held(Instance& in, const std::string& explanation, const HttpResponse& resp);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);
   bool retry_later(Instance& in, const std::string& why);
+  void time_out_at(Instance& in, int64_t at_ms, std::string reason);
+  std::string timed_out_reason(const Instance& in, int64_t in_flight_ms) const;
+  bool capture_all(Instance& in, const scenario::Step& step, const scenario::ResponseView& view,
+                   const HttpResponse& resp);
   void step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms);
-  void finish(Instance& in, const char* state, const std::string& reason, int status);
-  void end_instance(Instance& in, const char* state, const std::string& reason);
+  void report_progress(Instance& in);
+  // Ends the step and the instance; `resp` is the response the step ended on, if any.
+  void finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
+              const HttpResponse* resp = nullptr);
+  void end_instance(Instance& in, ipc::Outcome outcome, const std::string& reason);
+  ipc::Checkpoint checkpoint_of(const Instance& in) const;
 
   uv_loop_t* loop_;
   CurlClient& http_;
   Emit emit_;
+  const Secrets& secrets_;
   std::unordered_map<std::string, std::unique_ptr<Run>> runs_;
   std::unordered_map<uint64_t, std::unique_ptr<Instance>> instances_;  // by serial
+  // Instances waiting for their step's deadline, with the reason they will fail with. Kept
+  // aside so that the many instances that are not in this state pay nothing for it.
+  std::unordered_map<uint64_t, std::string> timeout_reasons_;
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;

@@ -2,22 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "config/config.h"
+#include "shared/uv/guard.h"
 #include "shared/uv/handle.h"
+#include "worker/http/curl_transfer.h"
 
 namespace corral::worker {
-
-struct CurlClient::Transfer {
-  CurlClient* client;
-  CURL* easy;
-  curl_slist* headers = nullptr;
-  HttpRequest req;
-  HttpResponse resp;
-  Done done;
-  bool too_large = false;
-};
 
 // One socket curl asked us to watch. Its uv_poll_t memory is freed by the close callback.
 struct CurlClient::SocketWatch {
@@ -28,43 +22,19 @@ struct CurlClient::SocketWatch {
 
 namespace {
 
-size_t on_body(char* data, size_t size, size_t n, void* userp) {
-  auto* t = static_cast<CurlClient::Transfer*>(userp);
-  size_t bytes = size * n;
-  if (t->resp.body.size() + bytes > t->client->max_body_bytes()) {
-    t->too_large = true;
-    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
-  }
-  t->resp.body.append(data, bytes);
-  return bytes;
-}
-
-size_t on_header(char* data, size_t size, size_t n, void* userp) {
-  auto* t = static_cast<CurlClient::Transfer*>(userp);
-  size_t bytes = size * n;
-  std::string_view line(data, bytes);
-  if (line.rfind("HTTP/", 0) == 0) {
-    t->resp.headers.clear();  // a new response (after 100 Continue or a redirect)
-    return bytes;
-  }
-  size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return bytes;
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) {
-      s.remove_suffix(1);
-    }
-    return s;
-  };
-  t->resp.headers.emplace_back(std::string(line.substr(0, colon)),
-                               std::string(trim(line.substr(colon + 1))));
-  return bytes;
+bool is_redirect(long status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
 }  // namespace
 
 CurlClient::CurlClient(uv_loop_t* loop, CurlOptions opts)
-    : loop_(loop), opts_(opts), multi_(curl_multi_init()), timer_(loop), failed_timer_(loop) {
+    : loop_(loop),
+      opts_(opts),
+      multi_(curl_multi_init()),
+      timer_(loop),
+      failed_timer_(loop),
+      rebalance_timer_(loop) {
   static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   if (!global || multi_ == nullptr) std::abort();
   curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &CurlClient::on_socket);
@@ -79,6 +49,7 @@ CurlClient::CurlClient(uv_loop_t* loop, CurlOptions opts)
 CurlClient::~CurlClient() {
   timer_.close();
   failed_timer_.close();
+  rebalance_timer_.close();
   // Removing an easy handle makes curl report its sockets as removed: the watches close.
   for (Transfer* t : live_) {
     curl_multi_remove_handle(multi_, t->easy);
@@ -98,8 +69,12 @@ CURL* CurlClient::take_easy() {
   return e;
 }
 
+bool CurlClient::has_room() const {
+  return in_curl_ < opts_.max_in_flight && body_bytes_ < opts_.memory_budget_bytes;
+}
+
 void CurlClient::send(HttpRequest req, Done done) {
-  if (in_curl_ < opts_.max_in_flight) {
+  if (has_room() && waiting_.empty()) {
     ++in_flight_;
     begin(new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)});
     return;
@@ -110,7 +85,7 @@ void CurlClient::send(HttpRequest req, Done done) {
 
 void CurlClient::send_lazy(Make make, Done done) {
   ++in_flight_;
-  if (in_curl_ >= opts_.max_in_flight) {
+  if (!has_room() || !waiting_.empty()) {
     waiting_.push_back(Waiting{std::move(make), std::move(done)});
     return;
   }
@@ -118,7 +93,8 @@ void CurlClient::send_lazy(Make make, Done done) {
 }
 
 void CurlClient::start_made(Make make, Done done) {
-  std::optional<HttpRequest> req = make();
+  std::optional<HttpRequest> req;
+  uv::guard("request builder", [&] { req = make(); });
   if (!req) {
     --in_flight_;
     return;
@@ -126,78 +102,79 @@ void CurlClient::start_made(Make make, Done done) {
   begin(new Transfer{this, nullptr, nullptr, std::move(*req), {}, std::move(done)});
 }
 
-void CurlClient::begin(Transfer* t) {
-  t->easy = take_easy();
-  CURL* e = t->easy;
-  curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
-  curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(t->req.timeout_ms));
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-  if (t->req.method == "HEAD") {
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else if (t->req.method != "GET" || !t->req.body.empty()) {
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->req.method.c_str());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req.body.data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->req.body.size()));
-  }
-  for (const auto& h : t->req.headers) t->headers = curl_slist_append(t->headers, h.c_str());
-  // curl adds "Expect: 100-continue" to large bodies, which costs a round trip: turn it off.
-  t->headers = curl_slist_append(t->headers, "Expect:");
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-  ++in_curl_;
-  live_.insert(t);
-  CURLMcode rc = curl_multi_add_handle(multi_, e);
-  if (rc != CURLM_OK) {
-    // Reported through a timer, so that `done` never runs inside send().
-    t->resp.error = std::string("curl_multi_add_handle() failed: ") + curl_multi_strerror(rc);
-    failed_.push_back(t);
-    failed_timer_.start(0, 0, [this] {
-      std::vector<Transfer*> failed = std::move(failed_);
-      failed_.clear();
-      for (Transfer* f : failed) {
-        idle_easy_.push_back(f->easy);
-        finish(f);
-      }
-    });
-  }
-}
-
-void CurlClient::finish(Transfer* t) {
-  live_.erase(t);
-  curl_slist_free_all(t->headers);
-  --in_flight_;
-  --in_curl_;
-  ++completed_;
-  Done done = std::move(t->done);
-  HttpResponse resp = std::move(t->resp);
-  delete t;
-  while (in_curl_ < opts_.max_in_flight && !waiting_.empty()) {
+void CurlClient::start_waiting() {
+  while (has_room() && !waiting_.empty()) {
     Waiting next = std::move(waiting_.front());
     waiting_.pop_front();
     start_made(std::move(next.make), std::move(next.done));
   }
-  done(std::move(resp));
 }
 
-int CurlClient::on_timer(CURLM*, long timeout_ms, void* userp) {
+void CurlClient::begin(Transfer* t) {
+  t->easy = take_easy();
+  t->max_body = t->req.max_response_bytes != 0 ? t->req.max_response_bytes : opts_.max_body_bytes;
+  t->deadline_ms = uv_now(loop_) + t->req.timeout_ms;
+  t->resp.url = t->req.url;
+  t->configure(t->req.timeout_ms);
+  ++in_curl_;
+  live_.insert(t);
+  add(t);
+}
+
+void CurlClient::add(Transfer* t) {
+  CURLMcode rc = curl_multi_add_handle(multi_, t->easy);
+  if (rc != CURLM_OK) {
+    fail_soon(t, std::string("curl_multi_add_handle() failed: ") + curl_multi_strerror(rc));
+  }
+}
+
+// Ends `t` with `error` through a timer, so that `done` never runs inside send() or a curl
+// callback. `t` must not be in the multi handle.
+void CurlClient::fail_soon(Transfer* t, std::string error) {
+  t->resp.error = std::move(error);
+  t->resp.status = 0;
+  failed_.push_back(t);
+  failed_timer_.start(0, 0, [this] {
+    std::vector<Transfer*> failed = std::move(failed_);
+    failed_.clear();
+    for (Transfer* f : failed) {
+      idle_easy_.push_back(f->easy);
+      finish(f);
+    }
+  });
+}
+
+void CurlClient::finish(Transfer* t) {
+  live_.erase(t);
+  if (t->paused) std::erase(paused_, t);
+  curl_slist_free_all(t->headers);
+  --in_flight_;
+  --in_curl_;
+  ++completed_;
+  uint64_t held = t->resp.body.size();
+  Done done = std::move(t->done);
+  HttpResponse resp = std::move(t->resp);
+  delete t;
+  uv::guard("response", [&] { done(std::move(resp)); });
+  // The body is released once its callback has seen it.
+  body_bytes_ -= std::min(body_bytes_, held);
+  if (!paused_.empty()) schedule_rebalance();
+  start_waiting();
+}
+
+int CurlClient::on_timer(CURLM*, long timeout_ms, void* userp) noexcept {
   auto* self = static_cast<CurlClient*>(userp);
   if (timeout_ms < 0) {
     self->timer_.stop();
-  } else {
-    // Even a 0 ms timeout goes through the loop: curl must not be re-entered from here.
-    self->timer_.start(static_cast<uint64_t>(timeout_ms), 0,
-                       [self] { self->socket_action(CURL_SOCKET_TIMEOUT, 0); });
+    return 0;
   }
+  // Even a 0 ms timeout goes through the loop: curl must not be re-entered from here.
+  self->timer_.start(static_cast<uint64_t>(timeout_ms), 0,
+                     [self] { self->socket_action(CURL_SOCKET_TIMEOUT, 0); });
   return 0;
 }
 
-int CurlClient::on_socket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) {
+int CurlClient::on_socket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) noexcept {
   auto* self = static_cast<CurlClient*>(userp);
   auto* watch = static_cast<SocketWatch*>(socketp);
   if (what == CURL_POLL_REMOVE) {
@@ -209,9 +186,9 @@ int CurlClient::on_socket(CURL*, curl_socket_t s, int what, void* userp, void* s
     return 0;
   }
   if (watch == nullptr) {
-    watch = new SocketWatch{self, s, {}};
-    if (uv_poll_init_socket(self->loop_, watch->poll.get(), s) != 0) {
-      spdlog::error("uv_poll_init_socket({}) failed", s);
+    watch = new (std::nothrow) SocketWatch{self, s, {}};
+    if (watch == nullptr || uv_poll_init_socket(self->loop_, watch->poll.get(), s) != 0) {
+      uv::report_callback_failure("curl socket", "cannot watch a socket");
       delete watch;
       return -1;
     }
@@ -232,7 +209,9 @@ void CurlClient::on_poll(uv_poll_t* handle, int status, int events) {
   if (status < 0) flags = CURL_CSELECT_ERR;
   if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
   if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
-  watch->client->socket_action(watch->fd, flags);
+  CurlClient* client = watch->client;
+  curl_socket_t fd = watch->fd;
+  uv::guard("curl socket", [client, fd, flags] { client->socket_action(fd, flags); });
 }
 
 void CurlClient::socket_action(curl_socket_t s, int flags) {
@@ -245,27 +224,119 @@ void CurlClient::collect_done() {
   int pending = 0;
   while (CURLMsg* msg = curl_multi_info_read(multi_, &pending)) {
     if (msg->msg != CURLMSG_DONE) continue;
-    CURL* e = msg->easy_handle;
-    CURLcode result = msg->data.result;
     Transfer* t = nullptr;
-    curl_easy_getinfo(e, CURLINFO_PRIVATE, &t);
-    long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    double total = 0;
-    curl_easy_getinfo(e, CURLINFO_TOTAL_TIME, &total);
-    curl_multi_remove_handle(multi_, e);
-    idle_easy_.push_back(e);
-    t->resp.total_ms = total * 1000.0;
-    if (result != CURLE_OK) {
-      t->resp.status = 0;
-      t->resp.error = t->too_large ? "response body larger than " +
-                                         std::to_string(opts_.max_body_bytes) + " bytes"
-                                   : curl_easy_strerror(result);
-    } else {
-      t->resp.status = static_cast<int>(status);
-    }
-    finish(t);
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+    on_transfer_done(t, msg->data.result);
   }
+}
+
+void CurlClient::on_transfer_done(Transfer* t, CURLcode result) {
+  CURL* e = t->easy;
+  long status = 0;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  double total = 0;
+  curl_easy_getinfo(e, CURLINFO_TOTAL_TIME, &total);
+  t->resp.total_ms += total * 1000.0;
+  curl_multi_remove_handle(multi_, e);
+  if (result == CURLE_OK && t->req.follow_redirects && is_redirect(status) &&
+      follow_redirect(t, status)) {
+    return;
+  }
+  idle_easy_.push_back(e);
+  if (result == CURLE_OK) {
+    t->resp.status = static_cast<int>(status);
+  } else {
+    t->resp.status = 0;
+    bool too_large = t->too_large || result == CURLE_FILESIZE_EXCEEDED;
+    t->resp.error = too_large ? "response body larger than max_response (" +
+                                    config::format_bytes(t->max_body) + ")"
+                              : curl_easy_strerror(result);
+  }
+  finish(t);
+}
+
+// Sends `t` on to the response's Location. False when there is none (the 3xx is the answer).
+bool CurlClient::follow_redirect(Transfer* t, long status) {
+  char* location = nullptr;
+  curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location);
+  if (location == nullptr) return false;
+  uint64_t now = uv_now(loop_);
+  release_body(t);  // the redirect's own body is not kept
+  Status s = t->redirect_to(location, status);
+  if (s.is_ok() && now >= t->deadline_ms) {
+    s = Status(Code::kUnavailable, "Timeout was reached (following a redirect)");
+  }
+  if (!s) {
+    fail_soon(t, s.message());
+    return true;
+  }
+  t->resp.url = t->req.url;
+  curl_easy_reset(t->easy);
+  t->configure(t->deadline_ms - now);
+  add(t);
+  return true;
+}
+
+bool CurlClient::take_budget(Transfer* t, size_t bytes) {
+  if (body_bytes_ + bytes > opts_.memory_budget_bytes) {
+    t->waiting_bytes = bytes;  // curl offers the same bytes again once resumed
+    if (!t->paused) {
+      t->paused = true;
+      paused_.push_back(t);
+    }
+    schedule_rebalance();
+    return false;
+  }
+  body_bytes_ += bytes;
+  return true;
+}
+
+void CurlClient::release_body(Transfer* t) {
+  body_bytes_ -= std::min<uint64_t>(body_bytes_, t->resp.body.size());
+  std::string().swap(t->resp.body);
+}
+
+void CurlClient::schedule_rebalance() {
+  if (rebalance_pending_) return;
+  rebalance_pending_ = true;
+  rebalance_timer_.start(1, 0, [this] {
+    rebalance_pending_ = false;
+    rebalance();
+  });
+}
+
+// Resumes the paused transfers whose waiting bytes fit in the budget. When every transfer in
+// curl is paused and none fits, none can finish and free memory: the one holding the most
+// fails, so the others go on.
+void CurlClient::rebalance() {
+  if (paused_.empty()) return;
+  uint64_t room = opts_.memory_budget_bytes - std::min(body_bytes_, opts_.memory_budget_bytes);
+  std::vector<Transfer*> resume;
+  std::erase_if(paused_, [&](Transfer* t) {
+    if (t->waiting_bytes > room) return false;
+    room -= t->waiting_bytes;
+    resume.push_back(t);
+    return true;
+  });
+  for (Transfer* t : resume) {
+    t->paused = false;
+    curl_easy_pause(t->easy, CURLPAUSE_CONT);  // delivers the waiting bytes, or pauses again
+  }
+  if (!resume.empty()) {
+    socket_action(CURL_SOCKET_TIMEOUT, 0);
+    return;
+  }
+  if (paused_.size() < in_curl_) return;  // others are still moving
+  auto biggest = std::max_element(paused_.begin(), paused_.end(), [](Transfer* a, Transfer* b) {
+    return a->resp.body.size() < b->resp.body.size();
+  });
+  Transfer* t = *biggest;
+  paused_.erase(biggest);
+  t->paused = false;
+  curl_multi_remove_handle(multi_, t->easy);
+  release_body(t);
+  fail_soon(t, "response bodies in flight exceed the worker's response memory budget (" +
+                   config::format_bytes(opts_.memory_budget_bytes) + ")");
 }
 
 }  // namespace corral::worker

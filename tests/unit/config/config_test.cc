@@ -20,7 +20,9 @@ constexpr const char* kKnownFields =
     "workers, listen, max_memory, memory_hard_factor, memory_kernel_factor, heartbeat_interval, "
     "heartbeat_timeout, ready_timeout, kill_grace, stop_grace, backoff_initial, backoff_factor, "
     "backoff_max, stable_after, crash_loop_exits, crash_loop_window, errored_retry, "
-    "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, keep_runs_for";
+    "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
+    "keep_runs_for, "
+    "max_response, response_memory, secrets_file, api_token";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -96,6 +98,10 @@ Config all_changed() {
   c.max_resumes = 0;
   c.keep_runs = 3;
   c.keep_runs_for_ms = 3600000;
+  c.max_response_bytes = 1 << 20;
+  c.response_memory_bytes = 2 << 20;
+  c.secrets_file = "/etc/corral/secrets.json";
+  c.api_token = "t0ken";
   return c;
 }
 
@@ -281,8 +287,44 @@ TEST_CASE("config: the field reference has one line per field with kind, default
         std::string::npos);
   CHECK(ref.find("workers (integer, default 0): ") != std::string::npos);
   CHECK(ref.find("log_max_size (size, default \"10MB\"): ") != std::string::npos);
-  CHECK(std::count(ref.begin(), ref.end(), '\n') == 25);
+  CHECK(std::count(ref.begin(), ref.end(), '\n') == 29);
 }
 
+TEST_CASE("config: a TCP listener off loopback needs an api_token") {
+  Config cfg;
+  cfg.listen = "0.0.0.0:7070";
+  CHECK(error_of([&] { validate(cfg); }) ==
+        "listen: 0.0.0.0:7070 is not a loopback address: set api_token (or CORRAL_API_TOKEN) so "
+        "that only those who know it can use the API");
+  cfg.api_token = "t0ken";
+  CHECK(error_of([&] { validate(cfg); }) == "(no error)");
+  for (const char* loopback : {"127.0.0.1:1", "127.8.9.10:1", "[::1]:1"}) {
+    Config local;
+    local.listen = loopback;
+    CHECK(error_of([&] { validate(local); }) == "(no error)");
+  }
+  Config v6;
+  v6.listen = "[::]:7070";
+  CHECK(error_of([&] { validate(v6); }) != "(no error)");
+}
+
+TEST_CASE("config: api_token defaults to $CORRAL_API_TOKEN, and a file overrides it") {
+  ScopedEnv token("CORRAL_API_TOKEN", "from-env");
+  Config cfg = defaults();
+  CHECK(cfg.api_token == "from-env");
+  apply_json(cfg, json{{"api_token", "from-file"}});
+  CHECK(cfg.api_token == "from-file");
+}
+
+TEST_CASE("config: response_memory may not be smaller than max_response") {
+  Config cfg;
+  cfg.max_response_bytes = 64u << 20;
+  cfg.response_memory_bytes = 32u << 20;
+  CHECK(error_of([&] { validate(cfg); }) ==
+        "response_memory (32MB) must be at least max_response (64MB)");
+  CHECK(error_of([&] {
+          apply_json(cfg, json{{"max_response", "2GB"}});
+        }) == "max_response: must be between 1KB and 1GB, got \"2GB\"");
+}
 }  // namespace
 }  // namespace corral::config

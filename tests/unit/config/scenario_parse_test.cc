@@ -120,7 +120,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
-       "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep)"},
+       "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep, "
+       "timeout)"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
        R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
       {one_step(R"({"request": {"method": "GET"}})"),

@@ -6,6 +6,7 @@
 
 #include "config/scenario/parse.h"
 #include "master/runs.h"
+#include "shared/ipc/events.h"
 #include "shared/proc.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,6 +22,17 @@ using corral::master::journal::Journal;
 using corral::master::journal::Store;
 using corral::master::journal::StoredRun;
 using nlohmann::json;
+
+namespace {
+
+// An event as a worker would send it, decoded the way the master decodes it.
+corral::ipc::Event event(const nlohmann::json& j) {
+  auto e = corral::ipc::event_from_json(j);
+  REQUIRE(e.is_ok());
+  return *e;
+}
+
+}  // namespace
 
 namespace {
 
@@ -109,7 +121,7 @@ struct Home {
     json ev = {{"t", "done"},    {"run", run.id},         {"i", i},
                {"state", state}, {"started_ms", started}, {"ended_ms", ended}};
     if (state != "passed") ev["reason"] = "boom";
-    runs->apply(0, ev, ended);
+    runs->apply(0, event(ev), ended);
   }
   // A run of one instance per outcome, placed on slot 0 at `start`; instance k ends at
   // start + 500 (k + 1).
@@ -147,16 +159,16 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   run.next_fresh = 3;
   h.runs->mark_running(run, {0, 1, 2}, 0, 1100);
   h.runs->apply(0,
-                {{"t", "step"},
-                 {"run", id},
-                 {"i", 0},
-                 {"step", 0},
-                 {"state", "passed"},
-                 {"attempts", 1},
-                 {"started_ms", 1100},
-                 {"ended_ms", 1200},
-                 {"status", 201},
-                 {"vars", {{"a", "1"}}}},
+                event({{"t", "step"},
+                       {"run", id},
+                       {"i", 0},
+                       {"step", 0},
+                       {"state", "passed"},
+                       {"attempts", 1},
+                       {"started_ms", 1100},
+                       {"ended_ms", 1200},
+                       {"status", 201},
+                       {"vars", {{"a", "1"}}}}),
                 1200);
   h.done(run, 1, "passed", 1100, 1300);
 

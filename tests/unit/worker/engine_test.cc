@@ -1,98 +1,9 @@
 // The engine against a real HTTP server (corral-target's job API) on the same loop.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <functional>
-#include <vector>
+#include "tests/unit/worker/engine_fixture.h"
 
-#include "shared/proc.h"
-#include "tools/target/target.h"
-#include "worker/engine/engine.h"
-
-using corral::worker::Checkpoint;
-using corral::worker::CurlClient;
-using corral::worker::Engine;
-using nlohmann::json;
-
-namespace {
-
-struct Fixture {
-  Fixture() {
-    uv_loop_init(&loop);
-    target = std::make_unique<corral::target::Target>(&loop);
-    REQUIRE(target->listen("127.0.0.1", 0).is_ok());
-    base = "http://127.0.0.1:" + std::to_string(target->port());
-    http = std::make_unique<CurlClient>(&loop);
-    engine = std::make_unique<Engine>(&loop, *http, [this](json&& ev) { events.push_back(ev); });
-  }
-  ~Fixture() {
-    engine.reset();
-    http.reset();
-    target.reset();
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
-  }
-
-  // Runs the loop until `done` holds or `timeout_ms` passes; returns whether it held.
-  bool run_until(const std::function<bool()>& done, uint64_t timeout_ms = 10000) {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(
-        &tick, [](uv_timer_t*) {}, 10, 10);
-    uint64_t deadline = corral::monotonic_ms() + timeout_ms;
-    while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
-    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    return done();
-  }
-
-  void start(const json& scenario, uint32_t instances = 1, Checkpoint cp = {}) {
-    auto s = engine->define_run("r1", scenario, {{"base", base}});
-    INFO(s.message());
-    REQUIRE(s.is_ok());
-    for (uint32_t i = 0; i < instances; ++i) REQUIRE(engine->start("r1", i, cp).is_ok());
-  }
-
-  std::vector<json> of(const char* t, uint32_t i = 0) const {
-    std::vector<json> out;
-    for (const auto& e : events) {
-      if (e["t"] == t && e["i"] == i) out.push_back(e);
-    }
-    return out;
-  }
-  size_t done_count() const {
-    size_t n = 0;
-    for (const auto& e : events) n += e["t"] == "done" ? 1 : 0;
-    return n;
-  }
-
-  uv_loop_t loop;
-  std::unique_ptr<corral::target::Target> target;
-  std::unique_ptr<CurlClient> http;
-  std::unique_ptr<Engine> engine;
-  std::string base;
-  std::vector<json> events;
-};
-
-json job_scenario(int polls_to_done, bool fail, const std::string& timeout = "10s") {
-  return json::parse(R"({
-    "name": "job",
-    "steps": [
-      {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
-                                    "json": {"polls_to_done": )" +
-                     std::to_string(polls_to_done) + R"(, "fail": )" + (fail ? "true" : "false") +
-                     R"(}},
-       "expect": [{"status": 201}], "capture": {"job": {"json": "/id"}}},
-      {"name": "wait", "request": {"url": "{{base}}/jobs/{{job}}"},
-       "poll": {"every": "20ms", "timeout": ")" +
-                     timeout + R"(",
-                "until": [{"json": "/status", "equals": "done"}],
-                "fail_if": [{"json": "/status", "equals": "failed"}]}},
-      {"name": "rest", "sleep": "30ms"}
-    ]})");
-}
-
-}  // namespace
+using namespace corral::test::engine;
 
 TEST_CASE("engine: a start-poll-sleep scenario passes and reports one event per step") {
   Fixture f;
@@ -221,7 +132,7 @@ TEST_CASE("engine: a poll whose deadline passed while it was not running fails a
   cp.step = 1;
   cp.vars = {{"job", "1"}};
   cp.step_started_ms = corral::unix_ms_now() - 60000;
-  cp.poll_deadline_ms = corral::unix_ms_now() - 1000;
+  cp.deadline_ms = corral::unix_ms_now() - 1000;
   f.start(job_scenario(2, false), 1, cp);
   REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
   auto step = f.of("step").back();
@@ -253,5 +164,5 @@ TEST_CASE("engine: take_all hands back every running instance's checkpoint") {
   REQUIRE(all["r1"].size() == 3);
   CHECK(all["r1"]["2"]["step"] == 1);
   CHECK(all["r1"]["2"]["vars"]["job"].is_string());
-  CHECK(all["r1"]["2"]["poll_deadline_ms"].get<int64_t>() > 0);
+  CHECK(all["r1"]["2"]["deadline_ms"].get<int64_t>() > 0);
 }

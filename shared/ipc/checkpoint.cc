@@ -1,0 +1,33 @@
+#include "shared/ipc/checkpoint.h"
+
+#include "shared/ipc/fields.h"
+
+namespace corral::ipc {
+
+nlohmann::json to_json(const Checkpoint& c) {
+  nlohmann::json j = {{"step", c.step},
+                      {"attempts", c.attempts},
+                      {"tries", c.tries},
+                      {"step_started_ms", c.step_started_ms},
+                      {"deadline_ms", c.deadline_ms},
+                      {"started_ms", c.started_ms}};
+  if (c.vars.is_object() && !c.vars.empty()) j["vars"] = c.vars;
+  return j;
+}
+
+Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j, const std::string& path) {
+  detail::FieldReader r(j, path);
+  Checkpoint c;
+  r.u32("step", c.step);
+  r.u32("attempts", c.attempts);
+  r.u32("tries", c.tries);
+  r.i64("step_started_ms", c.step_started_ms);
+  r.i64("poll_deadline_ms", c.deadline_ms);
+  r.i64("deadline_ms", c.deadline_ms);
+  r.i64("started_ms", c.started_ms);
+  r.object("vars", c.vars);
+  if (!r.ok()) return r.status();
+  return c;
+}
+
+}  // namespace corral::ipc

@@ -1,0 +1,40 @@
+// An instance's progress, explicit and serialisable: enough to continue it on another worker
+// or after a restart. Workers write checkpoints (in `progress` events and hand-backs), the
+// master keeps them in the journal and sends them back in `start`; both sides use these
+// functions, so the format has one definition.
+//
+//   {"step": 2, "attempts": 7, "tries": 1, "step_started_ms": 1764600000000,
+//    "deadline_ms": 1764600030000, "started_ms": 1764599990000, "vars": {wire vars}}
+//
+// Times are wall-clock Unix milliseconds, so a deadline keeps its meaning across processes
+// and downtime. Pure, any thread.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/status.h"
+
+namespace corral::ipc {
+
+struct Checkpoint {
+  uint32_t step = 0;            // index of the step to run (or being run)
+  uint32_t attempts = 0;        // poll attempts, or request tries, started for this step
+  uint32_t tries = 0;           // failed tries of the current request (retries so far)
+  int64_t step_started_ms = 0;  // when this step's first attempt started; 0 = not started
+  int64_t deadline_ms = 0;      // the step's absolute deadline (poll or step timeout); 0 = none
+  int64_t started_ms = 0;       // when the instance started its first step
+  nlohmann::json vars;          // captured variables in their wire form (shared/ipc/vars.h)
+
+  bool operator==(const Checkpoint&) const = default;
+};
+
+nlohmann::json to_json(const Checkpoint& c);
+// Strict: a field of the wrong type or range fails (kProtocol) with the field's path under
+// `path`. Missing fields keep their defaults. "poll_deadline_ms" is read as "deadline_ms"
+// (checkpoints journaled by earlier versions).
+Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j,
+                                        const std::string& path = "checkpoint");
+
+}  // namespace corral::ipc

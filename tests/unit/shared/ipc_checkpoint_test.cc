@@ -1,0 +1,85 @@
+// An instance's checkpoint: the JSON it travels as between master and workers and rests as in
+// the journal. Both sides decode it strictly.
+#include <catch2/catch.hpp>
+
+#include "shared/ipc/checkpoint.h"
+
+using corral::Code;
+using corral::ipc::Checkpoint;
+using corral::ipc::checkpoint_from_json;
+using corral::ipc::to_json;
+using nlohmann::json;
+
+namespace {
+
+Checkpoint full_checkpoint() {
+  Checkpoint c;
+  c.step = 3;
+  c.attempts = 7;
+  c.tries = 2;
+  c.step_started_ms = 1'700'000'000'123;
+  c.deadline_ms = 1'700'000'600'123;
+  c.started_ms = 1'699'999'999'001;
+  c.vars = {{"job", "42"}, {"n", 2}, {"nested", {{"k", json::array({1, 2})}}}};
+  return c;
+}
+
+std::string error_of(const json& j) {
+  auto c = checkpoint_from_json(j, "resume.4");
+  REQUIRE_FALSE(c.is_ok());
+  CHECK(c.status().code() == Code::kProtocol);
+  return c.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: to_json writes every field and checkpoint_from_json reads it back") {
+  const Checkpoint c = full_checkpoint();
+  const json j = to_json(c);
+  CHECK(j == json{{"step", 3},
+                  {"attempts", 7},
+                  {"tries", 2},
+                  {"step_started_ms", 1'700'000'000'123},
+                  {"deadline_ms", 1'700'000'600'123},
+                  {"started_ms", 1'699'999'999'001},
+                  {"vars", c.vars}});
+  // Through text too, as it travels in a frame or a journal row.
+  auto back = checkpoint_from_json(json::parse(j.dump()));
+  REQUIRE(back.is_ok());
+  CHECK(*back == c);
+}
+
+TEST_CASE("checkpoint: missing fields keep their defaults, and empty vars are left out") {
+  auto some = checkpoint_from_json({{"step", 2}, {"started_ms", 500}});
+  REQUIRE(some.is_ok());
+  Checkpoint expected;
+  expected.step = 2;
+  expected.started_ms = 500;
+  CHECK(*some == expected);
+  Checkpoint empty_vars = full_checkpoint();
+  empty_vars.vars = json::object();
+  CHECK_FALSE(to_json(empty_vars).contains("vars"));
+  CHECK(*checkpoint_from_json(to_json(Checkpoint{})) == Checkpoint{});
+}
+
+TEST_CASE("checkpoint: the deadline journaled by earlier versions is read as deadline_ms") {
+  auto c = checkpoint_from_json({{"step", 1}, {"poll_deadline_ms", 900}});
+  REQUIRE(c.is_ok());
+  CHECK(c->deadline_ms == 900);
+}
+
+TEST_CASE("checkpoint: a field of the wrong type or range is a protocol error naming it") {
+  CHECK(error_of({{"step", "two"}}) ==
+        "resume.4.step: expected an unsigned 32-bit integer, got \"two\"");
+  CHECK(error_of({{"attempts", true}}) ==
+        "resume.4.attempts: expected an unsigned 32-bit integer, got true");
+  CHECK(error_of({{"tries", -1}}) == "resume.4.tries: expected an unsigned 32-bit integer, got -1");
+  CHECK(error_of({{"step", 4294967296}}) ==
+        "resume.4.step: expected an unsigned 32-bit integer, got 4294967296");
+  CHECK(error_of({{"step_started_ms", 1.5}}) ==
+        "resume.4.step_started_ms: expected a 64-bit integer, got 1.5");
+  CHECK(error_of({{"deadline_ms", json::array()}}) ==
+        "resume.4.deadline_ms: expected a 64-bit integer, got []");
+  CHECK(error_of({{"vars", "x"}}) == "resume.4.vars: expected an object, got \"x\"");
+  CHECK(error_of(json::array({1, 2})) == "resume.4: expected an object");
+}

@@ -1,0 +1,80 @@
+// The events workers report: one encoding for both sides, decoded strictly.
+#include <catch2/catch.hpp>
+
+#include "shared/ipc/events.h"
+
+using corral::ipc::Event;
+using corral::ipc::event_from_json;
+using corral::ipc::EventKind;
+using corral::ipc::Outcome;
+using nlohmann::json;
+
+namespace {
+
+Event round_trip(const Event& e) {
+  auto back = event_from_json(json::parse(to_json(e).dump()));
+  REQUIRE(back.is_ok());
+  return *back;
+}
+
+std::string error_of(const json& j) {
+  auto e = event_from_json(j, "events[3]");
+  REQUIRE_FALSE(e.is_ok());
+  return e.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("events: a step, a done and a progress event survive the round trip") {
+  Event step;
+  step.kind = EventKind::kStep;
+  step.run = "r1-abcd";
+  step.index = 17;
+  step.step = 2;
+  step.outcome = Outcome::kFailed;
+  step.attempts = 9;
+  step.started_ms = 1000;
+  step.ended_ms = 2000;
+  step.status = 503;
+  step.until_ms = 900;
+  step.reason = "expect: status was 503, expected 200";
+  step.url = "http://127.0.0.1:1/final";
+  step.vars = {{"job", "j-1"}};
+  CHECK(round_trip(step) == step);
+
+  Event done;
+  done.kind = EventKind::kDone;
+  done.run = "r1-abcd";
+  done.index = 3;
+  done.outcome = Outcome::kCancelled;
+  done.reason = "cancelled";
+  done.started_ms = 5;
+  done.ended_ms = 6;
+  CHECK(round_trip(done) == done);
+
+  Event progress;
+  progress.kind = EventKind::kProgress;
+  progress.run = "r2-0000";
+  progress.index = 4;
+  progress.checkpoint.step = 1;
+  progress.checkpoint.attempts = 12;
+  progress.checkpoint.tries = 1;
+  CHECK(round_trip(progress) == progress);
+}
+
+TEST_CASE("events: an unknown kind or state, or a field of the wrong type, is a protocol error") {
+  CHECK(error_of({{"t", "stepp"}, {"run", "r"}, {"i", 1}}) ==
+        "events[3].t: unknown event kind \"stepp\"");
+  CHECK(error_of({{"t", "done"}, {"run", "r"}, {"i", 1}, {"state", "great"}}) ==
+        "events[3].state: unknown state \"great\"");
+  // A step is never cancelled: only an instance is.
+  CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "cancelled"}}) ==
+        "events[3].state: unknown state \"cancelled\"");
+  CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", true}, {"step", 0}, {"state", "passed"}}) ==
+        "events[3].i: expected an unsigned 32-bit integer, got true");
+  CHECK(error_of({{"t", "done"}, {"i", 1}, {"state", "passed"}}) == "events[3].run: missing");
+  CHECK(error_of({{"t", "progress"}, {"run", "r"}, {"i", 1}}) == "events[3].checkpoint: missing");
+  CHECK(error_of({{"t", "progress"}, {"run", "r"}, {"i", 1}, {"checkpoint", {{"step", "1"}}}}) ==
+        "events[3].checkpoint.step: expected an unsigned 32-bit integer, got \"1\"");
+  CHECK(error_of(json::array()) == "events[3]: expected an object");
+}

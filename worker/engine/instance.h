@@ -1,0 +1,52 @@
+// One running instance of a run, as the engine holds it. Internal to worker/engine.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario/template.h"
+#include "shared/ipc/checkpoint.h"
+#include "shared/uv/handle.h"
+#include "worker/engine/engine.h"
+
+namespace corral::worker {
+
+struct Instance {
+  // What the instance's timer does when it fires.
+  enum class Next : uint8_t { kSend, kStepDone, kTimedOut };
+
+  Engine* engine;
+  Engine::Run* run;
+  uint64_t serial;
+  uint32_t index;
+  ipc::Checkpoint cp;   // its position; cp.vars is unused (see `vars`)
+  nlohmann::json vars;  // captured variables, bytes as the server sent them
+  int64_t sent_ms = 0;  // when the request in flight was handed to curl
+  Next next = Next::kSend;
+  uv::Handle<uv_timer_t> timer;
+};
+
+// The variables one instance's templates read: its captures, then the run's vars; and the
+// worker's secrets.
+class InstanceVars final : public scenario::Vars {
+ public:
+  InstanceVars(const Instance& in, const Secrets& secrets) : in_(in), secrets_(secrets) {}
+  const nlohmann::json* find(std::string_view name) const override {
+    if (in_.vars.is_object()) {
+      if (auto it = in_.vars.find(name); it != in_.vars.end()) return &*it;
+    }
+    const auto& vars = in_.run->vars;
+    if (auto it = vars.find(name); it != vars.end()) return &*it;
+    return nullptr;
+  }
+  uint64_t instance() const override { return in_.index; }
+  std::string_view run() const override { return in_.run->id; }
+  const std::string* secret(std::string_view name) const override { return secrets_.find(name); }
+
+ private:
+  const Instance& in_;
+  const Secrets& secrets_;
+};
+
+}  // namespace corral::worker
