@@ -8,30 +8,47 @@
 namespace corral::http {
 namespace {
 
+using Event = RequestParser::Event;
+using Phase = RequestParser::Phase;
+
 constexpr size_t kHighWaterBytes = 4 << 20;  // unsent bytes above which reading stops
 constexpr size_t kLowWaterBytes = 1 << 20;   // and below which it resumes
 constexpr uint64_t kDrainPollMs = 5;         // uv::Stream has no drain event: poll
 constexpr uint64_t kLingerMs = 2000;         // for the peer's EOF after our last answer
-constexpr size_t kMaxUrlBytes = 0xffff;      // http_parser_url offsets are 16-bit
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+ParseLimits limits_of(const ServerOptions& opts) {
+  return ParseLimits{opts.max_header_bytes, opts.max_header_count, opts.max_body_bytes};
+}
+
+// `since` + `timeout_ms` on the uv_now() clock, or 0 (never) when the timeout is off.
+uint64_t deadline(uint64_t since, uint64_t timeout_ms) {
+  return timeout_ms == 0 ? 0 : since + timeout_ms;
+}
+
+uint64_t earliest(uint64_t a, uint64_t b) {
+  if (a == 0 || b == 0) return std::max(a, b);
+  return std::min(a, b);
+}
 
 }  // namespace
 
 Connection::Connection(uv_loop_t* loop, std::unique_ptr<uv::Stream> stream,
                        std::shared_ptr<const Handler> handler, const ServerOptions& opts,
-                       OnClosed on_closed)
+                       Transport transport, std::string peer, OnClosed on_closed)
     : loop_(loop),
       stream_(std::move(stream)),
       timer_(loop),
       handler_(std::move(handler)),
       opts_(opts),
-      on_closed_(std::move(on_closed)) {
-  http_parser_init(&parser_, HTTP_REQUEST);
-  parser_.data = this;
-}
+      transport_(transport),
+      peer_(std::move(peer)),
+      on_closed_(std::move(on_closed)),
+      parser_(limits_of(opts)) {}
 
 void Connection::start() {
-  last_active_ = uv_now(loop_);
-  arm_idle_timer(opts_.idle_timeout_ms);
+  request_began_ = idle_since_ = uv_now(loop_);
+  arm_read_timer();
   start_reading();
 }
 
@@ -53,11 +70,15 @@ void Connection::respond(uint64_t seq, Response&& r) {
   send_response(r);
 }
 
+bool Connection::idle() const {
+  return state_ == State::kReading && seq_ > 0 && parser_.phase() == Phase::kIdle &&
+         stream_->queued_bytes() == 0;
+}
+
 // ---- stream, timer and shutdown callbacks ----
 
 void Connection::on_data(std::string_view bytes) noexcept {
   auto self = shared_from_this();
-  last_active_ = uv_now(loop_);
   switch (state_) {
     case State::kReading:
       feed(bytes);
@@ -98,9 +119,10 @@ void Connection::on_timer() noexcept {
   auto self = shared_from_this();
   switch (state_) {
     case State::kReading:
-    case State::kAwaiting:
-      on_idle_tick();
+      on_read_tick();
       return;
+    case State::kAwaiting:
+      return;  // the handler owns the clock while it holds a request; its answer re-arms
     case State::kBlocked:
       on_drain_tick();
       return;
@@ -112,18 +134,27 @@ void Connection::on_timer() noexcept {
   }
 }
 
-void Connection::on_idle_tick() {
-  uint64_t idle = opts_.idle_timeout_ms;
-  if (state_ == State::kAwaiting) {  // the handler owns the clock while it holds a request
-    arm_idle_timer(idle);
+void Connection::on_read_tick() {
+  uint64_t due = read_deadline();
+  uint64_t now = uv_now(loop_);
+  if (due == 0) return;
+  if (now < due) {
+    arm_timer(due - now, 0);
     return;
   }
-  uint64_t quiet = uv_now(loop_) - last_active_;
-  if (quiet >= idle) {
-    close();
-    return;
+  switch (parser_.phase()) {
+    case Phase::kIdle:
+      close();  // nothing to answer; nginx too closes without a word
+      return;
+    case Phase::kHeaders:
+      refuse(408, "request headers not received within " + std::to_string(opts_.header_timeout_ms) +
+                      " ms");
+      return;
+    case Phase::kBody:
+      refuse(408,
+             "request body not received within " + std::to_string(opts_.body_timeout_ms) + " ms");
+      return;
   }
-  arm_idle_timer(idle - quiet);
 }
 
 void Connection::on_drain_tick() {
@@ -131,18 +162,18 @@ void Connection::on_drain_tick() {
   uint64_t now = uv_now(loop_);
   if (queued <= kLowWaterBytes) {
     state_ = State::kReading;
-    last_active_ = now;
-    arm_idle_timer(opts_.idle_timeout_ms);
+    idle_since_ = now;
+    arm_read_timer();
     resume();
     return;
   }
   if (queued != last_queued_) {
     last_queued_ = queued;
-    last_active_ = now;
+    drain_progress_ = now;
     return;
   }
   uint64_t idle = opts_.idle_timeout_ms;
-  if (idle != 0 && now - last_active_ >= idle) {
+  if (idle != 0 && now - drain_progress_ >= idle) {
     spdlog::warn("http server: closing a connection that read none of its {} unsent bytes in {} ms",
                  queued, idle);
     close();
@@ -161,19 +192,25 @@ void Connection::on_linger_tick() {
 // ---- parsing and answering ----
 
 void Connection::feed(std::string_view data) {
-  while (state_ == State::kReading && !data.empty()) {
-    size_t n = http_parser_execute(&parser_, &kParserSettings, data.data(), data.size());
-    bool stopped_early = n < data.size();
-    data.remove_prefix(std::min(n, data.size()));
-    http_errno err = HTTP_PARSER_ERRNO(&parser_);
-    if (err == HPE_PAUSED) {  // on_message_complete paused: one whole request is ready
-      http_parser_pause(&parser_, 0);
-      dispatch();
-    } else if (err != HPE_OK) {
-      refuse(err);
-      return;
-    } else if (stopped_early) {
-      return;  // an upgrade: the connection closes after its answer; the rest is not HTTP
+  while (state_ == State::kReading) {
+    bool was_idle = parser_.phase() == Phase::kIdle;
+    RequestParser::Step step = parser_.feed(data);
+    data.remove_prefix(step.consumed);
+    // The first request's clock started at the accept; a later one's starts with its first byte.
+    if (was_idle && parser_.phase() != Phase::kIdle && seq_ > 0) request_began_ = uv_now(loop_);
+    switch (step.event) {
+      case Event::kNeedMore:
+        arm_read_timer();  // the phase may have changed; the deadline moves only with it
+        return;
+      case Event::kHeaders:
+        on_headers();
+        break;
+      case Event::kRequest:
+        dispatch();
+        break;
+      case Event::kRefused:
+        refuse(parser_.refusal().status, parser_.refusal().message);
+        return;
     }
   }
   if (state_ == State::kAwaiting || state_ == State::kBlocked) {
@@ -182,30 +219,25 @@ void Connection::feed(std::string_view data) {
   }
 }
 
+void Connection::on_headers() {
+  headers_done_ = uv_now(loop_);
+  if (parser_.expects_continue()) (void)stream_->write(std::string(kContinue));
+}
+
 void Connection::dispatch() {
   state_ = State::kAwaiting;
+  timer_.stop();
   uint64_t seq = ++seq_;
-  http_parser_url u;
-  http_parser_url_init(&u);
-  if (url_.size() > kMaxUrlBytes ||
-      http_parser_parse_url(url_.data(), url_.size(), parser_.method == HTTP_CONNECT, &u) != 0) {
-    keep_alive_ = false;
-    send_response(Response::error(400, "malformed HTTP request: invalid URL"));
-    return;
-  }
-  req_.method = http_method_str(static_cast<http_method>(parser_.method));
-  if (u.field_set & (1 << UF_PATH)) {
-    req_.path.assign(url_, u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
-  } else {
-    req_.path = "/";
-  }
-  if (u.field_set & (1 << UF_QUERY)) {
-    req_.query.assign(url_, u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
-  }
+  keep_alive_ = parser_.keep_alive();
+  http10_ = parser_.http10();
+  head_ = parser_.head();
+  Request& req = parser_.request();
+  req.transport = transport_;
+  req.peer = peer_;
 
   in_dispatch_ = true;
   try {
-    (*handler_)(std::move(req_), Responder(weak_from_this(), seq));
+    (*handler_)(std::move(req), Responder(weak_from_this(), seq));
   } catch (const std::exception& e) {
     on_handler_failure(seq, e.what());
   } catch (...) {
@@ -215,24 +247,15 @@ void Connection::dispatch() {
 }
 
 void Connection::on_handler_failure(uint64_t seq, const char* what) {
-  spdlog::error("http server: handler for {} {} threw: {}",
-                http_method_str(static_cast<http_method>(parser_.method)), url_, what);
+  spdlog::error("http server: handler for {} {} threw: {}", parser_.method(), parser_.url(), what);
   respond(seq, Response::error(500, "internal server error"));
 }
 
-void Connection::refuse(http_errno err) {
+// Answers a request the server will not hand over, and closes the connection after it.
+void Connection::refuse(int status, std::string message) {
   keep_alive_ = false;
   head_ = false;
-  if (refusal_ == Refusal::kBodyTooLarge) {
-    send_response(Response::error(
-        413, "request body exceeds " + std::to_string(opts_.max_body_bytes) + " bytes"));
-  } else if (refusal_ == Refusal::kHeadersTooLarge || err == HPE_HEADER_OVERFLOW) {
-    send_response(Response::error(
-        431, "request headers exceed " + std::to_string(opts_.max_header_bytes) + " bytes"));
-  } else {
-    send_response(Response::error(
-        400, std::string("malformed HTTP request: ") + http_errno_description(err)));
-  }
+  send_response(Response::error(status, std::move(message)));
 }
 
 void Connection::send_response(const Response& r) {
@@ -242,7 +265,8 @@ void Connection::send_response(const Response& r) {
   std::string wire;
   append_response(r, header, head_, wire);
   state_ = State::kReading;
-  last_active_ = uv_now(loop_);
+  idle_since_ = uv_now(loop_);
+  answered_ns_ = uv_hrtime();
   if (Status s = stream_->write(std::move(wire)); !s) {
     close();
     return;
@@ -255,9 +279,11 @@ void Connection::send_response(const Response& r) {
     state_ = State::kBlocked;
     stop_reading();
     last_queued_ = stream_->queued_bytes();
+    drain_progress_ = idle_since_;
     arm_timer(kDrainPollMs, kDrainPollMs);
     return;
   }
+  arm_read_timer();
   if (!in_dispatch_) resume();  // else feed() carries on once the handler returns
 }
 
@@ -313,16 +339,34 @@ void Connection::stop_reading() {
   reading_ = false;
 }
 
-void Connection::arm_timer(uint64_t timeout_ms, uint64_t repeat_ms) {
-  timer_.start(timeout_ms, repeat_ms, [this] { on_timer(); });
+// When the parser's current wait runs out (uv_now() clock), or 0 for never.
+uint64_t Connection::read_deadline() const {
+  switch (parser_.phase()) {
+    case Phase::kIdle: {
+      uint64_t idle = deadline(idle_since_, opts_.idle_timeout_ms);
+      if (seq_ > 0) return idle;
+      return earliest(idle, deadline(request_began_, opts_.header_timeout_ms));  // both from accept
+    }
+    case Phase::kHeaders:
+      return deadline(request_began_, opts_.header_timeout_ms);
+    case Phase::kBody:
+      return deadline(headers_done_, opts_.body_timeout_ms);
+  }
+  return 0;
 }
 
-void Connection::arm_idle_timer(uint64_t timeout_ms) {
-  if (opts_.idle_timeout_ms == 0) {
+void Connection::arm_read_timer() {
+  uint64_t due = read_deadline();
+  if (due == 0) {
     timer_.stop();
-  } else {
-    arm_timer(timeout_ms, 0);
+    return;
   }
+  uint64_t now = uv_now(loop_);
+  arm_timer(due > now ? due - now : 0, 0);
+}
+
+void Connection::arm_timer(uint64_t timeout_ms, uint64_t repeat_ms) {
+  timer_.start(timeout_ms, repeat_ms, [this] { on_timer(); });
 }
 
 }  // namespace corral::http

@@ -12,12 +12,20 @@ namespace corral::http {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
+// The kind of listener a request came through. Only local users can reach a unix socket (its
+// mode and directory keep others out), so a handler may trust it more than TCP.
+enum class Transport { kUnix, kTcp };
+
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string path;    // as sent, not percent-decoded: "/runs/42"
   std::string query;   // after '?', without it; "" when absent
   HeaderList headers;  // in arrival order, names as sent
   std::string body;
+  // Set by the server. kTcp by default, so that a Request built elsewhere gets the scrutiny a
+  // TCP one would.
+  Transport transport = Transport::kTcp;
+  std::string peer;  // TCP: the client's address, "127.0.0.1:51234" or "[::1]:51234"; unix: ""
 
   // The first header called `name` (case-insensitive), or "" when there is none.
   std::string header(std::string_view name) const;
