@@ -10,7 +10,13 @@
 namespace corral::master::journal {
 namespace {
 constexpr size_t kMaxBatch = 50000;  // writes per transaction at most
+
+std::string describe(const WriteTag& tag) {
+  if (tag.run.empty()) return "a write";
+  if (tag.instance < 0) return "a write for run " + tag.run;
+  return "a write for instance " + std::to_string(tag.instance) + " of run " + tag.run;
 }
+}  // namespace
 
 Journal::Journal(uv_loop_t* loop, std::unique_ptr<Store> store, Options opts)
     : store_(std::move(store)), opts_(opts) {
@@ -32,10 +38,10 @@ Journal::~Journal() {
   async_.close();
 }
 
-void Journal::write(std::function<Status(Store&)> op) {
+void Journal::write(std::function<Status(Store&)> op, WriteTag tag) {
   {
     std::lock_guard lk(mu_);
-    queue_.push_back(Op{std::move(op), nullptr, nullptr});
+    queue_.push_back(Op{std::move(op), std::move(tag), nullptr, nullptr});
     health_.queued += 1;
   }
   cv_.notify_one();
@@ -44,7 +50,7 @@ void Journal::write(std::function<Status(Store&)> op) {
 void Journal::read(std::function<void(Store&)> read, std::function<void()> done) {
   {
     std::lock_guard lk(mu_);
-    queue_.push_back(Op{nullptr, std::move(read), std::move(done)});
+    queue_.push_back(Op{nullptr, {}, std::move(read), std::move(done)});
   }
   cv_.notify_one();
 }
@@ -53,7 +59,7 @@ void Journal::flush() {
   std::promise<void> tried;
   {
     std::lock_guard lk(mu_);
-    queue_.push_back(Op{nullptr, [&tried](Store&) { tried.set_value(); }, nullptr});
+    queue_.push_back(Op{nullptr, {}, [&tried](Store&) { tried.set_value(); }, nullptr});
   }
   cv_.notify_one();
   tried.get_future().wait();
@@ -85,7 +91,7 @@ void Journal::run() {
     bool ok = true;  // after one failure, this round only gathers; the retry comes later
     for (Op& op : taken) {
       if (op.write) {
-        pending_.push_back(std::move(op.write));
+        pending_.push_back(Write{std::move(op.write), std::move(op.tag)});
         if (ok && pending_.size() >= kMaxBatch) ok = commit_pending();
         continue;
       }
@@ -107,36 +113,93 @@ void Journal::run() {
   }
 }
 
+// Commits pending_ as one transaction, less the writes that are wrong in themselves. Returns
+// false when the batch is kept for a retry.
 bool Journal::commit_pending() {
   if (pending_.empty()) return true;
-  Status s = store_->begin();
-  for (size_t i = 0; s && i < pending_.size(); ++i) s = pending_[i](*store_);
-  if (s) s = store_->commit();
-  if (!s) store_->rollback();
-  std::lock_guard lk(mu_);
+  std::vector<Rejected> rejected;
+  Status s = apply_batch();
+  if (is_bad_write(s)) s = apply_one_by_one(rejected);
   if (!s) {
-    health_.failed_batches += 1;
-    if (health_.ok) {
-      health_.failing_since_ms = unix_ms_now();
-      spdlog::error("journal: a write failed; {} writes are kept and retried every {} ms: {}",
-                    pending_.size(), opts_.retry_ms, s.message());
-    }
-    health_.ok = false;
-    health_.error = s.message();
+    note_failure(s);
     return false;
   }
-  if (!health_.ok) {
-    spdlog::info("journal: writing again after {} failed batches; {} writes saved",
-                 health_.failed_batches, pending_.size());
-  }
-  health_.ok = true;
-  health_.error.clear();
-  health_.failing_since_ms = 0;
-  health_.committed += pending_.size();
-  health_.queued -= pending_.size();
-  health_.batches += 1;
-  pending_.clear();
+  note_commit(rejected);
   return true;
+}
+
+Status Journal::apply_batch() {
+  Status s = store_->begin();
+  for (size_t i = 0; s && i < pending_.size(); ++i) s = pending_[i].op(*store_);
+  if (s) s = store_->commit();
+  if (!s) store_->rollback();
+  return s;
+}
+
+// Savepoints rather than a transaction per write: the batch still costs one commit (one sync
+// of the disk), however many writes it holds. `rejected` is filled only if the batch commits;
+// any failure other than a wrong write undoes the whole transaction, as in apply_batch().
+Status Journal::apply_one_by_one(std::vector<Rejected>& rejected) {
+  Status s = store_->begin();
+  for (size_t i = 0; s && i < pending_.size(); ++i) {
+    s = store_->savepoint();
+    if (!s) break;
+    Status w = pending_[i].op(*store_);
+    if (is_bad_write(w)) {
+      rejected.push_back({i, w.message()});
+      s = store_->rollback_savepoint();
+    } else {
+      s = w ? store_->release_savepoint() : w;
+    }
+  }
+  if (s) s = store_->commit();
+  if (!s) {
+    store_->rollback();
+    rejected.clear();
+  }
+  return s;
+}
+
+void Journal::note_failure(const Status& s) {
+  std::lock_guard lk(mu_);
+  health_.failed_batches += 1;
+  if (health_.ok) {
+    health_.failing_since_ms = unix_ms_now();
+    spdlog::error("journal: a write failed; {} writes are kept and retried every {} ms: {}",
+                  pending_.size(), opts_.retry_ms, s.message());
+  }
+  health_.ok = false;
+  health_.error = s.message();
+}
+
+// The batch committed, but for the writes in `rejected`: those are set aside for good.
+void Journal::note_commit(const std::vector<Rejected>& rejected) {
+  for (const Rejected& r : rejected) {
+    spdlog::error("journal: {} was rejected and set aside, not to be retried: {}",
+                  describe(pending_[r.index].tag), r.error);
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (!health_.ok) {
+      spdlog::info("journal: writing again after {} failed batches; {} writes saved",
+                   health_.failed_batches, pending_.size() - rejected.size());
+    }
+    health_.ok = true;
+    health_.error.clear();
+    health_.failing_since_ms = 0;
+    health_.committed += pending_.size() - rejected.size();
+    health_.rejected_writes += rejected.size();
+    health_.queued -= pending_.size();
+    health_.batches += 1;
+    if (!rejected.empty()) health_.last_rejection = rejected.back().error;
+    for (const Rejected& r : rejected) {
+      completed_.push_back([this, tag = std::move(pending_[r.index].tag), error = r.error] {
+        if (on_rejected_) on_rejected_(tag, error);
+      });
+    }
+  }
+  pending_.clear();
+  if (!rejected.empty()) uv_async_send(async_.get());
 }
 
 void Journal::deliver(std::function<void()> done) {

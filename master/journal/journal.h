@@ -2,10 +2,21 @@
 // applies them to the Store in order, so the loop never waits on the disk.
 //
 // Writes are grouped: the thread takes everything queued within a few milliseconds and
-// commits it as one transaction. A batch that fails (disk full, read-only file system) is
-// kept and retried every `retry_ms`, with new writes added behind it, so nothing queued is
-// dropped while the daemon runs; the failure is logged and shown by health(). Every write
-// must be idempotent (the store's upserts are), since a retried batch runs again.
+// commits it as one transaction. What happens when a batch fails depends on whose fault it
+// was (see Store):
+//  - The store cannot write now (kIo: disk full, read-only file system, I/O error, locked):
+//    the batch is kept and retried every `retry_ms`, with new writes added behind it, so
+//    nothing queued is dropped while the daemon runs; the failure is logged and shown by
+//    health(). Every write must be idempotent (the store's upserts are): a retried batch runs
+//    again.
+//  - A write is wrong in itself (kInvalidArgument, from the store, such as a constraint it
+//    violates, or returned by the write op itself): the batch runs again at once, in order,
+//    in one transaction still but each write inside a savepoint of its own. The good writes
+//    commit together; each wrong one is undone alone and set aside: it is never retried, is
+//    logged once with the store's message, counted in health().rejected_writes, and handed to
+//    the OnRejected callback with the tag it was written with. The writes behind it are not
+//    held up. Should that second run fail for any other reason (the disk filled up
+//    meanwhile), the whole batch is kept as above and nothing is set aside yet.
 //
 // Construct, use and destroy on the loop thread. The destructor writes what is still queued
 // (giving a failing batch a few more tries) and stops the thread.
@@ -28,6 +39,13 @@
 
 namespace corral::master::journal {
 
+// What a write is about, handed back if the write is set aside, so that its owner can tell
+// which run or instance lost a write.
+struct WriteTag {
+  std::string run;        // the run's id; empty for a write given without a tag
+  int64_t instance = -1;  // the instance's index; -1 when the write is not about one instance
+};
+
 class Journal {
  public:
   struct Options {
@@ -42,8 +60,13 @@ class Journal {
     uint64_t queued = 0;           // writes not committed yet (queued or in a failing batch)
     uint64_t committed = 0;        // writes committed since start
     uint64_t batches = 0;          // transactions committed since start
-    uint64_t failed_batches = 0;   // transactions that failed since start
+    uint64_t failed_batches = 0;   // transactions that failed and were kept for a retry
+    uint64_t rejected_writes = 0;  // writes set aside as wrong in themselves since start
+    std::string last_rejection;    // the store's message for the latest of them
   };
+  // A write was set aside: the tag it was written with and the store's message, e.g.
+  // "put_instance: NOT NULL constraint failed: instances.state".
+  using OnRejected = std::function<void(const WriteTag& tag, const std::string& error)>;
 
   Journal(uv_loop_t* loop, std::unique_ptr<Store> store, Options opts);
   Journal(uv_loop_t* loop, std::unique_ptr<Store> store) : Journal(loop, std::move(store), {}) {}
@@ -59,23 +82,45 @@ class Journal {
   }
 
   // Queues a write. It runs on the writer thread, in order with every other write and read.
-  void write(std::function<Status(Store&)> op);
+  // `op` returns the Store's failure, or kInvalidArgument for a write it finds wrong itself.
+  // `tag` says what the write is about, for the OnRejected callback.
+  void write(std::function<Status(Store&)> op, WriteTag tag = {});
   // Queues a read that sees every write queued before it (once committed). `read` runs on the
   // writer thread, then `done` on the loop thread.
   void read(std::function<void(Store&)> read, std::function<void()> done);
   // Blocks until every write queued before the call has been tried once. For tests.
   void flush();
 
+  // Sets the callback for writes set aside (none by default: they are logged and counted).
+  // It runs on the loop thread, once per write, in the order of the writes, after the good
+  // writes of its batch committed and before the `done` of any read queued after the write.
+  // It may queue writes (a write about the same row may be set aside again) but must not
+  // destroy the Journal. Writes set aside while the journal closes are only logged. Loop thread.
+  void set_on_rejected(OnRejected fn) { on_rejected_ = std::move(fn); }
+
   Health health() const;
 
  private:
   struct Op {
     std::function<Status(Store&)> write;
+    WriteTag tag;
     std::function<void(Store&)> read;
     std::function<void()> done;
   };
+  struct Write {
+    std::function<Status(Store&)> op;
+    WriteTag tag;
+  };
+  struct Rejected {
+    size_t index;  // in pending_
+    std::string error;
+  };
   void run();
   bool commit_pending();
+  Status apply_batch();
+  Status apply_one_by_one(std::vector<Rejected>& rejected);
+  void note_failure(const Status& s);
+  void note_commit(const std::vector<Rejected>& rejected);
   void deliver(std::function<void()> done);
   void on_async();
 
@@ -88,9 +133,10 @@ class Journal {
   std::deque<Op> queue_;
   bool stop_ = false;
   Health health_;
-  std::vector<std::function<void()>> completed_;  // reads' `done`, for the loop thread
+  std::vector<std::function<void()>> completed_;  // reads' `done` and rejections, for the loop
 
-  std::vector<std::function<Status(Store&)>> pending_;  // writer thread only
+  OnRejected on_rejected_;      // loop thread only
+  std::vector<Write> pending_;  // writer thread only
   std::thread thread_;
 };
 

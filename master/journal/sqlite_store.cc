@@ -100,6 +100,23 @@ constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
     "reason FROM steps WHERE run_id = ? ORDER BY idx, seq";
 
+// Whether SQLite's result code says that the statement's values are wrong: the same write
+// would fail again on any disk. Every other code (SQLITE_FULL, IOERR, READONLY, BUSY, LOCKED,
+// CANTOPEN, NOMEM, CORRUPT, NOTADB, PROTOCOL, INTERRUPT, ABORT, SCHEMA, PERM, NOLFS, MISUSE,
+// the generic SQLITE_ERROR and codes newer than this file) keeps the write to be tried again:
+// in doubt, a write is kept rather than dropped.
+bool bad_values(int rc) {
+  switch (rc & 0xff) {  // the primary code of an extended one
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // One prepared statement: bind by position, step, read columns, reset.
 class Stmt {
  public:
@@ -108,20 +125,19 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
+  // A value that does not bind (too big, one too many) fails the next step() with its code,
+  // rather than leaving the parameter NULL.
   Stmt& bind(const std::string& v) {
-    sqlite3_bind_text(s_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
+    return failed(sqlite3_bind_text64(s_, ++n_, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   }
-  Stmt& bind(int64_t v) {
-    sqlite3_bind_int64(s_, ++n_, v);
-    return *this;
-  }
+  Stmt& bind(int64_t v) { return failed(sqlite3_bind_int64(s_, ++n_, v)); }
   // SQLITE_ROW, SQLITE_DONE or an error code.
-  int step() { return sqlite3_step(s_); }
+  int step() { return bind_rc_ != SQLITE_OK ? bind_rc_ : sqlite3_step(s_); }
   void reset() {
     sqlite3_reset(s_);
     sqlite3_clear_bindings(s_);
     n_ = 0;
+    bind_rc_ = SQLITE_OK;
   }
   int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
   std::string text(int col) const {
@@ -130,8 +146,14 @@ class Stmt {
   }
 
  private:
+  Stmt& failed(int rc) {
+    if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    return *this;
+  }
+
   sqlite3_stmt* s_;
   int n_ = 0;
+  int bind_rc_ = SQLITE_OK;  // the first bind that failed since reset()
 };
 
 class SqliteStore final : public Store {
@@ -159,6 +181,16 @@ class SqliteStore final : public Store {
   Status begin() override { return exec("BEGIN"); }
   Status commit() override { return exec("COMMIT"); }
   void rollback() override { (void)exec("ROLLBACK"); }
+  // Prepared once like the rest: the writer may set a savepoint around each of 50000 writes.
+  Status savepoint() override { return done(stmt("SAVEPOINT one_write"), "savepoint"); }
+  Status release_savepoint() override {
+    return done(stmt("RELEASE SAVEPOINT one_write"), "release_savepoint");
+  }
+  // ROLLBACK TO keeps the savepoint open in SQLite and PostgreSQL alike: RELEASE ends it.
+  Status rollback_savepoint() override {
+    Status s = done(stmt("ROLLBACK TO SAVEPOINT one_write"), "rollback_savepoint");
+    return s ? release_savepoint() : s;
+  }
 
   Status put_run(const RunRow& r) override {
     Stmt& s = stmt(kPutRun);
@@ -345,21 +377,34 @@ class SqliteStore final : public Store {
 
   Status done(Stmt& s, const char* what) {
     int rc = s.step();
+    Status st = rc == SQLITE_DONE || rc == SQLITE_ROW ? Status::ok() : error(rc, what);
     s.reset();
-    if (rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::ok();
-    return error(what);
+    return st;
   }
 
   Status exec(const std::string& sql) {
     char* msg = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return Status::ok();
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg);
+    if (rc == SQLITE_OK) return Status::ok();
     std::string text = msg ? msg : sqlite3_errmsg(db_);
     sqlite3_free(msg);
-    return io_error("journal " + path_ + ": " + text);
+    return failure(rc, text);
   }
 
-  Status error(const char* what) const {
-    return io_error("journal " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  // The statement `what` failed with `rc` (by default, the connection's last error). A later
+  // successful bind clears the connection's error: then the message is the code's own.
+  Status error(int rc, const char* what) const {
+    bool current = (sqlite3_errcode(db_) & 0xff) == (rc & 0xff);
+    const char* message = current ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    return failure(rc, std::string(what) + ": " + message);
+  }
+  Status error(const char* what) const { return error(sqlite3_errcode(db_), what); }
+
+  // Bad values are the write's own fault, so the message leaves out the file; any other
+  // failure names it.
+  Status failure(int rc, const std::string& text) const {
+    if (bad_values(rc)) return invalid_argument(text);
+    return io_error("journal " + path_ + ": " + text);
   }
 
   sqlite3* db_;

@@ -4,7 +4,14 @@
 // pragmas in SqliteStore::open()).
 //
 // A Store is used by one thread at a time. Every call returns a Status naming the statement
-// and the database's own message; nothing throws.
+// and the database's own message; nothing throws. A write that fails says whose fault it was:
+//  - kInvalidArgument: the write itself is wrong (a constraint it violates, a value of the
+//    wrong type or too big). It would fail again on any disk, so trying it again cannot help;
+//    is_bad_write() tells. The message is the statement and the database's message, e.g.
+//    "put_instance: NOT NULL constraint failed: instances.state".
+//  - kIo: the database cannot take writes now (disk full, I/O error, read-only or locked
+//    file, out of memory, a damaged file, or any failure the store cannot place). The same
+//    write may well succeed later. The message also names the file.
 #pragma once
 
 #include <memory>
@@ -22,7 +29,14 @@ class Store {
 
   virtual Status begin() = 0;
   virtual Status commit() = 0;
+  // Ends the transaction, undoing it; nothing to do when none is open.
   virtual void rollback() = 0;
+  // Inside a transaction: marks a point that rollback_savepoint() undoes back to, so that one
+  // write can fail without losing the others. release_savepoint() keeps what was done since
+  // and forgets the mark; rollback_savepoint() undoes it and forgets the mark too.
+  virtual Status savepoint() = 0;
+  virtual Status release_savepoint() = 0;
+  virtual Status rollback_savepoint() = 0;
 
   // Inserts or replaces the run row; the run-number sequence never goes back.
   virtual Status put_run(const RunRow& run) = 0;
@@ -49,6 +63,9 @@ class Store {
   // One run with its instances and steps; kNotFound when there is no such run.
   virtual Result<StoredRun> load_run(const std::string& run_id) = 0;
 };
+
+// Whether a failed write is wrong in itself (see above), rather than the store unable to write.
+inline bool is_bad_write(const Status& s) { return s.code() == Code::kInvalidArgument; }
 
 // Opens (creating when needed) the SQLite journal at `path` in WAL mode and brings its schema
 // to the current version. `max_pages` > 0 caps the file size in pages, which makes writes fail

@@ -1,49 +1,18 @@
 // The journal: its SQLite store (schema, rows, a full disk) and the writer thread in front of it.
-#include <sqlite3.h>
+// Writes the store refuses as wrong are in journal_reject_test.cc.
 #include <catch2/catch.hpp>
 
-#include <atomic>
-#include <functional>
-#include <sstream>
 #include <thread>
 
-#include "master/journal/journal.h"
-#include "shared/proc.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/master/journal_bench.h"
 
 using corral::Code;
 using corral::Result;
 using corral::Status;
 using namespace corral::master::journal;  // NOLINT: the rows, Store and Journal
+using namespace corral::test;             // NOLINT: the journal's test bench
 
 namespace {
-
-// Requires an OK Status; the expansion shows the message of any other.
-#define REQUIRE_OK(status) REQUIRE((status).message() == "")
-
-std::unique_ptr<Store> open_store(const std::string& path, int64_t max_pages = 0) {
-  auto store = open_sqlite_store(path, max_pages);
-  REQUIRE_OK(store.status());
-  return std::move(*store);
-}
-
-// Runs `text` with sqlite3 itself; returns the first column of the last row it gave.
-std::string sql(const std::string& path, const std::string& text) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  std::string out;
-  char* err = nullptr;
-  auto row = [](void* o, int, char** v, char**) {
-    *static_cast<std::string*>(o) = v[0] ? v[0] : "";
-    return 0;
-  };
-  int rc = sqlite3_exec(db, text.c_str(), row, &out, &err);
-  INFO((err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-  return out;
-}
 
 StoredRun load(Store& s, const std::string& id) {
   auto got = s.load_run(id);
@@ -51,25 +20,7 @@ StoredRun load(Store& s, const std::string& id) {
   return std::move(*got);
 }
 
-const char* const kScenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"u"}}]})";
-RunRow run_row(const std::string& id, uint64_t seq) {
-  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, ""};
-}
-InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state,
-                     int64_t ended_ms = 0) {
-  return {run, idx, state, 0, 0, ended_ms, "", 0, 0, "[]", "{}", ""};
-}
-StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
-  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, ""};
-}
-
 // Every field, so that one CHECK compares whole rows and shows both sides on failure.
-template <typename... T>
-std::string join(const T&... v) {
-  std::ostringstream out;
-  ((out << v << '|'), ...);
-  return out.str();
-}
 std::string describe(const RunRow& r) {
   return join(r.id, r.seq, r.scenario, r.vars, r.instances, r.created_ms, r.finished_ms,
               r.cancelled, r.summary);
@@ -97,101 +48,9 @@ std::string states(const StoredRun& r) {
   return out.substr(1);
 }
 
-// A journal file in a fresh directory; Db opens it.
-struct File {
-  corral::test::TempDir dir;
-  const std::string path = dir.path() + "/journal.db";
-};
+// A store on a fresh journal file.
 struct Db : File {
   std::unique_ptr<Store> store = open_store(path);
-};
-
-// A store that fails every commit while `failing` is set, as on a full disk.
-const std::string kFull = "journal /x/journal.db: database or disk is full";
-using Ids = std::vector<uint32_t>;
-using S = const std::string&;
-class FlakyStore final : public Store {
- public:
-  explicit FlakyStore(std::unique_ptr<Store> in) : in_(std::move(in)) {}
-  std::atomic<bool> failing{true};
-  std::atomic<uint64_t> failed{0};  // commits failed so far
-  Status begin() override { return in_->begin(); }
-  Status commit() override {
-    if (!failing) return in_->commit();
-    failed += 1;
-    return corral::io_error(kFull);
-  }
-  void rollback() override { in_->rollback(); }
-  Status put_run(const RunRow& r) override { return in_->put_run(r); }
-  Status put_instance(const InstanceRow& r) override { return in_->put_instance(r); }
-  Status mark_running(S r, const Ids& i, int64_t t) override { return in_->mark_running(r, i, t); }
-  Status put_step(const StepRow& r) override { return in_->put_step(r); }
-  Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
-  Status delete_run(S id) override { return in_->delete_run(id); }
-  Status reclaim() override { return in_->reclaim(); }
-  Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
-  Result<std::vector<RunRow>> runs() override { return in_->runs(); }
-  Result<StoredRun> load_run(S id) override { return in_->load_run(id); }
-
- private:
-  std::unique_ptr<Store> in_;
-};
-
-// Waits until `done` holds or 10 s pass, calling `turn` in between; returns `done()`.
-bool wait_for(const std::function<bool()>& done, const std::function<void()>& turn) {
-  uint64_t deadline = corral::monotonic_ms() + 10000;
-  while (!done() && corral::monotonic_ms() < deadline) turn();
-  return done();
-}
-
-// A journal on a temp file, with the loop its `done` callbacks run on.
-struct Bench : File {
-  explicit Bench(Journal::Options opts = {}, bool flaky = false) {
-    uv_loop_init(&loop);
-    std::unique_ptr<Store> store = open_store(path);
-    if (flaky) store = std::make_unique<FlakyStore>(std::move(store));
-    faults = flaky ? static_cast<FlakyStore*>(store.get()) : nullptr;
-    journal = std::make_unique<Journal>(&loop, std::move(store), opts);
-  }
-  ~Bench() {
-    journal.reset();
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
-  }
-  // Runs the loop until `done` holds. The journal's own handle does not keep the loop alive:
-  // a ticking timer does.
-  bool run_until(const std::function<bool()>& done) {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(
-        &tick, [](uv_timer_t*) {}, 1, 1);
-    bool held = wait_for(done, [this] { uv_run(&loop, UV_RUN_ONCE); });
-    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    return held;
-  }
-  void write(const InstanceRow& r) {
-    journal->write([r](Store& s) { return s.put_instance(r); });
-  }
-  void write(const StepRow& r) {
-    journal->write([r](Store& s) { return s.put_step(r); });
-  }
-  // Queues 1 + instances + steps writes.
-  void write_run(const std::string& id, uint32_t instances, uint32_t steps) {
-    journal->write([id](Store& s) { return s.put_run(run_row(id, 1)); });
-    for (uint32_t i = 0; i < instances; ++i) write(instance(id, i, "running"));
-    for (uint32_t k = 0; k < steps; ++k) write(step(id, 0, k, "passed"));
-  }
-  // "runs/instances/steps" rows in the file, as another connection sees them.
-  std::string rows() {
-    return sql(path,
-               "SELECT (SELECT COUNT(*) FROM runs) || '/' || "
-               "(SELECT COUNT(*) FROM instances) || '/' || (SELECT COUNT(*) FROM steps)");
-  }
-
-  uv_loop_t loop;
-  std::unique_ptr<Journal> journal;
-  FlakyStore* faults;  // the journal's store when flaky, owned by the journal
 };
 
 }  // namespace
@@ -292,7 +151,8 @@ TEST_CASE_METHOD(Db, "journal store: finish_run cancels open instances only for 
   CHECK_SAME(store->runs().value(), std::vector<RunRow>{r1, r2});
 }
 
-TEST_CASE_METHOD(Db, "journal store: the run number never goes back; delete_run forgets a run") {
+TEST_CASE_METHOD(Db,
+                 "journal store: the run number never goes back, and delete_run forgets a run") {
   CHECK(store->next_run_seq().value() == 1);
   REQUIRE_OK(store->put_run(run_row("r3-cccc", 3)));
   CHECK(store->next_run_seq().value() == 4);
@@ -334,9 +194,40 @@ TEST_CASE_METHOD(Db, "journal store: a file at its page limit fails writes as on
   if (failed.is_ok()) failed = store->commit();
   store->rollback();
   CHECK(failed.code() == Code::kIo);
+  CHECK_FALSE(is_bad_write(failed));  // the disk's fault: the same write is to be tried again
   CHECK_THAT(failed.message(), Catch::Contains("journal " + path) && Catch::Contains("full"));
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));  // small writes still fit afterwards
   CHECK(load(*store, "r1-aaaa").instances.empty());
+}
+
+TEST_CASE_METHOD(Db, "journal store: a violated constraint is the write's fault, named as such") {
+  sql(path, "CREATE UNIQUE INDEX one_reason ON instances (reason) WHERE reason <> ''");
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  InstanceRow a = instance("r1-aaaa", 0, "failed"), b = instance("r1-aaaa", 1, "failed");
+  a.reason = b.reason = "timeout";
+  REQUIRE_OK(store->put_instance(a));
+  Status s = store->put_instance(b);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(is_bad_write(s));
+  CHECK(s.message() == "put_instance: UNIQUE constraint failed: instances.reason");
+  b.reason = "refused";
+  REQUIRE_OK(store->put_instance(b));  // the statement is ready for the next write
+  CHECK(states(load(*store, "r1-aaaa")) == "failed:0 failed:0");
+}
+
+TEST_CASE_METHOD(Db, "journal store: rolling back a savepoint undoes only the write after it") {
+  REQUIRE_OK(store->begin());
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  REQUIRE_OK(store->savepoint());
+  REQUIRE_OK(store->put_instance(instance("r1-aaaa", 0, "running")));
+  REQUIRE_OK(store->put_step(step("r1-aaaa", 0, 0, "passed")));
+  REQUIRE_OK(store->rollback_savepoint());
+  REQUIRE_OK(store->savepoint());
+  REQUIRE_OK(store->put_instance(instance("r1-aaaa", 1, "running")));
+  REQUIRE_OK(store->release_savepoint());
+  REQUIRE_OK(store->commit());
+  StoredRun got = load(*store, "r1-aaaa");
+  CHECK(join(got.instances.size(), got.instances.at(0).idx, got.steps.size()) == join(1, 1, 0));
 }
 
 TEST_CASE("journal: writes commit in order and a read queued after them sees them") {
@@ -364,7 +255,7 @@ TEST_CASE("journal: writes commit in order and a read queued after them sees the
 }
 
 TEST_CASE("journal: a failing batch is kept and retried until it commits") {
-  Bench b({.retry_ms = 20}, true);
+  Bench b({.retry_ms = 20}, Bench::Flaky{});
   b.write_run("r1-aaaa", 2, 0);
   b.journal->flush();
   auto h = b.journal->health();

@@ -1,0 +1,188 @@
+// What the journal's tests share: rows to write, a journal file, a store that fails on demand,
+// and a Bench that runs a Journal on a loop of its own.
+#pragma once
+
+#include <sqlite3.h>
+#include <uv.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "master/journal/journal.h"
+#include "shared/proc.h"
+#include "tests/support/temp_dir.h"
+
+namespace corral::test {
+
+using master::journal::InstanceRow;
+using master::journal::Journal;
+using master::journal::RunRow;
+using master::journal::StepRow;
+using master::journal::Store;
+using master::journal::StoredRun;
+
+// Requires an OK Status; the expansion shows the message of any other.
+#define REQUIRE_OK(status) REQUIRE((status).message() == "")
+
+inline std::unique_ptr<Store> open_store(const std::string& path, int64_t max_pages = 0) {
+  auto store = master::journal::open_sqlite_store(path, max_pages);
+  REQUIRE_OK(store.status());
+  return std::move(*store);
+}
+
+// Runs `text` with sqlite3 itself (waiting while the journal holds the file's write lock);
+// returns the first column of the last row it gave.
+inline std::string sql(const std::string& path, const std::string& text) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  std::string out;
+  char* err = nullptr;
+  auto row = [](void* o, int, char** v, char**) {
+    *static_cast<std::string*>(o) = v[0] ? v[0] : "";
+    return 0;
+  };
+  int rc = sqlite3_exec(db, text.c_str(), row, &out, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+  return out;
+}
+
+inline const char* const kScenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"u"}}]})";
+inline RunRow run_row(const std::string& id, uint64_t seq) {
+  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, ""};
+}
+inline InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state,
+                            int64_t ended_ms = 0) {
+  return {run, idx, state, 0, 0, ended_ms, "", 0, 0, "[]", "{}", ""};
+}
+inline StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
+  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, ""};
+}
+
+// The values separated by '|', so that one CHECK compares several and shows both sides.
+template <typename... T>
+std::string join(const T&... v) {
+  std::ostringstream out;
+  ((out << v << '|'), ...);
+  return out.str();
+}
+
+// A journal file in a fresh directory.
+struct File {
+  TempDir dir;
+  const std::string path = dir.path() + "/journal.db";
+};
+
+// A store that fails every commit while `failing` is set, as on a full disk.
+inline const std::string kFull = "journal /x/journal.db: database or disk is full";
+class FlakyStore final : public Store {
+  using Ids = std::vector<uint32_t>;
+  using S = const std::string&;
+
+ public:
+  explicit FlakyStore(std::unique_ptr<Store> in) : in_(std::move(in)) {}
+  std::atomic<bool> failing{true};
+  std::atomic<uint64_t> failed{0};  // commits failed so far
+  Status begin() override { return in_->begin(); }
+  Status commit() override {
+    if (!failing) return in_->commit();
+    failed += 1;
+    return io_error(kFull);
+  }
+  void rollback() override { in_->rollback(); }
+  Status savepoint() override { return in_->savepoint(); }
+  Status release_savepoint() override { return in_->release_savepoint(); }
+  Status rollback_savepoint() override { return in_->rollback_savepoint(); }
+  Status put_run(const RunRow& r) override { return in_->put_run(r); }
+  Status put_instance(const InstanceRow& r) override { return in_->put_instance(r); }
+  Status mark_running(S r, const Ids& i, int64_t t) override { return in_->mark_running(r, i, t); }
+  Status put_step(const StepRow& r) override { return in_->put_step(r); }
+  Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
+  Status delete_run(S id) override { return in_->delete_run(id); }
+  Status reclaim() override { return in_->reclaim(); }
+  Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
+  Result<std::vector<RunRow>> runs() override { return in_->runs(); }
+  Result<StoredRun> load_run(S id) override { return in_->load_run(id); }
+
+ private:
+  std::unique_ptr<Store> in_;
+};
+
+// Waits until `done` holds or 10 s pass, calling `turn` in between; returns `done()`.
+inline bool wait_for(const std::function<bool()>& done, const std::function<void()>& turn) {
+  uint64_t deadline = monotonic_ms() + 10000;
+  while (!done() && monotonic_ms() < deadline) turn();
+  return done();
+}
+
+// A journal on a temp file, with the loop its callbacks run on.
+struct Bench : File {
+  using Open = std::function<std::unique_ptr<Store>(const std::string& file)>;
+
+  struct Flaky {};
+
+  explicit Bench(Journal::Options opts = {})
+      : Bench(opts, [](const std::string& file) { return open_store(file); }) {}
+  // A journal on a FlakyStore, failing from the start.
+  Bench(Journal::Options opts, Flaky)
+      : Bench(opts, [this](const std::string& file) {
+          auto store = std::make_unique<FlakyStore>(open_store(file));
+          faults = store.get();
+          return std::unique_ptr<Store>(std::move(store));
+        }) {}
+  // A journal on the store that `open` makes of the file.
+  Bench(Journal::Options opts, const Open& open) {
+    uv_loop_init(&loop);
+    journal = std::make_unique<Journal>(&loop, open(path), opts);
+  }
+  ~Bench() {
+    journal.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+  // Runs the loop until `done` holds. The journal's own handle does not keep the loop alive:
+  // a ticking timer does.
+  bool run_until(const std::function<bool()>& done) {
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(
+        &tick, [](uv_timer_t*) {}, 1, 1);
+    bool held = wait_for(done, [this] { uv_run(&loop, UV_RUN_ONCE); });
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return held;
+  }
+  void write(const InstanceRow& r, master::journal::WriteTag tag = {}) {
+    journal->write([r](Store& s) { return s.put_instance(r); }, std::move(tag));
+  }
+  void write(const StepRow& r) {
+    journal->write([r](Store& s) { return s.put_step(r); });
+  }
+  // Queues 1 + instances + steps writes.
+  void write_run(const std::string& id, uint32_t instances, uint32_t steps) {
+    journal->write([id](Store& s) { return s.put_run(run_row(id, 1)); });
+    for (uint32_t i = 0; i < instances; ++i) write(instance(id, i, "running"));
+    for (uint32_t k = 0; k < steps; ++k) write(step(id, 0, k, "passed"));
+  }
+  // "runs/instances/steps" rows in the file, as another connection sees them.
+  std::string rows() {
+    return sql(path,
+               "SELECT (SELECT COUNT(*) FROM runs) || '/' || "
+               "(SELECT COUNT(*) FROM instances) || '/' || (SELECT COUNT(*) FROM steps)");
+  }
+
+  uv_loop_t loop;
+  std::unique_ptr<Journal> journal;
+  FlakyStore* faults = nullptr;  // the journal's store when flaky, owned by the journal
+};
+
+}  // namespace corral::test
