@@ -2,13 +2,25 @@
 
 #include <iostream>
 
+#include "config/config.h"
 #include "shared/exit_codes.h"
-#include "shared/http/blocking_client.h"
 
 namespace corral::cli {
 
-Api::Api(const Context& ctx, long timeout_ms)
-    : socket_path_(ctx.socket_path()), timeout_ms_(timeout_ms) {}
+Api::Api(const Context& ctx, long timeout_ms) : timeout_ms_(timeout_ms) {
+  if (ctx.api_address.empty()) {
+    target_ = http::Target::over_unix(ctx.socket_path());
+    where_ = ctx.socket_path();
+    return;
+  }
+  where_ = ctx.api_address;
+  auto hp = config::parse_host_port(ctx.api_address);
+  if (!hp) {
+    bad_address_ = "CORRAL_API: " + hp.status().message();
+    return;
+  }
+  target_ = http::Target::over_tcp(hp->first, hp->second, ctx.api_token);
+}
 
 Result<nlohmann::json> Api::get(const std::string& path) const { return call("GET", path, ""); }
 
@@ -20,8 +32,8 @@ Result<nlohmann::json> Api::del(const std::string& path) const { return call("DE
 
 Result<nlohmann::json> Api::call(const char* method, const std::string& path,
                                  const std::string& body) const {
-  auto result =
-      http::request(http::Target::over_unix(socket_path_), method, path, body, timeout_ms_);
+  if (!bad_address_.empty()) return invalid_argument(bad_address_);
+  auto result = http::request(target_, method, path, body, timeout_ms_);
   if (!result) return result.status();
   nlohmann::json json = result->json();
   const int status = result->status;

@@ -1,5 +1,6 @@
-// The daemon's control API as the CLI uses it: JSON over HTTP on $CORRAL_HOME/corral.sock, with
-// failures turned into the CLI's one-line messages and exit codes.
+// The daemon's control API as the CLI uses it: JSON over HTTP on $CORRAL_HOME/corral.sock (or
+// over TCP to $CORRAL_API with $CORRAL_API_TOKEN), with failures turned into the CLI's one-line
+// messages and exit codes.
 #pragma once
 
 #include <string>
@@ -7,12 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/verb.h"
+#include "shared/http/blocking_client.h"
 #include "shared/status.h"
 
 namespace corral::cli {
 
 class Api {
  public:
+  // A malformed $CORRAL_API makes every call fail with kInvalidArgument naming it.
   explicit Api(const Context& ctx, long timeout_ms = 5000);
 
   // The JSON body of a 2xx response. Errors: Code::kUnavailable when no daemon answers,
@@ -23,13 +26,16 @@ class Api {
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body) const;
   Result<nlohmann::json> del(const std::string& path) const;
 
-  const std::string& socket_path() const { return socket_path_; }
+  // Where the daemon is asked: "unix:/path/corral.sock" or "HOST:PORT", for messages.
+  const std::string& socket_path() const { return where_; }
 
  private:
   Result<nlohmann::json> call(const char* method, const std::string& path,
                               const std::string& body) const;
 
-  std::string socket_path_;
+  http::Target target_;
+  std::string where_;
+  std::string bad_address_;  // why $CORRAL_API cannot be used, when it cannot
   long timeout_ms_;
 };
 

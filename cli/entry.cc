@@ -1,5 +1,6 @@
 #include "cli/entry.h"
 
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -41,6 +42,8 @@ int run_verb(const VerbInfo& info, int argc, const char* const* argv) {
   Context ctx;
   ctx.home_given = !home.empty();
   ctx.home = ctx.home_given ? std::filesystem::absolute(home).string() : config::defaults().home;
+  if (const char* api = std::getenv("CORRAL_API")) ctx.api_address = api;
+  ctx.api_token = config::defaults().api_token;  // $CORRAL_API_TOKEN
   try {
     return verb->run(ctx);
   } catch (const config::ConfigError& e) {

@@ -21,6 +21,10 @@ namespace corral::cli {
 struct Context {
   std::string home;         // --home, else $CORRAL_HOME, else ~/.corral
   bool home_given = false;  // --home was on the command line
+  // $CORRAL_API, "HOST:PORT": talk to that daemon over TCP instead of the home's socket, with
+  // $CORRAL_API_TOKEN as the bearer token.
+  std::string api_address;
+  std::string api_token;
 
   std::string socket_path() const { return home + "/corral.sock"; }
   std::string logs_dir() const { return home + "/logs"; }

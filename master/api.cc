@@ -27,7 +27,32 @@ std::optional<json> json_body(const Request& req, const Responder& respond) {
   return j;
 }
 
+// Whether `given` equals `want`, taking the same time wherever they differ: a client cannot
+// find the token a byte at a time by timing the answers.
+bool same_token(std::string_view given, std::string_view want) {
+  unsigned char diff = given.size() == want.size() ? 0 : 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    diff |= static_cast<unsigned char>(g ^ static_cast<unsigned char>(want[i]));
+  }
+  return diff == 0;
+}
+
 }  // namespace
+
+// TCP requests need the token when one is set; the unix socket (mode 0600) does not, nor do
+// the probes /health and /latency, which show no run data.
+bool Daemon::authorized(const Request& req) const {
+  if (cfg_.api_token.empty() || req.transport == http::Transport::kUnix) return true;
+  if (req.method == "GET" && (req.path == "/health" || req.path == "/latency")) return true;
+  const std::string given = req.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (given.size() < kBearer.size() ||
+      !http::iequals(std::string_view(given).substr(0, kBearer.size()), kBearer)) {
+    return false;
+  }
+  return same_token(std::string_view(given).substr(kBearer.size()), cfg_.api_token);
+}
 
 json Daemon::worker_json(const Slot& s) const {
   uint64_t now = monotonic_ms();
@@ -53,6 +78,13 @@ json Daemon::worker_json(const Slot& s) const {
 void Daemon::handle_api(Request&& req, Responder respond) {
   const std::string& m = req.method;
   const std::string& path = req.path;
+  if (!authorized(req)) {
+    // The same answer for every route: it does not tell which routes exist.
+    Response r = Response::error(401, "missing or wrong API token");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    respond.send(std::move(r));
+    return;
+  }
 
   if (path.rfind("/runs", 0) == 0 && handle_runs_api(req, respond)) return;
   if (path == "/latency" && m == "GET") {

@@ -84,6 +84,9 @@ Status Daemon::open_journal() {
   auto store = journal::open_sqlite_store(journal_path(), pages ? std::atoll(pages) : 0);
   if (!store) return store.status();
   journal_ = std::make_unique<journal::Journal>(loop_, std::move(*store));
+  journal_->set_on_rejected([this](const journal::WriteTag& tag, const std::string& error) {
+    runs_.on_journal_rejected(tag, error);
+  });
   runs_.attach(journal_.get());
   auto resumed = runs_.restore(unix_ms_now());
   if (!resumed) return resumed.status();

@@ -61,6 +61,7 @@ class Daemon {
   void sample_memory();
   nlohmann::json welcome_payload(int slot) const;
   void handle_api(http::Request&& req, http::Responder respond);
+  bool authorized(const http::Request& req) const;
   // The runs API (api_runs.cc): false when the path is not one of its routes.
   bool handle_runs_api(const http::Request& req, const http::Responder& respond);
   http::Response instances_response(const Run& run, const http::Request& req) const;

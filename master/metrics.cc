@@ -7,14 +7,20 @@
 
 #include "master/daemon_impl.h"
 #include "shared/proc.h"
+#include "shared/uv/guard.h"
 
 namespace corral::master {
 
 nlohmann::json Daemon::journal_json() const {
   journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
-  nlohmann::json j = {{"path", journal_path()},    {"ok", h.ok},
-                      {"queued_writes", h.queued}, {"committed_writes", h.committed},
-                      {"batches", h.batches},      {"failed_batches", h.failed_batches}};
+  nlohmann::json j = {{"path", journal_path()},
+                      {"ok", h.ok},
+                      {"queued_writes", h.queued},
+                      {"committed_writes", h.committed},
+                      {"batches", h.batches},
+                      {"failed_batches", h.failed_batches},
+                      {"rejected_writes", h.rejected_writes}};
+  if (!h.last_rejection.empty()) j["last_rejection"] = h.last_rejection;
   if (!h.ok) {
     j["error"] = h.error;
     j["failing_since"] = iso8601_utc(h.failing_since_ms);
@@ -95,6 +101,18 @@ std::string Daemon::metrics_text() const {
       .Register(registry)
       .Add({})
       .Increment(static_cast<double>(h.failed_batches));
+  BuildCounter()
+      .Name("corral_journal_rejected_writes_total")
+      .Help("Journal writes set aside as wrong in themselves (their instance ends errored)")
+      .Register(registry)
+      .Add({})
+      .Increment(static_cast<double>(h.rejected_writes));
+  BuildCounter()
+      .Name("corral_callback_exceptions_total")
+      .Help("Exceptions caught at the master's loop callbacks (each one logged)")
+      .Register(registry)
+      .Add({})
+      .Increment(static_cast<double>(uv::callback_failures()));
 
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }

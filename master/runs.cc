@@ -88,7 +88,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   row.vars = ref.vars.dump();
   row.instances = ref.size;
   row.created_ms = now_ms;
-  journal_write([row](journal::Store& s) { return s.put_run(row); });
+  journal_write([row](journal::Store& s) { return s.put_run(row); }, {ref.id});
   return ref;
 }
 
@@ -103,9 +103,9 @@ void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, 
     run.instances[i].worker = slot;
     if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now_ms;
   }
-  journal_write([id = run.id, index, now_ms](journal::Store& s) {
-    return s.mark_running(id, index, now_ms);
-  });
+  journal_write(
+      [id = run.id, index, now_ms](journal::Store& s) { return s.mark_running(id, index, now_ms); },
+      {run.id});
 }
 
 void Run::set_state(uint32_t index, InstanceState to) {
@@ -182,11 +182,13 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   in.steps.push_back(std::move(r));
   // The step and the instance's new position go in one write: a restart never sees one
   // without the other.
-  journal_write([step = step_row(run, i, in.steps.size() - 1),
-                 row = instance_row(run, i)](journal::Store& s) {
-    Status st = s.put_step(step);
-    return st ? s.put_instance(row) : st;
-  });
+  journal_write(
+      [step = step_row(run, i, in.steps.size() - 1),
+       row = instance_row(run, i)](journal::Store& s) {
+        Status st = s.put_step(step);
+        return st ? s.put_instance(row) : st;
+      },
+      {run.id, i});
 }
 
 size_t Runs::requeue_worker(int slot, const std::string& why,
@@ -324,12 +326,41 @@ Runs::RunList::iterator Runs::forget(RunList::iterator it) {
 }
 
 void Runs::journal_instance(const Run& run, uint32_t index) {
-  journal_write(
-      [row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); });
+  journal_write([row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); },
+                {run.id, index});
 }
 
-void Runs::journal_write(std::function<Status(journal::Store&)> op) {
-  if (journal_ != nullptr) journal_->write(std::move(op));
+void Runs::journal_write(std::function<Status(journal::Store&)> op, journal::WriteTag tag) {
+  if (journal_ != nullptr) journal_->write(std::move(op), std::move(tag));
+}
+
+void Runs::on_journal_rejected(const journal::WriteTag& tag, const std::string& error) {
+  Run* run = find(tag.run);
+  if (run == nullptr || !run->whole) return;
+  const std::string kPrefix = "the journal rejected its record: ";
+  auto end = [&](uint32_t i) {
+    InstanceRecord& in = run->instances[i];
+    // Its record of the rejection was refused too: writing it again could be refused again,
+    // for ever. It stays errored in memory.
+    if (in.reason.starts_with(kPrefix)) return;
+    int64_t now = unix_ms_now();
+    if (!is_terminal(in.state)) {
+      finish_instance(*run, i, InstanceState::kErrored, kPrefix + error, now, now);
+      return;
+    }
+    // Its final record was the one refused: record the refusal instead.
+    run->set_state(i, InstanceState::kErrored);
+    in.reason = kPrefix + error;
+    journal_instance(*run, i);
+  };
+  if (tag.instance >= 0 && static_cast<uint64_t>(tag.instance) < run->instances.size()) {
+    end(static_cast<uint32_t>(tag.instance));
+    return;
+  }
+  // A record of the whole run was refused: it cannot be kept, so none of it goes on.
+  for (uint32_t i = 0; i < run->instances.size(); ++i) {
+    if (!is_terminal(run->instances[i].state)) end(i);
+  }
 }
 
 }  // namespace corral::master

@@ -155,6 +155,10 @@ class Runs {
   Result<size_t> hand_back(int slot, const nlohmann::json& instances, const std::string& why);
   // Marks every unfinished instance cancelled. Returns how many.
   size_t cancel(Run& run, int64_t now_ms);
+  // The journal set aside a write as wrong in itself (journal.h): the instance it was about
+  // ends errored with the database's message, or every unfinished instance of the run when it
+  // was about the whole run. The write is not retried.
+  void on_journal_rejected(const journal::WriteTag& tag, const std::string& error);
   // Instances waiting for a worker, over all runs.
   size_t pending() const;
   // Applies retention: forgets finished runs beyond keep_runs or older than keep_for_ms, and
@@ -180,7 +184,7 @@ class Runs {
   RunList::iterator forget(RunList::iterator it);
   // Journal writes (no-ops without a journal).
   void journal_instance(const Run& run, uint32_t index);
-  void journal_write(std::function<Status(journal::Store&)> op);
+  void journal_write(std::function<Status(journal::Store&)> op, journal::WriteTag tag = {});
 
   RunsOptions opts_;
   journal::Journal* journal_;

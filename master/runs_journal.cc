@@ -43,7 +43,7 @@ journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
   return {run.id,       index,      static_cast<uint32_t>(seq),
           s.step,       s.state,    s.attempts,
           s.started_ms, s.ended_ms, s.status,
-          s.until_ms,   s.reason};
+          s.until_ms,   s.reason,   s.url};
 }
 
 Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole) {

@@ -47,6 +47,7 @@ struct StepRow {
   int status = 0;
   int64_t until_ms = -1;
   std::string reason;
+  std::string url;  // the final URL, when redirects were followed
 };
 
 // One run with everything the journal holds about it.

@@ -55,6 +55,8 @@ CREATE TABLE steps (
   reason TEXT NOT NULL,
   PRIMARY KEY (run_id, idx, seq));
 )sql",
+    // 2: the final URL of a step whose request followed redirects.
+    "ALTER TABLE steps ADD COLUMN url TEXT NOT NULL DEFAULT '';",
 };
 
 constexpr const char* kPutRun = R"sql(
@@ -79,8 +81,8 @@ INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', 
 ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
 constexpr const char* kPutStep = R"sql(
 INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status,
-  until_ms, reason)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  until_ms, reason, url)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
 constexpr const char* kFinishRun =
     "UPDATE runs SET finished_ms = ?, cancelled = ?, summary = ? WHERE id = ?";
@@ -98,7 +100,7 @@ constexpr const char* kInstanceColumns =
     "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? ORDER BY idx";
 constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason FROM steps WHERE run_id = ? ORDER BY idx, seq";
+    "reason, url FROM steps WHERE run_id = ? ORDER BY idx, seq";
 
 // Whether SQLite's result code says that the statement's values are wrong: the same write
 // would fail again on any disk. Every other code (SQLITE_FULL, IOERR, READONLY, BUSY, LOCKED,
@@ -225,7 +227,7 @@ class SqliteStore final : public Store {
     Stmt& s = stmt(kPutStep);
     s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
     s.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
-    s.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason);
+    s.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url);
     return done(s, "put_step");
   }
 
@@ -309,7 +311,8 @@ class SqliteStore final : public Store {
                   st.i64(7),
                   static_cast<int>(st.i64(8)),
                   st.i64(9),
-                  st.text(10)};
+                  st.text(10),
+                  st.text(11)};
       out.steps.push_back(std::move(row));
     }
     st.reset();

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include <curl/curl.h>
 
@@ -77,7 +78,8 @@ Result<HttpResult> request(const Target& target, std::string_view method, std::s
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &result.body);
 
-  std::unique_ptr<curl_slist, SlistDeleter> headers;
+  std::vector<std::string> lines;
+  if (!target.token.empty()) lines.push_back("Authorization: Bearer " + target.token);
   const bool sends_body =
       !body.empty() || method_str == "POST" || method_str == "PUT" || method_str == "PATCH";
   if (!sends_body) {
@@ -88,12 +90,18 @@ Result<HttpResult> request(const Target& target, std::string_view method, std::s
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method_str.c_str());
-    curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+    lines.push_back("Content-Type: application/json");
     // Without "Expect:", curl waits up to a second for "100 Continue" on larger bodies.
-    if (list) list = curl_slist_append(list, "Expect:");
-    headers.reset(list);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+    lines.push_back("Expect:");
   }
+  std::unique_ptr<curl_slist, SlistDeleter> headers;
+  for (const std::string& line : lines) {
+    curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+    if (list == nullptr) return Status(Code::kInternal, "curl_slist_append() failed");
+    headers.release();
+    headers.reset(list);
+  }
+  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
 
   CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK) {

@@ -20,9 +20,12 @@ struct Target {
   std::string socket_path;  // non-empty: connect to this unix socket
   std::string host;         // otherwise: connect to host:port
   int port = 0;
+  std::string token;  // non-empty: sent as "Authorization: Bearer <token>"
 
-  static Target over_unix(std::string path) { return Target{std::move(path), "", 0}; }
-  static Target over_tcp(std::string host, int port) { return Target{"", std::move(host), port}; }
+  static Target over_unix(std::string path) { return Target{std::move(path), "", 0, ""}; }
+  static Target over_tcp(std::string host, int port, std::string token = "") {
+    return Target{"", std::move(host), port, std::move(token)};
+  }
   // "unix:/path/corral.sock" or "127.0.0.1:7070", for messages.
   std::string describe() const;
 };

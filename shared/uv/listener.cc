@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "shared/uv/guard.h"
+
 namespace corral::uv {
 namespace {
 
@@ -135,8 +137,10 @@ void Listener::close() {
 void Listener::on_connection(uv_stream_t* server, int status) noexcept {
   auto* self = owner_of<Listener>(server);
   if (self == nullptr) return;
-  auto cb = self->on_connection_;  // a copy: the callback may destroy this listener
-  if (cb) cb(*self, status);
+  guard("connection", [self, status] {
+    auto cb = self->on_connection_;  // a copy: the callback may destroy this listener
+    if (cb) cb(*self, status);
+  });
 }
 
 }  // namespace corral::uv

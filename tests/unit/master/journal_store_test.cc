@@ -31,7 +31,7 @@ std::string describe(const InstanceRow& r) {
 }
 std::string describe(const StepRow& r) {
   return join(r.run_id, r.idx, r.seq, r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-              r.status, r.until_ms, r.reason);
+              r.status, r.until_ms, r.reason, r.url);
 }
 template <typename Row>
 std::string describe(const std::vector<Row>& rows) {
@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "1/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "2/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta')") == "4");
@@ -69,6 +69,20 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
     CHECK(store->next_run_seq().value() == 2);
     store.reset();
   }
+}
+
+TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and keeps its rows") {
+  REQUIRE_OK(store->put_step(step("r1-aaaa", 0, 0, "passed")));
+  store.reset();
+  sql(path, "ALTER TABLE steps DROP COLUMN url");  // as version 1 made it
+  sql(path, "UPDATE schema_version SET version = 1");
+  store = open_store(path);
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "2");
+  StepRow redirected = step("r1-aaaa", 0, 1, "passed");
+  redirected.url = "http://127.0.0.1:1/final";
+  REQUIRE_OK(store->put_step(redirected));
+  CHECK(sql(path, "SELECT group_concat(seq || ':' || url, ' ') FROM steps") ==
+        "0: 1:http://127.0.0.1:1/final");
 }
 
 TEST_CASE_METHOD(Db, "journal store: a newer schema version is refused, naming path and version") {
@@ -95,6 +109,7 @@ TEST_CASE_METHOD(Db, "journal store: run, instance and step rows round-trip exac
   StepRow s1 = step(run.id, 3, 1, "failed");
   s1.step = 2, s1.attempts = 5, s1.status = 503, s1.until_ms = 600, s1.reason = "status 503";
   s1.started_ms = 1'700'000'000'200, s1.ended_ms = 1'700'000'000'800;
+  s1.url = "http://127.0.0.1:1/final";
   const StepRow s0 = step(run.id, 3, 0, "passed"), s_other = step(run.id, 1, 0, "passed");
   REQUIRE_OK(store->begin());
   REQUIRE_OK(store->put_run(run));
@@ -123,9 +138,10 @@ TEST_CASE_METHOD(Db, "journal store: upserts: mark_running keeps a start, put_st
   InstanceRow resumed = before;  // running, same start, its checkpoint used up
   resumed.state = "running", resumed.checkpoint = "";
   CHECK_SAME(load(*store, "r1-aaaa").instances, std::vector<InstanceRow>{fresh0, resumed, fresh4});
-  const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, ""};
+  const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, "", ""};
   REQUIRE_OK(store->put_step(first));
-  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x"}));  // no-op
+  // A second record of the same step changes nothing.
+  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x", "u"}));
   const InstanceRow last{"r1-aaaa", 1, "passed", 3, 3000, 777, "", 1, 0, R"(["x"])", "{}", ""};
   REQUIRE_OK(store->put_instance(last));
   StoredRun got = load(*store, "r1-aaaa");

@@ -9,6 +9,7 @@
 #include "shared/ipc/events.h"
 #include "shared/proc.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/master/journal_bench.h"
 
 using corral::Code;
 using corral::Result;
@@ -359,4 +360,32 @@ TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, r
   CHECK(r->requeued == Queue{1, 2});
   CHECK(h.runs->detail_json(*r)["failures"] ==
         json::array({{{"step", 0}, {"step_name", "a"}, {"reason", poisoned}, {"count", 1}}}));
+}
+
+TEST_CASE("runs journal: an instance whose record the journal refuses ends errored, once") {
+  Home h;
+  h.open();
+  h.journal->set_on_rejected(
+      [&](const corral::master::journal::WriteTag& tag, const std::string& error) {
+        h.runs->on_journal_rejected(tag, error);
+      });
+  // No two instances may share a reason: the second "boom" is refused as a wrong write.
+  corral::test::sql(h.path,
+                    "CREATE UNIQUE INDEX one_reason ON instances (reason) WHERE reason <> ''");
+  Run& run = h.create(3, 1000);
+  run.next_fresh = 3;
+  h.runs->mark_running(run, {0, 1, 2}, 0, 1000);
+  h.done(run, 0, "failed", 1000, 1100);
+  h.done(run, 1, "failed", 1000, 1200);
+  REQUIRE(h.run_until([&] { return run.instances[1].reason != "boom"; }));
+  CHECK(to_string(run.instances[1].state) == std::string("errored"));
+  CHECK(
+      run.instances[1].reason ==
+      "the journal rejected its record: put_instance: UNIQUE constraint failed: instances.reason");
+  // The others go on: instance 2 still runs and finishes normally.
+  CHECK(run.instances[2].state == InstanceState::kRunning);
+  h.done(run, 2, "passed", 1000, 1300);
+  CHECK(run.finished());
+  h.journal->flush();
+  CHECK(h.journal->health().rejected_writes == 1);
 }
