@@ -19,12 +19,8 @@ std::string describe(const WriteTag& tag) {
 }  // namespace
 
 Journal::Journal(uv_loop_t* loop, std::unique_ptr<Store> store, Options opts)
-    : store_(std::move(store)), opts_(opts) {
-  uv_async_init(loop, async_.get(), [](uv_async_t* a) {
-    if (auto* self = uv::owner_of<Journal>(a)) self->on_async();
-  });
-  async_.set_live(this);
-  uv_unref(async_.base());  // the journal alone does not keep the loop running
+    : store_(std::move(store)), opts_(opts), async_(loop, [this] { on_async(); }) {
+  async_.unref();  // the journal alone does not keep the loop running
   thread_ = std::thread([this] { run(); });
 }
 
@@ -199,7 +195,7 @@ void Journal::note_commit(const std::vector<Rejected>& rejected) {
     }
   }
   pending_.clear();
-  if (!rejected.empty()) uv_async_send(async_.get());
+  if (!rejected.empty()) async_.send();
 }
 
 void Journal::deliver(std::function<void()> done) {
@@ -207,7 +203,7 @@ void Journal::deliver(std::function<void()> done) {
     std::lock_guard lk(mu_);
     completed_.push_back(std::move(done));
   }
-  uv_async_send(async_.get());
+  async_.send();
 }
 
 void Journal::on_async() {

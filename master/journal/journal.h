@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "master/journal/store.h"
-#include "shared/uv/handle.h"
+#include "shared/uv/async.h"
 
 namespace corral::master::journal {
 
@@ -126,7 +126,7 @@ class Journal {
 
   std::unique_ptr<Store> store_;
   Options opts_;
-  uv::Handle<uv_async_t> async_;
+  uv::Async async_;  // the writer thread wakes the loop with it
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
