@@ -11,7 +11,7 @@ constexpr std::pair<std::string_view, Fault> kFaults[] = {
     {"never_ready", Fault::kNeverReady},      {"hang", Fault::kHang},
     {"garbage_frame", Fault::kGarbageFrame},  {"bad_payload", Fault::kBadPayload},
     {"alloc_soft", Fault::kAllocSoft},        {"alloc_hard", Fault::kAllocHard},
-    {"alloc_kernel", Fault::kAllocKernel},
+    {"alloc_kernel", Fault::kAllocKernel},    {"throw", Fault::kThrow},
 };
 
 }  // namespace

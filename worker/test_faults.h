@@ -15,6 +15,8 @@
 //   alloc_hard      block the loop, grow the heap to 1.375x max_memory (past the master's
 //                   hard limit, short of the kernel backstop), then sleep
 //   alloc_kernel    one allocation of 4x max_memory (refused under RLIMIT_DATA)
+//   throw           throw once from a timer callback ~0.5 s after ready, and once from the
+//                   read callback of the IPC pipe after the next frame: both must be caught
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,8 @@ enum class Fault {
   kBadPayload,
   kAllocSoft,
   kAllocHard,
-  kAllocKernel
+  kAllocKernel,
+  kThrow
 };
 
 // The fault `spec` asks of `slot` (the first that applies), or kNone.

@@ -86,6 +86,10 @@ void Worker::on_bytes(std::string_view bytes) {
     }
   }
   if (!s && !leaving_) leave(kExitProtocol, "protocol error from master: " + s.message());
+  if (fault_ == Fault::kThrow && welcomed_ && !thrown_in_read_) {
+    thrown_in_read_ = true;
+    throw std::runtime_error("test fault: thrown from the IPC read callback");
+  }
 }
 
 void Worker::on_frame(ipc::Frame&& f) {
@@ -338,6 +342,8 @@ void Worker::start_fault() {
         p[0] = 1;
         return;
       }
+      case Fault::kThrow:
+        throw std::runtime_error("test fault: thrown from a timer callback");
       case Fault::kNone:
       case Fault::kCrashAtStart:
       case Fault::kInitFail:

@@ -61,6 +61,7 @@ class Worker {
   std::vector<std::unique_ptr<char[]>> ballast_;  // alloc_soft fault only
   bool welcomed_ = false;
   bool leaving_ = false;
+  bool thrown_in_read_ = false;  // Fault::kThrow
   uint64_t heartbeat_ms_ = 1000;
   uint64_t max_memory_ = 0;
   uint64_t seq_ = 0;

@@ -169,3 +169,25 @@ TEST_CASE(
   CHECK(in["state"] == "passed");
   CHECK(in["steps"][0]["url"] == api.base() + "/echo");
 }
+
+TEST_CASE("hostile: exceptions thrown in a worker's timer and IPC read callbacks are caught") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1).with_env("CORRAL_TEST_FAULT", "throw"));
+  d.wait_ready(1);
+  const std::string log = home.file("logs/worker-0.log");
+  wait_for(
+      [&] {
+        std::string text = read_file(log);
+        return text.find("test fault: thrown from a timer callback") != std::string::npos &&
+               text.find("test fault: thrown from the IPC read callback") != std::string::npos;
+      },
+      seconds(10), "both test exceptions in the worker's log", [&] { return tail_file(log, 20); });
+  CHECK_THAT(read_file(log), Catch::Contains("exception in a timer callback"));
+  CHECK_THAT(read_file(log), Catch::Contains("exception in a stream read callback"));
+  // The worker goes on working, and was never replaced.
+  std::string id = submit_run(d, jobs_scenario(), 20, api);
+  wait_run_finished(d, id, seconds(20));
+  CHECK(run_of(d, id)["counts"]["passed"] == 20);
+  check_no_restart(d);
+}
