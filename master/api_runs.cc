@@ -24,8 +24,8 @@ namespace {
 using http::Response;
 using nlohmann::json;
 
-constexpr uint32_t kMaxInstances = 1000000;  // per submission
-constexpr size_t kMaxQueued = 2000000;       // waiting for a worker, over all runs
+constexpr uint32_t kMaxInstances = kMaxRunInstances;  // per submission
+constexpr size_t kMaxQueued = 2000000;                // waiting for a worker, over all runs
 
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;

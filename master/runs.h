@@ -46,6 +46,9 @@ inline bool is_terminal(InstanceState s) {
   return s != InstanceState::kQueued && s != InstanceState::kRunning;
 }
 
+// The most instances one run may have (a submission, or a run read back from the journal).
+constexpr uint32_t kMaxRunInstances = 1000000;
+
 struct StepRecord {
   uint32_t step = 0;
   std::string state;  // passed, failed, errored
@@ -197,7 +200,9 @@ class Runs {
 // Conversions between the table and the journal's rows (runs_journal.cc).
 journal::InstanceRow instance_row(const Run& run, uint32_t index);
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq);
-// A run rebuilt from the journal: whole when `stored` has its instances.
+// A run rebuilt from the journal: whole when `stored` has its instances. Any row is accepted
+// without throwing: a damaged run fails with the reason (the caller leaves it out), and a
+// damaged instance is mended or ended errored.
 Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole);
 
 }  // namespace corral::master

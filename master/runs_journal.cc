@@ -6,6 +6,7 @@
 
 #include "config/scenario/parse.h"
 #include "master/runs.h"
+#include "shared/ipc/checkpoint.h"
 
 namespace corral::master {
 namespace {
@@ -46,15 +47,75 @@ journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
           s.until_ms,   s.reason,   s.url};
 }
 
-Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole) {
+namespace {
+
+// A finished run held as its summary: the counts it ended with.
+void counts_from_summary(Run& run) {
+  const json& counts = run.summary.is_object() ? run.summary["counts"] : json();
+  for (size_t s = 0; s < kInstanceStates && counts.is_array() && s < counts.size(); ++s) {
+    if (counts[s].is_number_unsigned()) run.counts[s] = counts[s].get<uint32_t>();
+  }
+}
+
+std::vector<std::string> reasons_from(const std::string& text) {
+  std::vector<std::string> out;
+  json list = parse_or(text, json::array());
+  for (const json& r : list.is_array() ? list : json::array()) {
+    if (r.is_string()) out.push_back(r.get<std::string>());
+  }
+  return out;
+}
+
+// One instance row into its record. A row that cannot be resumed as it stands (a step past
+// the scenario's end, a checkpoint of the wrong shape) is mended or ended here, so that what
+// reaches a worker is always well-formed.
+void instance_from_row(Run& run, const journal::InstanceRow& r) {
+  InstanceRecord& in = run.instances[r.idx];
+  run.set_state(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
+  in.next_step = r.next_step;
+  in.started_ms = r.started_ms;
+  in.ended_ms = r.ended_ms;
+  in.reason = r.reason;
+  in.resumes = r.resumes;
+  in.crash_resumes = r.crash_resumes;
+  in.resume_reasons = reasons_from(r.resume_reasons);
+  json vars = parse_or(r.vars, json::object());
+  in.vars = vars.is_object() ? std::move(vars) : json::object();
+  json cp = parse_or(r.checkpoint, json());
+  if (cp.is_object()) {
+    auto decoded = ipc::checkpoint_from_json(cp, "checkpoint");
+    if (decoded && decoded->step < run.scenario->steps.size()) {
+      in.checkpoint = ipc::to_json(*decoded);
+    } else {
+      spdlog::warn("journal: run {} instance {}: its checkpoint is damaged and is dropped ({})",
+                   run.id, r.idx, decoded ? "step out of range" : decoded.status().message());
+    }
+  }
+  if (!is_terminal(in.state) && in.next_step >= run.scenario->steps.size()) {
+    run.set_state(r.idx, InstanceState::kErrored);
+    in.reason = "its record in the journal names step " + std::to_string(in.next_step) +
+                ", past the scenario's last step";
+  }
+  if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
+    run.durations_ms.push_back(in.ended_ms - in.started_ms);
+    if (in.state != InstanceState::kPassed) run.failures[{in.next_step, in.reason}] += 1;
+  }
+}
+
+Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool whole) {
   const journal::RunRow& row = stored.run;
   json vars = parse_or(row.vars, json::object());
+  if (!vars.is_object()) vars = json::object();
   std::set<std::string> extra;
   for (const auto& [k, v] : vars.items()) extra.insert(k);
   auto scenario = scenario::parse_scenario(parse_or(row.scenario, json()), extra);
   if (!scenario) {
     return invalid_argument("run " + row.id + ": its scenario in the journal does not parse: " +
                             scenario.status().message());
+  }
+  if (row.instances == 0 || row.instances > kMaxRunInstances) {
+    return invalid_argument("run " + row.id + ": the journal gives it " +
+                            std::to_string(row.instances) + " instances");
   }
   auto run = std::make_unique<Run>();
   run->id = row.id;
@@ -69,36 +130,18 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
   run->whole = whole;
   run->next_fresh = run->size;
   if (!whole) {
-    const json& counts = run->summary.is_object() ? run->summary["counts"] : json();
-    for (size_t s = 0; s < kInstanceStates && counts.is_array() && s < counts.size(); ++s) {
-      run->counts[s] = counts[s].get<uint32_t>();
-    }
+    counts_from_summary(*run);
     return run;
   }
   run->instances.resize(run->size);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = run->size;
   for (const journal::InstanceRow& r : stored.instances) {
-    if (r.idx >= run->size) continue;
-    InstanceRecord& in = run->instances[r.idx];
-    run->set_state(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
-    in.next_step = r.next_step;
-    in.started_ms = r.started_ms;
-    in.ended_ms = r.ended_ms;
-    in.reason = r.reason;
-    in.resumes = r.resumes;
-    in.crash_resumes = r.crash_resumes;
-    in.resume_reasons = parse_or(r.resume_reasons, json::array()).get<std::vector<std::string>>();
-    in.vars = parse_or(r.vars, json::object());
-    in.checkpoint = parse_or(r.checkpoint, json());
-    if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
-      run->durations_ms.push_back(in.ended_ms - in.started_ms);
-      if (in.state != InstanceState::kPassed) run->failures[{in.next_step, in.reason}] += 1;
-    }
+    if (r.idx < run->size) instance_from_row(*run, r);
   }
   for (const journal::StepRow& r : stored.steps) {
     if (r.idx >= run->size) continue;
     run->instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-                                           r.status, r.until_ms, r.reason, ""});
+                                           r.status, r.until_ms, r.reason, r.url});
   }
   if (run->cancelled) {
     // Instances never dispatched have no row: they ended with the run.
@@ -107,6 +150,18 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
     }
   }
   return run;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole) {
+  try {
+    return build_run(stored, whole);
+  } catch (const std::exception& e) {
+    // A damaged file must not stop the master: the run is left out, with the reason.
+    return invalid_argument("run " + stored.run.id +
+                            ": its record in the journal is damaged: " + e.what());
+  }
 }
 
 Result<size_t> Runs::restore(int64_t now_ms) {

@@ -389,3 +389,50 @@ TEST_CASE("runs journal: an instance whose record the journal refuses ends error
   h.journal->flush();
   CHECK(h.journal->health().rejected_writes == 1);
 }
+
+TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") {
+  namespace j = corral::master::journal;
+  j::StoredRun s;
+  s.run = {"r9-dead",
+           9,
+           R"({"name":"two","steps":[{"request":{"url":"http://h/a"}},{"sleep":"1s"}]})",
+           "[1,2]",
+           4,
+           1000,
+           0,
+           false,
+           ""};
+  auto row = [&](uint32_t idx, const char* state, uint32_t next, const char* reasons,
+                 const char* vars, const char* cp) {
+    j::InstanceRow r;
+    r.run_id = s.run.id, r.idx = idx, r.state = state, r.next_step = next;
+    r.resume_reasons = reasons, r.vars = vars, r.checkpoint = cp;
+    s.instances.push_back(r);
+  };
+  row(0, "running", 1, R"(["ok", 3, null])", "[]", R"({"step": "one"})");
+  row(1, "running", 7, "not json", "{}", "");
+  row(2, "queued", 0, "[]", R"({"x":1})", R"({"step": 5})");
+  row(3, "running", 0, "[]", "{}", R"({"step": 1, "attempts": 4})");
+  using corral::master::run_from_journal;
+  auto built = run_from_journal(s, true);
+  INFO((built ? "" : built.status().message()));
+  REQUIRE(built.is_ok());
+  Run& run = **built;
+  CHECK(run.vars == json::object());  // run vars that are not an object
+  CHECK(run.instances[0].resume_reasons == std::vector<std::string>{"ok"});
+  CHECK(run.instances[0].vars == json::object());
+  CHECK(run.instances[0].checkpoint.is_null());              // wrong types: dropped
+  CHECK(run.instances[1].state == InstanceState::kErrored);  // step 7 of a 2-step scenario
+  CHECK(run.instances[1].reason ==
+        "its record in the journal names step 7, past the scenario's last step");
+  CHECK(run.instances[2].checkpoint.is_null());         // step out of range: dropped
+  CHECK(run.instances[3].checkpoint["attempts"] == 4);  // well-formed: kept
+
+  s.run.instances = 0;
+  CHECK_FALSE(run_from_journal(s, true).is_ok());
+  s.run.instances = corral::master::kMaxRunInstances + 1;
+  CHECK_FALSE(run_from_journal(s, true).is_ok());
+  s.run.instances = 4;
+  s.run.summary = R"({"counts": ["a", true, -1]})";
+  CHECK(run_from_journal(s, false).is_ok());
+}
