@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/scenario/model.h"
+#include "config/scenario/parse.h"
 
 namespace corral::scenario::detail {
 
@@ -49,6 +50,9 @@ uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);
 double read_number(const json& j, const std::string& path, double min, double max);
 json::json_pointer read_pointer(const json& j, const std::string& path);
+// Fails at the first array or object nested deeper than kMaxNesting levels. Iterative, so it
+// is safe on any document; call it before anything that recurses (dump, copy, ==).
+void check_nesting(const json& doc);
 // A name usable as a variable: letters, digits and "_", not a built-in.
 std::string check_variable_name(const std::string& name, const std::string& path);
 // Compiles a template and checks that every variable it uses is in `scope`.

@@ -37,7 +37,11 @@ const MessageInfo& message_info(MessageType type) {
 }
 
 Result<std::string> encode(MessageType type, const nlohmann::json& payload) {
-  std::string body = payload.is_null() ? std::string() : payload.dump();
+  // Strings may hold bytes that are not UTF-8 (a captured header or body): replace them rather
+  // than throw, so no payload can take a process down on its way out.
+  std::string body = payload.is_null()
+                         ? std::string()
+                         : payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   size_t length = body.size() + 1;
   if (length > kMaxFrameBytes) {
     return Status(Code::kResourceExhausted,

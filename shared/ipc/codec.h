@@ -19,7 +19,8 @@ struct Frame {
 };
 
 // One complete frame as bytes. Fails (Code::kResourceExhausted) when the frame would exceed
-// kMaxFrameBytes; the caller has then a bug or an oversized batch to split.
+// kMaxFrameBytes; the caller has then a bug or an oversized batch to split. Never throws: text
+// in `payload` that is not UTF-8 goes out with U+FFFD in place of each bad byte.
 Result<std::string> encode(MessageType type, const nlohmann::json& payload);
 
 // Reassembles frames from a byte stream that arrives in arbitrary pieces.
