@@ -1,12 +1,10 @@
 #include "config/fields.h"
 
 #include <array>
-#include <limits>
 
 namespace corral::config {
 namespace {
 
-constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 constexpr double kMs = 1;
 constexpr double kSecond = 1000 * kMs;
 constexpr double kDay = 86400 * kSecond;

@@ -23,7 +23,13 @@ struct ParseOptions {
   std::function<bool(const std::string&)> has_secret;
 };
 
+// How deeply a scenario may nest arrays and objects (the document itself is level 1). Copying,
+// printing and comparing JSON recurse once per level, so a deeper document could overflow the
+// stack of the process that parses it (the master, on a POST /runs of at most 1 MiB).
+constexpr size_t kMaxNesting = 64;
+
 // Builds the model from a scenario document, checking everything before anything runs:
+// nesting (before any recursive step: `steps[0].request.json.a: nested deeper than 64 levels`),
 // field names and types, durations, methods, JSON Pointers, regular expressions, and that
 // every template variable is defined — in "vars", captured by an earlier step, a built-in, or
 // named in `extra_vars` (the run-time vars given at submission).

@@ -102,6 +102,43 @@ json::json_pointer read_pointer(const json& j, const std::string& path) {
   }
 }
 
+void check_nesting(const json& doc) {
+  // The arrays and objects being walked; each one's `next` is the child walked into or seen next.
+  struct Level {
+    const json* node;
+    json::const_iterator next;
+    size_t index;  // of `next`, for an array
+  };
+  if (!doc.is_structured()) return;
+  auto advance = [](Level& l) {
+    ++l.next;
+    ++l.index;
+  };
+  std::vector<Level> levels{{&doc, doc.cbegin(), 0}};
+  while (!levels.empty()) {
+    Level& top = levels.back();
+    if (top.next == top.node->cend()) {
+      levels.pop_back();
+      if (!levels.empty()) advance(levels.back());
+      continue;
+    }
+    const json& child = *top.next;
+    if (!child.is_structured()) {
+      advance(top);
+      continue;
+    }
+    if (levels.size() == kMaxNesting) {
+      std::string path;
+      for (const Level& l : levels) {
+        path = l.node->is_array() ? element_path(path, l.index) : field_path(path, l.next.key());
+      }
+      fail(path,
+           "nested deeper than " + std::to_string(kMaxNesting) + " levels of arrays and objects");
+    }
+    levels.push_back({&child, child.cbegin(), 0});
+  }
+}
+
 std::string check_variable_name(const std::string& name, const std::string& path) {
   bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front()));
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');

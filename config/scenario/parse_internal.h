@@ -60,6 +60,9 @@ uint64_t read_size(const json& j, const std::string& path, uint64_t max);
 constexpr uint64_t kMaxResponseLimit = uint64_t{1} << 30;
 double read_number(const json& j, const std::string& path, double min, double max);
 json::json_pointer read_pointer(const json& j, const std::string& path);
+// Fails at the first array or object nested deeper than kMaxNesting levels. Iterative, so it
+// is safe on any document; call it before anything that recurses (dump, copy, ==).
+void check_nesting(const json& doc);
 // A name usable as a variable: letters, digits and "_", not a built-in.
 std::string check_variable_name(const std::string& name, const std::string& path);
 // Compiles a template and checks that every variable it uses is in `scope`.

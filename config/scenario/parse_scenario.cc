@@ -158,6 +158,7 @@ nlohmann::json parse_vars(const json& doc, Scope& scope) {
 
 std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptions& options) {
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
+  check_nesting(doc);
   check_fields(doc, "", {"name", "vars", "steps"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");

@@ -237,6 +237,37 @@ TEST_CASE(
         std::vector<std::string>{"base", "id", "loc", "token"});
 }
 
+// Found by tests/fuzz/fuzz_scenario_parser (corpus/fuzz_scenario_parser/regress-deep-*): a
+// request body nested 10,000 levels deep overflowed the stack while being copied and compiled.
+TEST_CASE("scenario parser: refuses nesting deeper than kMaxNesting, naming where it starts") {
+  auto nested = [](size_t levels, const std::string& inner) {
+    return std::string(levels, '[') + inner + std::string(levels, ']');
+  };
+  // The document, "steps", the step and "request" are the first 4 levels.
+  auto body = [&](const std::string& value) {
+    return one_step(R"({"request": {"url": "{{base}}", "json": )" + value + "}}");
+  };
+  CHECK(parse_ok(body(nested(kMaxNesting - 4, "1")))->steps[0].request.json.has_value());
+  std::string over = parse_error(body(nested(kMaxNesting - 3, "1")));
+  CHECK(over.ends_with(": nested deeper than 64 levels of arrays and objects"));
+
+  auto zeros = [](size_t n) {
+    std::string s;
+    while (n-- > 0) s += "[0]";
+    return s;
+  };
+  // Levels 5 and 6 lead to a[1] (level 7); the first level past the limit is 65.
+  CHECK(parse_error(body(R"({"a": [0, )" + nested(kMaxNesting, "") + "]}")) ==
+        "steps[0].request.json.a[1]" + zeros(65 - 7) +
+            ": nested deeper than 64 levels of arrays and objects");
+
+  // Refused without recursing into it, whatever the depth.
+  std::string deep_vars =
+      R"({"name": "t", "steps": [{"sleep": "1s"}], "vars": {"v": )" + nested(100000, "") + "}}";
+  CHECK(parse_error(deep_vars) ==
+        "vars.v" + zeros(65 - 3) + ": nested deeper than 64 levels of arrays and objects");
+}
+
 TEST_CASE("scenario parser: fills defaults and normalises what it can") {
   std::shared_ptr<const Scenario> s = parse_ok(one_step(R"(
       {"request": {"method": "post", "url": "{{base}}/x", "json": [1],

@@ -102,6 +102,18 @@ TEST_CASE("ipc codec: a frame over the size limit is refused when encoding") {
   CHECK(r.status().code() == Code::kResourceExhausted);
 }
 
+// Found by tests/fuzz/fuzz_conditions (corpus/fuzz_conditions/seed-invalid-utf8-body): a
+// captured body that is not UTF-8 made encode() throw, which would end the worker.
+TEST_CASE("ipc codec: text that is not UTF-8 is sent with U+FFFD, never thrown about") {
+  auto bytes = encode(MessageType::kEvents, {{"vars", {{"raw", "caf\xc3\xa9 \xff|\xc3"}}}});
+  REQUIRE(bytes.is_ok());
+  Decoder d(Sender::kMaster);
+  std::vector<Frame> out;
+  REQUIRE(d.feed(*bytes, out).is_ok());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].payload["vars"]["raw"] == "caf\xc3\xa9 \xef\xbf\xbd|\xef\xbf\xbd");
+}
+
 TEST_CASE("ipc codec: every message in the table has a unique wire value and a known sender") {
   for (int v = 0; v < 256; ++v) {
     const auto* info = corral::ipc::find_message(static_cast<uint8_t>(v));
