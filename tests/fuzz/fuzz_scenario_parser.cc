@@ -88,6 +88,17 @@ void check_model(const Scenario& s, const Scope& extra) {
   }
 }
 
+// Whether parse_scenario()'s catch of a nlohmann exception wrote `message`. Its text starts
+// "invalid scenario: ", but so does a complaint about a top-level key of that name (found by this
+// target: corpus/fuzz_scenario_parser/regress-key-like-safety-net).
+bool from_safety_net(const std::string& message, const nlohmann::json& doc) {
+  if (!message.starts_with("invalid scenario: ")) return false;
+  for (const auto& [key, value] : doc.items()) {
+    if (message.starts_with(key + ": ")) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -100,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(parsed.status().code() == corral::Code::kInvalidArgument);
     FUZZ_CHECK(!message.empty());
     FUZZ_CHECK(valid_utf8(message));
-    if (message.starts_with("invalid scenario: ")) {
+    if (from_safety_net(message, doc)) {
       std::fprintf(stderr, "the parser's safety net caught: %s\n", message.c_str());
       std::abort();
     }
