@@ -123,7 +123,7 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
   in.worker = -1;
   if (in.started_ms == 0) in.started_ms = started_ms;
   in.ended_ms = ended_ms;
-  run.durations_ms.push_back(ended_ms - in.started_ms);
+  run.durations_ms.push_back(elapsed_ms(in.started_ms, ended_ms));
   if (state == InstanceState::kFailed || state == InstanceState::kErrored) {
     run.failures[{in.next_step, reason}] += 1;
   }

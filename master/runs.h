@@ -49,6 +49,12 @@ inline bool is_terminal(InstanceState s) {
 // The most instances one run may have (a submission, or a run read back from the journal).
 constexpr uint32_t kMaxRunInstances = 1000000;
 
+// The time from `from` to `to` (Unix ms), or 0 when they do not make an interval: times come
+// from workers and the journal, and a damaged one must not overflow a subtraction.
+inline int64_t elapsed_ms(int64_t from, int64_t to) {
+  return from > 0 && to >= from ? to - from : 0;
+}
+
 struct StepRecord {
   uint32_t step = 0;
   std::string state;  // passed, failed, errored

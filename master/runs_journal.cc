@@ -97,7 +97,7 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
                 ", past the scenario's last step";
   }
   if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
-    run.durations_ms.push_back(in.ended_ms - in.started_ms);
+    run.durations_ms.push_back(elapsed_ms(in.started_ms, in.ended_ms));
     if (in.state != InstanceState::kPassed) run.failures[{in.next_step, in.reason}] += 1;
   }
 }

@@ -81,7 +81,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
             {"resume_reasons", in.resume_reasons},
             {"started_at", time_or_null(in.started_ms)},
             {"ended_at", time_or_null(in.ended_ms)},
-            {"duration_ms", in.ended_ms != 0 ? in.ended_ms - in.started_ms : 0}};
+            {"duration_ms", elapsed_ms(in.started_ms, in.ended_ms)}};
   if (in.worker >= 0) j["worker"] = in.worker;
   if (!with_steps) return j;
   j["vars"] = ipc::vars_for_display(in.vars);
@@ -93,7 +93,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
               {"attempts", r.attempts},
               {"started_at", time_or_null(r.started_ms)},
               {"ended_at", time_or_null(r.ended_ms)},
-              {"duration_ms", r.ended_ms - r.started_ms},
+              {"duration_ms", elapsed_ms(r.started_ms, r.ended_ms)},
               {"status", r.status}};
     if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
     if (!r.reason.empty()) s["reason"] = r.reason;

@@ -8,7 +8,8 @@
 //
 // Checks that any stream ends in "need more" or a refusal without crashing or looping, that
 // a refusal carries one of the statuses the server answers, that every feed consumes bytes or
-// asks for more, and that feeding in pieces gives the same requests as feeding whole.
+// asks for more, and that feeding in pieces gives the same requests, and the refusal at the
+// same point, as feeding whole.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,12 +24,12 @@ namespace {
 using corral::http::ParseLimits;
 using corral::http::RequestParser;
 
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                \
-    }                                                                              \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 // What one connection's bytes gave: each request as "METHOD path?query #headers body-size",
@@ -56,7 +57,10 @@ std::vector<std::string> parse(std::string_view stream, size_t piece) {
         int status = parser.refusal().status;
         FUZZ_CHECK(status == 400 || status == 413 || status == 431 || status == 505);
         FUZZ_CHECK(!parser.refusal().message.empty());
-        seen.push_back("refused " + std::to_string(status));
+        // Which refusal can depend on where the bytes were split when a request is wrong in two
+        // ways (a bad version and a bad header: http-parser reports a field only at the end
+        // of a piece): that it is refused, after the same requests, cannot.
+        seen.push_back("refused");
         return seen;
       }
       if (step.event == RequestParser::Event::kRequest) {

@@ -20,12 +20,12 @@ namespace {
 
 using namespace corral::master;
 
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                \
-    }                                                                              \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 const char* const kScenarios[] = {
@@ -33,7 +33,8 @@ const char* const kScenarios[] = {
     R"({"name":"p","steps":[{"request":{"url":"http://h/"},"poll":{"every":"1s","timeout":"5s",
         "until":[{"status":200}]},"capture":{"x":{"body":true}}}]})",
 };
-const char* const kStates[] = {"queued", "running", "passed", "failed", "errored", "cancelled", "x"};
+const char* const kStates[] = {"queued",  "running",   "passed", "failed",
+                               "errored", "cancelled", "x"};
 
 std::string json_text(FuzzedDataProvider& p, const char* usual) {
   return p.ConsumeBool() ? std::string(usual) : p.ConsumeRandomLengthString(200);
@@ -95,10 +96,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)runs.detail_json(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!run.whole) return 0;
   for (uint32_t i = 0; i < run.size && i < 10; ++i) {
-    (void)runs.instance_json(run, i, true).dump(-1, ' ', false,
-                                                nlohmann::json::error_handler_t::replace);
+    (void)runs.instance_json(run, i, true)
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const InstanceRecord& in = run.instances[i];
-    FUZZ_CHECK(in.vars.is_object());
+    FUZZ_CHECK(in.vars.is_object() || in.vars.is_null());  // null: never dispatched
     if (in.checkpoint.is_object()) {
       auto cp = corral::ipc::checkpoint_from_json(in.checkpoint);
       FUZZ_CHECK(cp.is_ok());

@@ -26,12 +26,12 @@ namespace {
 
 using nlohmann::json;
 
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                \
-    }                                                                              \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 // One step that reads the response every way a scenario can.
@@ -72,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.max_body_bytes = 1 << 16;
   opts.memory_budget_bytes = 1 << 15;
   auto http = std::make_unique<corral::worker::CurlClient>(&c.loop, opts);
-  corral::worker::CurlClient::Transfer t{http.get()};
+  corral::worker::CurlClient::Transfer t;
+  t.client = http.get();
   t.max_body = opts.max_body_bytes;
   t.resp.status = 100 + data[0] % 500;
   size_t chunk = 1 + data[1] % 64;

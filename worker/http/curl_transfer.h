@@ -13,7 +13,7 @@
 namespace corral::worker {
 
 struct CurlClient::Transfer {
-  CurlClient* client;
+  CurlClient* client = nullptr;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   HttpRequest req;

@@ -413,6 +413,10 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   row(1, "running", 7, "not json", "{}", "");
   row(2, "queued", 0, "[]", R"({"x":1})", R"({"step": 5})");
   row(3, "running", 0, "[]", "{}", R"({"step": 1, "attempts": 4})");
+  // Times far apart enough to overflow a subtraction (found by fuzz_journal_rows).
+  row(4, "failed", 0, "[]", "{}", "");
+  s.instances.back().started_ms = INT64_MIN + 1;
+  s.instances.back().ended_ms = INT64_MAX;
   using corral::master::run_from_journal;
   auto built = run_from_journal(s, true);
   INFO((built ? "" : built.status().message()));
@@ -432,7 +436,7 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   CHECK_FALSE(run_from_journal(s, true).is_ok());
   s.run.instances = corral::master::kMaxRunInstances + 1;
   CHECK_FALSE(run_from_journal(s, true).is_ok());
-  s.run.instances = 4;
+  s.run.instances = 5;
   s.run.summary = R"({"counts": ["a", true, -1]})";
   CHECK(run_from_journal(s, false).is_ok());
 }
