@@ -8,11 +8,11 @@ namespace {
 constexpr double kMs = 1;
 constexpr double kSecond = 1000 * kMs;
 constexpr double kDay = 86400 * kSecond;
-constexpr double kKiB = 1024;
-constexpr double kPiB = kKiB * kKiB * kKiB * kKiB * kKiB;
+constexpr double kOneKiB = 1024;
+constexpr double kOnePiB = kOneKiB * kOneKiB * kOneKiB * kOneKiB * kOneKiB;
 // Caps that keep other code's arithmetic (now + duration, limit * factor) far from overflow.
 constexpr double kMaxDuration = 365 * kDay;
-constexpr double kMaxBytes = kPiB;
+constexpr double kMaxBytes = kOnePiB;
 
 // One maker per kind, so that a row cannot pair a kind with a member of the wrong type.
 constexpr Field int_field(std::string_view name, int Config::*m, double min, double max,
@@ -79,7 +79,7 @@ const Field kFields[] = {
                  "the window for crash_loop_exits"),
   duration_field("errored_retry", &Config::errored_retry_ms, 1 * kMs,
                  "an errored slot is retried this often"),
-  bytes_field("log_max_size", &Config::log_max_bytes, kKiB,
+  bytes_field("log_max_size", &Config::log_max_bytes, kOneKiB,
               "a log file is rotated at this size"),
   int_field("log_files", &Config::log_files, 1, 1000,
             "rotated log files kept"),
@@ -95,10 +95,10 @@ const Field kFields[] = {
             "finished runs kept in the journal; older ones are pruned"),
   duration_field("keep_runs_for", &Config::keep_runs_for_ms, 1 * kMs,
                  "finished runs older than this are pruned from the journal"),
-  bytes_field_up_to("max_response", &Config::max_response_bytes, kKiB, kKiB * kKiB * kKiB,
+  bytes_field_up_to("max_response", &Config::max_response_bytes, kOneKiB, kOneKiB * kOneKiB * kOneKiB,
                     "a response body larger than this is a transport error (a request's "
                     "max_response overrides it)"),
-  bytes_field("response_memory", &Config::response_memory_bytes, kKiB * kKiB,
+  bytes_field("response_memory", &Config::response_memory_bytes, kOneKiB * kOneKiB,
               "per worker: response bodies in flight together; past it, requests wait"),
   string_field("secrets_file", &Config::secrets_file, {},
                "a JSON object of secret values for {{secret.NAME}}; must not be readable by "

@@ -9,7 +9,8 @@ namespace {
 // A value as shown in a message: its JSON text, cut short.
 std::string shown(const json& v) {
   std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() <= 64 ? text : text.substr(0, 61) + "...";
+  if (text.size() > 64) text.replace(61, std::string::npos, "...");
+  return text;
 }
 
 }  // namespace
