@@ -34,7 +34,7 @@ TEST_CASE("auth: a TCP listener off loopback does not start without a token") {
   CHECK(read_file(home.file("corral.pid")).empty());
 }
 
-TEST_CASE("auth: with a token, TCP requests need it; the unix socket and the probes do not") {
+TEST_CASE("auth: with a token, TCP requests need it, the unix socket and the probes do not") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
   d.wait_ready(1);

@@ -115,7 +115,7 @@ TEST_CASE("cli show run: a run without failures has no failures section and dash
   CHECK(line_of(text, "finished ") == "finished   : -");
 }
 
-TEST_CASE("cli show instance: the header says the state, reason and resumes; a row per step") {
+TEST_CASE("cli show instance: the header says the state, reason and resumes, and a row per step") {
   const std::string text = render_instance(failed_instance(), TableStyle::kAscii);
   CHECK(line_of(text, "instance") ==
         "instance 4: failed (until not met after 3 attempts), 1 resumes "

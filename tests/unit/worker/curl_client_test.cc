@@ -84,7 +84,7 @@ HttpRequest request(std::string method, std::string url, std::string body = "") 
 
 }  // namespace
 
-TEST_CASE("curl client: 303 turns a POST into a GET without its body; the final URL is kept") {
+TEST_CASE("curl client: 303 turns a POST into a GET without its body, and the final URL is kept") {
   Fixture f;
   auto req = request("POST", f.base_a + "/redirect?code=303&to=/echo", R"({"a":1})");
   HttpResponse r = f.fetch(req);
@@ -169,7 +169,7 @@ TEST_CASE("curl client: a body over max_response is a transport error that names
   CHECK(r.body.size() == 300000);
 }
 
-TEST_CASE("curl client: bodies in flight stay within the memory budget; requests wait instead") {
+TEST_CASE("curl client: bodies in flight stay within the memory budget, and requests wait instead") {
   CurlOptions opts;
   opts.max_body_bytes = 1 << 20;
   opts.memory_budget_bytes = 1 << 20;
