@@ -32,8 +32,9 @@ struct Checkpoint {
 
 nlohmann::json to_json(const Checkpoint& c);
 // Strict: a field of the wrong type or range fails (kProtocol) with the field's path under
-// `path`. Missing fields keep their defaults. "poll_deadline_ms" is read as "deadline_ms"
-// (checkpoints journaled by earlier versions).
+// `path`. Missing fields keep their defaults; empty "vars" read as none (null), the form
+// to_json writes, so that a checkpoint decodes, encodes and decodes to an equal one.
+// "poll_deadline_ms" is read as "deadline_ms" (checkpoints journaled by earlier versions).
 Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j,
                                         const std::string& path = "checkpoint");
 

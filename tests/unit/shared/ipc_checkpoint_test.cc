@@ -62,6 +62,17 @@ TEST_CASE("checkpoint: missing fields keep their defaults, and empty vars are le
   CHECK(*checkpoint_from_json(to_json(Checkpoint{})) == Checkpoint{});
 }
 
+// Found by fuzz_ipc_payloads (corpus/fuzz_ipc_payloads/regress-empty-vars): {} was kept as {},
+// written as nothing, and read back as null, so a checkpoint changed on its way round.
+TEST_CASE("checkpoint: empty vars read as none, so a checkpoint survives a round trip") {
+  auto c = checkpoint_from_json({{"step", 1}, {"vars", json::object()}});
+  REQUIRE(c.is_ok());
+  CHECK(c->vars.is_null());
+  auto back = checkpoint_from_json(json::parse(to_json(*c).dump()));
+  REQUIRE(back.is_ok());
+  CHECK(*back == *c);
+}
+
 TEST_CASE("checkpoint: the deadline journaled by earlier versions is read as deadline_ms") {
   auto c = checkpoint_from_json({{"step", 1}, {"poll_deadline_ms", 900}});
   REQUIRE(c.is_ok());
