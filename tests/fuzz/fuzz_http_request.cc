@@ -18,19 +18,12 @@
 #include <vector>
 
 #include "shared/http/request_parser.h"
+#include "tests/fuzz/check.h"
 
 namespace {
 
 using corral::http::ParseLimits;
 using corral::http::RequestParser;
-
-#define FUZZ_CHECK(cond)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (0)
 
 // What one connection's bytes gave: each request as "METHOD path?query #headers body-size",
 // then the refusal status, if any.

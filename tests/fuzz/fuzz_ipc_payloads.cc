@@ -19,20 +19,15 @@
 #include "shared/ipc/events.h"
 #include "shared/ipc/vars.h"
 #include "shared/text/utf8.h"
+#include "tests/fuzz/check.h"
 
 namespace {
 
 using nlohmann::json;
 
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                \
-    }                                                                              \
-  } while (0)
-
-std::string text_of(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string text_of(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 void check_event(const json& j) {
   auto e = corral::ipc::event_from_json(j);

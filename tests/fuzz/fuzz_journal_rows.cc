@@ -15,18 +15,11 @@
 
 #include "master/runs.h"
 #include "shared/ipc/checkpoint.h"
+#include "tests/fuzz/check.h"
 
 namespace {
 
 using namespace corral::master;
-
-#define FUZZ_CHECK(cond)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (0)
 
 const char* const kScenarios[] = {
     R"({"name":"s","steps":[{"request":{"url":"http://h/{{base}}"}},{"sleep":"1s"}]})",

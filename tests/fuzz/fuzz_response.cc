@@ -20,19 +20,12 @@
 
 #include "config/scenario/parse.h"
 #include "shared/ipc/vars.h"
+#include "tests/fuzz/check.h"
 #include "worker/http/curl_transfer.h"
 
 namespace {
 
 using nlohmann::json;
-
-#define FUZZ_CHECK(cond)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (0)
 
 // One step that reads the response every way a scenario can.
 const char* const kScenario = R"({"name": "read everything", "steps": [
