@@ -53,6 +53,8 @@ struct Config {
   uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned
   uint64_t max_response_bytes = 64u << 20;      // a request's default cap on its response body
   uint64_t response_memory_bytes = 512u << 20;  // per worker: all response bodies in flight
+  std::string http_client = "lean";  // "lean": http:// on the worker's loop; "curl": all by curl
+  int max_connections_per_host = 256;  // per worker and origin; more requests wait (FIFO)
   std::string secrets_file;  // JSON object of secret values; "" = only CORRAL_SECRET_<NAME>
   // Required on TCP requests as "Authorization: Bearer <token>" when set; a TCP listener off
   // loopback refuses to start without one. Defaults to $CORRAL_API_TOKEN.

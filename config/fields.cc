@@ -42,6 +42,7 @@ constexpr Field bytes_field_up_to(std::string_view name, uint64_t Config::*m, do
 }
 
 constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
+constexpr std::array<std::string_view, 2> kHttpClients = {"lean", "curl"};
 
 // clang-format off
 const Field kFields[] = {
@@ -100,6 +101,11 @@ const Field kFields[] = {
                     "max_response overrides it)"),
   bytes_field("response_memory", &Config::response_memory_bytes, kOneKiB * kOneKiB,
               "per worker: response bodies in flight together; past it, requests wait"),
+  string_field("http_client", &Config::http_client, kHttpClients,
+               "lean: http:// requests on the worker's own HTTP/1.1 client, the rest by "
+               "libcurl; curl: every request by libcurl"),
+  int_field("max_connections_per_host", &Config::max_connections_per_host, 1, 100000,
+            "connections one worker opens to one origin; more requests wait in FIFO order"),
   string_field("secrets_file", &Config::secrets_file, {},
                "a JSON object of secret values for {{secret.NAME}}; must not be readable by "
                "group or others"),

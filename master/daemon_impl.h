@@ -19,6 +19,7 @@
 #include "master/supervisor.h"
 #include "master/worker_process.h"
 #include "shared/http/server.h"
+#include "shared/ipc/http_errors.h"
 #include "shared/secrets.h"
 #include "shared/uv/signal.h"
 #include "shared/uv/timer.h"
@@ -83,6 +84,8 @@ class Daemon {
   std::string executable_;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
+  // Per slot: the HTTP connection errors its worker last reported (its heartbeat).
+  std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;

@@ -128,6 +128,8 @@ nlohmann::json Daemon::welcome_payload(int slot) const {
           {"log_level", cfg_.log_level},
           {"max_response_bytes", cfg_.max_response_bytes},
           {"response_memory_bytes", cfg_.response_memory_bytes},
+          {"http_client", cfg_.http_client},
+          {"max_connections_per_host", cfg_.max_connections_per_host},
           {"secrets", secrets_.all()}};
 }
 
@@ -138,6 +140,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
   const nlohmann::json& p = f.payload;
   switch (f.type) {
     case ipc::MessageType::kHello:
+      http_errors_.erase(slot);  // a new worker counts from 0
       if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
         supervisor_.on_protocol_error(
             slot, "worker speaks protocol " + p.value("protocol", nlohmann::json()).dump() +
@@ -159,6 +162,14 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kHeartbeat:
       supervisor_.on_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}),
                                p.value("loop_lag_ms", 0.0), p.value("active", uint64_t{0}));
+      if (auto it = p.find("http_errors"); it != p.end()) {
+        auto counts = ipc::http_errors_from_json(*it);
+        if (!counts) {
+          w->fail_protocol(Status(Code::kInvalidArgument, "heartbeat: malformed http_errors"));
+          return;
+        }
+        http_errors_[slot] = std::move(*counts);
+      }
       return;
     case ipc::MessageType::kLeaving:
       spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());

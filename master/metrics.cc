@@ -57,6 +57,22 @@ std::string Daemon::metrics_text() const {
   }
   for (const auto& [state, n] : by_state) workers.Add({{"state", state}}).Set(n);
 
+  auto& http_errors = BuildCounter()
+                          .Name("corral_http_connection_errors_total")
+                          .Help("HTTP connection errors per worker slot and origin, since that "
+                                "worker started: connect, reset, timeout, retried (stale reuse)")
+                          .Register(registry);
+  for (const auto& [slot, counts] : http_errors_) {
+    for (const ipc::HttpErrorCounts& c : counts) {
+      std::pair<const char*, uint64_t> kinds[] = {
+          {"connect", c.connect}, {"reset", c.reset}, {"timeout", c.timeout}, {"retried", c.retried}};
+      for (const auto& [kind, n] : kinds) {
+        http_errors.Add({{"slot", std::to_string(slot)}, {"origin", c.origin}, {"kind", kind}})
+            .Increment(static_cast<double>(n));
+      }
+    }
+  }
+
   auto& instances = BuildGauge()
                         .Name("corral_instances")
                         .Help("Instances of the runs the daemon holds, by state")

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "shared/exit_codes.h"
+#include "shared/ipc/http_errors.h"
 #include "shared/log.h"
 #include "shared/proc.h"
 
@@ -155,12 +156,20 @@ void Worker::on_welcome(const nlohmann::json& p) {
       if (value.is_string()) secrets_.add(name, value.get<std::string>());
     }
   }
-  CurlOptions http;
+  ClientOptions http;
   http.max_body_bytes = p.value("max_response_bytes", http.max_body_bytes);
   http.memory_budget_bytes = p.value("response_memory_bytes", http.memory_budget_bytes);
-  http_ = std::make_unique<CurlClient>(loop_, http);
+  http.max_connections_per_host =
+      p.value("max_connections_per_host", http.max_connections_per_host);
+  budget_.limit = http.memory_budget_bytes;
+  curl_ = std::make_unique<CurlClient>(loop_, http, &budget_);
+  HttpClient* client = curl_.get();
+  if (auto it = p.find("http_client"); it == p.end() || *it != "curl") {
+    lean_ = std::make_unique<H1Client>(loop_, http, *curl_, budget_);
+    client = lean_.get();
+  }
   engine_ = std::make_unique<Engine>(
-      loop_, *http_, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
+      loop_, *client, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
@@ -182,10 +191,18 @@ void Worker::on_heartbeat_timer() {
   // How late this tick fired: the time the loop spent on something else.
   last_lag_ms_ = now > next_beat_ns_ ? static_cast<double>(now - next_beat_ns_) / 1e6 : 0.0;
   next_beat_ns_ = now + heartbeat_ms_ * 1000000;
-  send(ipc::MessageType::kHeartbeat, {{"seq", ++seq_},
-                                      {"loop_lag_ms", last_lag_ms_},
-                                      {"rss_bytes", self_rss_bytes()},
-                                      {"active", engine_ ? engine_->active() : 0}});
+  nlohmann::json beat = {{"seq", ++seq_},
+                         {"loop_lag_ms", last_lag_ms_},
+                         {"rss_bytes", self_rss_bytes()},
+                         {"active", engine_ ? engine_->active() : 0}};
+  if (HttpClient* http = lean_ ? static_cast<HttpClient*>(lean_.get()) : curl_.get()) {
+    std::vector<ipc::HttpErrorCounts> counts;
+    for (const auto& [origin, e] : http->origin_errors()) {
+      counts.push_back({origin, e.connect, e.reset, e.timeout, e.retried});
+    }
+    if (!counts.empty()) beat["http_errors"] = ipc::http_errors_to_json(counts);
+  }
+  send(ipc::MessageType::kHeartbeat, beat);
   check_memory();
 }
 
@@ -209,7 +226,8 @@ void Worker::leave(int code, const std::string& why) {
   fault_timer_.reset();
   flush_timer_.reset();
   engine_.reset();
-  http_.reset();
+  lean_.reset();
+  curl_.reset();
   auto close_all = [this] {
     leave_timer_.reset();
     if (pipe_) pipe_->close();

@@ -13,6 +13,7 @@
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
 #include "worker/http/curl_client.h"
+#include "worker/http/h1_client.h"
 #include "worker/test_faults.h"
 
 namespace corral::worker {
@@ -54,7 +55,9 @@ class Worker {
   std::unique_ptr<uv::Timer> fault_timer_;
   std::unique_ptr<uv::Timer> leave_timer_;
   Secrets secrets_;  // from `welcome`; the engine expands and masks them
-  std::unique_ptr<CurlClient> http_;
+  BodyBudget budget_;  // shared by both clients
+  std::unique_ptr<CurlClient> curl_;  // https, proxies, and everything when http_client is curl
+  std::unique_ptr<H1Client> lean_;    // http:// when http_client is lean
   std::unique_ptr<Engine> engine_;
   nlohmann::json events_ = nlohmann::json::array();  // not yet sent to the master
   std::unique_ptr<uv::Timer> flush_timer_;

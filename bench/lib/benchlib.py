@@ -1,4 +1,5 @@
-"""Shared pieces of corral's benchmarks (bench/seed-polling, bench/idle-instances, bench/poll-scale).
+"""Shared pieces of corral's benchmarks (bench/seed-polling, bench/idle-instances, bench/poll-scale,
+bench/http-client).
 
 Standard library only. Everything here talks to 127.0.0.1 or a Unix socket, and every process
 it starts is started in a process group of its own so that stop() can end the whole group by
@@ -108,6 +109,28 @@ def pss_bytes(pids):
         except OSError:
             pass
     return total
+
+
+def smaps_rollup(pids):
+    """/proc/<pid>/smaps_rollup summed over pids, in bytes per field (Rss, Pss, Private_Dirty, ...)."""
+    out = {}
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3 and parts[2] == "kB":
+                        k = parts[0].rstrip(":")
+                        out[k] = out.get(k, 0) + int(parts[1]) * 1024
+        except OSError:
+            pass
+    return out
+
+
+def machine_nice_seconds():
+    """CPU seconds the whole machine spent in niced processes (the "nice" column of /proc/stat)."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[2]) / TICK
 
 
 def machine_busy_seconds():
@@ -280,6 +303,52 @@ def http_json(host, port, method, path, body=None, timeout=5.0):
             return r.status, data.decode(errors="replace")
     finally:
         c.close()
+
+
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago (for servers that cannot listen on port 0)."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+class KeepAliveGet:
+    """GET requests to 127.0.0.1:port over one keep-alive connection, reopened when the server has
+    closed it (one retry). `opened` counts the connections it opened."""
+
+    def __init__(self, port, timeout=5.0):
+        self.port = port
+        self.timeout = timeout
+        self.conn = None
+        self.opened = 0
+
+    def get(self, path):
+        for attempt in (0, 1):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                    self.opened += 1
+                self.conn.request("GET", path)
+                r = self.conn.getresponse()
+                data = r.read()
+                if r.will_close:
+                    self.close()
+                return r.status, data
+            except (OSError, http.client.HTTPException):
+                self.close()
+                if attempt:
+                    raise
+
+    def close(self):
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+            self.conn = None
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

@@ -83,6 +83,7 @@ const MessageInfo& message_info(MessageType type);
 //   welcome   {"protocol": u32, "slot": int, "heartbeat_ms": u64, "max_memory_bytes": u64,
 //              "kernel_memory_bytes": u64, "log_max_bytes": u64, "log_files": int,
 //              "log_level": str, "max_response_bytes": u64, "response_memory_bytes": u64,
+//              "http_client": "lean"|"curl", "max_connections_per_host": int,
 //              "secrets": {"NAME": "value", ...}}  (the pipe is the only place secrets travel)
 //   ready     {}
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64}

@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Fixture& c = fixture();
   // A client of its own per input, so that one input's bodies never count against the next's
   // budget (a small budget, so that inputs reach the pause path).
-  corral::worker::CurlOptions opts;
+  corral::worker::ClientOptions opts;
   opts.max_body_bytes = 1 << 16;
   opts.memory_budget_bytes = 1 << 15;
   auto http = std::make_unique<corral::worker::CurlClient>(&c.loop, opts);

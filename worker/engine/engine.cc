@@ -20,7 +20,7 @@ namespace corral::worker {
 
 using scenario::StepKind;
 
-Engine::Engine(uv_loop_t* loop, CurlClient& http, Emit emit, const Secrets& secrets)
+Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secrets)
     : loop_(loop), http_(http), emit_(std::move(emit)), secrets_(secrets) {}
 
 Engine::~Engine() = default;
@@ -211,7 +211,7 @@ void Engine::send(Instance& in) {
   in.cp.tries += 1;
   in.next = Instance::Next::kSend;
   uint64_t serial = in.serial;
-  // Built when curl has room for it (see CurlClient::send_lazy); by then the instance may
+  // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
   // have been cancelled or handed back.
   http_.send_lazy(
       [this, serial]() -> std::optional<HttpRequest> {

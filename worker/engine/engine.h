@@ -1,6 +1,6 @@
 // The scenario engine of one worker: runs every assigned instance at once on the worker's
 // loop. A waiting instance is one small struct and one libuv timer: no thread, no stack, no
-// buffer. An instance in flight holds one curl transfer. All instances of a run share its
+// buffer. An instance in flight holds one HTTP request. All instances of a run share its
 // parsed, immutable scenario.
 //
 // The engine reports state transitions, never polls (shared/ipc/events.h): one event when a
@@ -12,6 +12,8 @@
 // loop into an instance's code is a boundary where an exception ends that instance `errored`,
 // with the exception's text as the reason. Loop thread only.
 #pragma once
+
+#include <uv.h>
 
 #include <cstdint>
 #include <functional>
@@ -28,7 +30,7 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
 #include "shared/status.h"
-#include "worker/http/curl_client.h"
+#include "worker/http/client.h"
 
 namespace corral::worker {
 
@@ -39,7 +41,7 @@ class Engine {
   using Emit = std::function<void(ipc::Event&&)>;
   // `secrets` are expanded by `{{secret.NAME}}` and masked in all that is emitted; they must
   // outlive the engine.
-  Engine(uv_loop_t* loop, CurlClient& http, Emit emit, const Secrets& secrets);
+  Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secrets);
   ~Engine();
 
   // Makes a run known: its scenario document (validated by the master, parsed again here)
@@ -100,7 +102,7 @@ class Engine {
   ipc::Checkpoint checkpoint_of(const Instance& in) const;
 
   uv_loop_t* loop_;
-  CurlClient& http_;
+  HttpClient& http_;
   Emit emit_;
   const Secrets& secrets_;
   std::unordered_map<std::string, std::unique_ptr<Run>> runs_;

@@ -10,6 +10,8 @@
 #include "shared/uv/guard.h"
 #include "shared/uv/handle.h"
 #include "worker/http/curl_transfer.h"
+#include "worker/http/redirect.h"
+#include "worker/http/url.h"
 
 namespace corral::worker {
 
@@ -20,17 +22,11 @@ struct CurlClient::SocketWatch {
   uv::Handle<uv_poll_t> poll;
 };
 
-namespace {
-
-bool is_redirect(long status) {
-  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-}
-
-}  // namespace
-
-CurlClient::CurlClient(uv_loop_t* loop, CurlOptions opts)
+CurlClient::CurlClient(uv_loop_t* loop, ClientOptions opts, BodyBudget* budget)
     : loop_(loop),
       opts_(opts),
+      own_budget_{opts.memory_budget_bytes, 0},
+      budget_(budget != nullptr ? budget : &own_budget_),
       multi_(curl_multi_init()),
       timer_(loop),
       failed_timer_(loop),
@@ -41,7 +37,7 @@ CurlClient::CurlClient(uv_loop_t* loop, CurlOptions opts)
   curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
   curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &CurlClient::on_timer);
   curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
-  curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, opts_.max_host_connections);
+  curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, opts_.max_connections_per_host);
   curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, opts_.max_total_connections);
   curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, opts_.connection_cache);
 }
@@ -70,7 +66,7 @@ CURL* CurlClient::take_easy() {
 }
 
 bool CurlClient::has_room() const {
-  return in_curl_ < opts_.max_in_flight && body_bytes_ < opts_.memory_budget_bytes;
+  return in_curl_ < opts_.max_in_flight && budget_->used < budget_->limit;
 }
 
 void CurlClient::send(HttpRequest req, Done done) {
@@ -158,6 +154,7 @@ void CurlClient::finish(Transfer* t) {
   uv::guard("response", [&] { done(std::move(resp)); });
   // The body is released once its callback has seen it.
   body_bytes_ -= std::min(body_bytes_, held);
+  budget_->release(held);
   if (!paused_.empty()) schedule_rebalance();
   start_waiting();
 }
@@ -206,6 +203,8 @@ void CurlClient::on_poll(uv_poll_t* handle, int status, int events) {
   auto* watch = uv::owner_of<SocketWatch>(handle);
   if (watch == nullptr) return;
   int flags = 0;
+  // CURL_CSELECT_ERR, not IN: on a read error from a reused connection curl would retry the
+  // request itself, whatever its method (a POST too). It reports a reset as a send failure.
   if (status < 0) flags = CURL_CSELECT_ERR;
   if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
   if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
@@ -242,17 +241,63 @@ void CurlClient::on_transfer_done(Transfer* t, CURLcode result) {
       follow_redirect(t, status)) {
     return;
   }
+  if (retry_on_fresh_connection(t, result, status)) return;
   idle_easy_.push_back(e);
   if (result == CURLE_OK) {
     t->resp.status = static_cast<int>(status);
   } else {
     t->resp.status = 0;
+    count_error(t->req.url, result);
     bool too_large = t->too_large || result == CURLE_FILESIZE_EXCEEDED;
     t->resp.error = too_large ? "response body larger than max_response (" +
                                     config::format_bytes(t->max_body) + ")"
                               : curl_easy_strerror(result);
   }
   finish(t);
+}
+
+void CurlClient::count_error(const std::string& url, int result) {
+  using Kind = OriginErrorTable::Kind;
+  switch (static_cast<CURLcode>(result)) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT: errors_.count(origin_label(url), Kind::kConnect); break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE: errors_.count(origin_label(url), Kind::kReset); break;
+    case CURLE_OPERATION_TIMEDOUT: errors_.count(origin_label(url), Kind::kTimeout); break;
+    default: break;
+  }
+}
+
+std::vector<std::pair<std::string, OriginErrors>> CurlClient::origin_errors() const {
+  return errors_.snapshot();
+}
+
+// A reused connection that failed before any byte of the answer came back was most likely
+// closed by the server while idle: an idempotent request goes again, once, on a new one.
+bool CurlClient::retry_on_fresh_connection(Transfer* t, CURLcode result, long status) {
+  bool stale = result == CURLE_SEND_ERROR || result == CURLE_RECV_ERROR ||
+               result == CURLE_GOT_NOTHING;
+  long connects = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &connects);
+  const std::string& m = t->req.method;
+  bool idempotent = m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" ||
+                    m == "TRACE";
+  uint64_t now = uv_now(loop_);
+  if (!stale || status != 0 || connects != 0 || !idempotent || t->retried ||
+      now >= t->deadline_ms) {
+    return false;
+  }
+  t->retried = true;
+  errors_.count(origin_label(t->req.url), OriginErrorTable::Kind::kRetried);
+  release_body(t);
+  t->resp.headers.clear();
+  curl_easy_reset(t->easy);
+  t->configure(t->deadline_ms - now);
+  curl_easy_setopt(t->easy, CURLOPT_FRESH_CONNECT, 1L);
+  add(t);
+  return true;
 }
 
 // Sends `t` on to the response's Location. False when there is none (the 3xx is the answer).
@@ -278,7 +323,7 @@ bool CurlClient::follow_redirect(Transfer* t, long status) {
 }
 
 bool CurlClient::take_budget(Transfer* t, size_t bytes) {
-  if (body_bytes_ + bytes > opts_.memory_budget_bytes) {
+  if (!budget_->fits(bytes)) {
     t->waiting_bytes = bytes;  // curl offers the same bytes again once resumed
     if (!t->paused) {
       t->paused = true;
@@ -288,11 +333,13 @@ bool CurlClient::take_budget(Transfer* t, size_t bytes) {
     return false;
   }
   body_bytes_ += bytes;
+  budget_->used += bytes;
   return true;
 }
 
 void CurlClient::release_body(Transfer* t) {
   body_bytes_ -= std::min<uint64_t>(body_bytes_, t->resp.body.size());
+  budget_->release(t->resp.body.size());
   std::string().swap(t->resp.body);
 }
 
@@ -310,7 +357,7 @@ void CurlClient::schedule_rebalance() {
 // fails, so the others go on.
 void CurlClient::rebalance() {
   if (paused_.empty()) return;
-  uint64_t room = opts_.memory_budget_bytes - std::min(body_bytes_, opts_.memory_budget_bytes);
+  uint64_t room = budget_->limit - std::min(budget_->used, budget_->limit);
   std::vector<Transfer*> resume;
   std::erase_if(paused_, [&](Transfer* t) {
     if (t->waiting_bytes > room) return false;
@@ -336,7 +383,7 @@ void CurlClient::rebalance() {
   curl_multi_remove_handle(multi_, t->easy);
   release_body(t);
   fail_soon(t, "response bodies in flight exceed the worker's response memory budget (" +
-                   config::format_bytes(opts_.memory_budget_bytes) + ")");
+                   config::format_bytes(budget_->limit) + ")");
 }
 
 }  // namespace corral::worker

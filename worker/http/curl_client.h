@@ -3,10 +3,7 @@
 // host by curl's connection cache; only transfers in flight hold an easy handle, so a scenario
 // that is waiting between polls costs nothing here. Loop thread only.
 //
-// Redirects (301, 302, 303, 307, 308) are followed here, not by curl, so that the rules are
-// the ones users know from fetch and k6: at most max_redirects hops, http and https only, 303
-// (and 301/302 after a POST) becomes a GET without a body, 307/308 keep method and body, and
-// Authorization, Cookie and Proxy-Authorization are dropped when the origin changes. The
+// Redirects are followed here, not by curl, by the rules of worker/http/redirect.h. The
 // timeout covers every hop.
 //
 // Response bodies are held in memory, decompressed. Each is capped (a larger one is a
@@ -29,68 +26,27 @@
 #include <vector>
 
 #include "shared/uv/timer.h"
+#include "worker/http/client.h"
+#include "worker/http/origin_errors.h"
 
 namespace corral::worker {
 
-struct HttpRequest {
-  std::string method = "GET";
-  std::string url;
-  std::vector<std::string> headers;  // "Name: value"
-  std::string body;
-  uint64_t timeout_ms = 30000;  // the whole exchange, every redirect included
-  bool follow_redirects = true;
-  int max_redirects = 10;
-  uint64_t max_response_bytes = 0;  // 0: the client's default (CurlOptions::max_body_bytes)
-};
-
-struct HttpResponse {
-  int status = 0;                                            // 0 on a transport error
-  std::vector<std::pair<std::string, std::string>> headers;  // of the final response
-  std::string body;
-  std::string error;  // transport error (connect, timeout, ...); empty when a response came
-  std::string url;    // the URL of the final response
-  int redirects = 0;  // hops followed to get there
-  double total_ms = 0;
-};
-
-struct CurlOptions {
-  // Transfers handed to curl at once; later ones wait in a FIFO here. curl's multi handle
-  // slows down as it holds more transfers and connections, so a burst of thousands of due
-  // polls is fed to it a slice at a time.
-  size_t max_in_flight = 512;
-  long max_host_connections = 256;            // parallel connections to one host
-  long max_total_connections = 2048;          // across hosts, in flight
-  long connection_cache = 2048;               // idle connections kept for reuse
-  uint64_t max_body_bytes = 64u << 20;        // a request's default max_response
-  uint64_t memory_budget_bytes = 512u << 20;  // all bodies in flight together
-};
-
-class CurlClient {
+class CurlClient final : public HttpClient {
  public:
-  using Done = std::function<void(HttpResponse&&)>;
-  // Builds a request when its transfer is about to start; nullopt drops it (no callback).
-  using Make = std::function<std::optional<HttpRequest>()>;
-
-  CurlClient(uv_loop_t* loop, CurlOptions opts = {});
+  // `budget`, when given, is shared with the worker's other client and must outlive this one;
+  // otherwise the client keeps its own, of opts.memory_budget_bytes.
+  CurlClient(uv_loop_t* loop, ClientOptions opts = {}, BodyBudget* budget = nullptr);
   // Transfers still in flight are dropped without calling their callbacks.
-  ~CurlClient();
+  ~CurlClient() override;
   CurlClient(const CurlClient&) = delete;
   CurlClient& operator=(const CurlClient&) = delete;
 
-  // Starts a transfer; `done` is called exactly once, later, from the loop (never inside
-  // send()), unless the client is destroyed first. An exception thrown by `done` or `make` is
-  // logged and goes no further.
-  void send(HttpRequest req, Done done);
-  // The same, but the request is built only when a slot is free: a burst of thousands of
-  // due polls waits here as small entries instead of built requests, which would otherwise
-  // be freed in between long-lived allocations and leave the heap fragmented.
-  void send_lazy(Make make, Done done);
-  // Transfers started and not yet done, including those waiting for a slot.
-  size_t in_flight() const { return in_flight_; }
-  uint64_t completed() const { return completed_; }
-  // Bytes of response bodies held by transfers in flight.
-  uint64_t body_bytes() const { return body_bytes_; }
-  const CurlOptions& options() const { return opts_; }
+  void send(HttpRequest req, Done done) override;
+  void send_lazy(Make make, Done done) override;
+  size_t in_flight() const override { return in_flight_; }
+  uint64_t completed() const override { return completed_; }
+  uint64_t body_bytes() const override { return body_bytes_; }
+  std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
 
  public:
   struct Transfer;  // public to the file's C callbacks
@@ -105,6 +61,7 @@ class CurlClient {
   void collect_done();
   void on_transfer_done(Transfer* t, CURLcode result);
   bool follow_redirect(Transfer* t, long status);
+  bool retry_on_fresh_connection(Transfer* t, CURLcode result, long status);
   void finish(Transfer* t);
   void begin(Transfer* t);
   void add(Transfer* t);
@@ -119,9 +76,12 @@ class CurlClient {
   void release_body(Transfer* t);
   void schedule_rebalance();
   void rebalance();
+  void count_error(const std::string& url, int result);
 
   uv_loop_t* loop_;
-  CurlOptions opts_;
+  ClientOptions opts_;
+  BodyBudget own_budget_;
+  BodyBudget* budget_;
   CURLM* multi_;
   uv::Timer timer_;
   uv::Timer failed_timer_;     // delivers transfers that ended outside curl
@@ -140,6 +100,7 @@ class CurlClient {
   uint64_t completed_ = 0;
   uint64_t body_bytes_ = 0;
   bool rebalance_pending_ = false;
+  OriginErrorTable errors_;
 };
 
 }  // namespace corral::worker

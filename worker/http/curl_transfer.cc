@@ -1,42 +1,11 @@
 #include "worker/http/curl_transfer.h"
 
 #include <algorithm>
-#include <memory>
 #include <string_view>
 
-#include "config/scenario/response.h"
+#include "worker/http/redirect.h"
 
 namespace corral::worker {
-namespace {
-
-using scenario::equals_ignoring_case;
-
-std::string_view header_name(std::string_view line) {
-  return line.substr(0, std::min(line.find(':'), line.size()));
-}
-
-// The scheme, host and port of `url`, lowercased by curl; empty when it does not parse.
-std::string origin_of(const std::string& url) {
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
-  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return "";
-  std::string out;
-  for (CURLUPart part : {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT}) {
-    char* text = nullptr;
-    CURLUcode rc =
-        curl_url_get(u.get(), part, &text, part == CURLUPART_PORT ? CURLU_DEFAULT_PORT : 0);
-    if (rc == CURLUE_OK && text != nullptr) out += text;
-    out += '|';
-    curl_free(text);
-  }
-  return out;
-}
-
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         equals_ignoring_case(text.substr(0, prefix.size()), prefix);
-}
-
-}  // namespace
 
 size_t on_body(char* data, size_t size, size_t n, void* userp) noexcept {
   auto* t = static_cast<CurlClient::Transfer*>(userp);
@@ -110,37 +79,8 @@ void CurlClient::Transfer::configure(uint64_t timeout_ms) {
 }
 
 Status CurlClient::Transfer::redirect_to(const std::string& location, long status) {
-  if (resp.redirects >= req.max_redirects) {
-    return Status(Code::kUnavailable, "too many redirects (" + std::to_string(resp.redirects) +
-                                          " followed, max_redirects is " +
-                                          std::to_string(req.max_redirects) + ")");
-  }
-  if (!starts_with_ignoring_case(location, "http://") &&
-      !starts_with_ignoring_case(location, "https://")) {
-    return Status(Code::kUnavailable, "redirect to a URL that is not http or https: " + location);
-  }
-  bool to_get = (status == 303 && req.method != "HEAD") ||
-                ((status == 301 || status == 302) && req.method == "POST");
-  std::string from = origin_of(req.url);
-  bool cross_origin = from.empty() || from != origin_of(location);
-  std::vector<std::string> kept;
-  for (const auto& h : req.headers) {
-    std::string_view name = header_name(h);
-    bool body_header = equals_ignoring_case(name, "Content-Type") ||
-                       equals_ignoring_case(name, "Content-Length") ||
-                       equals_ignoring_case(name, "Content-Encoding");
-    bool credential = equals_ignoring_case(name, "Authorization") ||
-                      equals_ignoring_case(name, "Cookie") ||
-                      equals_ignoring_case(name, "Proxy-Authorization");
-    if ((to_get && body_header) || (cross_origin && credential)) continue;
-    kept.push_back(h);
-  }
-  req.headers = std::move(kept);
-  if (to_get) {
-    req.method = "GET";
-    req.body.clear();
-  }
-  req.url = location;
+  Status s = redirect_request(req, resp.redirects, location, status);
+  if (!s) return s;
   resp.redirects += 1;
   resp.headers.clear();
   resp.body.clear();

@@ -22,6 +22,7 @@ struct CurlClient::Transfer {
   uint64_t max_body = 0;
   uint64_t deadline_ms = 0;  // uv_now() by which every hop must be done
   bool too_large = false;
+  bool retried = false;  // sent again once after a stale connection
   bool paused = false;         // by the memory budget
   uint64_t waiting_bytes = 0;  // what curl offered when it was paused
 

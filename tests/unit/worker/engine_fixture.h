@@ -11,11 +11,14 @@
 #include "shared/proc.h"
 #include "tools/target/target.h"
 #include "worker/engine/engine.h"
+#include "worker/http/curl_client.h"
+#include "worker/http/h1_client.h"
 
 namespace corral::test::engine {
 
 using corral::ipc::Checkpoint;
 using corral::worker::CurlClient;
+using corral::worker::H1Client;
 using corral::worker::Engine;
 using nlohmann::json;
 
@@ -25,7 +28,9 @@ struct Fixture {
     target = std::make_unique<corral::target::Target>(&loop);
     REQUIRE(target->listen("127.0.0.1", 0).is_ok());
     base = "http://127.0.0.1:" + std::to_string(target->port());
-    http = std::make_unique<CurlClient>(&loop);
+    // The worker's default: the lean client for http://, curl for the rest.
+    curl = std::make_unique<CurlClient>(&loop, corral::worker::ClientOptions{}, &budget);
+    http = std::make_unique<H1Client>(&loop, corral::worker::ClientOptions{}, *curl, budget);
     engine = std::make_unique<Engine>(
         &loop, *http,
         [this](corral::ipc::Event&& ev) {
@@ -38,6 +43,7 @@ struct Fixture {
   ~Fixture() {
     engine.reset();
     http.reset();
+    curl.reset();
     target.reset();
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK(uv_loop_close(&loop) == 0);
@@ -79,7 +85,9 @@ struct Fixture {
   uv_loop_t loop;
   corral::Secrets secrets;
   std::unique_ptr<corral::target::Target> target;
-  std::unique_ptr<CurlClient> http;
+  corral::worker::BodyBudget budget;
+  std::unique_ptr<CurlClient> curl;
+  std::unique_ptr<H1Client> http;
   std::unique_ptr<Engine> engine;
   std::string base;
   std::vector<json> events;

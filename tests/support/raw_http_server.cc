@@ -1,0 +1,258 @@
+#include "tests/support/raw_http_server.h"
+
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "shared/uv/guard.h"
+#include "shared/uv/handle.h"
+#include "shared/uv/timer.h"
+
+namespace corral::test {
+
+Step send(std::string bytes) { return {Step::Kind::kSend, std::move(bytes), 0}; }
+Step trickle(std::string bytes, uint64_t every_ms) {
+  return {Step::Kind::kTrickle, std::move(bytes), every_ms};
+}
+Step wait_ms(uint64_t ms) { return {Step::Kind::kWait, {}, ms}; }
+Step close_connection() { return {Step::Kind::kClose, {}, 0}; }
+Step reset_connection() { return {Step::Kind::kReset, {}, 0}; }
+
+namespace {
+
+// Connections read one at a time on the loop thread, each read consumed in its callback.
+char g_read_buf[64 * 1024];
+
+struct WriteReq {
+  uv_write_t req;
+  std::string bytes;  // owned until the write callback
+};
+
+// A trickle is one-byte sends with waits between them.
+Script expand(Script script) {
+  Script out;
+  for (Step& s : script) {
+    if (s.kind != Step::Kind::kTrickle) {
+      out.push_back(std::move(s));
+      continue;
+    }
+    for (size_t i = 0; i < s.bytes.size(); ++i) {
+      if (i > 0) out.push_back(wait_ms(s.ms));
+      out.push_back(send(s.bytes.substr(i, 1)));
+    }
+  }
+  return out;
+}
+
+// The Content-Length of a request head, 0 when it has none.
+size_t content_length(std::string_view head) {
+  constexpr std::string_view kName = "\r\ncontent-length:";
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos;
+       at = head.find("\r\n", at + 2)) {
+    if (head.size() - at >= kName.size() &&
+        strncasecmp(head.data() + at, kName.data(), kName.size()) == 0) {
+      return std::strtoull(std::string(head.substr(at + kName.size(), 24)).c_str(), nullptr, 10);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+// One accepted connection: reads requests and plays their scripts, one request at a time.
+class RawHttpServer::Connection {
+ public:
+  Connection(RawHttpServer& server, size_t index)
+      : server_(server), index_(index), timer_(server.loop_) {}
+  ~Connection() { drop(); }
+
+  bool accept(uv_stream_t* listener) {
+    uv_tcp_init(server_.loop_, tcp_.get());
+    tcp_.set_live(this);
+    if (uv_accept(listener, tcp_.stream()) != 0) return false;
+    open_ = true;
+    server_.opened();
+    return uv_read_start(tcp_.stream(), &on_alloc, &on_read) == 0;
+  }
+
+  // Closes the socket at once, whatever is still queued.
+  void drop() {
+    tcp_.close();
+    timer_.close();
+    if (!open_) return;
+    open_ = false;
+    server_.closed();
+  }
+
+  const std::string& received() const { return received_; }
+  size_t requests() const { return requests_; }
+
+ private:
+  static void on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+    *buf = uv_buf_init(g_read_buf, sizeof(g_read_buf));
+  }
+
+  static void on_read(uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
+    auto* self = uv::owner_of<Connection>(stream);
+    if (self == nullptr || n == 0) return;
+    uv::guard("raw server read", [&] {
+      if (n < 0) return self->drop();  // the client closed or reset
+      self->received_.append(buf->base, static_cast<size_t>(n));
+      self->pending_.append(buf->base, static_cast<size_t>(n));
+      self->next_request();
+    });
+  }
+
+  // Takes the next whole request from what was read, if any, and plays its script.
+  void next_request() {
+    if (playing_ || closing_ || !open_) return;
+    size_t head_end = pending_.find("\r\n\r\n");
+    if (head_end == std::string::npos) return;
+    size_t length = head_end + 4 + content_length(std::string_view(pending_).substr(0, head_end));
+    if (pending_.size() < length) return;
+
+    RawRequest req;
+    req.connection = index_;
+    req.on_connection = ++requests_;
+    req.bytes = pending_.substr(0, length);
+    req.body = pending_.substr(head_end + 4, length - head_end - 4);
+    size_t method_end = pending_.find(' ');
+    size_t target_end = pending_.find(' ', method_end + 1);
+    req.method = pending_.substr(0, method_end);
+    req.target = pending_.substr(method_end + 1, target_end - method_end - 1);
+    pending_.erase(0, length);
+
+    script_ = expand(server_.script_for(std::move(req)));
+    step_ = 0;
+    playing_ = true;
+    play();
+  }
+
+  // Runs the script's next step; each step that waits (a write, a timer) calls back here.
+  void play() {
+    if (!open_) return;
+    if (step_ == script_.size()) {
+      playing_ = false;
+      return next_request();  // kept alive
+    }
+    Step& step = script_[step_++];
+    switch (step.kind) {
+      case Step::Kind::kSend:
+        return write(std::move(step.bytes));
+      case Step::Kind::kWait:
+        return timer_.start(step.ms, 0, [this] { play(); });
+      case Step::Kind::kClose:
+        return shut_down();
+      case Step::Kind::kReset:
+        return reset();
+      case Step::Kind::kTrickle:
+        std::abort();  // expanded into sends and waits
+    }
+  }
+
+  void write(std::string bytes) {
+    auto* w = new WriteReq{{}, std::move(bytes)};
+    uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
+    if (uv_write(&w->req, tcp_.stream(), &buf, 1, &on_written) != 0) {
+      delete w;
+      drop();
+    }
+  }
+
+  static void on_written(uv_write_t* req, int status) {
+    std::unique_ptr<WriteReq> w(reinterpret_cast<WriteReq*>(req));
+    auto* self = uv::owner_of<Connection>(req->handle);
+    if (self == nullptr) return;
+    uv::guard("raw server write", [&] {
+      if (status != 0) return self->drop();  // the client went away
+      self->play();
+    });
+  }
+
+  // FIN after the queued bytes; the socket closes when the client ends its side, so that no
+  // unread byte turns the close into an RST.
+  void shut_down() {
+    closing_ = true;
+    auto* req = new uv_shutdown_t{};
+    if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) {
+      delete req;
+      drop();
+    }
+  }
+
+  void reset() {
+    uv_os_fd_t fd;
+    if (uv_fileno(tcp_.base(), &fd) == 0) {
+      linger no_linger{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+    }
+    drop();
+  }
+
+  RawHttpServer& server_;
+  size_t index_;
+  uv::Handle<uv_tcp_t> tcp_;
+  uv::Timer timer_;
+  bool open_ = false;
+  bool closing_ = false;  // FIN sent: no further request is answered
+  bool playing_ = false;
+  std::string received_;
+  std::string pending_;  // read, not yet taken as a request
+  size_t requests_ = 0;
+  Script script_;
+  size_t step_ = 0;
+};
+
+RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for)
+    : loop_(loop), script_for_(std::move(script_for)) {
+  auto listener = uv::Listener::tcp(loop, "127.0.0.1", 0,
+                                    [this](uv::Listener&, int status) { on_connection(status); });
+  if (!listener) {
+    std::fprintf(stderr, "raw HTTP server: %s\n", listener.status().message().c_str());
+    std::abort();
+  }
+  listener_ = std::move(*listener);
+  port_ = listener_->port();
+}
+
+RawHttpServer::~RawHttpServer() { close(); }
+
+void RawHttpServer::close() {
+  if (listener_) listener_->close();
+  for (auto& c : connections_) c->drop();
+}
+
+std::string RawHttpServer::url(std::string_view path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+}
+
+size_t RawHttpServer::connections() const { return connections_.size(); }
+const std::string& RawHttpServer::received(size_t index) const {
+  return connections_.at(index)->received();
+}
+size_t RawHttpServer::requests_on(size_t index) const { return connections_.at(index)->requests(); }
+
+void RawHttpServer::on_connection(int status) {
+  if (status != 0) return;
+  auto c = std::make_unique<Connection>(*this, connections_.size());
+  bool ok = c->accept(listener_->raw());
+  connections_.push_back(std::move(c));
+  if (!ok) connections_.back()->drop();
+}
+
+void RawHttpServer::opened() {
+  ++open_;
+  peak_open_ = std::max(peak_open_, open_);
+}
+
+void RawHttpServer::closed() { --open_; }
+
+Script RawHttpServer::script_for(RawRequest req) {
+  requests_.push_back(std::move(req));
+  return script_for_(requests_.back());
+}
+
+}  // namespace corral::test

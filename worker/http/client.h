@@ -1,0 +1,94 @@
+// What the engine asks of an HTTP client, and the clients it can be given: the lean HTTP/1.1
+// client on the worker's loop (worker/http/h1_client.h) for http:// URLs, which hands every
+// other request to libcurl (worker/http/curl_client.h). The engine cannot tell them apart:
+// both follow redirects by the same rules (worker/http/redirect.h), hold response bodies
+// decompressed and capped, keep bodies in flight within one memory budget, and end every
+// request with exactly one callback. Loop thread only.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace corral::worker {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string body;
+  uint64_t timeout_ms = 30000;  // the whole exchange, every redirect included
+  bool follow_redirects = true;
+  int max_redirects = 10;
+  uint64_t max_response_bytes = 0;  // 0: the client's default (ClientOptions::max_body_bytes)
+};
+
+struct HttpResponse {
+  int status = 0;                                            // 0 on a transport error
+  std::vector<std::pair<std::string, std::string>> headers;  // of the final response
+  std::string body;
+  std::string error;  // transport error (connect, timeout, ...); empty when a response came
+  std::string url;    // the URL of the final response
+  int redirects = 0;  // hops followed to get there
+  double total_ms = 0;
+};
+
+// Response bodies held by every client of a worker, against one limit. A client that would
+// pass it pauses the transfer instead (see each client's header).
+struct BodyBudget {
+  uint64_t limit = 512u << 20;
+  uint64_t used = 0;
+  bool fits(uint64_t bytes) const { return used + bytes <= limit; }
+  void release(uint64_t bytes) { used -= std::min(used, bytes); }
+};
+
+struct ClientOptions {
+  // Requests handed to the transport at once; later ones wait in a FIFO, unbuilt (see
+  // send_lazy). A burst of thousands of due polls is fed in slices.
+  size_t max_in_flight = 512;
+  // Connections open to one origin (scheme, host, port); requests beyond wait in FIFO order.
+  long max_connections_per_host = 256;
+  long max_total_connections = 2048;  // curl only: across hosts, in flight
+  long connection_cache = 2048;       // idle connections kept for reuse
+  uint64_t max_body_bytes = 64u << 20;  // a request's default max_response
+  uint64_t memory_budget_bytes = 512u << 20;  // all bodies in flight, when no BodyBudget is shared
+};
+
+// Connection errors to one origin, counted since the worker started.
+struct OriginErrors {
+  uint64_t connect = 0;  // refused, unreachable, DNS
+  uint64_t reset = 0;    // closed or reset by the server before the response ended
+  uint64_t timeout = 0;  // the request's deadline passed with the exchange unfinished
+  uint64_t retried = 0;  // requests sent again on a fresh connection after a stale one
+};
+
+class HttpClient {
+ public:
+  using Done = std::function<void(HttpResponse&&)>;
+  // Builds a request when its transfer is about to start; nullopt drops it (no callback).
+  using Make = std::function<std::optional<HttpRequest>()>;
+
+  virtual ~HttpClient() = default;
+  // Starts a transfer; `done` is called exactly once, later, from the loop (never inside
+  // send()), unless the client is destroyed first. An exception thrown by `done` or `make` is
+  // logged and goes no further.
+  virtual void send(HttpRequest req, Done done) = 0;
+  // The same, but the request is built only when a slot is free: a burst of thousands of
+  // due polls waits as small entries instead of built requests, which would otherwise be
+  // freed in between long-lived allocations and leave the heap fragmented.
+  virtual void send_lazy(Make make, Done done) = 0;
+  // Transfers started and not yet done, including those waiting for a slot.
+  virtual size_t in_flight() const = 0;
+  virtual uint64_t completed() const = 0;
+  // Bytes of response bodies held by transfers in flight.
+  virtual uint64_t body_bytes() const = 0;
+  // Connection errors per origin ("http://host:port"), for /metrics.
+  virtual std::vector<std::pair<std::string, OriginErrors>> origin_errors() const { return {}; }
+};
+
+}  // namespace corral::worker

@@ -1,0 +1,285 @@
+#include "worker/http/h1_client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "shared/uv/guard.h"
+#include "worker/http/h1_connection.h"
+#include "worker/http/h1_wire.h"
+#include "worker/http/redirect.h"
+
+namespace corral::worker {
+namespace {
+
+// curl sends http:// requests through a proxy when http_proxy or all_proxy is set (upper case
+// only for ALL_PROXY, a CGI safety rule): those go to curl, which also knows no_proxy.
+bool proxy_in_environment() {
+  for (const char* name : {"http_proxy", "all_proxy", "ALL_PROXY"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
+const std::string* header(const HttpResponse& r, std::string_view name) {
+  for (const auto& [n, v] : r.headers) {
+    if (n.size() == name.size() &&
+        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+H1Client::H1Client(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback, BodyBudget& budget)
+    : loop_(loop),
+      opts_(opts),
+      fallback_(fallback),
+      budget_(budget),
+      use_proxy_(proxy_in_environment()),
+      deliver_timer_(loop),
+      rebalance_timer_(loop),
+      reap_timer_(loop) {}
+
+H1Client::~H1Client() {
+  deliver_timer_.close();
+  rebalance_timer_.close();
+  reap_timer_.close();
+  origins_.clear();
+  dead_.clear();
+}
+
+bool H1Client::has_room() const {
+  return started_ < opts_.max_in_flight && budget_.used < budget_.limit;
+}
+
+void H1Client::send(HttpRequest req, Done done) {
+  ++in_flight_;
+  if (has_room() && waiting_.empty()) {
+    start(std::move(req), std::move(done));
+    return;
+  }
+  --in_flight_;
+  send_lazy([r = std::move(req)]() mutable { return std::optional<HttpRequest>(std::move(r)); },
+            std::move(done));
+}
+
+void H1Client::send_lazy(Make make, Done done) {
+  ++in_flight_;
+  if (!has_room() || !waiting_.empty()) {
+    waiting_.push_back(Waiting{std::move(make), std::move(done)});
+    return;
+  }
+  start_made(std::move(make), std::move(done));
+}
+
+void H1Client::start_made(Make make, Done done) {
+  std::optional<HttpRequest> req;
+  uv::guard("request builder", [&] { req = make(); });
+  if (!req) {
+    --in_flight_;
+    return;
+  }
+  start(std::move(*req), std::move(done));
+}
+
+void H1Client::start_waiting() {
+  while (has_room() && !waiting_.empty()) {
+    Waiting next = std::move(waiting_.front());
+    waiting_.pop_front();
+    start_made(std::move(next.make), std::move(next.done));
+  }
+}
+
+// A request counted in in_flight_ goes to an origin here, or to the fallback client.
+void H1Client::start(HttpRequest req, Done done) {
+  std::optional<HttpUrl> url;
+  if (!use_proxy_) url = parse_http_url(req.url);
+  if (!url) {
+    --in_flight_;
+    fallback_.send(std::move(req), std::move(done));
+    return;
+  }
+  auto ex = std::make_unique<h1::Exchange>();
+  ex->req = std::move(req);
+  ex->done = std::move(done);
+  ex->url = std::move(*url);
+  ex->resp.url = ex->req.url;
+  ex->max_body = ex->req.max_response_bytes != 0 ? ex->req.max_response_bytes : opts_.max_body_bytes;
+  ex->deadline_ms = uv_now(loop_) + ex->req.timeout_ms;
+  ++started_;
+  submit(std::move(ex));
+}
+
+void H1Client::submit(std::unique_ptr<h1::Exchange> ex) {
+  if (Status s = h1::check_request(*ex); !s) {
+    ex->resp.error = s.message();
+    exchange_failed(std::move(ex));
+    return;
+  }
+  auto& origin = origins_[ex->url.origin];
+  if (!origin) origin = std::make_unique<h1::Origin>(*this, ex->url);
+  origin->submit(std::move(ex));
+}
+
+void H1Client::exchange_done(std::unique_ptr<h1::Exchange> ex) {
+  if (ex->req.follow_redirects && is_redirect(ex->resp.status) && follow(ex)) return;
+  finish(std::move(ex));
+}
+
+// Sends `ex` on to its response's Location. False when there is none: the 3xx is the answer.
+bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
+  const std::string* location = header(ex->resp, "location");
+  if (location == nullptr) return false;
+  std::string to = resolve_location(ex->resp.url, *location);
+  if (to.empty()) to = *location;  // refused below, with the reason
+  release(*ex);  // the redirect's own body is not kept
+  uint64_t now = uv_now(loop_);
+  Status s = redirect_request(ex->req, ex->resp.redirects, to, ex->resp.status);
+  if (s.is_ok() && now >= ex->deadline_ms) {
+    s = Status(Code::kUnavailable, "Timeout was reached (following a redirect)");
+  }
+  if (!s) {
+    ex->resp.error = s.message();
+    exchange_failed(std::move(ex));
+    return true;
+  }
+  ex->resp.redirects += 1;
+  ex->resp.headers.clear();
+  ex->resp.url = ex->req.url;
+  std::optional<HttpUrl> url;
+  if (!use_proxy_) url = parse_http_url(ex->req.url);
+  if (!url) {  // to https: curl takes the rest of the way, within what is left of the timeout
+    hand_to_fallback(std::move(ex), now);
+    return true;
+  }
+  ex->url = std::move(*url);
+  submit(std::move(ex));
+  return true;
+}
+
+void H1Client::hand_to_fallback(std::unique_ptr<h1::Exchange> ex, uint64_t now) {
+  HttpRequest req = std::move(ex->req);
+  req.timeout_ms = ex->deadline_ms - now;
+  req.max_redirects -= ex->resp.redirects;
+  int followed = ex->resp.redirects;
+  double spent = ex->resp.total_ms;
+  Done done = std::move(ex->done);
+  --started_;
+  --in_flight_;
+  fallback_.send(std::move(req), [followed, spent, done = std::move(done)](HttpResponse&& r) {
+    r.redirects += followed;
+    r.total_ms += spent;
+    done(std::move(r));
+  });
+  start_waiting();
+}
+
+void H1Client::exchange_failed(std::unique_ptr<h1::Exchange> ex) {
+  ex->resp.status = 0;
+  release(*ex);
+  finished_.push_back(std::move(ex));
+  deliver_timer_.start(0, 0, [this] { deliver(); });
+}
+
+void H1Client::deliver() {
+  std::vector<std::unique_ptr<h1::Exchange>> ready = std::move(finished_);
+  finished_.clear();
+  for (auto& ex : ready) finish(std::move(ex));
+}
+
+void H1Client::finish(std::unique_ptr<h1::Exchange> ex) {
+  --started_;
+  --in_flight_;
+  ++completed_;
+  HttpResponse resp = std::move(ex->resp);
+  Done done = std::move(ex->done);
+  uint64_t held = resp.body.size();
+  uint64_t counted = ex->budget_held;
+  ex.reset();
+  uv::guard("response", [&] { done(std::move(resp)); });
+  // The body is released once its callback has seen it.
+  budget_.release(counted);
+  body_bytes_ -= std::min(body_bytes_, held);
+  if (!paused_.empty()) schedule_rebalance();
+  start_waiting();
+}
+
+void H1Client::release(h1::Exchange& ex) {
+  budget_.release(ex.budget_held);
+  ex.budget_held = ex.reserved = 0;
+  body_bytes_ -= std::min<uint64_t>(body_bytes_, ex.resp.body.size());
+  std::string().swap(ex.resp.body);
+}
+
+void H1Client::free_later(std::unique_ptr<h1::Connection> c) {
+  dead_.push_back(std::move(c));
+  if (dead_.size() == 1) {
+    reap_timer_.start(0, 0, [this] { dead_.clear(); });
+  }
+}
+
+void H1Client::paused(h1::Connection* c) {
+  paused_.push_back(c);
+  schedule_rebalance();
+}
+
+void H1Client::unpaused(h1::Connection* c) { std::erase(paused_, c); }
+
+void H1Client::schedule_rebalance() {
+  if (rebalance_pending_) return;
+  rebalance_pending_ = true;
+  rebalance_timer_.start(1, 0, [this] {
+    rebalance_pending_ = false;
+    rebalance();
+  });
+}
+
+// Resumes paused transfers whose waiting bytes fit. When every transfer on the wire is paused
+// and none fits, none can finish and free memory: the one holding the most fails.
+void H1Client::rebalance() {
+  if (paused_.empty()) return;
+  std::vector<h1::Connection*> paused = paused_;
+  bool resumed = false;
+  for (h1::Connection* c : paused) {
+    // A connection failed meanwhile has left paused_ already (it is freed only later).
+    if (std::find(paused_.begin(), paused_.end(), c) == paused_.end()) continue;
+    std::erase(paused_, c);
+    // Resumed, it may pause again at once and come back here by itself.
+    if (c->try_resume()) {
+      resumed = true;
+    } else {
+      paused_.push_back(c);
+    }
+  }
+  if (resumed || paused_.size() < on_wire_) return;
+  auto biggest = std::max_element(paused_.begin(), paused_.end(), [](auto* a, auto* b) {
+    return a->held_body() + a->waiting_bytes() < b->held_body() + b->waiting_bytes();
+  });
+  (*biggest)->fail_over_budget();
+}
+
+std::vector<std::pair<std::string, OriginErrors>> H1Client::origin_errors() const {
+  auto mine = errors_.snapshot();
+  for (auto& e : fallback_.origin_errors()) mine.push_back(std::move(e));
+  return mine;
+}
+
+size_t H1Client::idle_connections() const {
+  size_t n = 0;
+  for (const auto& [key, o] : origins_) n += o->idle();
+  return n;
+}
+
+size_t H1Client::open_connections() const {
+  size_t n = 0;
+  for (const auto& [key, o] : origins_) n += o->open();
+  return n;
+}
+
+}  // namespace corral::worker

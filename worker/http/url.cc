@@ -1,0 +1,70 @@
+#include "worker/http/url.h"
+
+#include <http_parser.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace corral::worker {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view field(const std::string& url, const http_parser_url& u, int f) {
+  if (!(u.field_set & (1 << f))) return {};
+  return std::string_view(url).substr(u.field_data[f].off, u.field_data[f].len);
+}
+
+bool parse(const std::string& url, http_parser_url& u) {
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c == 0x7f) return false;
+  }
+  http_parser_url_init(&u);
+  return http_parser_parse_url(url.data(), url.size(), 0, &u) == 0 &&
+         (u.field_set & (1 << UF_SCHEMA)) && (u.field_set & (1 << UF_HOST));
+}
+
+}  // namespace
+
+std::optional<HttpUrl> parse_http_url(const std::string& url) {
+  http_parser_url u;
+  if (!parse(url, u) || lower(field(url, u, UF_SCHEMA)) != "http") return std::nullopt;
+  if (u.field_set & (1 << UF_USERINFO)) return std::nullopt;  // curl sends it as Basic auth
+  HttpUrl out;
+  out.host = std::string(field(url, u, UF_HOST));
+  if (out.host.empty()) return std::nullopt;
+  if (u.field_set & (1 << UF_PORT)) {
+    if (u.port == 0) return std::nullopt;
+    out.port = u.port;
+  }
+  std::string_view path = field(url, u, UF_PATH);
+  out.target = path.empty() ? "/" : std::string(path);
+  if (u.field_set & (1 << UF_QUERY)) {
+    out.target += '?';
+    out.target += field(url, u, UF_QUERY);
+  }
+  bool v6 = out.host.find(':') != std::string::npos;
+  std::string host_port = v6 ? "[" + out.host + "]" : out.host;
+  out.host_header = out.port == 80 ? host_port : host_port + ":" + std::to_string(out.port);
+  out.origin = "http://" + lower(host_port) + ":" + std::to_string(out.port);
+  return out;
+}
+
+std::string origin_label(const std::string& url) {
+  http_parser_url u;
+  if (!parse(url, u)) return "";
+  std::string scheme = lower(field(url, u, UF_SCHEMA));
+  std::string host = lower(field(url, u, UF_HOST));
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  uint16_t port = u.port;
+  if (!(u.field_set & (1 << UF_PORT))) port = scheme == "https" ? 443 : 80;
+  return scheme + "://" + host + ":" + std::to_string(port);
+}
+
+}  // namespace corral::worker
