@@ -111,6 +111,9 @@ void H1Client::start(HttpRequest req, Done done) {
   ex->url = std::move(*url);
   ex->resp.url = ex->req.url;
   ex->max_body = ex->req.max_response_bytes != 0 ? ex->req.max_response_bytes : opts_.max_body_bytes;
+  // The loop's clock is as old as this loop iteration: a deadline counted from it would come
+  // early by however long the iteration has run (the engine counts deadlines on the wall clock).
+  uv_update_time(loop_);
   ex->deadline_ms = uv_now(loop_) + ex->req.timeout_ms;
   ++started_;
   submit(std::move(ex));
