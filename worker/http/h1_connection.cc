@@ -62,7 +62,20 @@ void Connection::connect(const sockaddr* addr, uint64_t timeout_ms) {
     origin_.connect_failed(this, uv_strerror(rc));
     return;
   }
-  uv_timer_start(timer_.get(), &Connection::on_timeout, std::max<uint64_t>(1, timeout_ms), 0);
+  arm(uv_now(client_.loop()) + std::max<uint64_t>(1, timeout_ms));
+}
+
+// The timer is armed for the earliest deadline it has been asked for, and left running when an
+// exchange ends: most requests share one timeout, so the next exchange's deadline is later and
+// needs no new arming. When it fires, a deadline not reached yet re-arms it. Starting and
+// stopping a timer per request would cost a removal from and an insertion into a heap that
+// also holds every waiting instance's timer.
+void Connection::arm(uint64_t deadline_ms) {
+  if (armed_ms_ != 0 && armed_ms_ <= deadline_ms) return;
+  uint64_t now = uv_now(client_.loop());
+  uv_timer_start(timer_.get(), &Connection::on_timeout, deadline_ms > now ? deadline_ms - now : 1,
+                 0);
+  armed_ms_ = deadline_ms;
 }
 
 void Connection::on_connect(uv_connect_t* req, int status) {
@@ -71,6 +84,7 @@ void Connection::on_connect(uv_connect_t* req, int status) {
   auto* c = uv::owner_of<Connection>(stream);
   if (c == nullptr || c->closing_) return;
   uv_timer_stop(c->timer_.get());
+  c->armed_ms_ = 0;
   if (status != 0) {
     c->origin_.connect_failed(c, uv_strerror(status));
     return;
@@ -93,9 +107,7 @@ void Connection::begin(std::unique_ptr<Exchange> ex) {
   keep_alive_ = true;
   bad_body_.clear();
   client_.on_wire(+1);
-  uint64_t now = uv_now(client_.loop());
-  uint64_t left = ex_->deadline_ms > now ? ex_->deadline_ms - now : 1;
-  uv_timer_start(timer_.get(), &Connection::on_timeout, left, 0);
+  arm(ex_->deadline_ms);
   write_request();
 }
 
@@ -157,8 +169,14 @@ void Connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
 void Connection::on_timeout(uv_timer_t* t) {
   auto* c = uv::owner_of<Connection>(t);
   if (c == nullptr || c->closing_) return;
+  c->armed_ms_ = 0;
   if (!c->ready_) {
     c->origin_.connect_failed(c, "connection timed out");
+    return;
+  }
+  if (!c->ex_) return;  // idle: nothing to time out
+  if (uv_now(c->client_.loop()) < c->ex_->deadline_ms) {  // armed for an earlier exchange
+    c->arm(c->ex_->deadline_ms);
     return;
   }
   c->fail("Timeout was reached", static_cast<int>(Kind::kTimeout), 0);
@@ -250,7 +268,6 @@ void Connection::fail_over_budget() {
 }
 
 void Connection::complete() {
-  uv_timer_stop(timer_.get());
   std::unique_ptr<Exchange> ex = std::move(ex_);
   client_.on_wire(-1);
   ++served_;

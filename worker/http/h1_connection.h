@@ -78,6 +78,7 @@ class Connection {
   static int on_message_complete(http_parser* p);
   static const http_parser_settings kSettings;
 
+  void arm(uint64_t deadline_ms);
   void write_request();
   void feed(const char* data, size_t len);
   void on_end(int status);
@@ -113,6 +114,7 @@ class Connection {
   uint64_t need_ = 0;        // a Content-Length to reserve before the body is read
   std::string stash_body_;   // a body piece the budget did not take yet
   std::string stash_wire_;   // bytes read after it, to parse on resume
+  uint64_t armed_ms_ = 0;  // the uv_now() the timer fires at; 0 when it is not running
   uint32_t served_ = 0;
   uint64_t idle_since_ms_ = 0;
 };
