@@ -113,8 +113,10 @@ void H1Client::start(HttpRequest req, Done done) {
   ex->max_body = ex->req.max_response_bytes != 0 ? ex->req.max_response_bytes : opts_.max_body_bytes;
   // The loop's clock is as old as this loop iteration: a deadline counted from it would come
   // early by however long the iteration has run (the engine counts deadlines on the wall clock).
+  // It also counts whole milliseconds, so a timer can fire up to 1 ms before its duration has
+  // passed: one more makes a timeout never early.
   uv_update_time(loop_);
-  ex->deadline_ms = uv_now(loop_) + ex->req.timeout_ms;
+  ex->deadline_ms = uv_now(loop_) + ex->req.timeout_ms + 1;
   ++started_;
   submit(std::move(ex));
 }
