@@ -69,41 +69,8 @@ bool CurlClient::has_room() const {
   return in_curl_ < opts_.max_in_flight && budget_->used < budget_->limit;
 }
 
-void CurlClient::send(HttpRequest req, Done done) {
-  if (has_room() && waiting_.empty()) {
-    ++in_flight_;
-    begin(new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)});
-    return;
-  }
-  send_lazy([r = std::move(req)]() mutable { return std::optional<HttpRequest>(std::move(r)); },
-            std::move(done));
-}
-
-void CurlClient::send_lazy(Make make, Done done) {
-  ++in_flight_;
-  if (!has_room() || !waiting_.empty()) {
-    waiting_.push_back(Waiting{std::move(make), std::move(done)});
-    return;
-  }
-  start_made(std::move(make), std::move(done));
-}
-
-void CurlClient::start_made(Make make, Done done) {
-  std::optional<HttpRequest> req;
-  uv::guard("request builder", [&] { req = make(); });
-  if (!req) {
-    --in_flight_;
-    return;
-  }
-  begin(new Transfer{this, nullptr, nullptr, std::move(*req), {}, std::move(done)});
-}
-
-void CurlClient::start_waiting() {
-  while (has_room() && !waiting_.empty()) {
-    Waiting next = std::move(waiting_.front());
-    waiting_.pop_front();
-    start_made(std::move(next.make), std::move(next.done));
-  }
+void CurlClient::start(HttpRequest req, Done done) {
+  begin(new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)});
 }
 
 void CurlClient::begin(Transfer* t) {
@@ -281,11 +248,8 @@ bool CurlClient::retry_on_fresh_connection(Transfer* t, CURLcode result, long st
                result == CURLE_GOT_NOTHING;
   long connects = 0;
   curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &connects);
-  const std::string& m = t->req.method;
-  bool idempotent = m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" ||
-                    m == "TRACE";
   uint64_t now = uv_now(loop_);
-  if (!stale || status != 0 || connects != 0 || !idempotent || t->retried ||
+  if (!stale || status != 0 || connects != 0 || !is_idempotent(t->req.method) || t->retried ||
       now >= t->deadline_ms) {
     return false;
   }

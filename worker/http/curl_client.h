@@ -16,7 +16,6 @@
 #include <uv.h>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,10 +27,11 @@
 #include "shared/uv/timer.h"
 #include "worker/http/client.h"
 #include "worker/http/origin_errors.h"
+#include "worker/http/queued_client.h"
 
 namespace corral::worker {
 
-class CurlClient final : public HttpClient {
+class CurlClient final : public QueuedClient {
  public:
   // `budget`, when given, is shared with the worker's other client and must outlive this one;
   // otherwise the client keeps its own, of opts.memory_budget_bytes.
@@ -41,9 +41,6 @@ class CurlClient final : public HttpClient {
   CurlClient(const CurlClient&) = delete;
   CurlClient& operator=(const CurlClient&) = delete;
 
-  void send(HttpRequest req, Done done) override;
-  void send_lazy(Make make, Done done) override;
-  size_t in_flight() const override { return in_flight_; }
   uint64_t completed() const override { return completed_; }
   uint64_t body_bytes() const override { return body_bytes_; }
   std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
@@ -66,9 +63,8 @@ class CurlClient final : public HttpClient {
   void begin(Transfer* t);
   void add(Transfer* t);
   void fail_soon(Transfer* t, std::string error);
-  void start_made(Make make, Done done);
-  void start_waiting();
-  bool has_room() const;
+  void start(HttpRequest req, Done done) override;
+  bool has_room() const override;
   CURL* take_easy();
   // Memory budget: a transfer's body grew by `bytes`; false means pause it.
   bool take_budget(Transfer* t, size_t bytes);
@@ -87,16 +83,10 @@ class CurlClient final : public HttpClient {
   uv::Timer failed_timer_;     // delivers transfers that ended outside curl
   uv::Timer rebalance_timer_;  // resumes paused transfers, or fails one when all are paused
   std::vector<Transfer*> failed_;
-  struct Waiting {
-    Make make;
-    Done done;
-  };
-  std::deque<Waiting> waiting_;  // over max_in_flight or the budget, not yet handed to curl
   size_t in_curl_ = 0;
   std::unordered_set<Transfer*> live_;
   std::vector<Transfer*> paused_;
   std::vector<CURL*> idle_easy_;
-  size_t in_flight_ = 0;
   uint64_t completed_ = 0;
   uint64_t body_bytes_ = 0;
   bool rebalance_pending_ = false;

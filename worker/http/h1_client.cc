@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "config/scenario/response.h"
 #include "shared/uv/guard.h"
 #include "worker/http/h1_connection.h"
 #include "worker/http/h1_wire.h"
@@ -24,12 +25,7 @@ bool proxy_in_environment() {
 
 const std::string* header(const HttpResponse& r, std::string_view name) {
   for (const auto& [n, v] : r.headers) {
-    if (n.size() == name.size() &&
-        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      return &v;
-    }
+    if (scenario::equals_ignoring_case(n, name)) return &v;
   }
   return nullptr;
 }
@@ -56,44 +52,6 @@ H1Client::~H1Client() {
 
 bool H1Client::has_room() const {
   return started_ < opts_.max_in_flight && budget_.used < budget_.limit;
-}
-
-void H1Client::send(HttpRequest req, Done done) {
-  ++in_flight_;
-  if (has_room() && waiting_.empty()) {
-    start(std::move(req), std::move(done));
-    return;
-  }
-  --in_flight_;
-  send_lazy([r = std::move(req)]() mutable { return std::optional<HttpRequest>(std::move(r)); },
-            std::move(done));
-}
-
-void H1Client::send_lazy(Make make, Done done) {
-  ++in_flight_;
-  if (!has_room() || !waiting_.empty()) {
-    waiting_.push_back(Waiting{std::move(make), std::move(done)});
-    return;
-  }
-  start_made(std::move(make), std::move(done));
-}
-
-void H1Client::start_made(Make make, Done done) {
-  std::optional<HttpRequest> req;
-  uv::guard("request builder", [&] { req = make(); });
-  if (!req) {
-    --in_flight_;
-    return;
-  }
-  start(std::move(*req), std::move(done));
-}
-
-void H1Client::start_waiting() {
-  while (has_room() && !waiting_.empty()) {
-    Waiting next = std::move(waiting_.front());
-    waiting_.pop_front();
-    start_made(std::move(next.make), std::move(next.done));
-  }
 }
 
 // A request counted in in_flight_ goes to an origin here, or to the fallback client.

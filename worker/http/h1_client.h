@@ -21,7 +21,6 @@
 
 #include <uv.h>
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -30,6 +29,7 @@
 #include "shared/uv/timer.h"
 #include "worker/http/client.h"
 #include "worker/http/origin_errors.h"
+#include "worker/http/queued_client.h"
 
 namespace corral::worker::h1 {
 struct Exchange;
@@ -39,7 +39,7 @@ class Origin;
 
 namespace corral::worker {
 
-class H1Client final : public HttpClient {
+class H1Client final : public QueuedClient {
  public:
   // `fallback` takes the requests this client does not handle; `budget` is shared with it.
   // Both must outlive this client.
@@ -49,8 +49,6 @@ class H1Client final : public HttpClient {
   H1Client(const H1Client&) = delete;
   H1Client& operator=(const H1Client&) = delete;
 
-  void send(HttpRequest req, Done done) override;
-  void send_lazy(Make make, Done done) override;
   size_t in_flight() const override { return in_flight_ + fallback_.in_flight(); }
   uint64_t completed() const override { return completed_ + fallback_.completed(); }
   uint64_t body_bytes() const override { return body_bytes_ + fallback_.body_bytes(); }
@@ -78,11 +76,9 @@ class H1Client final : public HttpClient {
   void unpaused(h1::Connection* c);
 
  private:
-  void start_made(Make make, Done done);
-  void start(HttpRequest req, Done done);
+  void start(HttpRequest req, Done done) override;
+  bool has_room() const override;
   void submit(std::unique_ptr<h1::Exchange> ex);
-  void start_waiting();
-  bool has_room() const;
   bool follow(std::unique_ptr<h1::Exchange>& ex);
   void hand_to_fallback(std::unique_ptr<h1::Exchange> ex, uint64_t now);
   void finish(std::unique_ptr<h1::Exchange> ex);
@@ -97,11 +93,6 @@ class H1Client final : public HttpClient {
   BodyBudget& budget_;
   bool use_proxy_;  // http_proxy is set: every request goes to curl, which honours it
   std::unordered_map<std::string, std::unique_ptr<h1::Origin>> origins_;
-  struct Waiting {
-    Make make;
-    Done done;
-  };
-  std::deque<Waiting> waiting_;
   std::vector<std::unique_ptr<h1::Exchange>> finished_;  // callbacks to run from the loop
   std::vector<h1::Connection*> paused_;
   std::vector<std::unique_ptr<h1::Connection>> dead_;
@@ -111,7 +102,6 @@ class H1Client final : public HttpClient {
   bool rebalance_pending_ = false;
   size_t started_ = 0;  // made and handed to an origin, not yet finished
   size_t on_wire_ = 0;  // exchanges on a connection
-  size_t in_flight_ = 0;
   uint64_t completed_ = 0;
   uint64_t body_bytes_ = 0;
   OriginErrorTable errors_;

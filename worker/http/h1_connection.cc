@@ -8,6 +8,7 @@
 #include "shared/uv/guard.h"
 #include "worker/http/h1_client.h"
 #include "worker/http/h1_wire.h"
+#include "worker/http/redirect.h"
 
 namespace corral::worker::h1 {
 namespace {
@@ -20,11 +21,6 @@ constexpr int kNoCount = -1;
 char g_read_buffer[64 * 1024];
 
 Connection* of(http_parser* p) { return static_cast<Connection*>(p->data); }
-
-bool idempotent(const std::string& method) {
-  return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" ||
-         method == "OPTIONS" || method == "TRACE";
-}
 
 void trim_value(std::string& v) {
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
@@ -121,7 +117,7 @@ void Connection::write_request() {
   size_t total = out_.size() + ex_->req.body.size();
   if (wrote >= 0 && static_cast<size_t>(wrote) == total) return;  // the usual case: all sent
   if (wrote < 0 && wrote != UV_EAGAIN) {
-    fail(std::string("cannot send the request: ") + uv_strerror(wrote), kNoCount, wrote);
+    fail(std::string("cannot send the request: ") + uv_strerror(wrote), kNoCount);
     return;
   }
   // The rest waits in a buffer of its own until libuv has written it.
@@ -134,7 +130,7 @@ void Connection::write_request() {
   int rc = uv_write(&w->req, tcp_.stream(), &buf, 1, &Connection::on_write);
   if (rc != 0) {
     delete w;
-    fail(std::string("cannot send the request: ") + uv_strerror(rc), kNoCount, rc);
+    fail(std::string("cannot send the request: ") + uv_strerror(rc), kNoCount);
   }
 }
 
@@ -179,7 +175,7 @@ void Connection::on_timeout(uv_timer_t* t) {
     c->arm(c->ex_->deadline_ms);
     return;
   }
-  c->fail("Timeout was reached", static_cast<int>(Kind::kTimeout), 0);
+  c->fail("Timeout was reached", static_cast<int>(Kind::kTimeout));
 }
 
 void Connection::feed(const char* data, size_t len) {
@@ -199,11 +195,11 @@ void Connection::feed(const char* data, size_t len) {
   if (err == HPE_OK) return;
   if (too_large_) {
     fail("response body larger than max_response (" + config::format_bytes(ex_->max_body) + ")",
-         kNoCount, 0);
+         kNoCount);
   } else if (!bad_body_.empty()) {
-    fail(bad_body_, kNoCount, 0);
+    fail(bad_body_, kNoCount);
   } else {
-    fail(std::string("invalid HTTP response: ") + http_errno_description(err), kNoCount, 0);
+    fail(std::string("invalid HTTP response: ") + http_errno_description(err), kNoCount);
   }
 }
 
@@ -220,7 +216,7 @@ void Connection::on_end(int status) {
       return;
     }
   }
-  if (!got_bytes_ && reused() && !ex_->retried && idempotent(ex_->req.method)) {
+  if (!got_bytes_ && reused() && !ex_->retried && is_idempotent(ex_->req.method)) {
     client_.errors().count(ex_->url.origin, Kind::kRetried);
     std::unique_ptr<Exchange> ex = std::move(ex_);
     client_.on_wire(-1);
@@ -230,7 +226,7 @@ void Connection::on_end(int status) {
     origin.submit(std::move(ex));
     return;
   }
-  fail(transport_error(status), static_cast<int>(Kind::kReset), status);
+  fail(transport_error(status), static_cast<int>(Kind::kReset));
 }
 
 std::string Connection::transport_error(int status) const {
@@ -244,7 +240,7 @@ std::string Connection::transport_error(int status) const {
              : std::string("connection failed during the response: ") + uv_strerror(status);
 }
 
-void Connection::fail(const std::string& error, int kind, int) {
+void Connection::fail(const std::string& error, int kind) {
   if (!ex_) {
     close();
     return;
@@ -264,7 +260,7 @@ void Connection::fail(const std::string& error, int kind, int) {
 void Connection::fail_over_budget() {
   fail("response bodies in flight exceed the worker's response memory budget (" +
            config::format_bytes(client_.budget().limit) + ")",
-       kNoCount, 0);
+       kNoCount);
 }
 
 void Connection::complete() {

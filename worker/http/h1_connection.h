@@ -51,7 +51,7 @@ class Connection {
   void begin(std::unique_ptr<Exchange> ex);
   // Ends the exchange in flight (if any) with `error`, counted as `kind` (an
   // OriginErrorTable::Kind, or -1 for none), and the connection with it.
-  void fail(const std::string& error, int kind, int uv_status);
+  void fail(const std::string& error, int kind);
   // Closes the connection; the origin forgets it and the client frees it later.
   void close();
   bool idle() const { return ready_ && !ex_; }
@@ -100,7 +100,6 @@ class Connection {
   http_parser parser_{};
   std::unique_ptr<Exchange> ex_;
   std::unique_ptr<Inflater> inflate_;
-  std::string field_;  // the header name being read
   bool in_value_ = false;
   bool ready_ = false;     // connected
   bool closing_ = false;

@@ -1,16 +1,9 @@
 #include "worker/http/inflate.h"
 
-#include <algorithm>
-#include <cctype>
+#include "config/scenario/response.h"
 
 namespace corral::worker {
 namespace {
-
-bool equals_lower(std::string_view text, std::string_view lower) {
-  return text.size() == lower.size() &&
-         std::equal(text.begin(), text.end(), lower.begin(),
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
-}
 
 std::string_view trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -22,10 +15,10 @@ std::string_view trimmed(std::string_view s) {
 
 std::unique_ptr<Inflater> Inflater::for_encoding(std::string_view encoding) {
   encoding = trimmed(encoding);
-  if (equals_lower(encoding, "gzip") || equals_lower(encoding, "x-gzip")) {
+  if (scenario::equals_ignoring_case(encoding, "gzip") || scenario::equals_ignoring_case(encoding, "x-gzip")) {
     return std::unique_ptr<Inflater>(new Inflater(true));
   }
-  if (equals_lower(encoding, "deflate")) return std::unique_ptr<Inflater>(new Inflater(false));
+  if (scenario::equals_ignoring_case(encoding, "deflate")) return std::unique_ptr<Inflater>(new Inflater(false));
   return nullptr;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/scenario/response.h"
+#include "worker/http/url.h"
 
 namespace corral::worker {
 namespace {
@@ -18,22 +19,6 @@ std::string_view header_name(std::string_view line) {
   return line.substr(0, std::min(line.find(':'), line.size()));
 }
 
-// The scheme, host and port of `url`, lowercased by curl; empty when it does not parse.
-std::string origin_of(const std::string& url) {
-  Url u(curl_url(), &curl_url_cleanup);
-  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return "";
-  std::string out;
-  for (CURLUPart part : {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT}) {
-    char* text = nullptr;
-    CURLUcode rc =
-        curl_url_get(u.get(), part, &text, part == CURLUPART_PORT ? CURLU_DEFAULT_PORT : 0);
-    if (rc == CURLUE_OK && text != nullptr) out += text;
-    out += '|';
-    curl_free(text);
-  }
-  return out;
-}
-
 bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() &&
          equals_ignoring_case(text.substr(0, prefix.size()), prefix);
@@ -43,6 +28,11 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
 
 bool is_redirect(long status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+bool is_idempotent(const std::string& m) {
+  return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" ||
+         m == "TRACE";
 }
 
 std::string resolve_location(const std::string& base, const std::string& location) {
@@ -71,8 +61,8 @@ Status redirect_request(HttpRequest& req, int followed, const std::string& locat
   }
   bool to_get = (status == 303 && req.method != "HEAD") ||
                 ((status == 301 || status == 302) && req.method == "POST");
-  std::string from = origin_of(req.url);
-  bool cross_origin = from.empty() || from != origin_of(location);
+  std::string from = origin_label(req.url);
+  bool cross_origin = from.empty() || from != origin_label(location);
   std::vector<std::string> kept;
   for (const auto& h : req.headers) {
     std::string_view name = header_name(h);

@@ -13,6 +13,9 @@ namespace corral::worker {
 
 bool is_redirect(long status);
 
+// GET, HEAD, PUT, DELETE, OPTIONS and TRACE: safe to send again after a stale connection.
+bool is_idempotent(const std::string& method);
+
 // `location` (a Location header, absolute or relative) made absolute against `base`, as a
 // browser would; empty when it cannot be resolved.
 std::string resolve_location(const std::string& base, const std::string& location);
