@@ -1,4 +1,5 @@
-// The HTTP client's connection errors reach /metrics, per worker slot and origin.
+// The HTTP clients as the daemon runs them: which one serves http://, and their connection
+// errors in /metrics, per worker slot and origin.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -52,4 +53,32 @@ TEST_CASE("http metrics: refused connections are counted per origin in /metrics"
       },
       seconds(10), line);
   CHECK_THAT(metrics, Catch::Contains("kind=\"reset\",origin=\"" + origin + "\",slot=\"0\"} 0"));
+}
+
+// Which client serves http:// follows the config: the lean client asks for gzip and deflate
+// only; libcurl (Debian's) also offers br and zstd.
+TEST_CASE("http client: http_client picks the client that serves http:// URLs") {
+  for (const char* client : {"lean", "curl"}) {
+    DYNAMIC_SECTION(client) {
+      TempHome home;
+      JobApi api;
+      Daemon d(home, DaemonOptions().with_workers(1).with_config({{"http_client", client}}));
+      d.wait_ready(1);
+      Json s = Json::parse(R"({"name": "which client", "steps": [
+        {"request": {"url": "{{base}}/echo"},
+         "capture": {"enc": {"json": "/headers/accept-encoding"}}}]})");
+      std::string id = submit_run(d, s, 1, api);
+      wait_run_finished(d, id, seconds(20));
+      Json in = d.api("GET", "/runs/" + id + "/instances/0").json;
+      INFO(in.dump());
+      REQUIRE(in["state"] == "passed");
+      std::string enc = in["vars"]["enc"].get<std::string>();
+      if (std::string(client) == "lean") {
+        CHECK(enc == "gzip, deflate");
+      } else {
+        CHECK(enc != "gzip, deflate");
+        CHECK_THAT(enc, Catch::Contains("gzip"));
+      }
+    }
+  }
 }
