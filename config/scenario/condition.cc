@@ -193,6 +193,10 @@ std::string_view op_name(Op op) {
   return "";
 }
 
+bool holds(const Condition& c, const ResponseView& response) {
+  return test(c, observe(c, response));
+}
+
 ConditionResult evaluate(const Condition& c, const ResponseView& response) {
   Observed o = observe(c, response);
   ConditionResult result;
@@ -227,19 +231,24 @@ std::string describe(const Condition& c) {
   return subject;
 }
 
-ConditionResult all_hold(std::span<const Condition> conditions, const ResponseView& response) {
+const Condition* first_failing(std::span<const Condition> conditions,
+                               const ResponseView& response) {
   for (const Condition& c : conditions) {
-    ConditionResult r = evaluate(c, response);
-    if (!r.held) return r;
+    if (!holds(c, response)) return &c;
   }
-  return {true, ""};
+  return nullptr;
+}
+
+ConditionResult all_hold(std::span<const Condition> conditions, const ResponseView& response) {
+  const Condition* failing = first_failing(conditions, response);
+  if (failing == nullptr) return {true, ""};
+  return evaluate(*failing, response);
 }
 
 std::optional<ConditionResult> first_holding(std::span<const Condition> conditions,
                                              const ResponseView& response) {
   for (const Condition& c : conditions) {
-    ConditionResult r = evaluate(c, response);
-    if (r.held) return r;
+    if (holds(c, response)) return evaluate(c, response);
   }
   return std::nullopt;
 }

@@ -55,6 +55,10 @@ struct ConditionResult {
 
 ConditionResult evaluate(const Condition& condition, const ResponseView& response);
 
+// Whether the condition holds: evaluate() without its explanation, which costs far more than
+// the check (a poll that is not done yet builds none).
+bool holds(const Condition& condition, const ResponseView& response);
+
 // The condition as text, for reports: `status is 200`, `/status equals "done"`,
 // `header content-type matches "json"`, `body contains "ok"`.
 std::string describe(const Condition& condition);
@@ -62,6 +66,9 @@ std::string describe(const Condition& condition);
 // Held when every condition holds (an `until` or `expect` list). When one does not, the
 // result is that condition's; when all hold, the explanation is empty.
 ConditionResult all_hold(std::span<const Condition> conditions, const ResponseView& response);
+
+// The first condition that does not hold, or nullptr when all hold.
+const Condition* first_failing(std::span<const Condition> conditions, const ResponseView& response);
 
 // The first condition that holds (a `fail_if` list), or nullopt when none does.
 std::optional<ConditionResult> first_holding(std::span<const Condition> conditions,

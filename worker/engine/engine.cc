@@ -21,7 +21,11 @@ namespace corral::worker {
 using scenario::StepKind;
 
 Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secrets)
-    : loop_(loop), http_(http), emit_(std::move(emit)), secrets_(secrets) {}
+    : loop_(loop),
+      http_(http),
+      emit_(std::move(emit)),
+      secrets_(secrets),
+      wakes_(loop, [this](uint64_t serial, uint64_t token) { on_wake(serial, token); }) {}
 
 Engine::~Engine() = default;
 
@@ -98,8 +102,6 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   // A poll attempt that was in flight when the instance stopped is lost: the next one is a
   // new attempt. A request's tries go on counting, so retry.attempts holds across resumes.
   if (steps[cp.step].kind == StepKind::kPoll) in->cp.tries = 0;
-  uv_timer_init(loop_, in->timer.get());
-  in->timer.set_live(in.get());
   Instance& ref = *in;
   instances_[in->serial] = std::move(in);
   ref.run->active += 1;
@@ -138,21 +140,21 @@ void Engine::run_step(Instance& in) {
 }
 
 void Engine::wait_until(Instance& in, int64_t at_ms) {
-  // libuv counts timers from the loop's cached time, which may lag the wall clock read here;
-  // refresh it so a timer never fires early.
-  uv_update_time(loop_);
+  // The queue counts from the loop's clock, refreshed when scheduling: a delay taken from the
+  // wall clock read here is never cut short.
   int64_t delay = std::max<int64_t>(0, at_ms - unix_ms_now());
-  uv_timer_start(
-      in.timer.get(),
-      [](uv_timer_t* t) {
-        auto* self = uv::owner_of<Instance>(t);
-        if (self == nullptr) return;
-        Engine* engine = self->engine;
-        uint64_t serial = self->serial;
-        ipc::InHandScope scope(engine->in_hand_, self->run->id, self->index);
-        engine->guarded(serial, "a timer", [&] { engine->on_timer(*self); });
-      },
-      static_cast<uint64_t>(delay), 0);
+  in.wake_token = wakes_.schedule(in.serial, static_cast<uint64_t>(delay));
+}
+
+// A wake-up from the queue; one for an instance that has ended, or that was rescheduled since,
+// is ignored.
+void Engine::on_wake(uint64_t serial, uint64_t token) {
+  auto it = instances_.find(serial);
+  if (it == instances_.end() || it->second->wake_token != token) return;
+  Instance& in = *it->second;
+  in.wake_token = 0;
+  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
+  guarded(serial, "a timer", [&] { on_timer(in); });
 }
 
 void Engine::on_timer(Instance& in) {

@@ -1,6 +1,6 @@
 // The scenario engine of one worker: runs every assigned instance at once on the worker's
-// loop. A waiting instance is one small struct and one libuv timer: no thread, no stack, no
-// buffer. An instance in flight holds one HTTP request. All instances of a run share its
+// loop. A waiting instance is one small struct and one entry in the engine's WakeQueue: no
+// thread, no stack, no buffer, no handle of its own. An instance in flight holds one HTTP request. All instances of a run share its
 // parsed, immutable scenario.
 //
 // The engine reports state transitions, never polls (shared/ipc/events.h): one event when a
@@ -30,6 +30,7 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
 #include "shared/status.h"
+#include "worker/engine/wake_queue.h"
 #include "worker/http/client.h"
 
 namespace corral::worker {
@@ -85,7 +86,9 @@ class Engine {
   std::optional<HttpRequest> make_request(Instance& in);
   Result<HttpRequest> build_request(const Instance& in) const;
   void on_response(Instance& in, HttpResponse&& resp);
-  void on_poll_not_held(Instance& in, const std::string& explanation, const HttpResponse& resp);
+  void on_poll_not_held(Instance& in, const scenario::Condition& pending,
+                        const scenario::ResponseView& view, const HttpResponse& resp);
+  void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);
   bool retry_later(Instance& in, const std::string& why);
@@ -110,6 +113,7 @@ class Engine {
   // Instances waiting for their step's deadline, with the reason they will fail with. Kept
   // aside so that the many instances that are not in this state pay nothing for it.
   std::unordered_map<uint64_t, std::string> timeout_reasons_;
+  WakeQueue wakes_;
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;

@@ -98,9 +98,8 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
       finish(in, ipc::Outcome::kFailed, "fail_if held: " + bad->explanation, &resp);
       return;
     }
-    auto r = scenario::all_hold(step.poll.until, view);
-    if (!r.held) {
-      on_poll_not_held(in, r.explanation, resp);
+    if (const scenario::Condition* pending = scenario::first_failing(step.poll.until, view)) {
+      on_poll_not_held(in, *pending, view, resp);
       return;
     }
   }
@@ -108,20 +107,23 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
   step_passed(in, &resp, now - in.cp.step_started_ms);
 }
 
-// Schedules the next attempt of a poll whose `until` did not hold, or ends the step.
-void Engine::on_poll_not_held(Instance& in, const std::string& explanation,
-                              const HttpResponse& resp) {
+// Schedules the next attempt of a poll whose `until` did not hold (`pending` is the first
+// condition that did not), or ends the step. The explanation, which costs more than the
+// check, is worded only when the step ends or its deadline comes before the next attempt.
+void Engine::on_poll_not_held(Instance& in, const scenario::Condition& pending,
+                              const scenario::ResponseView& view, const HttpResponse& resp) {
   const auto& poll = in.run->scenario->steps[in.cp.step].poll;
+  auto explanation = [&] { return scenario::evaluate(pending, view).explanation; };
   if (poll.max_attempts != 0 && static_cast<int>(in.cp.attempts) >= poll.max_attempts) {
     finish(in, ipc::Outcome::kFailed,
-           "until not met after " + std::to_string(in.cp.attempts) + " attempts: " + explanation,
+           "until not met after " + std::to_string(in.cp.attempts) + " attempts: " + explanation(),
            &resp);
     return;
   }
   int64_t now = unix_ms_now();
-  std::string timed_out = timed_out_reason(in, -1) + ": " + explanation;
+  auto timed_out = [&] { return timed_out_reason(in, -1) + ": " + explanation(); };
   if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms) {
-    finish(in, ipc::Outcome::kFailed, timed_out, &resp);
+    finish(in, ipc::Outcome::kFailed, timed_out(), &resp);
     return;
   }
   double grown = static_cast<double>(poll.every_ms) *
@@ -137,7 +139,7 @@ void Engine::on_poll_not_held(Instance& in, const std::string& explanation,
     if (in.cp.attempts % every == 0) report_progress(in);
   }
   if (in.cp.deadline_ms != 0 && next >= in.cp.deadline_ms) {
-    time_out_at(in, in.cp.deadline_ms, std::move(timed_out));
+    time_out_at(in, in.cp.deadline_ms, timed_out());
     return;
   }
   in.next = Instance::Next::kSend;
@@ -226,7 +228,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   emit_(std::move(ev));
   in.run->active -= 1;
   timeout_reasons_.erase(in.serial);
-  instances_.erase(in.serial);  // closes the timer; `in` is gone after this line
+  instances_.erase(in.serial);  // `in` is gone after this line
 }
 
 }  // namespace corral::worker

@@ -7,7 +7,6 @@
 
 #include "config/scenario/template.h"
 #include "shared/ipc/checkpoint.h"
-#include "shared/uv/handle.h"
 #include "worker/engine/engine.h"
 
 namespace corral::worker {
@@ -24,7 +23,7 @@ struct Instance {
   nlohmann::json vars;  // captured variables, bytes as the server sent them
   int64_t sent_ms = 0;  // when the request in flight was handed to curl
   Next next = Next::kSend;
-  uv::Handle<uv_timer_t> timer;
+  uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
 };
 
 // The variables one instance's templates read: its captures, then the run's vars; and the

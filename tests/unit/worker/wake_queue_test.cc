@@ -1,0 +1,130 @@
+// WakeQueue: the engine's one timer for every waiting instance.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "worker/engine/wake_queue.h"
+
+namespace {
+
+using corral::worker::WakeQueue;
+using Fired = std::vector<std::pair<uint64_t, uint64_t>>;  // id, token
+
+struct Loop {
+  Loop() { uv_loop_init(&loop); }
+  ~Loop() {
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+  uv_loop_t loop;
+};
+
+// Runs the loop until `done` holds or 5 s have passed.
+template <typename Pred>
+bool run_until(uv_loop_t* loop, Pred done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done() && std::chrono::steady_clock::now() < deadline) uv_run(loop, UV_RUN_ONCE);
+  return done();
+}
+
+uint64_t now_ms(uv_loop_t* loop) {
+  uv_update_time(loop);
+  return uv_now(loop);
+}
+
+}  // namespace
+
+TEST_CASE("wake queue: wake-ups fire in order of time, then of scheduling, never early") {
+  Loop l;
+  Fired fired;
+  std::vector<uint64_t> at;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) {
+    fired.emplace_back(id, token);
+    at.push_back(now_ms(&l.loop));
+  });
+  uint64_t start = now_ms(&l.loop);
+  uint64_t t30 = q.schedule(1, 30);
+  uint64_t t10a = q.schedule(2, 10);
+  uint64_t t10b = q.schedule(3, 10);
+  uint64_t t0 = q.schedule(4, 0);
+  CHECK(t30 < t10a);
+  CHECK(t10a < t10b);
+  CHECK(t10b < t0);
+  REQUIRE(run_until(&l.loop, [&] { return fired.size() == 4; }));
+  CHECK(fired == Fired{{4, t0}, {2, t10a}, {3, t10b}, {1, t30}});
+  CHECK(at[1] >= start + 10);
+  CHECK(at[3] >= start + 30);
+  CHECK(q.size() == 0);
+}
+
+TEST_CASE("wake queue: an earlier wake-up scheduled later re-arms the timer") {
+  Loop l;
+  Fired fired;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) { fired.emplace_back(id, token); });
+  q.schedule(1, 60000);  // a minute away: the test ends long before
+  uint64_t soon = q.schedule(2, 5);
+  REQUIRE(run_until(&l.loop, [&] { return !fired.empty(); }));
+  CHECK(fired == Fired{{2, soon}});
+  CHECK(q.size() == 1);
+}
+
+TEST_CASE("wake queue: every wake-up is delivered with its token, replaced ones too") {
+  // The owner tells a replaced wake-up by its token: the queue delivers both.
+  Loop l;
+  Fired fired;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) { fired.emplace_back(id, token); });
+  uint64_t first = q.schedule(7, 5);
+  uint64_t second = q.schedule(7, 10);
+  REQUIRE(run_until(&l.loop, [&] { return fired.size() == 2; }));
+  CHECK(fired == Fired{{7, first}, {7, second}});
+}
+
+TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later loop turn") {
+  // An owner that always asks to be woken at once must not hold the loop in one callback: the
+  // loop polls for I/O (its prepare handles run) between any two of its wake-ups.
+  Loop l;
+  static int polls = 0;
+  polls = 0;
+  uv_prepare_t prepare;
+  uv_prepare_init(&l.loop, &prepare);
+  uv_prepare_start(&prepare, [](uv_prepare_t*) { ++polls; });
+  std::vector<int> polls_at_fire;
+  WakeQueue* queue = nullptr;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t) {
+    polls_at_fire.push_back(polls);
+    if (polls_at_fire.size() < 5) queue->schedule(id, 0);
+  });
+  queue = &q;
+  q.schedule(1, 0);
+  REQUIRE(run_until(&l.loop, [&] { return polls_at_fire.size() == 5; }));
+  for (size_t i = 1; i < polls_at_fire.size(); ++i) CHECK(polls_at_fire[i] > polls_at_fire[i - 1]);
+  uv_close(reinterpret_cast<uv_handle_t*>(&prepare), nullptr);
+}
+
+TEST_CASE("wake queue: an exception from the owner goes no further and the others still fire") {
+  Loop l;
+  Fired fired;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) {
+    if (id == 1) throw std::runtime_error("owner failed");
+    fired.emplace_back(id, token);
+  });
+  q.schedule(1, 1);
+  uint64_t t = q.schedule(2, 1);
+  REQUIRE(run_until(&l.loop, [&] { return !fired.empty(); }));
+  CHECK(fired == Fired{{2, t}});
+}
+
+TEST_CASE("wake queue: destroyed with wake-ups pending, it fires none of them") {
+  Loop l;
+  int fired = 0;
+  {
+    WakeQueue q(&l.loop, [&](uint64_t, uint64_t) { ++fired; });
+    q.schedule(1, 0);
+    q.schedule(2, 1);
+  }
+  uv_run(&l.loop, UV_RUN_DEFAULT);  // only the timer's close callback runs
+  CHECK(fired == 0);
+}

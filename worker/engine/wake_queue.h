@@ -1,0 +1,60 @@
+// When each waiting instance wakes: one libuv timer for all of them, in front of an array heap
+// of wake-ups. A worker holds tens of thousands of waiting instances; a libuv timer each would
+// put every one in libuv's heap, whose nodes live inside the instances, so each wake-up and
+// each new wait would walk a path of cold cache lines. Here a wake-up is 24 bytes in one
+// contiguous array. Internal to worker/engine; loop thread only.
+//
+// A wake-up is never removed: a newer one for the same id replaces it (schedule returns a
+// token, and the owner ignores a wake-up whose token is not the latest), and one for an id that
+// is gone is ignored by the owner. Both are dropped when their time comes.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "shared/uv/handle.h"
+
+namespace corral::worker {
+
+class WakeQueue {
+ public:
+  // Called for each wake-up that is due, in order of time, then of scheduling.
+  using Fire = std::function<void(uint64_t id, uint64_t token)>;
+
+  WakeQueue(uv_loop_t* loop, Fire fire);
+  ~WakeQueue();
+  WakeQueue(const WakeQueue&) = delete;
+  WakeQueue& operator=(const WakeQueue&) = delete;
+
+  // Wakes `id` once `delay_ms` have passed on the loop's clock (refreshed here, so a wake-up
+  // is never early against a clock read before this call). Returns the wake-up's token: never
+  // 0, and larger than every token returned before.
+  uint64_t schedule(uint64_t id, uint64_t delay_ms);
+  // Wake-ups held, including replaced ones whose time has not come.
+  size_t size() const { return heap_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t at_ms;
+    uint64_t token;  // also the order of scheduling, for wake-ups due at the same time
+    uint64_t id;
+  };
+  static bool later(const Entry& a, const Entry& b) {
+    return a.at_ms != b.at_ms ? a.at_ms > b.at_ms : a.token > b.token;
+  }
+  static void on_timer(uv_timer_t* t);
+  void run_due();
+  void arm(uint64_t min_delay_ms);
+
+  uv_loop_t* loop_;
+  Fire fire_;
+  uv::Handle<uv_timer_t> timer_;
+  std::vector<Entry> heap_;  // a min-heap on (at_ms, token)
+  uint64_t armed_at_ = 0;    // the loop time the timer fires at; 0 when it is stopped
+  uint64_t last_token_ = 0;
+};
+
+}  // namespace corral::worker
