@@ -67,7 +67,6 @@ void H1Client::start(HttpRequest req, Done done) {
   ex->req = std::move(req);
   ex->done = std::move(done);
   ex->url = std::move(*url);
-  ex->resp.url = ex->req.url;
   ex->max_body = ex->req.max_response_bytes != 0 ? ex->req.max_response_bytes : opts_.max_body_bytes;
   // The loop's clock is as old as this loop iteration: a deadline counted from it would come
   // early by however long the iteration has run (the engine counts deadlines on the wall clock).
@@ -85,7 +84,7 @@ void H1Client::submit(std::unique_ptr<h1::Exchange> ex) {
     exchange_failed(std::move(ex));
     return;
   }
-  auto& origin = origins_[ex->url.origin];
+  auto& origin = origins_[ex->url.pool_key()];
   if (!origin) origin = std::make_unique<h1::Origin>(*this, ex->url);
   origin->submit(std::move(ex));
 }
@@ -99,7 +98,7 @@ void H1Client::exchange_done(std::unique_ptr<h1::Exchange> ex) {
 bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
   const std::string* location = header(ex->resp, "location");
   if (location == nullptr) return false;
-  std::string to = resolve_location(ex->resp.url, *location);
+  std::string to = resolve_location(ex->req.url, *location);
   if (to.empty()) to = *location;  // refused below, with the reason
   release(*ex);  // the redirect's own body is not kept
   uint64_t now = uv_now(loop_);
@@ -114,7 +113,6 @@ bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
   }
   ex->resp.redirects += 1;
   ex->resp.headers.clear();
-  ex->resp.url = ex->req.url;
   std::optional<HttpUrl> url;
   if (!use_proxy_) url = parse_http_url(ex->req.url);
   if (!url) {  // to https: curl takes the rest of the way, within what is left of the timeout
@@ -161,6 +159,7 @@ void H1Client::finish(std::unique_ptr<h1::Exchange> ex) {
   --in_flight_;
   ++completed_;
   HttpResponse resp = std::move(ex->resp);
+  resp.url = std::move(ex->req.url);  // the URL of the last hop (redirect_request moves it on)
   Done done = std::move(ex->done);
   uint64_t held = resp.body.size();
   uint64_t counted = ex->budget_held;

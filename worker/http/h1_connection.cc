@@ -95,6 +95,7 @@ void Connection::on_connect(uv_connect_t* req, int status) {
 void Connection::begin(std::unique_ptr<Exchange> ex) {
   ex_ = std::move(ex);
   ex_->started_ns = uv_hrtime();
+  ex_->resp.headers.reserve(8);  // one allocation for a usual answer's headers, not four
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
   inflate_.reset();
@@ -109,7 +110,7 @@ void Connection::begin(std::unique_ptr<Exchange> ex) {
 
 void Connection::write_request() {
   out_.clear();
-  write_request_head(*ex_, out_);
+  write_request_head(*ex_, origin_.host_header(), out_);
   uv_buf_t bufs[2] = {uv_buf_init(out_.data(), static_cast<unsigned>(out_.size())),
                       uv_buf_init(ex_->req.body.data(), static_cast<unsigned>(ex_->req.body.size()))};
   unsigned nbufs = ex_->req.body.empty() ? 1 : 2;
@@ -217,7 +218,7 @@ void Connection::on_end(int status) {
     }
   }
   if (!got_bytes_ && reused() && !ex_->retried && is_idempotent(ex_->req.method)) {
-    client_.errors().count(ex_->url.origin, Kind::kRetried);
+    client_.errors().count(origin_.key(), Kind::kRetried);
     std::unique_ptr<Exchange> ex = std::move(ex_);
     client_.on_wire(-1);
     ex->retried = true;
@@ -245,7 +246,7 @@ void Connection::fail(const std::string& error, int kind) {
     close();
     return;
   }
-  if (kind != kNoCount) client_.errors().count(ex_->url.origin, static_cast<Kind>(kind));
+  if (kind != kNoCount) client_.errors().count(origin_.key(), static_cast<Kind>(kind));
   std::unique_ptr<Exchange> ex = std::move(ex_);
   client_.on_wire(-1);
   if (paused_) client_.unpaused(this);

@@ -135,7 +135,9 @@ class Origin {
   void fail_queue(const std::string& error);
   size_t idle() const { return idle_.size(); }
   size_t open() const { return conns_.size(); }
+  // "http://host:port": the origin's label in metrics and messages.
   const std::string& key() const { return key_; }
+  const std::string& host_header() const { return host_header_; }
 
  private:
   void dispatch();
@@ -145,7 +147,7 @@ class Origin {
   void sweep_queue();
 
   H1Client& client_;
-  std::string key_, host_;
+  std::string key_, host_, host_header_;
   uint16_t port_;
   std::vector<sockaddr_storage> addrs_;
   uint64_t resolved_ms_ = 0;

@@ -22,7 +22,11 @@ bool literal_address(const std::string& host, uint16_t port, sockaddr_storage& o
 }  // namespace
 
 Origin::Origin(H1Client& client, const HttpUrl& url)
-    : client_(client), key_(url.origin), host_(url.host), port_(url.port) {
+    : client_(client),
+      key_(url.origin()),
+      host_(url.host),
+      host_header_(url.host_header()),
+      port_(url.port) {
   sockaddr_storage a;
   if (literal_address(host_, port_, a)) {
     literal_ = true;

@@ -26,7 +26,7 @@ bool has_body(const HttpRequest& req) {
 
 }  // namespace
 
-void write_request_head(const Exchange& ex, std::string& out) {
+void write_request_head(const Exchange& ex, const std::string& host_header, std::string& out) {
   const HttpRequest& req = ex.req;
   out += req.method;
   out += ' ';
@@ -45,7 +45,7 @@ void write_request_head(const Exchange& ex, std::string& out) {
   }
   if (!(set & kHost)) {
     out += "Host: ";
-    out += ex.url.host_header;
+    out += host_header;
     out += "\r\n";
   }
   if (!(set & kAccept)) out += "Accept: */*\r\n";

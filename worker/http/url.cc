@@ -49,11 +49,24 @@ std::optional<HttpUrl> parse_http_url(const std::string& url) {
     out.target += '?';
     out.target += field(url, u, UF_QUERY);
   }
-  bool v6 = out.host.find(':') != std::string::npos;
-  std::string host_port = v6 ? "[" + out.host + "]" : out.host;
-  out.host_header = out.port == 80 ? host_port : host_port + ":" + std::to_string(out.port);
-  out.origin = "http://" + lower(host_port) + ":" + std::to_string(out.port);
   return out;
+}
+
+namespace {
+std::string bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+}  // namespace
+
+std::string HttpUrl::pool_key() const {
+  std::string key = lower(bracketed(host));
+  key += ':';
+  key += std::to_string(port);
+  return key;
+}
+
+std::string HttpUrl::host_header() const {
+  return port == 80 ? bracketed(host) : bracketed(host) + ":" + std::to_string(port);
 }
 
 std::string origin_label(const std::string& url) {

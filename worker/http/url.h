@@ -7,12 +7,19 @@
 
 namespace corral::worker {
 
+// Parsed for every request, so it holds only what differs per request; what is the same for
+// every request to an origin (its label, the Host header) is derived once per pool.
 struct HttpUrl {
   std::string host;    // as written, without brackets for IPv6
   uint16_t port = 80;
   std::string target;  // path and query, "/" when the URL has no path; never the fragment
-  std::string origin;  // "http://host:port", lowercased: the key of a connection pool
-  std::string host_header;  // the Host header's value: host, and the port if not the default
+
+  // "host:port", lowercased, IPv6 in brackets: the key of a connection pool.
+  std::string pool_key() const;
+  // "http://host:port", lowercased: the origin's label in metrics.
+  std::string origin() const { return "http://" + pool_key(); }
+  // The Host header's value: the host as written, and the port if it is not 80.
+  std::string host_header() const;
 };
 
 // Splits an absolute http:// URL. nullopt when it is not one (https, another scheme, user
