@@ -55,6 +55,9 @@ struct ClientOptions {
   long max_connections_per_host = 256;
   long max_total_connections = 2048;  // curl only: across hosts, in flight
   long connection_cache = 2048;       // idle connections kept for reuse
+  // A connection idle this long is closed (curl's default CURLOPT_MAXAGE_CONN); the lean
+  // client also forgets an origin that has no connection left and nothing waiting.
+  uint64_t max_idle_ms = 118000;
   uint64_t max_body_bytes = 64u << 20;  // a request's default max_response
   uint64_t memory_budget_bytes = 512u << 20;  // all bodies in flight, when no BodyBudget is shared
 };

@@ -59,6 +59,8 @@ void CurlClient::Transfer::configure(uint64_t timeout_ms) {
   curl_easy_setopt(e, CURLOPT_HEADERDATA, this);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<uint64_t>(1, timeout_ms)));
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_MAXAGE_CONN,  // whole seconds, at least one
+                   static_cast<long>(std::max<uint64_t>(1, client->opts_.max_idle_ms / 1000)));
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
   // A Content-Length over the cap fails at once; bodies without one are cut by on_body.

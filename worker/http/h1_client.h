@@ -54,9 +54,10 @@ class H1Client final : public QueuedClient {
   uint64_t body_bytes() const override { return body_bytes_ + fallback_.body_bytes(); }
   std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
 
-  // Idle pooled connections, for tests and benchmarks.
+  // Idle pooled connections and origins known, for tests and benchmarks.
   size_t idle_connections() const;
   size_t open_connections() const;
+  size_t origins() const { return origins_.size(); }
 
   // For h1::Connection and h1::Origin, the client's own parts.
   uv_loop_t* loop() const { return loop_; }
@@ -86,6 +87,7 @@ class H1Client final : public QueuedClient {
   void deliver();
   void schedule_rebalance();
   void rebalance();
+  void close_idle();
 
   uv_loop_t* loop_;
   ClientOptions opts_;
@@ -99,6 +101,7 @@ class H1Client final : public QueuedClient {
   uv::Timer deliver_timer_;
   uv::Timer rebalance_timer_;
   uv::Timer reap_timer_;
+  uv::Timer idle_timer_;
   bool rebalance_pending_ = false;
   size_t started_ = 0;  // made and handed to an origin, not yet finished
   size_t on_wire_ = 0;  // exchanges on a connection

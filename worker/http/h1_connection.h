@@ -133,6 +133,9 @@ class Origin {
   void connect_failed(Connection* c, const std::string& error);
   // Ends every queued exchange with `error` (DNS failed, the client is going away).
   void fail_queue(const std::string& error);
+  // Closes the idle connections unused for longer than the client's max_idle_ms. True when the
+  // origin holds nothing any more (no connection, nothing queued, no DNS lookup running).
+  bool close_idle(uint64_t now);
   size_t idle() const { return idle_.size(); }
   size_t open() const { return conns_.size(); }
   // "http://host:port": the origin's label in metrics and messages.

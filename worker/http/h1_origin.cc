@@ -10,7 +10,6 @@ namespace {
 
 using Kind = OriginErrorTable::Kind;
 constexpr uint64_t kDnsTtlMs = 60000;          // as curl's DNS cache
-constexpr uint64_t kMaxIdleMs = 118000;        // as curl's CURLOPT_MAXAGE_CONN
 constexpr uint64_t kSweepEveryMs = 50;         // queued exchanges past their deadline
 
 bool literal_address(const std::string& host, uint16_t port, sockaddr_storage& out) {
@@ -46,7 +45,7 @@ void Origin::submit(std::unique_ptr<Exchange> ex) {
   while (!ex->retried && !idle_.empty()) {
     Connection* c = idle_.back();
     idle_.pop_back();
-    if (now - c->idle_since_ms() > kMaxIdleMs) {
+    if (now - c->idle_since_ms() > client_.options().max_idle_ms) {
       c->close();
       continue;
     }
@@ -79,6 +78,15 @@ void Origin::dispatch() {
   while (connecting_ < queue_.size() && conns_.size() < cap) open_connection(preferred_addr_);
   bool retry_waiting = queue_.front()->retried;
   if (retry_waiting && connecting_ == 0) open_connection(preferred_addr_);
+}
+
+bool Origin::close_idle(uint64_t now) {
+  std::vector<Connection*> old;
+  for (Connection* c : idle_) {
+    if (now - c->idle_since_ms() > client_.options().max_idle_ms) old.push_back(c);
+  }
+  for (Connection* c : old) c->close();
+  return conns_.empty() && queue_.empty() && resolving_ == nullptr;
 }
 
 void Origin::open_connection(size_t index) {

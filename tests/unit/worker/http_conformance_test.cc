@@ -520,6 +520,30 @@ TEST_CASE("http conformance: a connection the server closed while idle is not re
   }
 }
 
+TEST_CASE("http conformance: a connection idle longer than max_idle_ms is not reused") {
+  for (const Impl& impl : kClients) {
+    DYNAMIC_SECTION(impl.name) {
+      ClientOptions opts;
+      opts.max_idle_ms = 1000;  // curl counts whole seconds
+      Fixture f(impl, opts);
+      auto& server = f.serve(always(ok("again")));
+      CHECK(f.fetch(get(server.url("/"))).status == 200);
+      if (std::string(impl.name) == "h1") {
+        // The lean client closes it by itself, unasked, and forgets the origin with it.
+        auto* h1 = dynamic_cast<H1Client*>(f.http);
+        REQUIRE(h1 != nullptr);
+        CHECK(h1->origins() == 1);
+        CHECK(f.run_until([&] { return server.open_connections() == 0; }, 5000));
+        CHECK(f.run_until([&] { return h1->origins() == 0; }, 5000));
+      } else {
+        f.run_for(2200);  // curl closes one idle for more whole seconds than max_idle_ms's
+      }
+      CHECK(f.fetch(get(server.url("/"))).status == 200);
+      CHECK(server.connections() == 2);
+    }
+  }
+}
+
 // The server resets a kept-alive connection when its second request comes: the client only
 // learns at reuse that the connection is gone.
 Script reset_on_reuse(const RawRequest& req) {
