@@ -10,6 +10,7 @@
 // given back.
 #include <uv.h>
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,6 +95,13 @@ Fixture& fixture() {
 }
 
 }  // namespace
+
+// As in a worker (worker/worker_main.cc): a write to a connection the other side closed is an
+// error, not a signal. The server here writes its pieces to a client that may have given up.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  std::signal(SIGPIPE, SIG_IGN);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
