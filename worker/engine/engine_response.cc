@@ -134,9 +134,11 @@ void Engine::on_poll_not_held(Instance& in, const scenario::Condition& pending,
   if (poll.max_attempts != 0) {
     // Attempts count against max_attempts: report them now and then so a resume continues
     // the count. After a crash at most a minute's worth, or a tenth of max_attempts, repeats.
+    // Instances started together poll in step: each reports at its own phase (its index), so
+    // that 100,000 of them do not all report in the same second and flood the master.
     uint64_t every = std::clamp<uint64_t>(kProgressEveryMs / std::max<uint64_t>(1, poll.every_ms),
                                           1, std::max(1, poll.max_attempts / 10));
-    if (in.cp.attempts % every == 0) report_progress(in);
+    if ((in.cp.attempts + in.index) % every == 0) report_progress(in);
   }
   if (in.cp.deadline_ms != 0 && next >= in.cp.deadline_ms) {
     time_out_at(in, in.cp.deadline_ms, timed_out());

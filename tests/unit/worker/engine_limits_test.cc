@@ -108,6 +108,16 @@ TEST_CASE("engine: a poll with max_attempts reports its attempts, and a resumed 
   CHECK(progress[0]["checkpoint"]["attempts"] == 2);
   CHECK(progress[0]["checkpoint"]["vars"]["job"].is_string());
 
+  // Another index reports at another phase: instances started together do not all report
+  // at once.
+  f.events.clear();
+  REQUIRE(f.engine->start("r1", 1, Checkpoint{}).is_ok());
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto shifted = f.of("progress", 1);
+  REQUIRE(shifted.size() == 10);  // attempts 1, 3, ... 19
+  CHECK(shifted[0]["checkpoint"]["attempts"] == 1);
+  CHECK(shifted.back()["checkpoint"]["attempts"] == 19);
+
   f.events.clear();
   auto cp = corral::ipc::checkpoint_from_json(progress.back()["checkpoint"]);
   REQUIRE(cp.is_ok());

@@ -101,7 +101,11 @@ TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later l
   q.schedule(1, 0);
   REQUIRE(run_until(&l.loop, [&] { return polls_at_fire.size() == 5; }));
   for (size_t i = 1; i < polls_at_fire.size(); ++i) CHECK(polls_at_fire[i] > polls_at_fire[i - 1]);
-  uv_close(reinterpret_cast<uv_handle_t*>(&prepare), nullptr);
+  bool closed = false;
+  prepare.data = &closed;
+  uv_close(reinterpret_cast<uv_handle_t*>(&prepare),
+           [](uv_handle_t* h) { *static_cast<bool*>(h->data) = true; });
+  REQUIRE(run_until(&l.loop, [&] { return closed; }));  // before `prepare` leaves the stack
 }
 
 TEST_CASE("wake queue: an exception from the owner goes no further and the others still fire") {
