@@ -1,7 +1,7 @@
 // The scenario engine of one worker: runs every assigned instance at once on the worker's
 // loop. A waiting instance is one small struct and one entry in the engine's WakeQueue: no
-// thread, no stack, no buffer, no handle of its own. An instance in flight holds one HTTP request. All instances of a run share its
-// parsed, immutable scenario.
+// thread, no stack, no buffer, no handle of its own. An instance in flight holds one HTTP
+// request. All instances of a run share its parsed, immutable scenario.
 //
 // The engine reports state transitions, never polls (shared/ipc/events.h): one event when a
 // step ends, one when an instance ends, and a `progress` event when a step's counters must

@@ -21,6 +21,11 @@ std::string_view field(const std::string& url, const http_parser_url& u, int f) 
   return std::string_view(url).substr(u.field_data[f].off, u.field_data[f].len);
 }
 
+// An IPv6 address in brackets, as URLs and Host headers write it.
+std::string bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
 bool parse(const std::string& url, http_parser_url& u) {
   for (unsigned char c : url) {
     if (c <= 0x20 || c == 0x7f) return false;
@@ -52,12 +57,6 @@ std::optional<HttpUrl> parse_http_url(const std::string& url) {
   return out;
 }
 
-namespace {
-std::string bracketed(const std::string& host) {
-  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
-}
-}  // namespace
-
 std::string HttpUrl::pool_key() const {
   std::string key = lower(bracketed(host));
   key += ':';
@@ -73,8 +72,7 @@ std::string origin_label(const std::string& url) {
   http_parser_url u;
   if (!parse(url, u)) return "";
   std::string scheme = lower(field(url, u, UF_SCHEMA));
-  std::string host = lower(field(url, u, UF_HOST));
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  std::string host = bracketed(lower(field(url, u, UF_HOST)));
   uint16_t port = u.port;
   if (!(u.field_set & (1 << UF_PORT))) port = scheme == "https" ? 443 : 80;
   return scheme + "://" + host + ":" + std::to_string(port);
