@@ -21,7 +21,7 @@ struct Instance {
   uint32_t index;
   ipc::Checkpoint cp;   // its position; cp.vars is unused (see `vars`)
   nlohmann::json vars;  // captured variables, bytes as the server sent them
-  int64_t sent_ms = 0;  // when the request in flight was handed to curl
+  int64_t sent_ms = 0;  // when the request in flight was handed to the HTTP client
   Next next = Next::kSend;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
 };
