@@ -31,8 +31,9 @@ void WakeQueue::on_timer(uv_timer_t* t) {
 
 // Fires every wake-up due by the loop's time. One scheduled meanwhile waits for a later turn of
 // the loop even when it is due at once: an owner that always asks to be woken now must not hold
-// the loop in this callback (libuv would run the timer again in the same turn if it were
-// restarted with no delay, so it waits 1 ms).
+// the loop in this callback. libuv runs a timer again in the same turn when it is restarted with
+// no delay past the loop's time, and `schedule` moves that time on, so whenever anything was
+// scheduled meanwhile the timer waits at least 1 ms.
 void WakeQueue::run_due() {
   uint64_t now = uv_now(loop_);
   uint64_t last = last_token_;  // wake-ups scheduled while these run wait for the next turn
@@ -51,7 +52,7 @@ void WakeQueue::run_due() {
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), later);
   }
-  arm(later_turn.empty() ? 0 : 1);
+  arm(last_token_ != last ? 1 : 0);
 }
 
 void WakeQueue::arm(uint64_t min_delay_ms) {
