@@ -159,7 +159,8 @@ nlohmann::json parse_vars(const json& doc, Scope& scope) {
 std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptions& options) {
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_nesting(doc);
-  check_fields(doc, "", {"name", "vars", "steps"});
+  // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
+  check_fields(doc, "", {"name", "vars", "steps", "load"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options};

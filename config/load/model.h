@@ -1,0 +1,83 @@
+// The load model: how `corral load` runs a scenario as a stream of iterations.
+//
+// A scenario file's "load" section (or the command line's flags, which override it) says how
+// many iterations run and when; parse_load() (config/load/parse.h) builds this from it. The
+// format and the meaning of each model are described in docs/load.md. Immutable once parsed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corral::load {
+
+// Closed: handle every kind in a switch without `default` (-Werror=switch checks it).
+enum class Model {
+  kClosed,  // a number of virtual users, each looping the scenario
+  kOpen,    // iterations started at a rate, each on a free VU, else dropped
+  kHeld,    // one keep-alive connection per VU for the whole test, an iteration every `pace`
+};
+std::string_view to_string(Model model);
+
+// One stage: over `duration_ms`, the target moves linearly from the previous stage's target
+// (the first from LoadSpec::start) to `target`. The target counts VUs (closed), iterations per
+// second (open) or connections (held).
+struct Stage {
+  uint64_t duration_ms = 0;
+  double target = 0;
+};
+
+// What a threshold measures. Closed: see Model.
+enum class Metric {
+  kLatency,     // per request, from the intended start where a schedule exists
+  kLatencyRaw,  // per request, from when it was sent
+  kErrors,      // failed requests
+  kDropped,     // iterations that could not start on time (open model)
+  kRps,         // requests per second over the whole test
+  kIterations,  // iterations completed
+};
+std::string_view to_string(Metric metric);
+
+enum class Aggregate { kPercentile, kMin, kMax, kMean, kRate, kCount, kValue };
+enum class Op { kLess, kLessEqual, kGreater, kGreaterEqual };
+
+// `"latency{step:login}": ["p99 < 200ms"]` is one threshold: crossed when the test's value
+// does not satisfy `aggregate op bound`.
+struct Threshold {
+  std::string name;  // as written: `latency{step:login}: p99 < 200ms`
+  Metric metric = Metric::kLatency;
+  std::string step;  // {step:NAME}; empty: every step
+  Aggregate aggregate = Aggregate::kValue;
+  double percentile = 0;  // kPercentile: 0 < percentile <= 100
+  Op op = Op::kLess;
+  // Microseconds for latencies, a fraction (0.01 for "1%") for rates, a count, or requests per
+  // second for rps.
+  double bound = 0;
+  bool abort_on_fail = false;  // stop the test when crossed
+  uint64_t delay_ms = 0;       // ... but not before this long into it
+
+  // Whether `value` (in the unit of `bound`) satisfies the threshold.
+  bool holds(double value) const;
+};
+
+struct LoadSpec {
+  Model model = Model::kClosed;
+  double start = 0;  // the target before the first stage (constant models: the target itself)
+  std::vector<Stage> stages;  // not empty
+  uint64_t pace_ms = 0;       // closed and held: a VU starts an iteration every pace; 0 = at once
+  uint64_t think_ms = 0;      // a pause between two steps of an iteration
+  uint64_t max_vus = 0;       // open: VUs that may run iterations at once
+  uint64_t grace_ms = 30000;  // how long iterations in progress may finish at the end
+  std::vector<std::string> source_addresses;  // held: local addresses to connect from
+  std::vector<Threshold> thresholds;
+
+  uint64_t duration_ms() const;
+  // The target at `t_ms` from the start: piecewise linear over the stages; after the last
+  // stage, its target.
+  double target_at(uint64_t t_ms) const;
+  // The largest target of any stage: the VUs or connections to provide for.
+  double peak() const;
+};
+
+}  // namespace corral::load

@@ -1,0 +1,193 @@
+// parse_load(): the load section's models, stages, timing and thresholds.
+#include <catch2/catch.hpp>
+
+#include "config/load/parse.h"
+
+using namespace corral::load;
+using nlohmann::json;
+
+namespace {
+
+LoadSpec parsed(const char* text) {
+  auto r = parse_load(json::parse(text));
+  INFO(text);
+  if (!r) FAIL(r.status().message());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("load parse: each model comes from its target field, or from \"model\" with stages") {
+  LoadSpec closed = parsed(R"({"vus": 10, "duration": "30s", "think": "100ms"})");
+  CHECK(closed.model == Model::kClosed);
+  CHECK(closed.start == 10);
+  REQUIRE(closed.stages.size() == 1);
+  CHECK(closed.stages[0].duration_ms == 30000);
+  CHECK(closed.stages[0].target == 10);
+  CHECK(closed.think_ms == 100);
+  CHECK(closed.pace_ms == 0);
+
+  LoadSpec open = parsed(R"({"rate": 20000, "duration": "1m"})");
+  CHECK(open.model == Model::kOpen);
+  CHECK(open.max_vus == 1000);  // the default
+  CHECK(open.target_at(59999) == 20000);
+
+  LoadSpec held = parsed(
+      R"({"connections": 100000, "pace": "5s", "duration": "10m",
+          "source_addresses": ["127.0.0.1", "127.0.0.2"]})");
+  CHECK(held.model == Model::kHeld);
+  CHECK(held.pace_ms == 5000);
+  CHECK(held.source_addresses == std::vector<std::string>{"127.0.0.1", "127.0.0.2"});
+
+  LoadSpec ramp = parsed(R"({"model": "open", "start": 100, "max_vus": 50,
+      "stages": [{"duration": "10s", "target": 1100}, {"duration": "0s", "target": 50},
+                 {"duration": "5s", "target": 50}]})");
+  CHECK(ramp.model == Model::kOpen);
+  CHECK(ramp.max_vus == 50);
+  CHECK(ramp.duration_ms() == 15000);
+  CHECK(ramp.peak() == 1100);
+
+  LoadSpec stages_only = parsed(R"({"stages": [{"duration": "1s", "target": 5}]})");
+  CHECK(stages_only.model == Model::kClosed);
+  CHECK(stages_only.start == 0);
+}
+
+TEST_CASE("load parse: the target moves linearly through the stages, and stays at the last") {
+  LoadSpec s = parsed(R"({"start": 100, "stages": [{"duration": "10s", "target": 1100},
+      {"duration": "0s", "target": 50}, {"duration": "5s", "target": 50}]})");
+  CHECK(s.target_at(0) == 100);
+  CHECK(s.target_at(5000) == Approx(600));
+  CHECK(s.target_at(9999) == Approx(1099.9));
+  CHECK(s.target_at(10000) == 50);  // the 0 s stage is a jump
+  CHECK(s.target_at(12000) == 50);
+  CHECK(s.target_at(999999) == 50);
+}
+
+TEST_CASE("load parse: thresholds read their metric, filter, aggregate, bound and options") {
+  LoadSpec s = parsed(R"({"vus": 1, "duration": "1s", "thresholds": {
+      "latency{step:login}": ["p99 < 200ms", "p(99.9)<=1.5s"],
+      "latency_raw": [{"threshold": "max < 800us", "abort_on_fail": true, "delay": "10s"}],
+      "errors": ["rate < 1%", "count <= 10"],
+      "rps": ["> 5000"],
+      "iterations": [">= 100"],
+      "dropped": ["rate < 0.001"]}})");
+  REQUIRE(s.thresholds.size() == 8);
+  auto named = [&](const std::string& name) -> const Threshold& {
+    for (const Threshold& t : s.thresholds) {
+      if (t.name == name) return t;
+    }
+    FAIL("no threshold named " << name);
+    throw;
+  };
+  const Threshold& dropped = named("dropped: rate < 0.001");
+  CHECK(dropped.metric == Metric::kDropped);
+  CHECK(dropped.aggregate == Aggregate::kRate);
+  CHECK(dropped.bound == Approx(0.001));
+  const Threshold& errors_rate = named("errors: rate < 1%");
+  CHECK(errors_rate.metric == Metric::kErrors);
+  CHECK(errors_rate.bound == Approx(0.01));
+  CHECK(errors_rate.holds(0.005));
+  CHECK_FALSE(errors_rate.holds(0.01));
+  const Threshold& errors_count = named("errors: count <= 10");
+  CHECK(errors_count.aggregate == Aggregate::kCount);
+  CHECK(errors_count.op == Op::kLessEqual);
+  const Threshold& iterations = named("iterations: >= 100");
+  CHECK(iterations.metric == Metric::kIterations);
+  CHECK(iterations.aggregate == Aggregate::kCount);
+  CHECK(iterations.op == Op::kGreaterEqual);
+  const Threshold& p99 = named("latency{step:login}: p99 < 200ms");
+  CHECK(p99.metric == Metric::kLatency);
+  CHECK(p99.step == "login");
+  CHECK(p99.aggregate == Aggregate::kPercentile);
+  CHECK(p99.percentile == 99);
+  CHECK(p99.bound == 200000);  // microseconds
+  CHECK(p99.holds(199999));
+  CHECK_FALSE(p99.holds(200000));
+  const Threshold& p999 = named("latency{step:login}: p(99.9)<=1.5s");
+  CHECK(p999.percentile == Approx(99.9));
+  CHECK(p999.bound == 1500000);
+  const Threshold& raw = named("latency_raw: max < 800us");
+  CHECK(raw.metric == Metric::kLatencyRaw);
+  CHECK(raw.aggregate == Aggregate::kMax);
+  CHECK(raw.bound == 800);
+  CHECK(raw.abort_on_fail);
+  CHECK(raw.delay_ms == 10000);
+  CHECK_FALSE(p99.abort_on_fail);
+  const Threshold& rps = named("rps: > 5000");
+  CHECK(rps.metric == Metric::kRps);
+  CHECK(rps.aggregate == Aggregate::kValue);
+  CHECK(rps.holds(5001));
+  CHECK_FALSE(rps.holds(5000));
+}
+
+TEST_CASE("load parse: a wrong load section is refused, naming the field at fault") {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"([])", "load: expected an object"},
+      {R"({"vus": 1, "duration": "1s", "users": 3})", "load.users: unknown field (known: model"},
+      {R"({"vus": 1, "rate": 5, "duration": "1s"})", "load: give only one of \"vus\", \"rate\""},
+      {R"({"model": "burst", "vus": 1})", "load.model: expected one of closed, open, held"},
+      {R"({"model": "open", "vus": 1, "duration": "1s"})",
+       "load.vus: not part of the open model (its target is \"rate\")"},
+      {R"({"duration": "1s"})", "load: give either \"vus\" with \"duration\", or \"stages\""},
+      {R"({"vus": 2, "stages": [{"duration": "1s", "target": 1}]})", "give either \"vus\""},
+      {R"({"vus": 2})", "load.duration: missing"},
+      {R"({"vus": 0, "duration": "1s"})", "load.vus: expected a whole number from 1 to 1000000, got 0"},
+      {R"({"vus": 2, "duration": "0s"})", "load.duration: expected a duration greater than 0"},
+      {R"({"vus": 2, "start": 1, "duration": "1s"})", "load.start: only with \"stages\""},
+      {R"({"stages": [{"duration": "1s", "target": 1}], "duration": "5s"})",
+       "load.duration: not with \"stages\""},
+      {R"({"stages": []})", "load.stages: expected a non-empty array"},
+      {R"({"stages": [{"duration": "1s"}]})", "load.stages[0]: a stage needs"},
+      {R"({"stages": [{"duration": "1s", "target": -3}]})",
+       "load.stages[0].target: expected a whole number from 0 to 1000000, got -3"},
+      {R"({"stages": [{"duration": "1s", "target": 0}]})", "every target is 0"},
+      {R"({"vus": 2.5, "duration": "1s"})", "load.vus: expected a whole number"},
+      {R"({"rate": 2.5, "duration": "1s", "max_vus": 0})", "load.max_vus: expected a whole number from 1"},
+      {R"({"rate": 20000000, "duration": "1s"})", "load.rate: expected a number from 1 to 10000000"},
+      {R"({"stages": [{"duration": "9d", "target": 1}]})", "more than 7 days"},
+      {R"({"rate": 10, "duration": "1s", "pace": "1s"})", "load.pace: the open model's pace"},
+      {R"({"connections": 10, "duration": "1s"})", "load.pace: missing"},
+      {R"({"vus": 1, "duration": "1s", "max_vus": 5})", "load.max_vus: only for the open model"},
+      {R"({"vus": 1, "duration": "1s", "source_addresses": ["127.0.0.2"]})",
+       "load.source_addresses: only for the held model"},
+      {R"({"connections": 1, "pace": "1s", "duration": "1s", "source_addresses": ["::1"]})",
+       "load.source_addresses[0]: expected an IPv4 address"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": []})", "load.thresholds: expected an object"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": "p99 < 1s"}})",
+       "load.thresholds.latency: expected a non-empty array"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latncy": ["p99 < 1s"]}})",
+       "load.thresholds.latncy[0]: unknown metric"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency{name:x}": ["p99 < 1s"]}})",
+       "expected a filter like {step:NAME}"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"rps{step:x}": ["> 1"]}})",
+       "it has no step filter"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["p99 = 1s"]}})",
+       "expected a comparison"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["< 1s"]}})",
+       "expected an aggregate: p50"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["p101 < 1s"]}})",
+       "expected a percentile"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["p99 < 200"]}})",
+       "expected a duration like 200ms"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["p99 < "]}})", "has no bound"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": ["rate < 1%"]}})",
+       "\"rate\" does not apply to this metric"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"errors": ["p99 < 1%"]}})",
+       "does not apply"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"errors": ["rate < 2"]}})",
+       "expected a rate like \"1%\""},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"iterations": ["rate > 2"]}})",
+       "does not apply"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"rps": ["> lots"]}})", "expected a number"},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"rps": [{"abort_on_fail": true}]}})",
+       "load.thresholds.rps[0]: missing \"threshold\""},
+      {R"({"vus": 1, "duration": "1s", "thresholds": {"rps": [{"threshold": "> 1",
+          "abort_on_fail": "yes"}]}})", "load.thresholds.rps[0].abort_on_fail: expected true"},
+  };
+  for (const auto& [text, message] : cases) {
+    INFO(text);
+    auto r = parse_load(json::parse(text));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.status().message(), Catch::Contains(message));
+  }
+}
