@@ -47,6 +47,26 @@ void FieldReader::u32(std::string_view name, uint32_t& out, bool required) {
   out = v->get<uint32_t>();
 }
 
+void FieldReader::u64(std::string_view name, uint64_t& out, bool required) {
+  const json* v = find(name, required);
+  if (v == nullptr) return;
+  if (!v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0)) {
+    fail_(name, "expected an unsigned 64-bit integer, got " + shown(*v));
+    return;
+  }
+  out = v->get<uint64_t>();
+}
+
+void FieldReader::boolean(std::string_view name, bool& out, bool required) {
+  const json* v = find(name, required);
+  if (v == nullptr) return;
+  if (!v->is_boolean()) {
+    fail_(name, "expected true or false, got " + shown(*v));
+    return;
+  }
+  out = v->get<bool>();
+}
+
 void FieldReader::i64(std::string_view name, int64_t& out, bool required) {
   const json* v = find(name, required);
   if (v == nullptr) return;

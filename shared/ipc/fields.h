@@ -23,6 +23,8 @@ class FieldReader {
 
   // Each reads field `name` into `out` when present; `required` makes absence an error.
   void u32(std::string_view name, uint32_t& out, bool required = false);
+  void u64(std::string_view name, uint64_t& out, bool required = false);
+  void boolean(std::string_view name, bool& out, bool required = false);
   void i64(std::string_view name, int64_t& out, bool required = false);
   void i32(std::string_view name, int& out, bool required = false);
   void text(std::string_view name, std::string& out, bool required = false);

@@ -80,6 +80,20 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   return Status::ok();
 }
 
+Status Engine::define_load_run(const std::string& run, const nlohmann::json& doc,
+                               const nlohmann::json& vars, IterationSink* sink,
+                               uint64_t think_ms) {
+  if (Status s = define_run(run, doc, vars); !s) return s;
+  runs_[run]->sink = sink;
+  runs_[run]->think_ms = think_ms;
+  return Status::ok();
+}
+
+size_t Engine::active(const std::string& run) const {
+  auto it = runs_.find(run);
+  return it == runs_.end() ? 0 : it->second->active;
+}
+
 Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoint& cp) {
   auto it = runs_.find(run);
   if (it == runs_.end()) return invalid_argument("unknown run \"" + run + "\"");
@@ -173,6 +187,9 @@ void Engine::on_timer(Instance& in) {
     case Instance::Next::kSend:
       send(in);
       return;
+    case Instance::Next::kRunStep:  // a load iteration's think time is over
+      run_step(in);
+      return;
     case Instance::Next::kTimedOut: {
       if (unix_ms_now() < in.cp.deadline_ms) {
         wait_until(in, in.cp.deadline_ms);
@@ -212,6 +229,7 @@ void Engine::send(Instance& in) {
   if (step.kind == StepKind::kRequest) in.cp.attempts += 1;
   in.cp.tries += 1;
   in.next = Instance::Next::kSend;
+  if (in.run->sink != nullptr) in.send_ns = uv_hrtime();
   uint64_t serial = in.serial;
   // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
   // have been cancelled or handed back.
@@ -298,6 +316,7 @@ ipc::Checkpoint Engine::checkpoint_of(const Instance& in) const {
 nlohmann::json Engine::take_all() {
   nlohmann::json out = nlohmann::json::object();
   for (auto& [serial, in] : instances_) {
+    if (in->run->sink != nullptr) continue;
     out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in));
   }
   instances_.clear();

@@ -37,6 +37,33 @@ namespace corral::worker {
 
 struct Instance;
 
+// How one HTTP exchange of a load iteration went. kExpect is reported separately, by
+// IterationSink::on_expect_failed, because it is known only once the step judged the response.
+enum class ExchangeClass : uint8_t {
+  kOk,
+  kStatus,     // 400 or more, in a request step without `expect`
+  kTransport,  // no response: connect, reset, protocol
+  kTimeout,    // no response before the request's timeout
+};
+
+// Load mode (worker/load/): a run defined with a sink is a stream of iterations. Its
+// instances are iterations of virtual users (the instance index is the VU), nothing of it is
+// emitted as events, and the sink hears of every exchange and every iteration's end instead.
+// Calls come from the loop, inside the engine: a sink may start the VU's next iteration from
+// on_iteration_end, and must not end other instances of the run from these calls.
+class IterationSink {
+ public:
+  virtual ~IterationSink() = default;
+  // `elapsed_ns`: from the step deciding to send (the client's queue included) to the
+  // response's last byte, or the error.
+  virtual void on_exchange(uint32_t vu, size_t step, const HttpResponse& resp, ExchangeClass cls,
+                           uint64_t elapsed_ns) = 0;
+  // The step failed on the response just reported (expect, fail_if).
+  virtual void on_expect_failed(uint32_t vu, size_t step) = 0;
+  // `reason`: why it did not pass (secrets masked); empty when it passed.
+  virtual void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) = 0;
+};
+
 class Engine {
  public:
   using Emit = std::function<void(ipc::Event&&)>;
@@ -49,14 +76,21 @@ class Engine {
   // and its run-time vars. Fails with the parser's message.
   Status define_run(const std::string& run, const nlohmann::json& scenario,
                     const nlohmann::json& vars);
+  // The same for a load run: `sink` (which must outlive the run) hears what happens, and an
+  // iteration pauses `think_ms` between two steps.
+  Status define_load_run(const std::string& run, const nlohmann::json& scenario,
+                         const nlohmann::json& vars, IterationSink* sink, uint64_t think_ms);
   bool has_run(const std::string& run) const { return runs_.count(run) != 0; }
   // Starts instance `index` of `run` from `cp` (a fresh instance has the default checkpoint;
   // cp.vars is in wire form). Fails when the run is unknown or the checkpoint does not fit it.
   Status start(const std::string& run, uint32_t index, const ipc::Checkpoint& cp);
   // Ends every instance of `run` as cancelled (a transfer in flight is dropped) and forgets it.
   void cancel_run(const std::string& run);
+  // Instances of `run` running now (for a load run: iterations in progress).
+  size_t active(const std::string& run) const;
   // Stops every instance without an event and returns their checkpoints (wire form), keyed by
-  // run then index: for handing them back to the master.
+  // run then index: for handing them back to the master. Iterations of load runs are dropped:
+  // a load test does not move between workers.
   nlohmann::json take_all();
 
   size_t active() const { return instances_.size(); }
@@ -71,6 +105,8 @@ class Engine {
     std::shared_ptr<const scenario::Scenario> scenario;
     nlohmann::json vars;  // scenario vars overlaid with run-time vars
     size_t active = 0;
+    IterationSink* sink = nullptr;  // set for a load run
+    uint64_t think_ms = 0;          // load runs: the pause between two steps
   };
   friend struct Instance;
   friend class InstanceVars;
@@ -97,6 +133,8 @@ class Engine {
   bool capture_all(Instance& in, const scenario::Step& step, const scenario::ResponseView& view,
                    const HttpResponse& resp);
   void step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms);
+  void emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms);
+  void measure(const Instance& in, const HttpResponse& resp);
   void report_progress(Instance& in);
   // Ends the step and the instance; `resp` is the response the step ended on, if any.
   void finish(Instance& in, ipc::Outcome outcome, const std::string& reason,

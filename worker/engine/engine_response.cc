@@ -58,9 +58,25 @@ Result<HttpRequest> Engine::build_request(const Instance& in) const {
   return req;
 }
 
+// A load iteration's exchange, for its sink. A response of 400 or more is an error unless the
+// step judges it with `expect` (whose failure the sink hears of separately); a poll's answers
+// are judged by `fail_if`.
+void Engine::measure(const Instance& in, const HttpResponse& resp) {
+  const auto& step = in.run->scenario->steps[in.cp.step];
+  ExchangeClass cls = ExchangeClass::kOk;
+  if (!resp.error.empty()) {
+    cls = resp.timed_out ? ExchangeClass::kTimeout : ExchangeClass::kTransport;
+  } else if (resp.status >= 400 && step.kind == StepKind::kRequest && step.expect.empty()) {
+    cls = ExchangeClass::kStatus;
+  }
+  in.run->sink->on_exchange(in.index, in.cp.step, resp, cls, uv_hrtime() - in.send_ns);
+}
+
 void Engine::on_response(Instance& in, HttpResponse&& resp) {
   const auto& step = in.run->scenario->steps[in.cp.step];
   const auto& on = step.retry.on;
+  IterationSink* sink = in.run->sink;
+  if (sink != nullptr) measure(in, resp);
   int64_t now = unix_ms_now();
   if (!resp.error.empty()) {
     if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms - kDeadlineSlackMs) {
@@ -89,12 +105,14 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
   if (step.kind == StepKind::kRequest) {
     auto r = scenario::all_hold(step.expect, view);
     if (!r.held) {
+      if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
       if (on.expect && retry_later(in, r.explanation)) return;
       finish(in, ipc::Outcome::kFailed, "expect: " + r.explanation, &resp);
       return;
     }
   } else if (step.kind == StepKind::kPoll) {
     if (auto bad = scenario::first_holding(step.poll.fail_if, view)) {
+      if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
       finish(in, ipc::Outcome::kFailed, "fail_if held: " + bad->explanation, &resp);
       return;
     }
@@ -164,7 +182,26 @@ bool Engine::capture_all(Instance& in, const scenario::Step& step,
 
 void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms) {
   const auto& steps = in.run->scenario->steps;
-  const auto& step = steps[in.cp.step];
+  if (in.run->sink == nullptr) emit_step_passed(in, resp, until_ms);
+  in.cp.step += 1;
+  in.cp.step_started_ms = 0;
+  in.cp.attempts = 0;
+  in.cp.tries = 0;
+  in.cp.deadline_ms = 0;
+  if (in.cp.step >= steps.size()) {
+    end_instance(in, ipc::Outcome::kPassed, "");
+    return;
+  }
+  if (in.run->think_ms != 0) {
+    in.next = Instance::Next::kRunStep;
+    wait_until(in, unix_ms_now() + static_cast<int64_t>(in.run->think_ms));
+    return;
+  }
+  run_step(in);
+}
+
+void Engine::emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms) {
+  const auto& step = in.run->scenario->steps[in.cp.step];
   ipc::Event ev;
   ev.kind = ipc::EventKind::kStep;
   ev.run = in.run->id;
@@ -179,19 +216,10 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
   if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
   if (!step.captures.empty()) ev.vars = ipc::vars_to_wire(in.vars, secrets_);
   emit_(std::move(ev));
-  in.cp.step += 1;
-  in.cp.step_started_ms = 0;
-  in.cp.attempts = 0;
-  in.cp.tries = 0;
-  in.cp.deadline_ms = 0;
-  if (in.cp.step >= steps.size()) {
-    end_instance(in, ipc::Outcome::kPassed, "");
-    return;
-  }
-  run_step(in);
 }
 
 void Engine::report_progress(Instance& in) {
+  if (in.run->sink != nullptr) return;  // an iteration does not resume elsewhere
   ipc::Event ev;
   ev.kind = ipc::EventKind::kProgress;
   ev.run = in.run->id;
@@ -202,6 +230,10 @@ void Engine::report_progress(Instance& in) {
 
 void Engine::finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
                     const HttpResponse* resp) {
+  if (in.run->sink != nullptr) {
+    end_instance(in, outcome, reason);
+    return;
+  }
   ipc::Event ev;
   ev.kind = ipc::EventKind::kStep;
   ev.run = in.run->id;
@@ -219,6 +251,15 @@ void Engine::finish(Instance& in, ipc::Outcome outcome, const std::string& reaso
 }
 
 void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string& reason) {
+  if (IterationSink* sink = in.run->sink) {
+    uint32_t vu = in.index;
+    std::string why = reason.empty() ? std::string() : secrets_.redact(reason);
+    in.run->active -= 1;
+    timeout_reasons_.erase(in.serial);
+    instances_.erase(in.serial);  // first: the sink may start the VU's next iteration
+    sink->on_iteration_end(vu, outcome, why);
+    return;
+  }
   ipc::Event ev;
   ev.kind = ipc::EventKind::kDone;
   ev.run = in.run->id;

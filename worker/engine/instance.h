@@ -13,7 +13,7 @@ namespace corral::worker {
 
 struct Instance {
   // What the instance's timer does when it fires.
-  enum class Next : uint8_t { kSend, kStepDone, kTimedOut };
+  enum class Next : uint8_t { kSend, kStepDone, kTimedOut, kRunStep };
 
   Engine* engine;
   Engine::Run* run;
@@ -22,6 +22,7 @@ struct Instance {
   ipc::Checkpoint cp;   // its position; cp.vars is unused (see `vars`)
   nlohmann::json vars;  // captured variables, bytes as the server sent them
   int64_t sent_ms = 0;  // when the request in flight was handed to the HTTP client
+  uint64_t send_ns = 0;  // load runs: when the step decided to send it (monotonic)
   Next next = Next::kSend;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
 };

@@ -33,6 +33,7 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // of the final response
   std::string body;
   std::string error;  // transport error (connect, timeout, ...); empty when a response came
+  bool timed_out = false;  // the error is the request's timeout passing
   std::string url;    // the URL of the final response
   int redirects = 0;  // hops followed to get there
   double total_ms = 0;

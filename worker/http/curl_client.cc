@@ -214,6 +214,7 @@ void CurlClient::on_transfer_done(Transfer* t, CURLcode result) {
     t->resp.status = static_cast<int>(status);
   } else {
     t->resp.status = 0;
+    t->resp.timed_out = result == CURLE_OPERATION_TIMEDOUT;
     count_error(t->req.url, result);
     bool too_large = t->too_large || result == CURLE_FILESIZE_EXCEEDED;
     t->resp.error = too_large ? "response body larger than max_response (" +
@@ -274,6 +275,7 @@ bool CurlClient::follow_redirect(Transfer* t, long status) {
   Status s = t->redirect_to(location, status);
   if (s.is_ok() && now >= t->deadline_ms) {
     s = Status(Code::kUnavailable, "Timeout was reached (following a redirect)");
+    t->resp.timed_out = true;
   }
   if (!s) {
     fail_soon(t, s.message());

@@ -112,6 +112,7 @@ bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
   Status s = redirect_request(ex->req, ex->resp.redirects, to, ex->resp.status);
   if (s.is_ok() && now >= ex->deadline_ms) {
     s = Status(Code::kUnavailable, "Timeout was reached (following a redirect)");
+    ex->resp.timed_out = true;
   }
   if (!s) {
     ex->resp.error = s.message();

@@ -255,6 +255,7 @@ void Connection::fail(const std::string& error, int kind) {
   close();
   ex->resp.status = 0;
   ex->resp.error = error;
+  ex->resp.timed_out = kind == static_cast<int>(Kind::kTimeout);
   client.exchange_failed(std::move(ex));
 }
 

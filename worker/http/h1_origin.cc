@@ -180,6 +180,7 @@ void Origin::sweep_queue() {
     client_.errors().count(key_, Kind::kTimeout);
     ex->resp.status = 0;
     ex->resp.error = "Timeout was reached (waiting for a connection to " + key_ + ")";
+    ex->resp.timed_out = true;
     client_.exchange_failed(std::move(ex));
   }
 }

@@ -591,6 +591,7 @@ TEST_CASE("http conformance: a reset in the middle of the body is a transport er
       HttpResponse r = f.fetch(get(server.url("/")));
       CHECK(r.status == 0);
       CHECK_FALSE(r.error.empty());
+      CHECK_FALSE(r.timed_out);
       CHECK(errors_of(*f.http, server.url("")).reset == 1);
     }
   }
@@ -618,6 +619,7 @@ TEST_CASE("http conformance: a refused connection is an error counted against it
       HttpResponse r = f.fetch(get(server.url("/")));
       CHECK(r.status == 0);
       CHECK_FALSE(r.error.empty());
+      CHECK_FALSE(r.timed_out);
       CHECK(errors_of(*f.http, server.url("")).connect == 1);
     }
   }
@@ -669,6 +671,7 @@ TEST_CASE("http conformance: a request past its timeout fails in time, and the c
       uint64_t took = corral::monotonic_ms() - start;
       CHECK(r.status == 0);
       CHECK_FALSE(r.error.empty());
+      CHECK(r.timed_out);
       CHECK(took >= 250);
       CHECK(took < 2000);
       CHECK(errors_of(*f.http, server.url("")).timeout == 1);

@@ -1,0 +1,149 @@
+#include "shared/ipc/load_stats.h"
+
+#include <charconv>
+
+#include "shared/ipc/fields.h"
+
+namespace corral::ipc {
+
+using nlohmann::json;
+
+namespace {
+
+// The counters of a step, by wire name: one list for encoding, decoding and adding.
+struct StepCounter {
+  const char* name;
+  uint64_t StepSecond::*field;
+};
+constexpr StepCounter kStepCounters[] = {
+    {"requests", &StepSecond::requests}, {"bytes", &StepSecond::bytes},
+    {"status", &StepSecond::status},     {"transport", &StepSecond::transport},
+    {"timeout", &StepSecond::timeout},   {"expect", &StepSecond::expect},
+};
+
+struct LoadCounter {
+  const char* name;
+  uint64_t LoadSecond::*field;
+};
+constexpr LoadCounter kLoadCounters[] = {
+    {"vus", &LoadSecond::vus},         {"running", &LoadSecond::running},
+    {"passed", &LoadSecond::passed},   {"failed", &LoadSecond::failed},
+    {"dropped", &LoadSecond::dropped}, {"interrupted", &LoadSecond::interrupted},
+};
+
+// A histogram field; an absent one is empty.
+void read_histogram(detail::FieldReader& r, const json& j, const char* name,
+                    stats::Histogram& out) {
+  if (!r.ok()) return;
+  auto it = j.find(name);
+  if (it == j.end()) return;
+  auto h = stats::Histogram::from_json(*it);
+  if (!h) {
+    r.fail(name, h.status().message());
+    return;
+  }
+  out = std::move(*h);
+}
+
+Result<StepSecond> step_from_json(const json& j, const std::string& path) {
+  detail::FieldReader r(j, path);
+  StepSecond s;
+  for (const StepCounter& c : kStepCounters) r.u64(c.name, s.*c.field);
+  read_histogram(r, j, "latency", s.latency);
+  read_histogram(r, j, "raw", s.raw);
+  if (!r.ok()) return r.status();
+  return s;
+}
+
+bool read_index(const std::string& key, uint32_t& out) {
+  auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), out);
+  return ec == std::errc() && end == key.data() + key.size() && !key.empty() &&
+         (key.size() == 1 || key[0] != '0');
+}
+
+void read_steps(detail::FieldReader& r, LoadSecond& s) {
+  json steps;
+  r.object("steps", steps);
+  if (!r.ok() || steps.is_null()) return;
+  for (const auto& [key, value] : steps.items()) {
+    uint32_t index = 0;
+    if (!read_index(key, index)) {
+      r.fail("steps", "\"" + key + "\" is not a step index");
+      return;
+    }
+    auto step = step_from_json(value, r.path("steps") + "." + key);
+    if (!step) {
+      r.fail("steps", step.status().message());
+      return;
+    }
+    s.steps.emplace(index, std::move(*step));
+  }
+}
+
+void read_reasons(detail::FieldReader& r, LoadSecond& s) {
+  json reasons;
+  r.object("reasons", reasons);
+  if (!r.ok() || reasons.is_null()) return;
+  for (const auto& [why, count] : reasons.items()) {
+    if (!count.is_number_unsigned()) {
+      r.fail("reasons", "the count of \"" + why + "\" is not an unsigned integer");
+      return;
+    }
+    s.reasons[why] = count.get<uint64_t>();
+  }
+}
+
+}  // namespace
+
+void StepSecond::add(const StepSecond& other) {
+  for (const StepCounter& c : kStepCounters) this->*c.field += other.*c.field;
+  latency.add(other.latency);
+  raw.add(other.raw);
+}
+
+void LoadSecond::add(const LoadSecond& other, size_t max_reasons) {
+  for (const LoadCounter& c : kLoadCounters) this->*c.field += other.*c.field;
+  late.add(other.late);
+  for (const auto& [index, step] : other.steps) steps[index].add(step);
+  for (const auto& [why, count] : other.reasons) {
+    auto it = reasons.find(why);
+    if (it != reasons.end()) {
+      it->second += count;
+    } else if (reasons.size() < max_reasons) {
+      reasons.emplace(why, count);
+    }
+  }
+}
+
+json to_json(const LoadSecond& s) {
+  json j = {{"load", s.load}, {"second", s.second}, {"done", s.done}};
+  for (const LoadCounter& c : kLoadCounters) j[c.name] = s.*c.field;
+  if (!s.late.empty()) j["late"] = s.late.to_json();
+  json steps = json::object();
+  for (const auto& [index, step] : s.steps) {
+    json one = json::object();
+    for (const StepCounter& c : kStepCounters) one[c.name] = step.*c.field;
+    if (!step.latency.empty()) one["latency"] = step.latency.to_json();
+    if (!step.raw.empty()) one["raw"] = step.raw.to_json();
+    steps[std::to_string(index)] = std::move(one);
+  }
+  j["steps"] = std::move(steps);
+  j["reasons"] = s.reasons;
+  return j;
+}
+
+Result<LoadSecond> load_second_from_json(const json& j) {
+  detail::FieldReader r(j, "");
+  LoadSecond s;
+  r.text("load", s.load, true);
+  r.u32("second", s.second, true);
+  r.boolean("done", s.done);
+  for (const LoadCounter& c : kLoadCounters) r.u64(c.name, s.*c.field);
+  read_histogram(r, j, "late", s.late);
+  read_steps(r, s);
+  read_reasons(r, s);
+  if (!r.ok()) return r.status();
+  return s;
+}
+
+}  // namespace corral::ipc

@@ -1,0 +1,65 @@
+// What a worker measured of a load test in one second, sent to the master in `load_stats`
+// frames (shared/ipc/protocol.h). Counts are deltas for that second; the master adds the
+// seconds of every worker. Both sides encode and decode here; a field of the wrong type or
+// range is the worker's protocol error.
+//
+//   {"load": "l1-2f3a", "second": 3, "vus": 120, "running": 118, "passed": 950, "failed": 2,
+//    "dropped": 0, "interrupted": 0, "late": {histogram}, "done": false,
+//    "steps": {"0": {"requests": 952, "bytes": 81234, "status": 1, "transport": 0,
+//                    "timeout": 1, "expect": 0, "latency": {histogram}, "raw": {histogram}}},
+//    "reasons": {"expect: status was 500, expected 200": 2}}
+//
+// `second` counts from the test's start: second 0 is [start, start + 1 s). Histograms are
+// stats::Histogram's JSON form, in microseconds. Pure, any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/stats/histogram.h"
+#include "shared/status.h"
+
+namespace corral::ipc {
+
+// One step's requests in one second.
+struct StepSecond {
+  uint64_t requests = 0;
+  uint64_t bytes = 0;  // response bodies, as received
+  // Failed requests, by class: a status of 400 or more in a request step without `expect`;
+  // no response (transport) or none in time (timeout); a step judging it failed (expect).
+  uint64_t status = 0;
+  uint64_t transport = 0;
+  uint64_t timeout = 0;
+  uint64_t expect = 0;
+  stats::Histogram latency;  // from the iteration's intended start (see docs/load.md)
+  stats::Histogram raw;      // from when the request was sent
+
+  uint64_t errors() const { return status + transport + timeout + expect; }
+  void add(const StepSecond& other);
+};
+
+struct LoadSecond {
+  std::string load;
+  uint32_t second = 0;
+  uint64_t vus = 0;      // VUs at the end of the second
+  uint64_t running = 0;  // iterations in progress at the end of the second
+  uint64_t passed = 0;   // iterations that ended in this second, by outcome
+  uint64_t failed = 0;
+  uint64_t dropped = 0;      // open model: arrivals with no free VU
+  uint64_t interrupted = 0;  // iterations cut off at the end of the grace period
+  stats::Histogram late;     // how late iterations started against their schedule
+  std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
+  std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted
+  bool done = false;                         // the worker's last report of this test
+
+  // Adds `other`'s counts (gauges add too: they are per worker). Keeps at most `max_reasons`.
+  void add(const LoadSecond& other, size_t max_reasons = 20);
+};
+
+nlohmann::json to_json(const LoadSecond& s);
+Result<LoadSecond> load_second_from_json(const nlohmann::json& j);
+
+}  // namespace corral::ipc

@@ -1,0 +1,96 @@
+// ipc::LoadSecond: a worker's second of a load test, encoded, decoded and added up.
+#include <catch2/catch.hpp>
+
+#include "shared/ipc/load_stats.h"
+
+using corral::ipc::LoadSecond;
+using corral::ipc::StepSecond;
+using nlohmann::json;
+
+namespace {
+
+LoadSecond sample(uint64_t latency_us) {
+  LoadSecond s;
+  s.load = "l1-abcd";
+  s.second = 3;
+  s.vus = 10;
+  s.running = 9;
+  s.passed = 100;
+  s.failed = 2;
+  s.dropped = 1;
+  s.late.record(150);
+  StepSecond& step = s.steps[2];
+  step.requests = 102;
+  step.bytes = 4096;
+  step.status = 1;
+  step.timeout = 1;
+  step.latency.record(latency_us, 102);
+  step.raw.record(latency_us / 2, 102);
+  s.reasons["expect: status was 500"] = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("load stats: a second round-trips through its JSON form, as text too") {
+  LoadSecond s = sample(2000);
+  auto back = corral::ipc::load_second_from_json(json::parse(to_json(s).dump()));
+  REQUIRE(back);
+  CHECK(to_json(*back) == to_json(s));
+  CHECK(back->steps.at(2).errors() == 2);
+  CHECK(back->steps.at(2).latency.value_at(50) == 2000);
+  CHECK(back->late.count() == 1);
+  CHECK_FALSE(back->done);
+}
+
+TEST_CASE("load stats: adding seconds adds every count and merges the histograms") {
+  LoadSecond a = sample(2000), b = sample(4000);
+  b.steps[0].requests = 5;
+  b.reasons["transport error: refused"] = 1;
+  a.add(b, 2);
+  CHECK(a.passed == 200);
+  CHECK(a.vus == 20);
+  CHECK(a.steps.at(2).requests == 204);
+  CHECK(a.steps.at(0).requests == 5);
+  CHECK(a.steps.at(2).latency.count() == 204);
+  CHECK(a.steps.at(2).latency.value_at(50) == 2000);
+  CHECK(a.steps.at(2).latency.value_at(51) == 4000);
+  CHECK(a.reasons.at("expect: status was 500") == 4);
+  CHECK(a.reasons.size() == 2);
+  LoadSecond c = sample(1);
+  c.reasons = {{"a third reason", 1}};
+  a.add(c, 2);
+  CHECK(a.reasons.size() == 2);  // no room for a third
+}
+
+TEST_CASE("load stats: a malformed second is the sender's protocol error, naming the field") {
+  const json good = to_json(sample(2000));
+  auto with = [&](const std::string& pointer, json value) {
+    json j = good;
+    j[json::json_pointer(pointer)] = std::move(value);
+    return j;
+  };
+  const std::vector<std::pair<json, const char*>> cases = {
+      {json::array(), "payload: expected an object"},
+      {with("/second", -1), "second: expected an unsigned 32-bit integer"},
+      {with("/passed", "many"), "passed: expected an unsigned 64-bit integer"},
+      {with("/done", 1), "done: expected true or false"},
+      {with("/steps", json::array()), "steps: expected an object"},
+      {with("/steps/x", json::object()), "steps: \"x\" is not a step index"},
+      {with("/steps/01", json::object()), "\"01\" is not a step index"},
+      {with("/steps/2/requests", -5), "steps.2.requests: expected an unsigned 64-bit integer"},
+      {with("/steps/2/latency/n", 7), "histogram: \"n\" is not the sum of the counts"},
+      {with("/late", json::array()), "late: histogram: expected an object"},
+      {with("/reasons/why", -1), "reasons: the count of \"why\" is not an unsigned integer"},
+  };
+  for (const auto& [j, message] : cases) {
+    INFO(j.dump());
+    auto r = corral::ipc::load_second_from_json(j);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.status().message(), Catch::Contains(message));
+  }
+  json no_load = good;
+  no_load.erase("load");
+  CHECK_THAT(corral::ipc::load_second_from_json(no_load).status().message(),
+             Catch::Contains("load: missing"));
+}
