@@ -44,7 +44,7 @@ struct StepSecond {
 struct LoadSecond {
   std::string load;
   uint32_t second = 0;
-  uint64_t vus = 0;      // VUs at the end of the second
+  uint64_t vus = 0;      // the most VUs at once during the second
   uint64_t running = 0;  // iterations in progress at the end of the second
   uint64_t passed = 0;   // iterations that ended in this second, by outcome
   uint64_t failed = 0;

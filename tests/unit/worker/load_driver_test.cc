@@ -1,0 +1,167 @@
+// LoadDriver: the load models on a real engine, against corral-target and a scripted server on
+// the same loop. Counts that the models fix (arrivals, iterations a pace allows) are checked
+// exactly; times only from below, or against the arithmetic of a scripted stall.
+#include <catch2/catch.hpp>
+
+#include "config/load/parse.h"
+#include "tests/support/raw_http_server.h"
+#include "tests/unit/worker/engine_fixture.h"
+#include "worker/load/driver.h"
+
+using namespace corral::test::engine;
+using corral::ipc::LoadSecond;
+using corral::worker::LoadDriver;
+using corral::worker::LoadShare;
+
+namespace {
+
+corral::load::LoadSpec spec_of(const char* text) {
+  auto r = corral::load::parse_load(json::parse(text));
+  INFO(text);
+  REQUIRE(r);
+  return *r;
+}
+
+json one_get(const std::string& url) {
+  return {{"name", "one get"}, {"steps", json::array({{{"name", "get"}, {"request", {{"url", url}}}}})}};
+}
+
+// Runs a driver to its end, collecting its seconds; the seconds added up are in `total`.
+struct Run {
+  Run(Fixture& f, const char* spec, const json& scenario, LoadShare share = {}) {
+    driver = std::make_unique<LoadDriver>(&f.loop, *f.engine, "l1", spec_of(spec), share,
+                                          [this](LoadSecond&& s) {
+                                            total.add(s);
+                                            seconds.push_back(std::move(s));
+                                          });
+    REQUIRE(driver->start(scenario, {{"base", f.base}}, 0).is_ok());
+    REQUIRE(f.run_until([&] { return !seconds.empty() && seconds.back().done; }, 20000));
+  }
+  uint64_t requests() const {
+    uint64_t n = 0;
+    for (const auto& [i, s] : total.steps) n += s.requests;
+    return n;
+  }
+  std::unique_ptr<LoadDriver> driver;
+  std::vector<LoadSecond> seconds;
+  LoadSecond total;
+};
+
+}  // namespace
+
+TEST_CASE("load driver: a closed model keeps its VUs looping for the duration, second by second") {
+  Fixture f;
+  Run run(f, R"({"vus": 3, "duration": "1500ms"})", one_get("{{base}}/delay?ms=20"));
+  REQUIRE(run.seconds.size() >= 2);
+  CHECK(run.seconds[0].second == 0);
+  CHECK(run.seconds[1].second == 1);
+  CHECK(run.seconds[0].vus == 3);
+  CHECK(run.seconds.back().done);
+  CHECK(run.total.failed == 0);
+  CHECK(run.total.interrupted == 0);
+  // Each VU sends one request after another: at most 1500 / 20 each, and some.
+  CHECK(run.requests() <= 3 * 1500 / 20 + 3);
+  CHECK(run.requests() >= 30);
+  CHECK(run.total.passed == run.requests());
+  const auto& get = run.total.steps.at(0);
+  CHECK(get.errors() == 0);
+  // Microseconds; the server's 20 ms timer counts whole milliseconds of its loop's clock.
+  CHECK(get.raw.min() >= 19000);
+  CHECK(get.latency == get.raw);  // no schedule: nothing to correct
+  CHECK(run.total.late.empty());
+  CHECK(f.engine->active() == 0);
+}
+
+TEST_CASE("load driver: an open model starts exactly the arrivals its rate asks for") {
+  Fixture f;
+  Run run(f, R"({"rate": 200, "duration": "1s", "max_vus": 50})",
+          one_get("{{base}}/delay?ms=5"));
+  CHECK(run.total.dropped == 0);
+  CHECK(run.total.passed + run.total.failed + run.total.interrupted == 200);
+  CHECK(run.requests() == 200);
+  CHECK(run.total.late.count() == 200);
+}
+
+TEST_CASE("load driver: arrivals with no free VU are dropped and counted, never delayed") {
+  Fixture f;
+  // One VU and 50 ms per iteration: at most about 20 of the 100 arrivals find it free.
+  Run run(f, R"({"rate": 100, "duration": "1s", "max_vus": 1})", one_get("{{base}}/delay?ms=50"));
+  CHECK(run.total.passed + run.total.failed + run.total.interrupted + run.total.dropped == 100);
+  CHECK(run.total.passed <= 21);
+  CHECK(run.total.dropped >= 79);
+}
+
+TEST_CASE("load driver: two workers' shares add up to the whole test") {
+  Fixture f;
+  const json scenario = one_get("{{base}}/delay?ms=1");
+  Run a(f, R"({"rate": 300, "duration": "500ms"})", scenario, {0, 2});
+  Run b(f, R"({"rate": 300, "duration": "500ms"})", scenario, {1, 2});
+  CHECK(a.requests() + b.requests() == 150);
+  CHECK(a.requests() == 75);
+  Run c(f, R"({"vus": 5, "duration": "300ms"})", scenario, {0, 2});
+  Run d(f, R"({"vus": 5, "duration": "300ms"})", scenario, {1, 2});
+  CHECK(c.seconds[0].vus + d.seconds[0].vus == 5);
+  CHECK(c.seconds[0].vus == 3);
+}
+
+TEST_CASE("load driver: a stall shows in the corrected latency of every iteration it delayed") {
+  // One VU, an iteration every 100 ms; the third answer takes 350 ms, every other one comes at
+  // once. The VU keeps its schedule: iterations 4, 5 and 6 (intended at 300, 400, 500 ms) start
+  // at about 350 + 200 = 550 ms, so their requests are fast but 250, 150 and 50 ms late.
+  Fixture f;
+  namespace t = corral::test;
+  size_t seen = 0;
+  t::RawHttpServer server(&f.loop, [&](const t::RawRequest&) {
+    const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+    if (++seen == 3) return t::Script{t::wait_ms(350), t::send(ok)};
+    return t::Script{t::send(ok)};
+  });
+  Run run(f, R"({"vus": 1, "pace": "100ms", "duration": "1s"})", one_get(server.url("/")));
+  const auto& get = run.total.steps.at(0);
+  CHECK(get.requests == 10);  // the pace allows exactly 10 in 1 s, and the VU catches up
+  using corral::stats::Histogram;
+  auto at_least = [](const Histogram& h, uint64_t ms) {
+    return h.count() - h.count_at_or_below(ms * 1000 - 1);
+  };
+  // Raw: only the stalled request is slow.
+  CHECK(at_least(get.raw, 300) == 1);
+  CHECK(at_least(get.raw, 100) == 1);
+  // Corrected: the stall (350 ms), then 250, 150 and 50 ms of lateness, within scheduling noise.
+  CHECK(at_least(get.latency, 300) == 1);
+  CHECK(at_least(get.latency, 200) == 2);
+  CHECK(at_least(get.latency, 100) == 3);
+  CHECK(at_least(get.latency, 30) == 4);
+  CHECK(get.latency.max() >= 349000);  // the server's timer counts whole milliseconds
+  CHECK(run.total.late.count() == 10);
+  CHECK(run.total.late.max() >= 200000);
+}
+
+TEST_CASE("load driver: failing iterations are counted by class, with their reasons") {
+  Fixture f;
+  json scenario = one_get("{{base}}/fail?status=503");
+  scenario["steps"].push_back({{"name", "checked"},
+                               {"request", {{"url", "{{base}}/fail?status=404"}}},
+                               {"expect", json::array({{{"status", 200}}})}});
+  scenario["steps"][0]["retry"] = {{"attempts", 1}};
+  Run run(f, R"({"vus": 1, "duration": "300ms"})", scenario);
+  // The 503 fails no step (no expect): an error of class "status", and the iteration goes on to
+  // the checked step, whose expect fails.
+  const auto& first = run.total.steps.at(0);
+  const auto& second = run.total.steps.at(1);
+  CHECK(first.status == first.requests);
+  CHECK(second.expect == second.requests);
+  CHECK(second.status == 0);
+  CHECK(run.total.failed == second.requests);
+  CHECK(run.total.passed == 0);
+  REQUIRE(run.total.reasons.size() == 1);
+  CHECK_THAT(run.total.reasons.begin()->first, Catch::Contains("expect"));
+}
+
+TEST_CASE("load driver: iterations still running at the end are cut off after the grace period") {
+  Fixture f;
+  Run run(f, R"({"vus": 2, "duration": "200ms", "grace": "100ms"})",
+          one_get("{{base}}/hang"));
+  CHECK(run.total.interrupted == 2);
+  CHECK(run.total.passed == 0);
+  CHECK(f.engine->active() == 0);
+}

@@ -1,0 +1,339 @@
+#include "worker/load/driver.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace corral::worker {
+namespace {
+
+constexpr uint64_t kTickMs = 10;        // closed: how often the VU count follows the target
+constexpr uint64_t kArrivalTickMs = 1;  // open: how often due arrivals start
+constexpr size_t kMaxReasons = 10;      // distinct failure reasons kept per second
+constexpr size_t kMaxArrivalsPerTick = 100000;
+
+uint64_t now_us() { return uv_hrtime() / 1000; }
+
+// This worker's part of `total` VUs: VU k runs on worker k mod of.
+uint64_t share_of(uint64_t total, LoadShare s) {
+  return total / s.of + (s.index < total % s.of ? 1 : 0);
+}
+
+}  // namespace
+
+LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::LoadSpec spec,
+                       LoadShare share, Report report)
+    : engine_(engine),
+      id_(std::move(id)),
+      spec_(std::move(spec)),
+      share_(share),
+      report_(std::move(report)),
+      scheduled_(spec_.model == load::Model::kOpen || spec_.pace_ms != 0),
+      wakes_(loop, [this](uint64_t vu, uint64_t token) { on_wake(static_cast<uint32_t>(vu), token); }),
+      start_timer_(loop),
+      tick_(loop),
+      second_timer_(loop),
+      grace_timer_(loop),
+      finish_timer_(loop) {
+  second_.load = id_;
+  if (share_.of == 0) share_.of = 1;
+}
+
+LoadDriver::~LoadDriver() {
+  if (phase_ != Phase::kFinished) engine_.cancel_run(id_);
+}
+
+Status LoadDriver::start(const nlohmann::json& scenario, const nlohmann::json& vars,
+                         uint64_t delay_ms) {
+  if (spec_.model == load::Model::kHeld) {
+    return invalid_argument("load: the held-connection model is not available yet");
+  }
+  if (Status s = engine_.define_load_run(id_, scenario, vars, this, spec_.think_ms); !s) return s;
+  start_timer_.start(delay_ms, 0, [this] { begin(); });
+  return Status::ok();
+}
+
+void LoadDriver::begin() {
+  phase_ = Phase::kRunning;
+  t0_us_ = now_us();
+  const bool open = spec_.model == load::Model::kOpen;
+  if (open) {
+    max_vus_ = std::max<uint64_t>(1, share_of(spec_.max_vus, share_));
+    // Workers take turns: worker i's first arrival is i/of of an interval after the start.
+    double rate = spec_.target_at(0);
+    next_arrival_us_ = static_cast<double>(t0_us_) +
+                       (rate > 0 ? 1e6 * share_.index / rate : 0.0);
+  }
+  second_timer_.start(1000, 1000, [this] { on_second(); });
+  tick_.start(0, open ? kArrivalTickMs : kTickMs, [this] { on_tick(); });
+}
+
+uint64_t LoadDriver::elapsed_ms(uint64_t now) const {
+  return now > t0_us_ ? (now - t0_us_) / 1000 : 0;
+}
+
+void LoadDriver::on_tick() {
+  if (phase_ != Phase::kRunning) return;
+  uint64_t now = now_us();
+  uint64_t t = elapsed_ms(now);
+  if (t >= spec_.duration_ms()) {
+    // Arrivals intended before the end that this tick is the first to see still start.
+    if (spec_.model == load::Model::kOpen) run_arrivals(now);
+    drain();
+    return;
+  }
+  switch (spec_.model) {
+    case load::Model::kClosed:
+    case load::Model::kHeld:
+      set_vus(share_of(static_cast<uint64_t>(std::floor(spec_.target_at(t) + 1e-9)), share_),
+              now);
+      return;
+    case load::Model::kOpen:
+      run_arrivals(now);
+      return;
+  }
+}
+
+// Closed model: starts or retires VUs to have `want`. New VUs with a pace spread their first
+// iterations over one pace, so that VUs added together do not send together forever.
+void LoadDriver::set_vus(uint64_t want, uint64_t now) {
+  if (live_ < want) {
+    const uint64_t add = want - live_;
+    const uint64_t pace_us = spec_.pace_ms * 1000;
+    for (uint64_t k = 0; k < add; ++k) {
+      uint32_t vu = add_vu();
+      uint64_t at = now + pace_us * k / add;
+      if (at <= now) {
+        begin_iteration(vu, now);
+      } else {
+        schedule(vu, at);
+      }
+    }
+    return;
+  }
+  for (size_t i = vus_.size(); i-- > 0 && live_ > want;) {
+    Vu& v = vus_[i];
+    if (v.state == VuState::kRetired || v.retiring) continue;
+    if (v.state == VuState::kRunning) {
+      v.retiring = true;  // it ends after this iteration
+      --live_;
+    } else {
+      retire(static_cast<uint32_t>(i));
+    }
+  }
+}
+
+uint32_t LoadDriver::add_vu() {
+  uint32_t vu;
+  if (!retired_.empty()) {
+    vu = retired_.back();
+    retired_.pop_back();
+    vus_[vu] = Vu{};
+  } else {
+    vu = static_cast<uint32_t>(vus_.size());
+    vus_.emplace_back();
+  }
+  ++live_;
+  second_.vus = std::max(second_.vus, live_);
+  return vu;
+}
+
+void LoadDriver::retire(uint32_t vu) {
+  Vu& v = vus_[vu];
+  if (v.state == VuState::kRetired) return;
+  if (!v.retiring) --live_;
+  v = Vu{};
+  v.state = VuState::kRetired;
+  retired_.push_back(vu);
+}
+
+// Open model: every arrival due by `now` starts on an idle VU, or a new one up to max_vus, or
+// is dropped.
+void LoadDriver::run_arrivals(uint64_t now) {
+  for (size_t n = 0; n < kMaxArrivalsPerTick && next_arrival_us_ <= static_cast<double>(now);
+       ++n) {
+    // Rounded to the microsecond: the sum of intervals must not slip an arrival in before
+    // the end (or a stage's boundary) by a rounding error.
+    auto at = static_cast<uint64_t>(std::llround(next_arrival_us_));
+    uint64_t t = elapsed_ms(at);
+    if (t >= spec_.duration_ms()) return;
+    double rate = spec_.target_at(t) / share_.of;
+    if (rate <= 0) {
+      next_arrival_us_ += 1000;  // nothing arrives while the rate is 0: look again in 1 ms
+      continue;
+    }
+    next_arrival_us_ += 1e6 / rate;
+    uint32_t vu;
+    if (!idle_.empty()) {
+      vu = idle_.back();
+      idle_.pop_back();
+    } else if (vus_.size() - retired_.size() < max_vus_) {
+      vu = add_vu();
+    } else {
+      ++second_.dropped;
+      continue;
+    }
+    begin_iteration(vu, at);
+  }
+}
+
+void LoadDriver::begin_iteration(uint32_t vu, uint64_t intended_us) {
+  Vu& v = vus_[vu];
+  if (elapsed_ms(intended_us) >= spec_.duration_ms()) {  // due at or after the end: the end
+    v.state = VuState::kIdle;
+    retire(vu);
+    drain();
+    return;
+  }
+  v.state = VuState::kRunning;
+  v.intended_us = intended_us;
+  v.started_us = std::max(now_us(), intended_us);
+  if (scheduled_) second_.late.record(v.started_us - intended_us);
+  starting_ = true;
+  Status s = engine_.start(id_, vu, ipc::Checkpoint{});
+  starting_ = false;
+  if (!s) on_iteration_end(vu, ipc::Outcome::kErrored, "cannot start: " + s.message());
+}
+
+// The VU waits for its next iteration, intended at `at_us`.
+void LoadDriver::schedule(uint32_t vu, uint64_t at_us) {
+  Vu& v = vus_[vu];
+  v.state = VuState::kWaiting;
+  v.intended_us = at_us;
+  uint64_t now = now_us();
+  uint64_t delay_ms = at_us > now ? (at_us - now + 999) / 1000 : 0;
+  v.token = wakes_.schedule(vu, delay_ms);
+}
+
+void LoadDriver::on_wake(uint32_t vu, uint64_t token) {
+  if (vu >= vus_.size()) return;
+  Vu& v = vus_[vu];
+  if (v.token != token || v.state != VuState::kWaiting || phase_ != Phase::kRunning) return;
+  v.token = 0;
+  begin_iteration(vu, v.intended_us);
+}
+
+void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
+                             ExchangeClass cls, uint64_t elapsed_ns) {
+  if (step >= steps_.size()) steps_.resize(step + 1);
+  ipc::StepSecond& s = steps_[step];
+  ++s.requests;
+  s.bytes += resp.body.size();
+  switch (cls) {
+    case ExchangeClass::kOk:
+      break;
+    case ExchangeClass::kStatus:
+      ++s.status;
+      break;
+    case ExchangeClass::kTransport:
+      ++s.transport;
+      break;
+    case ExchangeClass::kTimeout:
+      ++s.timeout;
+      break;
+  }
+  uint64_t raw = elapsed_ns / 1000;
+  uint64_t late = 0;
+  if (scheduled_ && vu < vus_.size()) late = vus_[vu].started_us - vus_[vu].intended_us;
+  s.raw.record(raw);
+  s.latency.record(raw + late);
+}
+
+void LoadDriver::on_expect_failed(uint32_t, size_t step) {
+  if (step >= steps_.size()) steps_.resize(step + 1);
+  ++steps_[step].expect;
+}
+
+void LoadDriver::on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) {
+  if (vu >= vus_.size()) return;
+  ++(outcome == ipc::Outcome::kPassed ? second_.passed : second_.failed);
+  if (!reason.empty() &&
+      (second_.reasons.size() < kMaxReasons || second_.reasons.count(reason) != 0)) {
+    ++second_.reasons[reason];
+  }
+  Vu& v = vus_[vu];
+  v.state = VuState::kIdle;
+  if (phase_ != Phase::kRunning || v.retiring) {
+    retire(vu);
+    if (phase_ == Phase::kDraining && engine_.active(id_) == 0) finish_soon();
+    return;
+  }
+  if (spec_.model == load::Model::kOpen) {
+    idle_.push_back(vu);
+    return;
+  }
+  // Closed: the next iteration is due one pace after this one's intended start (at once
+  // without a pace); a late one starts now and keeps the schedule.
+  uint64_t now = now_us();
+  uint64_t next = spec_.pace_ms != 0 ? v.intended_us + spec_.pace_ms * 1000 : now;
+  if (next <= now && !starting_) {
+    begin_iteration(vu, next);
+  } else {
+    schedule(vu, std::max(next, now));  // inside engine_.start(): through the loop
+  }
+}
+
+void LoadDriver::stop() {
+  if (phase_ == Phase::kWaiting) {
+    start_timer_.stop();
+    finish_soon();
+    return;
+  }
+  drain();
+}
+
+// No iteration starts from now on; those running get the grace period.
+void LoadDriver::drain() {
+  if (phase_ != Phase::kRunning) return;
+  phase_ = Phase::kDraining;
+  tick_.stop();
+  for (size_t i = 0; i < vus_.size(); ++i) {
+    if (vus_[i].state == VuState::kWaiting || vus_[i].state == VuState::kIdle) {
+      retire(static_cast<uint32_t>(i));
+    }
+  }
+  idle_.clear();
+  if (engine_.active(id_) == 0) {
+    finish_soon();
+    return;
+  }
+  grace_timer_.start(spec_.grace_ms, 0, [this] {
+    second_.interrupted += engine_.active(id_);
+    finish();
+  });
+}
+
+// Through the loop: the caller may be inside the engine, whose run finish() forgets.
+void LoadDriver::finish_soon() {
+  finish_timer_.start(0, 0, [this] { finish(); });
+}
+
+void LoadDriver::finish() {
+  if (phase_ == Phase::kFinished) return;
+  phase_ = Phase::kFinished;
+  for (uv::Timer* t : {&start_timer_, &tick_, &second_timer_, &grace_timer_, &finish_timer_}) {
+    t->stop();
+  }
+  engine_.cancel_run(id_);  // iterations still running are dropped (counted as interrupted)
+  ipc::LoadSecond last = take_second();
+  last.done = true;
+  report_(std::move(last));  // last: the report may destroy this driver
+}
+
+void LoadDriver::on_second() { report_(take_second()); }
+
+ipc::LoadSecond LoadDriver::take_second() {
+  ipc::LoadSecond out = std::move(second_);
+  second_ = ipc::LoadSecond{};
+  second_.load = id_;
+  second_.vus = live_;
+  out.second = second_index_++;
+  out.running = engine_.active(id_);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].requests == 0 && steps_[i].expect == 0) continue;
+    out.steps.emplace(static_cast<uint32_t>(i), std::move(steps_[i]));
+    steps_[i] = ipc::StepSecond{};
+  }
+  return out;
+}
+
+}  // namespace corral::worker

@@ -1,0 +1,126 @@
+// LoadDriver: this worker's part of one load test. It starts iterations of the test's scenario
+// on the engine as the model says (config/load/model.h), measures each exchange, and reports
+// each second's measurements (ipc::LoadSecond) to the master, which adds up the workers.
+//
+// The share: worker `index` of `of` runs its part of the VUs (VU k of the test runs on worker
+// k mod of) or of the arrival rate (rate / of).
+//
+// Schedules and lateness. With a pace (closed) or a rate (open), every iteration has an
+// intended start. A VU whose iteration overran its pace starts the next one at once, late,
+// and keeps its schedule (it does not skip: skipping would hide the stall); an open-model
+// arrival that finds no free VU is dropped and counted. Each request's `latency` is its raw
+// time plus its iteration's lateness: the time a user who arrived on schedule would have
+// waited (coordinated omission corrected). Without a schedule the two are the same.
+//
+// The end: at the test's duration (or stop()) no iteration starts; those running get the
+// grace period, then are cut off and counted as interrupted. The last report has done=true.
+// Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/load/model.h"
+#include "shared/ipc/load_stats.h"
+#include "shared/status.h"
+#include "shared/uv/timer.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/wake_queue.h"
+
+namespace corral::worker {
+
+struct LoadShare {
+  uint32_t index = 0;
+  uint32_t of = 1;
+};
+
+class LoadDriver final : public IterationSink {
+ public:
+  using Report = std::function<void(ipc::LoadSecond&&)>;
+
+  LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::LoadSpec spec,
+             LoadShare share, Report report);
+  ~LoadDriver() override;
+  LoadDriver(const LoadDriver&) = delete;
+  LoadDriver& operator=(const LoadDriver&) = delete;
+
+  // Defines the test's run in the engine (the scenario and run-time vars as for a run) and
+  // starts the test `delay_ms` from now. Fails with the parser's message, or for a model this
+  // worker cannot run.
+  Status start(const nlohmann::json& scenario, const nlohmann::json& vars, uint64_t delay_ms);
+  // Ends the test early: no new iteration starts; those running get the grace period.
+  void stop();
+  bool finished() const { return phase_ == Phase::kFinished; }
+  const std::string& id() const { return id_; }
+  // VUs that exist now, running or waiting for their next iteration.
+  uint64_t vus() const { return live_; }
+
+  // IterationSink, called by the engine.
+  void on_exchange(uint32_t vu, size_t step, const HttpResponse& resp, ExchangeClass cls,
+                   uint64_t elapsed_ns) override;
+  void on_expect_failed(uint32_t vu, size_t step) override;
+  void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) override;
+
+ private:
+  enum class Phase { kWaiting, kRunning, kDraining, kFinished };
+  enum class VuState : uint8_t { kIdle, kRunning, kWaiting, kRetired };
+  struct Vu {
+    VuState state = VuState::kIdle;
+    bool retiring = false;     // ends after its current iteration (ramping down)
+    uint64_t intended_us = 0;  // the current or next iteration's intended start
+    uint64_t started_us = 0;   // when the current iteration started
+    uint64_t token = 0;        // its pending wake-up
+  };
+
+  void begin();
+  void on_tick();
+  void on_second();
+  void on_wake(uint32_t vu, uint64_t token);
+  void set_vus(uint64_t want, uint64_t now_us);
+  uint32_t add_vu();
+  void retire(uint32_t vu);
+  void run_arrivals(uint64_t now_us);
+  void begin_iteration(uint32_t vu, uint64_t intended_us);
+  void schedule(uint32_t vu, uint64_t at_us);
+  void drain();
+  void finish_soon();
+  void finish();
+  ipc::LoadSecond take_second();
+  uint64_t elapsed_ms(uint64_t now_us) const;
+
+  Engine& engine_;
+  std::string id_;
+  load::LoadSpec spec_;
+  LoadShare share_;
+  Report report_;
+  bool scheduled_;  // iterations have an intended start (pace or rate)
+
+  Phase phase_ = Phase::kWaiting;
+  uint64_t t0_us_ = 0;  // the test's start, monotonic
+  std::vector<Vu> vus_;
+  std::vector<uint32_t> idle_;     // open model: VUs free for the next arrival
+  std::vector<uint32_t> retired_;  // slots of retired VUs, reused by the next new VU
+  uint64_t live_ = 0;              // VUs neither retired nor retiring
+  uint64_t max_vus_ = 0;           // open model: this worker's share of max_vus
+  double next_arrival_us_ = 0;     // open model: the next arrival's intended start
+  bool starting_ = false;  // inside engine_.start(): an iteration ending now must not restart
+
+  ipc::LoadSecond second_;              // counts of the second in progress
+  std::vector<ipc::StepSecond> steps_;  // ... by step index
+  uint32_t second_index_ = 0;
+
+  WakeQueue wakes_;
+  uv::Timer start_timer_;
+  uv::Timer tick_;
+  uv::Timer second_timer_;
+  uv::Timer grace_timer_;
+  uv::Timer finish_timer_;
+};
+
+}  // namespace corral::worker
