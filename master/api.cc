@@ -87,6 +87,7 @@ void Daemon::handle_api(Request&& req, Responder respond) {
   }
 
   if (path.rfind("/runs", 0) == 0 && handle_runs_api(req, respond)) return;
+  if (path.rfind("/loads", 0) == 0 && handle_loads_api(req, respond)) return;
   if (path == "/latency" && m == "GET") {
     respond.send(Response::json(200, json{{"ok", true}}));
   } else if (path == "/health" && m == "GET") {

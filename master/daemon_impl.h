@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "master/dispatcher.h"
 #include "master/journal/journal.h"
+#include "master/loads.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
 #include "master/supervisor.h"
@@ -66,6 +67,12 @@ class Daemon {
   // The runs API (api_runs.cc): false when the path is not one of its routes.
   bool handle_runs_api(const http::Request& req, const http::Responder& respond);
   http::Response instances_response(const Run& run, const http::Request& req) const;
+  // The load tests API (api_loads.cc): false when the path is not one of its routes.
+  bool handle_loads_api(const http::Request& req, const http::Responder& respond);
+  void start_load(const http::Request& req, const http::Responder& respond);
+  void end_load(LoadTest& t, LoadState state, const std::string& reason);
+  // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
+  Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
   Status open_journal();
   std::string journal_path() const;
@@ -89,6 +96,8 @@ class Daemon {
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;
+  Loads loads_;
+  uint64_t load_seq_ = 0;
   std::unique_ptr<uv::Timer> pump_;
   bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot

@@ -102,6 +102,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   dispatcher_.worker_gone(slot);
+  loads_.worker_gone(slot, unix_ms_now());
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
   if (culprit) {
     spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
@@ -181,6 +182,9 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kEvents:
       if (Status st = on_events(slot, p); !st) w->fail_protocol(st);
       return;
+    case ipc::MessageType::kLoadStats:
+      if (Status st = on_load_stats(slot, p); !st) w->fail_protocol(st);
+      return;
     case ipc::MessageType::kHandback: {
       auto n = runs_.hand_back(slot, p.value("instances", nlohmann::json()),
                                supervisor_.shutting_down() ? "master_stopped" : "worker_stopped");
@@ -197,6 +201,8 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kDefineRun:
     case ipc::MessageType::kStart:
     case ipc::MessageType::kCancel:
+    case ipc::MessageType::kLoadStart:
+    case ipc::MessageType::kLoadStop:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }

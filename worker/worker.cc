@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "config/load/parse.h"
 #include "shared/exit_codes.h"
 #include "shared/ipc/http_errors.h"
 #include "shared/log.h"
@@ -112,12 +113,21 @@ void Worker::on_frame(ipc::Frame&& f) {
     case ipc::MessageType::kCancel:
       if (engine_) engine_->cancel_run(f.payload.value("run", ""));
       return;
+    case ipc::MessageType::kLoadStart:
+      on_load_start(f.payload);
+      return;
+    case ipc::MessageType::kLoadStop:
+      if (auto it = loads_.find(f.payload.value("load", "")); it != loads_.end()) {
+        it->second->stop();
+      }
+      return;
     case ipc::MessageType::kHello:
     case ipc::MessageType::kReady:
     case ipc::MessageType::kHeartbeat:
     case ipc::MessageType::kLeaving:
     case ipc::MessageType::kEvents:
     case ipc::MessageType::kHandback:
+    case ipc::MessageType::kLoadStats:
       std::abort();  // the decoder rejects worker-only types before they get here
   }
 }
@@ -225,6 +235,8 @@ void Worker::leave(int code, const std::string& why) {
   memory_.reset();
   fault_timer_.reset();
   flush_timer_.reset();
+  reap_timer_.reset();
+  loads_.clear();
   engine_.reset();
   lean_.reset();
   curl_.reset();
@@ -278,6 +290,49 @@ void Worker::on_start(const nlohmann::json& p) {
     Status s = engine_->start(run, i, ipc::Checkpoint{});
     if (!s) fail(i, s.message());
   }
+}
+
+void Worker::on_load_start(const nlohmann::json& p) {
+  if (!engine_) return;
+  const std::string id = p.value("load", "");
+  if (id.empty() || loads_.count(id) != 0) return;
+  auto spec = load::parse_load(p.value("spec", nlohmann::json()));
+  if (!spec) {
+    load_failed(id, spec.status().message());
+    return;
+  }
+  LoadShare share{p.value("index", 0u), std::max(1u, p.value("of", 1u))};
+  auto driver = std::make_unique<LoadDriver>(
+      loop_, *engine_, id, std::move(*spec), share, [this](ipc::LoadSecond&& s) {
+        send(ipc::MessageType::kLoadStats, ipc::to_json(s));
+        if (s.done) reap_loads();
+      });
+  Status s = driver->start(p.value("scenario", nlohmann::json()),
+                           p.value("vars", nlohmann::json::object()),
+                           p.value("delay_ms", uint64_t{0}));
+  if (!s) {
+    load_failed(id, s.message());
+    return;
+  }
+  spdlog::info("load {}: share {} of {} starting", id, share.index, share.of);
+  loads_.emplace(id, std::move(driver));
+}
+
+// Forgets finished load tests, from the loop: a driver reports its end from its own callbacks.
+void Worker::reap_loads() {
+  if (!reap_timer_) reap_timer_ = std::make_unique<uv::Timer>(loop_);
+  reap_timer_->start(0, 0, [this] {
+    std::erase_if(loads_, [](const auto& entry) { return entry.second->finished(); });
+  });
+}
+
+void Worker::load_failed(const std::string& id, const std::string& why) {
+  spdlog::error("load {}: cannot start: {}", id, why);
+  ipc::LoadSecond s;
+  s.load = id;
+  s.done = true;
+  s.reasons["cannot start: " + why] = 1;
+  send(ipc::MessageType::kLoadStats, ipc::to_json(s));
 }
 
 void Worker::hand_back() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "worker/engine/engine.h"
 #include "worker/http/curl_client.h"
 #include "worker/http/h1_client.h"
+#include "worker/load/driver.h"
 #include "worker/test_faults.h"
 
 namespace corral::worker {
@@ -38,6 +40,10 @@ class Worker {
   void start_fault();
   void on_define_run(const nlohmann::json& p);
   void on_start(const nlohmann::json& p);
+  void on_load_start(const nlohmann::json& p);
+  // Reports a load test that could not start as done, with the reason.
+  void load_failed(const std::string& id, const std::string& why);
+  void reap_loads();
   void on_event(ipc::Event&& ev);
   void flush_events();
   // On stop: checkpoints every running instance and sends them to the master.
@@ -59,6 +65,8 @@ class Worker {
   std::unique_ptr<CurlClient> curl_;  // https, proxies, and everything when http_client is curl
   std::unique_ptr<H1Client> lean_;    // http:// when http_client is lean
   std::unique_ptr<Engine> engine_;
+  std::map<std::string, std::unique_ptr<LoadDriver>> loads_;  // by test id; before engine_ dies
+  std::unique_ptr<uv::Timer> reap_timer_;
   nlohmann::json events_ = nlohmann::json::array();  // not yet sent to the master
   std::unique_ptr<uv::Timer> flush_timer_;
   std::vector<std::unique_ptr<char[]>> ballast_;  // alloc_soft fault only

@@ -28,6 +28,8 @@
 //
 // Work: the master sends `define_run` (the scenario, once per run and worker), then `start`
 //   for ranges of instances; the worker reports each finished step and instance in `events`.
+//   A load test is `load_start` to each worker taking part; each reports `load_stats` every
+//   second until its last one says done.
 //
 // End: the master closes the pipe or sends `stop`; a worker exits on `stop` (after finishing
 //   or handing back its work) and at once on EOF of fd 3. A worker leaving on its own (soft
@@ -60,7 +62,10 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")          \
   X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel")        \
   X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")       \
-  X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")
+  X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")      \
+  X(kLoadStart, 12, ::corral::ipc::Sender::kMaster, "load_start")  \
+  X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")    \
+  X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -98,5 +103,11 @@ const MessageInfo& message_info(MessageType type);
 //   handback  {"instances": {"<run>": {"<index>": {checkpoint}, ...}, ...}}  on `stop`: the
 //             running instances, checkpointed, for the master to place elsewhere; sent after
 //             the last `events` frame, split so that no frame passes kMaxFrameBytes
+//   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
+//              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
+//              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms
+//   load_stop {"load": str}  end the test now (running iterations get the grace period)
+//   load_stats {one second of measurements, shared/ipc/load_stats.h}  every second of a load
+//             test, and a last one with "done": true (also when the test could not start)
 
 }  // namespace corral::ipc

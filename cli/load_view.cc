@@ -1,0 +1,148 @@
+#include "cli/load_view.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "cli/format.h"
+#include "cli/runs_view.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
+std::string percent(double fraction) { return fixed(fraction * 100, 2) + "%"; }
+
+// A latency with the precision it deserves: "0.412ms", "2.65ms", "37.1ms", "412ms", "1.25s".
+std::string latency_text(double ms) {
+  if (!(ms > 0)) return "0ms";
+  if (ms >= 1000) return fixed(ms / 1000, 2) + "s";
+  return fixed(ms, ms < 1 ? 3 : ms < 10 ? 2 : ms < 100 ? 1 : 0) + "ms";
+}
+
+// "p50 2.65ms  p90 2.93ms  ...  max 7.12ms" from a latency object (milliseconds).
+std::string latency_line(const json& l) {
+  std::string out;
+  for (const char* key : {"p50", "p90", "p95", "p99", "p99.9", "max"}) {
+    if (!out.empty()) out += "  ";
+    out += std::string(key) + " " + latency_text(json_number(l, key));
+  }
+  return out;
+}
+
+std::string errors_text(const json& e) {
+  std::string out = fixed(json_number(e, "count"), 0) + " (" + percent(json_number(e, "rate")) + ")";
+  std::string classes;
+  for (const char* key : {"status", "transport", "timeout", "expect"}) {
+    double n = json_number(e, key);
+    if (n == 0) continue;
+    classes += (classes.empty() ? "" : ", ") + fixed(n, 0) + " " + key;
+  }
+  return classes.empty() ? out : out + ": " + classes;
+}
+
+std::string threshold_value(const json& th) {
+  const std::string name = json_string(th, "name");
+  double v = json_number(th, "value");
+  if (name.rfind("latency", 0) == 0) return latency_text(v);
+  if (name.find("rate") != std::string::npos) return percent(v);
+  return fixed(v, v == static_cast<double>(static_cast<long long>(v)) ? 0 : 1);
+}
+
+// "closed, 20 VUs for 30s", "open, 2000/s for 1m (max 100 VUs)", "closed, 3 stages".
+std::string model_text(const json& test) {
+  const json load = json_field(test, "load");
+  std::string out = json_string(test, "model");
+  const json stages = json_field(load, "stages");
+  if (stages.is_array()) return out + ", " + std::to_string(stages.size()) + " stages";
+  if (load.contains("vus")) out += ", " + json_field(load, "vus").dump() + " VUs";
+  if (load.contains("rate")) out += ", " + json_field(load, "rate").dump() + "/s";
+  out += " for " + json_string(load, "duration");
+  if (load.contains("pace")) out += ", an iteration every " + json_string(load, "pace");
+  if (load.contains("max_vus")) out += " (max " + json_field(load, "max_vus").dump() + " VUs)";
+  return out;
+}
+
+}  // namespace
+
+std::string render_load_progress(const json& test) {
+  const json series = json_field(test, "series");
+  json last = series.is_array() && !series.empty() ? series.back() : json::object();
+  const bool ended = json_string(test, "state") != "running";
+  if (ended) {  // the whole test rather than its last, partial second
+    last = {{"vus", json_number(test, "vus_max")},
+            {"rps", json_number(test, "rps")},
+            {"errors", json_number(json_field(test, "errors"), "rate") * json_number(test, "rps")},
+            {"p99", json_number(json_field(test, "latency"), "p99")},
+            {"dropped", json_number(json_field(test, "iterations"), "dropped")}};
+  }
+  double requests = json_number(last, "rps");
+  double errors = json_number(last, "errors");
+  std::ostringstream out;
+  out << json_string(test, "id") << "  " << json_string(test, "state") << "  "
+      << elapsed_text(json_number(test, "elapsed_s")) << "/"
+      << elapsed_text(json_number(test, "duration_s")) << "  vus "
+      << fixed(json_number(last, "vus"), 0) << "  rps " << fixed(requests, 0) << "  p99 "
+      << latency_text(json_number(last, "p99")) << "  errors "
+      << percent(requests == 0 ? 0 : errors / requests);
+  double dropped = json_number(last, "dropped");
+  if (dropped > 0) out << "  dropped " << fixed(dropped, 0);
+  return out.str();
+}
+
+std::string render_load_summary(const json& test) {
+  std::ostringstream out;
+  const json it = json_field(test, "iterations");
+  out << "load       : " << json_string(test, "id") << "\n"
+      << "scenario   : " << json_string(test, "name") << "\n"
+      << "model      : " << model_text(test) << "\n"
+      << "state      : " << json_string(test, "state");
+  if (!json_string(test, "reason").empty()) out << " (" << json_string(test, "reason") << ")";
+  out << "\n"
+      << "duration   : " << fixed(json_number(test, "elapsed_s"), 1) << "s on "
+      << fixed(json_number(test, "workers"), 0) << " workers, up to "
+      << fixed(json_number(test, "vus_max"), 0) << " VUs\n"
+      << "requests   : " << fixed(json_number(test, "requests"), 0) << " ("
+      << fixed(json_number(test, "rps"), 1) << "/s), " << human_bytes(static_cast<uint64_t>(
+                                                              json_number(test, "bytes")))
+      << " received\n"
+      << "iterations : " << fixed(json_number(it, "passed"), 0) << " passed, "
+      << fixed(json_number(it, "failed"), 0) << " failed, " << fixed(json_number(it, "dropped"), 0)
+      << " dropped, " << fixed(json_number(it, "interrupted"), 0) << " interrupted\n"
+      << "errors     : " << errors_text(json_field(test, "errors")) << "\n";
+  const bool corrected = json_field(test, "corrected") == true;
+  out << "latency    : " << latency_line(json_field(test, "latency"))
+      << (corrected ? "  (from the intended start)\n" : "\n");
+  if (corrected) out << "  raw      : " << latency_line(json_field(test, "latency_raw")) << "\n";
+  const json steps = json_field(test, "steps");
+  if (steps.is_array() && steps.size() > 1) {
+    for (const json& s : steps) {
+      out << "  step " << fixed(json_number(s, "index"), 0) << " " << json_string(s, "name")
+          << ": " << fixed(json_number(s, "requests"), 0) << " requests, errors "
+          << errors_text(json_field(s, "errors")) << ", p99 "
+          << latency_text(json_number(json_field(s, "latency"), "p99")) << "\n";
+    }
+  }
+  const json reasons = json_field(test, "reasons");
+  if (reasons.is_object() && !reasons.empty()) {
+    out << "failures   :\n";
+    for (const auto& [why, n] : reasons.items()) out << "  " << n.dump() << "  " << why << "\n";
+  }
+  const json thresholds = json_field(test, "thresholds");
+  if (thresholds.is_array() && !thresholds.empty()) {
+    out << "thresholds :\n";
+    for (const json& th : thresholds) {
+      out << "  " << (json_field(th, "ok") == true ? "ok     " : "CROSSED") << " "
+          << json_string(th, "name") << "  (" << threshold_value(th) << ")\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace corral::cli

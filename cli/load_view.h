@@ -1,0 +1,18 @@
+// How load tests read in the terminal: the live line while one runs, and the summary at its
+// end (like k6's). Pure functions over the loads API's JSON (GET /loads/<id>); any thread.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace corral::cli {
+
+// "l1-2f3a  running  12s/30s  vus 20  rps 7614  p99 3.8ms  errors 0.00%": from the last
+// complete second of the series.
+std::string render_load_progress(const nlohmann::json& test);
+// The whole test: model, requests and iterations, errors by class, latency (corrected and
+// raw when the model has a schedule), each step, and each threshold with a tick or a cross.
+std::string render_load_summary(const nlohmann::json& test);
+
+}  // namespace corral::cli

@@ -1,0 +1,202 @@
+// `corral load FILE [--vus N | --rate R | --stage D:T ...] [--duration D] [--pace D] ...`:
+// runs a scenario file as a load test on the daemon's workers (POST /loads), shows a live line
+// while it runs, then prints the summary and writes it with --out. The model comes from the
+// file's "load" section; flags override it. Exits 0 when every threshold held, 1 when one was
+// crossed or the test was stopped or aborted, 2 for a file or flags the daemon refuses.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/api.h"
+#include "cli/format.h"
+#include "cli/load_view.h"
+#include "cli/verb.h"
+#include "shared/exit_codes.h"
+#include "shared/http/blocking_client.h"
+
+// Its own namespace: the CLI is a unity build, and other verbs have helpers of these names.
+namespace corral::cli::load_verb {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kPollEvery{1000};
+constexpr long kSubmitTimeoutMs = 30000;
+
+int usage_error(const std::string& message) {
+  std::cerr << "corral: " << message << "\n";
+  return kExitUsage;
+}
+
+// A JSON value from the command line: a number stays a number, anything else is text.
+json flag_value(const std::string& text) {
+  json v = json::parse(text, nullptr, false);
+  return v.is_discarded() ? json(text) : v;
+}
+
+class LoadVerb : public Verb {
+ public:
+  void setup(CLI::App& app) override {
+    app.add_option("file", file_, "scenario file (JSON), with or without a \"load\" section")
+        ->required();
+    app.add_option("--vus", vus_, "closed model: this many virtual users");
+    app.add_option("--rate", rate_, "open model: this many iterations per second");
+    app.add_option("--stage", stages_,
+                   "a stage DURATION:TARGET, e.g. 30s:100 (repeatable; the target counts VUs, "
+                   "or iterations/s with --model open)");
+    app.add_option("--model", model_, "closed or open (with --stage)");
+    app.add_option("--duration", duration_, "how long the test runs, e.g. 30s");
+    app.add_option("--pace", pace_, "each VU starts an iteration every PACE, e.g. 5s");
+    app.add_option("--think", think_, "a pause between two steps, e.g. 500ms");
+    app.add_option("--max-vus", max_vus_, "open model: VUs available for iterations");
+    app.add_option("--grace", grace_, "how long running iterations may finish at the end");
+    app.add_option("--threshold", thresholds_,
+                   "METRIC: EXPRESSION, e.g. 'latency: p99 < 200ms' (repeatable)");
+    app.add_option("--var", vars_, "a run-time variable, NAME=VALUE (repeatable)");
+    app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
+        ->type_name("FILE");
+    app.add_flag("-d,--detach", detach_, "return once the test has started");
+  }
+
+  int run(const Context& ctx) override {
+    std::ifstream in(file_);
+    if (!in) return usage_error("cannot read " + file_);
+    std::stringstream text;
+    text << in.rdbuf();
+    json scenario = json::parse(text.str(), nullptr, false);
+    if (scenario.is_discarded() || !scenario.is_object()) {
+      return usage_error(file_ + ": not a JSON object");
+    }
+    json load = scenario.value("load", json::object());
+    if (!load.is_object()) return usage_error(file_ + ": \"load\" must be an object");
+    if (std::string e = apply_flags(load); !e.empty()) return usage_error(e);
+    json vars = json::object();
+    for (const auto& v : vars_) {
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return usage_error("--var " + v + ": expected NAME=VALUE");
+      vars[v.substr(0, eq)] = flag_value(v.substr(eq + 1));
+    }
+    const Api api(ctx);
+    auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/loads",
+                                json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
+                                kSubmitTimeoutMs);
+    if (!answer) return report_failure(answer.status(), api.socket_path());
+    const json reply = answer->json();
+    if (answer->status != 201) {
+      std::string message = json_string(reply, "error", "POST /loads failed with HTTP " +
+                                                            std::to_string(answer->status));
+      return answer->status == 400 ? usage_error(file_ + ": " + message) : fail(message);
+    }
+    const std::string id = json_string(reply, "load");
+    std::cout << "corral: load " << id << ": " << json_string(scenario, "name") << " on "
+              << json_number(reply, "workers") << " workers\n"
+              << std::flush;
+    if (detach_) return 0;
+    return follow(api, id);
+  }
+
+ private:
+  // Folds the flags into the load section; returns what is wrong, or "".
+  std::string apply_flags(json& load) const {
+    auto drop = [&](std::initializer_list<const char*> keys) {
+      for (const char* k : keys) load.erase(k);
+    };
+    if (!stages_.empty()) {
+      json stages = json::array();
+      for (const std::string& s : stages_) {
+        size_t colon = s.rfind(':');
+        if (colon == std::string::npos) return "--stage " + s + ": expected DURATION:TARGET";
+        stages.push_back({{"duration", s.substr(0, colon)}, {"target", flag_value(s.substr(colon + 1))}});
+      }
+      drop({"vus", "rate", "connections", "duration"});
+      load["stages"] = stages;
+    }
+    if (vus_ > 0) {
+      drop({"rate", "connections", "stages", "start", "model", "max_vus"});
+      load["vus"] = vus_;
+    }
+    if (rate_ > 0) {
+      drop({"vus", "connections", "stages", "start", "model", "pace"});
+      load["rate"] = rate_;
+    }
+    if (!model_.empty()) load["model"] = model_;
+    if (!duration_.empty()) load["duration"] = duration_;
+    if (!pace_.empty()) load["pace"] = pace_;
+    if (!think_.empty()) load["think"] = think_;
+    if (!grace_.empty()) load["grace"] = grace_;
+    if (max_vus_ > 0) load["max_vus"] = max_vus_;
+    for (const std::string& t : thresholds_) {
+      // The metric ends at the first ':' outside braces ("latency{step:login}: p99 < 1s").
+      size_t colon = std::string::npos;
+      int depth = 0;
+      for (size_t i = 0; i < t.size() && colon == std::string::npos; ++i) {
+        depth += t[i] == '{' ? 1 : t[i] == '}' ? -1 : 0;
+        if (t[i] == ':' && depth == 0) colon = i;
+      }
+      if (colon == std::string::npos) return "--threshold " + t + ": expected METRIC: EXPRESSION";
+      std::string metric = t.substr(0, colon);
+      while (!metric.empty() && metric.back() == ' ') metric.pop_back();
+      load["thresholds"][metric].push_back(t.substr(colon + 1));
+    }
+    if (load.empty()) {
+      return file_ + ": no \"load\" section and no --vus, --rate or --stage: say how to load";
+    }
+    return "";
+  }
+
+  int follow(const Api& api, const std::string& id) const {
+    const bool tty = ::isatty(STDOUT_FILENO) != 0;
+    for (;;) {
+      auto test = api.get("/loads/" + id);
+      if (!test) return report_failure(test.status(), api.socket_path());
+      const std::string state = json_string(*test, "state");
+      const bool ended = state != "running";
+      const std::string line = render_load_progress(*test);
+      if (tty) {
+        std::cout << "\r\033[K" << line << (ended ? "\n" : "") << std::flush;
+      } else {
+        std::cout << line << "\n" << std::flush;
+      }
+      if (ended) {
+        std::cout << render_load_summary(*test);
+        int code = state == "passed" ? 0 : 1;
+        if (!out_.empty()) {
+          std::ofstream out(out_, std::ios::trunc);
+          out << test->dump(2) << "\n";
+          out.close();
+          if (!out) return fail("--out " + out_ + ": cannot write the summary");
+          std::cout << "out        : " << out_ << "\n";
+        }
+        return code;
+      }
+      std::this_thread::sleep_for(kPollEvery);
+    }
+  }
+
+  std::string file_;
+  long vus_ = 0;
+  double rate_ = 0;
+  std::vector<std::string> stages_;
+  std::string model_;
+  std::string duration_;
+  std::string pace_;
+  std::string think_;
+  long max_vus_ = 0;
+  std::string grace_;
+  std::vector<std::string> thresholds_;
+  std::vector<std::string> vars_;
+  std::string out_;
+  bool detach_ = false;
+};
+
+CORRAL_REGISTER_VERB(LoadVerb, "load", "run a scenario file as a load test")
+
+}  // namespace
+}  // namespace corral::cli::load_verb

@@ -1,0 +1,104 @@
+// The master's load tests: each one's workers, their seconds added up into a time series and
+// totals, and its thresholds. Workers measure (worker/load/driver.h); the master only adds.
+//
+// A second is complete once every worker still taking part has reported it (or a later one,
+// or its end); complete seconds are added to the totals and summed up in the series. A worker
+// that leaves during a test is dropped from it, and the test says so.
+//
+// Pure bookkeeping: no I/O and no clock of its own (times are passed in). Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/load/model.h"
+#include "shared/ipc/load_stats.h"
+#include "shared/status.h"
+
+namespace corral::master {
+
+enum class LoadState { kRunning, kPassed, kFailed, kStopped, kAborted };
+std::string_view to_string(LoadState s);
+
+// A threshold's result over the totals.
+struct ThresholdResult {
+  const load::Threshold* threshold = nullptr;
+  double value = 0;  // in the threshold's unit
+  bool held = true;
+};
+
+struct LoadTest {
+  std::string id;
+  std::string name;  // the scenario's
+  nlohmann::json scenario;
+  nlohmann::json vars;
+  nlohmann::json load;  // the load section as submitted
+  load::LoadSpec spec;
+  std::vector<std::string> step_names;  // by step index
+  LoadState state = LoadState::kRunning;
+  std::string reason;  // why it ended as it did, or what went wrong along the way
+  int64_t created_ms = 0;
+  int64_t started_ms = 0;   // when the workers were told to start
+  int64_t stopping_ms = 0;  // when it was asked to end early
+  int64_t ended_ms = 0;
+  size_t workers = 0;  // taking part at the start
+  std::set<int> slots;       // workers still taking part
+  std::map<int, int64_t> last_second;  // per worker: the last second it reported
+  std::map<uint32_t, ipc::LoadSecond> pending;  // seconds not yet complete
+  ipc::LoadSecond total;
+  uint32_t seconds = 0;  // complete seconds so far
+  std::vector<nlohmann::json> series;  // one summary per complete second
+  // Set when the test was asked to end early (stopped, or aborted by a threshold): the state it
+  // takes once its workers have reported their end. Unset: its thresholds decide.
+  std::optional<LoadState> ending;
+
+  bool ended() const { return state != LoadState::kRunning; }
+};
+
+class Loads {
+ public:
+  // A test of `spec`, run by the workers in `slots`. The scenario was validated by the caller.
+  LoadTest& add(std::string id, nlohmann::json scenario, nlohmann::json vars, nlohmann::json load,
+                load::LoadSpec spec, std::set<int> slots, int64_t now_ms, int64_t start_ms);
+  LoadTest* find(const std::string& id);
+  const LoadTest* find(const std::string& id) const;
+  // Newest first.
+  std::vector<const LoadTest*> list() const;
+
+  // A worker's second. Fails (the worker's protocol error) for a test it does not take part in.
+  // Returns the tests whose thresholds with abort_on_fail were crossed by this second.
+  Status on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms);
+  // The worker of `slot` is gone: every test drops it.
+  void worker_gone(int slot, int64_t now_ms);
+  // Thresholds with abort_on_fail that the totals now cross (past their delay).
+  std::vector<ThresholdResult> crossed_aborting(const LoadTest& t, int64_t now_ms) const;
+  std::vector<ThresholdResult> evaluate(const LoadTest& t, int64_t now_ms) const;
+  // The test's summary for the API: state, totals, latency, thresholds, and (with `series`)
+  // the per-second time series. Latency thresholds' values are in milliseconds.
+  nlohmann::json to_json(const LoadTest& t, bool series, int64_t now_ms) const;
+  // Seconds the test has been generating load: up to now, its stop or its duration.
+  static double elapsed_s(const LoadTest& t, int64_t now_ms);
+  // Marks a test to end as `state` (kStopped or kAborted) once its workers report their end.
+  // False when it has ended or is ending already.
+  bool end(LoadTest& t, LoadState state, std::string reason, int64_t now_ms);
+
+ private:
+  void complete_seconds(LoadTest& t, int64_t now_ms);
+  void finish_if_done(LoadTest& t, int64_t now_ms);
+
+  std::map<std::string, std::unique_ptr<LoadTest>> tests_;
+  std::vector<std::string> order_;  // ids, oldest first
+};
+
+// The value of `th` over `total` (a merged second), for a test that ran `elapsed_s` seconds.
+double threshold_value(const load::Threshold& th, const ipc::LoadSecond& total,
+                       const std::vector<std::string>& step_names, double elapsed_s);
+
+}  // namespace corral::master

@@ -1,0 +1,181 @@
+// `corral load` against the real daemon and corral-target: the closed and open models, the
+// summary and --out file, thresholds deciding the exit code, abort_on_fail, stopping a test
+// through the API, and refusals naming the field at fault. Each test is bounded: a few
+// seconds of load at a few thousand requests per second at most.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <regex>
+
+#include "tests/support/harness.h"
+#include "tests/support/harness_job_api.h"
+
+using namespace corral::test;
+
+namespace {
+
+std::string write_file(const TempHome& home, const std::string& name, const Json& doc) {
+  std::ofstream(home.file(name)) << doc.dump();
+  return home.file(name);
+}
+
+Json get_scenario(const std::string& base, const std::string& path, const Json& load) {
+  Json s = {{"name", "one get"},
+            {"vars", {{"base", base}}},
+            {"steps", Json::array({{{"name", "get"}, {"request", {{"url", "{{base}}" + path}}}}})}};
+  if (!load.is_null()) s["load"] = load;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("load cli: a closed model runs its VUs for the duration, passes its thresholds, exits 0") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  const std::string file = write_file(
+      home, "closed.json",
+      get_scenario(api.base(), "/delay?ms=5",
+                   {{"vus", 4}, {"duration", "2s"},
+                    {"thresholds", {{"errors", {"rate < 1%"}}, {"latency", {"p99 < 10s"}}}}}));
+  const std::string out = home.file("out.json");
+  CliResult r = run_cli({"load", file, "--out", out}, home.path(), {}, seconds(60));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("state      : passed"));
+  CHECK_THAT(r.out, Catch::Contains("ok      errors: rate < 1%"));
+  Json j = Json::parse(std::ifstream(out), nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["state"] == "passed");
+  CHECK(j["model"] == "closed");
+  CHECK(j["workers"] == 2);
+  CHECK(j["vus_max"] == 4);
+  // 4 VUs, each request at least 5 ms: at most 4 * 2000 / 5 requests, and at least some.
+  const auto requests = j["requests"].get<uint64_t>();
+  CHECK(requests <= 1600 + 4);
+  CHECK(requests >= 100);
+  CHECK(j["iterations"]["passed"] == requests);
+  CHECK(j["errors"]["count"] == 0);
+  CHECK(j["latency"]["min"].get<double>() >= 4.0);  // ms; the server's timer counts whole ms
+  CHECK(j["series"].size() >= 2);
+  CHECK(j["series"][0]["t"] == 0);
+  // The target saw every request the test counted.
+  CHECK(api.stats()["requests"].get<uint64_t>() == requests);
+}
+
+TEST_CASE("load cli: an open model starts exactly rate x duration arrivals, and --out has them") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  const std::string file =
+      write_file(home, "open.json", get_scenario(api.base(), "/delay?ms=1", nullptr));
+  const std::string out = home.file("out.json");
+  CliResult r = run_cli({"load", file, "--rate", "500", "--duration", "2s", "--max-vus", "50",
+                         "--threshold", "dropped: count < 1", "--out", out},
+                        home.path(), {}, seconds(60));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  Json j = Json::parse(std::ifstream(out), nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["model"] == "open");
+  CHECK(j["corrected"] == true);
+  CHECK(j["iterations"]["passed"] == 1000);
+  CHECK(j["requests"] == 1000);
+  CHECK(j["start_lateness"]["count"] == 1000);
+  CHECK(j["latency"]["p50"].get<double>() >= j["latency_raw"]["p50"].get<double>());
+  CHECK_THAT(r.out, Catch::Contains("(from the intended start)"));
+}
+
+TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string file = write_file(
+      home, "failing.json",
+      get_scenario(api.base(), "/fail?status=503", {{"vus", 2}, {"duration", "1s"}}));
+  CliResult r = run_cli({"load", file, "--threshold", "errors: rate < 1%", "--threshold",
+                         "latency{step:get}: p99 < 10s"},
+                        home.path(), {}, seconds(60));
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("state      : failed"));
+  CHECK_THAT(r.out, Catch::Contains("CROSSED errors: rate < 1%  (100.00%)"));
+  CHECK_THAT(r.out, Catch::Contains("ok      latency{step:get}: p99 < 10s"));
+  CHECK_THAT(r.out, Catch::Contains("status"));  // the errors' class
+}
+
+TEST_CASE("load cli: abort_on_fail ends the test early, as aborted") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json load = {{"vus", 2},
+               {"duration", "60s"},
+               {"thresholds",
+                {{"errors", {{{"threshold", "count < 5"}, {"abort_on_fail", true}}}}}}};
+  const std::string file =
+      write_file(home, "abort.json", get_scenario(api.base(), "/fail?status=500", load));
+  const auto t0 = Clock::now();
+  CliResult r = run_cli({"load", file}, home.path(), {}, seconds(50));
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Catch::Contains("state      : aborted (aborted: errors: count < 5 crossed)"));
+  CHECK(Clock::now() - t0 < seconds(45));  // it did not run its 60 s
+}
+
+TEST_CASE("load api: DELETE stops a running test, which ends as stopped") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json body = {{"scenario", get_scenario(api.base(), "/delay?ms=10", nullptr)},
+               {"load", {{"vus", 2}, {"duration", "60s"}, {"grace", "1s"}}}};
+  ApiResponse created = d.api("POST", "/loads", body.dump());
+  REQUIRE(created.status == 201);
+  const std::string id = Json::parse(created.body)["load"];
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["requests"] > 10; }, seconds(10),
+               "the test to send some requests");
+  ApiResponse stopped = d.api("DELETE", "/loads/" + id);
+  CHECK(stopped.status == 200);
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["state"] != "running"; },
+               seconds(10), "the test to end");
+  Json j = Json::parse(d.api("GET", "/loads/" + id).body);
+  CHECK(j["state"] == "stopped");
+  CHECK_THAT(j["reason"].get<std::string>(), Catch::Contains("stopped by request"));
+  Json list = Json::parse(d.api("GET", "/loads").body);
+  REQUIRE(list["loads"].size() == 1);
+  CHECK(list["loads"][0]["id"] == id);
+  CHECK_FALSE(list["loads"][0].contains("series"));
+}
+
+TEST_CASE("load api: a wrong load section is refused with the field at fault, and runs nothing") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const Json scenario = get_scenario(api.base(), "/delay?ms=1", nullptr);
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {{{"scenario", scenario}}, "load: missing"},
+      {{{"scenario", scenario}, {"load", {{"vus", 0}, {"duration", "1s"}}}},
+       "load.vus: expected a whole number from 1"},
+      {{{"scenario", scenario},
+        {"load", {{"vus", 1}, {"duration", "1s"}, {"thresholds", {{"latency{step:nope}", {"p99 < 1s"}}}}}}},
+       "no step is named"},
+      {{{"scenario", scenario}, {"load", {{"connections", 10}, {"pace", "1s"}, {"duration", "1s"}}}},
+       "not available yet"},
+  };
+  for (const auto& [body, message] : cases) {
+    ApiResponse r = d.api("POST", "/loads", body.dump());
+    INFO(r.body);
+    CHECK(r.status == 400);
+    CHECK_THAT(r.body, Catch::Contains(message));
+  }
+  const std::string file = write_file(home, "noload.json", scenario);
+  CliResult r = run_cli({"load", file}, home.path());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("no \"load\" section"));
+  CHECK(api.stats()["requests"] == 0);
+}
