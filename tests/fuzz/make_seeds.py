@@ -279,7 +279,49 @@ def conditions_seeds():
     return s
 
 
+# --- fuzz_load: JSON, a load section, a LoadSecond or a histogram ------------------------------
+
+def histogram(values):
+    """The JSON form of a histogram holding `values` (all below 2048: one bucket each)."""
+    b, last = [], -1
+    for v in sorted(set(values)):
+        b += [v - last, values.count(v)]
+        last = v
+    return {"n": len(values), "min": min(values), "max": max(values), "sum": sum(values),
+            "sat": 0, "b": b}
+
+
+def load_seeds():
+    h = histogram([3, 3, 7, 2000])
+    second = {"load": "l1-abcd", "second": 2, "done": False, "vus": 10, "running": 9,
+              "passed": 100, "failed": 2, "dropped": 1, "interrupted": 0, "late": h,
+              "steps": {"0": {"requests": 4, "bytes": 100, "status": 1, "transport": 0,
+                              "timeout": 1, "expect": 0, "latency": h, "raw": h}},
+              "reasons": {"expect: status was 500": 2}}
+    s = {}
+    s["closed"] = json.dumps({"vus": 10, "duration": "30s", "pace": "1s", "think": "100ms",
+                              "thresholds": {"latency{step:get}": ["p99 < 200ms"],
+                                             "errors": ["rate < 1%", "count <= 3"]}})
+    s["open-stages"] = json.dumps({"model": "open", "start": 5, "max_vus": 20, "stages": [
+        {"duration": "10s", "target": 100}, {"duration": "0s", "target": 1},
+        {"duration": "1m", "target": 0.5}], "thresholds": {
+        "rps": ["> 10"], "dropped": [{"threshold": "rate < 0.1%", "abort_on_fail": True,
+                                      "delay": "5s"}]}})
+    s["held"] = json.dumps({"connections": 100000, "pace": "5s", "duration": "10m",
+                            "source_addresses": ["127.0.0.1", "127.0.0.2"]})
+    s["second"] = json.dumps(second)
+    s["second-done"] = json.dumps({"load": "l2", "second": 0, "done": True,
+                                   "reasons": {"cannot start: no": 1}})
+    s["histogram"] = json.dumps(h)
+    s["histogram-saturated"] = json.dumps(
+        {"n": 1, "min": 3600000000, "max": 3600000000, "sum": 3600000000, "sat": 1,
+         "b": [23221, 1]})
+    s["all-in-one"] = json.dumps({"load": json.loads(s["closed"]), "second": second, "h": h})
+    return s
+
+
 if __name__ == "__main__":
+    write("fuzz_load", load_seeds())
     write("fuzz_ipc_decoder", ipc_seeds())
     write("fuzz_scenario_parser", scenario_seeds())
     write("fuzz_conditions", conditions_seeds())
