@@ -1,0 +1,70 @@
+// How `corral load` prints a test: the live line and the summary.
+#include <catch2/catch.hpp>
+
+#include "cli/load_view.h"
+
+using corral::cli::render_load_progress;
+using corral::cli::render_load_summary;
+using nlohmann::json;
+
+namespace {
+
+json latency(double p50, double p99) {
+  return {{"p50", p50}, {"p90", p50}, {"p95", p99}, {"p99", p99}, {"p99.9", p99}, {"max", p99}};
+}
+
+json test_json(const char* state) {
+  return {{"id", "l3-abcd"},
+          {"name", "checkout"},
+          {"state", state},
+          {"reason", ""},
+          {"model", "open"},
+          {"load", {{"rate", 2000}, {"duration", "30s"}, {"max_vus", 100}}},
+          {"elapsed_s", 12.0},
+          {"duration_s", 30.0},
+          {"workers", 2},
+          {"vus_max", 18},
+          {"requests", 24000},
+          {"rps", 2000.0},
+          {"bytes", 1u << 20},
+          {"iterations", {{"passed", 23990}, {"failed", 10}, {"dropped", 3}, {"interrupted", 0}}},
+          {"errors",
+           {{"count", 10}, {"rate", 10.0 / 24000}, {"status", 7}, {"transport", 0},
+            {"timeout", 3}, {"expect", 0}}},
+          {"corrected", true},
+          {"latency", latency(1.86, 3.01)},
+          {"latency_raw", latency(0.412, 1.9)},
+          {"steps", json::array({{{"index", 0}, {"name", "get"}}})},
+          {"thresholds", json::array({{{"name", "latency: p99 < 2ms"}, {"value", 3.01}, {"ok", false}},
+                                      {{"name", "errors: rate < 1%"}, {"value", 0.0004}, {"ok", true}}})},
+          {"reasons", {{"expect: status was 503", 7}}},
+          {"series", json::array({{{"t", 11}, {"vus", 17}, {"rps", 1999}, {"errors", 20},
+                                   {"p99", 2.5}, {"dropped", 0}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("load view: the live line shows the last complete second") {
+  CHECK(render_load_progress(test_json("running")) ==
+        "l3-abcd  running  12s/30s  vus 17  rps 1999  p99 2.50ms  errors 1.00%");
+}
+
+TEST_CASE("load view: once ended, the line shows the whole test") {
+  CHECK(render_load_progress(test_json("failed")) ==
+        "l3-abcd  failed  12s/30s  vus 18  rps 2000  p99 3.01ms  errors 0.04%  dropped 3");
+}
+
+TEST_CASE("load view: the summary has the model, counts, both latencies and each threshold") {
+  const std::string s = render_load_summary(test_json("failed"));
+  CHECK_THAT(s, Catch::Contains("model      : open, 2000/s for 30s (max 100 VUs)\n"));
+  CHECK_THAT(s, Catch::Contains("state      : failed\n"));
+  CHECK_THAT(s, Catch::Contains("requests   : 24000 (2000.0/s), 1.0mb received\n"));
+  CHECK_THAT(s, Catch::Contains("iterations : 23990 passed, 10 failed, 3 dropped, 0 interrupted\n"));
+  CHECK_THAT(s, Catch::Contains("errors     : 10 (0.04%): 7 status, 3 timeout\n"));
+  CHECK_THAT(s, Catch::Contains("latency    : p50 1.86ms  p90 1.86ms  p95 3.01ms  p99 3.01ms  "
+                                "p99.9 3.01ms  max 3.01ms  (from the intended start)\n"));
+  CHECK_THAT(s, Catch::Contains("  raw      : p50 0.412ms"));
+  CHECK_THAT(s, Catch::Contains("  7  expect: status was 503\n"));
+  CHECK_THAT(s, Catch::Contains("  CROSSED latency: p99 < 2ms  (3.01ms)\n"));
+  CHECK_THAT(s, Catch::Contains("  ok      errors: rate < 1%  (0.04%)\n"));
+}

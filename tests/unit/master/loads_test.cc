@@ -1,0 +1,129 @@
+// master::Loads: adding workers' seconds, the end of a test, thresholds, and a worker leaving.
+#include <catch2/catch.hpp>
+
+#include "config/load/parse.h"
+#include "master/loads.h"
+
+using corral::ipc::LoadSecond;
+using corral::master::LoadState;
+using corral::master::Loads;
+using corral::master::LoadTest;
+using nlohmann::json;
+
+namespace {
+
+const json kScenario = {{"name", "t"},
+                        {"steps", json::array({{{"name", "login"}, {"request", {{"url", "x"}}}},
+                                               {{"name", "get"}, {"request", {{"url", "y"}}}}})}};
+
+LoadTest& add(Loads& loads, const char* load_text, std::set<int> slots = {0, 1}) {
+  json load = json::parse(load_text);
+  auto spec = corral::load::parse_load(load);
+  REQUIRE(spec);
+  return loads.add("l1", kScenario, json::object(), load, *spec, std::move(slots), 1000, 1000);
+}
+
+// One second of worker traffic: `requests` to step `step`, each taking `ms`, some failing.
+LoadSecond second(uint32_t t, uint32_t step, uint64_t requests, uint64_t ms, uint64_t errors = 0,
+                  bool done = false) {
+  LoadSecond s;
+  s.load = "l1";
+  s.second = t;
+  s.done = done;
+  s.vus = 2;
+  s.passed = requests - errors;
+  s.failed = errors;
+  auto& st = s.steps[step];
+  st.requests = requests;
+  st.status = errors;
+  st.latency.record(ms * 1000, requests);
+  st.raw.record(ms * 1000, requests);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("loads: a second counts once every worker has reported it") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "3s"})");
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  CHECK(t.series.empty());  // worker 1 has not reported second 0 yet
+  REQUIRE(loads.on_second(0, second(1, 1, 100, 2), 3000));
+  CHECK(t.series.empty());
+  REQUIRE(loads.on_second(1, second(0, 1, 50, 4), 3000));
+  REQUIRE(t.series.size() == 1);
+  CHECK(t.series[0]["rps"] == 150);
+  CHECK(t.series[0]["vus"] == 4);
+  CHECK(t.series[0]["p50"] == 2.0);
+  CHECK(t.series[0]["max"] == 4.0);
+  CHECK(t.total.steps.at(1).requests == 150);
+  CHECK_FALSE(t.ended());
+  // A report for a test that does not exist is the worker's protocol error.
+  LoadSecond stray = second(0, 0, 1, 1);
+  stray.load = "l9";
+  CHECK(loads.on_second(0, std::move(stray), 3000).code() == corral::Code::kProtocol);
+}
+
+TEST_CASE("loads: the test ends when every worker is done, passed or failed by its thresholds") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "2s", "thresholds": {
+      "errors": ["rate < 10%"], "latency{step:get}": ["p99 < 5ms"], "rps": ["> 50"]}})");
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2, 5), 2000));
+  REQUIRE(loads.on_second(1, second(0, 1, 100, 2, 5), 2000));
+  REQUIRE(loads.on_second(0, second(1, 1, 100, 2, 5, true), 3000));
+  CHECK_FALSE(t.ended());
+  REQUIRE(loads.on_second(1, second(1, 0, 100, 9, 50, true), 3000));
+  REQUIRE(t.ended());
+  // 65 errors of 400 requests: 16.25 %, crossed; step "get" stays under 5 ms; 400 in 2 s: 200/s.
+  CHECK(t.state == LoadState::kFailed);
+  json j = loads.to_json(t, true, 4000);
+  CHECK(j["requests"] == 400);
+  CHECK(j["rps"] == 200.0);
+  CHECK(j["errors"]["rate"] == 0.1625);
+  REQUIRE(j["thresholds"].size() == 3);
+  for (const json& th : j["thresholds"]) {
+    INFO(th.dump());
+    if (th["name"] == "errors: rate < 10%") CHECK(th["ok"] == false);
+    if (th["name"] == "latency{step:get}: p99 < 5ms") {
+      CHECK(th["ok"] == true);
+      CHECK(th["value"] == 2.0);  // milliseconds
+    }
+    if (th["name"] == "rps: > 50") CHECK(th["ok"] == true);
+  }
+  CHECK(j["series"].size() == 2);
+  CHECK(j["steps"].size() == 2);
+  CHECK(j["steps"][1]["name"] == "get");
+}
+
+TEST_CASE("loads: abort_on_fail thresholds are crossed only after their delay") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 1, "duration": "1m", "thresholds": {
+      "errors": [{"threshold": "count < 3", "abort_on_fail": true, "delay": "2s"}]}})", {0});
+  REQUIRE(loads.on_second(0, second(0, 0, 10, 1, 5), 2000));
+  CHECK(loads.crossed_aborting(t, 2000).empty());  // 1 s in: too early
+  REQUIRE(loads.on_second(0, second(1, 0, 10, 1, 0), 3000));
+  auto crossed = loads.crossed_aborting(t, 3000);
+  REQUIRE(crossed.size() == 1);
+  CHECK(crossed[0].value == 5);
+  REQUIRE(loads.end(t, LoadState::kAborted, "aborted: errors crossed", 3000));
+  CHECK_FALSE(loads.end(t, LoadState::kStopped, "again", 3000));  // already ending
+  CHECK_FALSE(t.ended());  // until the worker reports its end
+  REQUIRE(loads.on_second(0, second(2, 0, 1, 1, 0, true), 3500));
+  CHECK(t.state == LoadState::kAborted);
+  CHECK(t.reason == "aborted: errors crossed");
+  CHECK(Loads::elapsed_s(t, 9000) == 2.0);  // from the start to the abort, not to now
+}
+
+TEST_CASE("loads: a worker that leaves is dropped, and the test goes on and says so") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "2s"})");
+  REQUIRE(loads.on_second(0, second(0, 0, 10, 1), 2000));
+  loads.worker_gone(1, 2100);
+  REQUIRE(t.series.size() == 1);  // second 0 no longer waits for worker 1
+  CHECK(t.reason == "worker 1 left during the test");
+  REQUIRE(loads.on_second(1, second(0, 0, 10, 1), 2200));  // late: ignored
+  CHECK(t.total.steps.at(0).requests == 10);
+  REQUIRE(loads.on_second(0, second(1, 0, 10, 1, 0, true), 3000));
+  CHECK(t.state == LoadState::kPassed);
+  CHECK(t.workers == 2);
+}
