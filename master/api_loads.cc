@@ -5,11 +5,10 @@
 //   DELETE /loads/<id>   ends the test now: running iterations get the grace period
 #include <spdlog/spdlog.h>
 
-#include <random>
-
 #include "config/load/parse.h"
 #include "config/scenario/parse.h"
 #include "master/daemon_impl.h"
+#include "master/ids.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/proc.h"
 
@@ -21,14 +20,6 @@ using nlohmann::json;
 
 // Workers start a test this long after it is accepted, so that they start together.
 constexpr uint64_t kStartDelayMs = 200;
-
-std::string new_load_id(uint64_t n) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "l%llu-%04x", static_cast<unsigned long long>(n),
-                static_cast<unsigned>(rng() & 0xffff));
-  return buf;
-}
 
 // The scenario, load section and vars of a submission, checked; or the answer that refuses it.
 struct Submission {
@@ -100,7 +91,7 @@ void Daemon::start_load(const http::Request& req, const http::Responder& respond
     respond.send(Response::error(503, "no worker is ready to run a load test"));
     return;
   }
-  std::string id = new_load_id(++load_seq_);
+  std::string id = numbered_id('l', ++load_seq_);
   const int64_t now = unix_ms_now();
   LoadTest& t = loads_.add(id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),
                            {ready.begin(), ready.end()}, now, now + kStartDelayMs);

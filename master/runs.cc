@@ -2,24 +2,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <random>
 
+#include "master/ids.h"
 #include "shared/proc.h"
 
 namespace corral::master {
 namespace {
 
 using nlohmann::json;
-
-// "r<seq>-<4 hex digits>": the number orders runs and never repeats (the journal keeps the
-// sequence); the suffix keeps ids from different homes apart in a user's notes.
-std::string new_run_id(uint64_t n) {
-  static std::mt19937_64 rng{std::random_device{}()};
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "r%llu-%04x", static_cast<unsigned long long>(n),
-                static_cast<unsigned>(rng() & 0xffff));
-  return buf;
-}
 
 InstanceState state_of(ipc::Outcome o) {
   switch (o) {
@@ -71,7 +61,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
                   int64_t now_ms) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
-  run->id = new_run_id(run->seq);
+  run->id = numbered_id('r', run->seq);  // the journal keeps the sequence
   run->size = instances;
   run->scenario = std::move(scenario);
   run->vars = std::move(vars);

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +15,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/load_view.h"
+#include "cli/scenario_file.h"
 #include "cli/verb.h"
 #include "shared/exit_codes.h"
 #include "shared/http/blocking_client.h"
@@ -66,26 +66,17 @@ class LoadVerb : public Verb {
   }
 
   int run(const Context& ctx) override {
-    std::ifstream in(file_);
-    if (!in) return usage_error("cannot read " + file_);
-    std::stringstream text;
-    text << in.rdbuf();
-    json scenario = json::parse(text.str(), nullptr, false);
-    if (scenario.is_discarded() || !scenario.is_object()) {
-      return usage_error(file_ + ": not a JSON object");
-    }
+    auto read = read_scenario_file(file_);
+    if (!read) return usage_error(read.status().message());
+    const json& scenario = *read;
     json load = scenario.value("load", json::object());
     if (!load.is_object()) return usage_error(file_ + ": \"load\" must be an object");
     if (std::string e = apply_flags(load); !e.empty()) return usage_error(e);
-    json vars = json::object();
-    for (const auto& v : vars_) {
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return usage_error("--var " + v + ": expected NAME=VALUE");
-      vars[v.substr(0, eq)] = flag_value(v.substr(eq + 1));
-    }
+    auto vars = vars_from_flags(vars_);
+    if (!vars) return usage_error(vars.status().message());
     const Api api(ctx);
     auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/loads",
-                                json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
+                                json{{"scenario", scenario}, {"load", load}, {"vars", *vars}}.dump(),
                                 kSubmitTimeoutMs);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();

@@ -18,6 +18,7 @@
 #include "cli/format.h"
 #include "cli/junit.h"
 #include "cli/runs_view.h"
+#include "cli/scenario_file.h"
 #include "cli/verb.h"
 #include "shared/exit_codes.h"
 #include "shared/http/blocking_client.h"
@@ -54,22 +55,10 @@ class RunVerb : public Verb {
   }
 
   int run(const Context& ctx) override {
-    std::ifstream in(file_);
-    if (!in) return usage_error("cannot read " + file_);
-    std::stringstream text;
-    text << in.rdbuf();
-    json scenario = json::parse(text.str(), nullptr, false);
-    if (scenario.is_discarded()) return usage_error(file_ + ": not valid JSON");
-    json vars = json::object();
-    for (const auto& v : vars_) {
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return usage_error("--var " + v + ": expected NAME=VALUE");
-      }
-      // A value that reads as JSON (3, true, {"a":1}) keeps its type; anything else is text.
-      json value = json::parse(v.substr(eq + 1), nullptr, false);
-      vars[v.substr(0, eq)] = value.is_discarded() ? json(v.substr(eq + 1)) : value;
-    }
+    auto scenario = read_scenario_file(file_);
+    if (!scenario) return usage_error(scenario.status().message());
+    auto vars = vars_from_flags(vars_);
+    if (!vars) return usage_error(vars.status().message());
     if (!junit_.empty()) {
       // Refuse before submitting rather than lose the report after a long run.
       const auto dir = std::filesystem::absolute(junit_).parent_path();
@@ -81,9 +70,9 @@ class RunVerb : public Verb {
     const Clock::time_point started = Clock::now();
     const Api api(ctx);
     std::string id;
-    if (int code = submit(api, scenario, vars, id); code != 0) return code;
+    if (int code = submit(api, *scenario, *vars, id); code != 0) return code;
     std::cout << "corral: run " << id << ": " << instances_ << " instances of "
-              << json_string(scenario, "name") << "\n"
+              << json_string(*scenario, "name") << "\n"
               << std::flush;
     if (detach_) return 0;
     return follow(ctx, api, id, started);
