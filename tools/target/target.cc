@@ -110,12 +110,12 @@ Response Target::status(const http::Request& req) {
 
 void Target::delay(const http::Request& req, const http::Responder& respond) {
   uint64_t ms = to_u64(req.query_param("ms").value_or("0")).value_or(0);
-  auto timer = std::make_shared<uv::Timer>(loop_);
-  // The timer keeps itself alive through its own callback until it fires once.
-  timer->start(ms, 0, [timer, respond, ms]() mutable {
+  // Owned by the target, not by its own callback: a timer holding itself would never be freed.
+  const uint64_t id = ++next_delay_;
+  auto& timer = delays_[id] = std::make_unique<uv::Timer>(loop_);
+  timer->start(ms, 0, [this, id, respond, ms] {
     respond.send(Response::json(200, {{"slept_ms", ms}}));
-    timer->close();
-    timer.reset();
+    delays_.erase(id);  // destroys the timer inside its callback, which uv::Timer allows
   });
 }
 

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "shared/http/server.h"
+#include "shared/uv/timer.h"
 
 namespace corral::target {
 
@@ -67,6 +68,9 @@ class Target {
   uint64_t requests_ = 0;
   uint64_t polls_ = 0;
   uint64_t hanging_ = 0;
+  // /delay answers waiting for their timer, by a number of their own; each removes itself.
+  std::unordered_map<uint64_t, std::unique_ptr<uv::Timer>> delays_;
+  uint64_t next_delay_ = 0;
 };
 
 }  // namespace corral::target
