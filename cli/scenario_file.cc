@@ -18,6 +18,11 @@ Result<json> read_scenario_file(const std::string& path) {
   return doc;
 }
 
+json json_or_text(const std::string& text) {
+  json value = json::parse(text, nullptr, false);
+  return value.is_discarded() ? json(text) : value;
+}
+
 Result<json> vars_from_flags(const std::vector<std::string>& flags) {
   json vars = json::object();
   for (const auto& v : flags) {
@@ -25,8 +30,7 @@ Result<json> vars_from_flags(const std::vector<std::string>& flags) {
     if (eq == std::string::npos || eq == 0) {
       return invalid_argument("--var " + v + ": expected NAME=VALUE");
     }
-    json value = json::parse(v.substr(eq + 1), nullptr, false);
-    vars[v.substr(0, eq)] = value.is_discarded() ? json(v.substr(eq + 1)) : value;
+    vars[v.substr(0, eq)] = json_or_text(v.substr(eq + 1));
   }
   return vars;
 }

@@ -1,7 +1,6 @@
 #include "master/loads.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "shared/proc.h"
 
@@ -11,7 +10,7 @@ namespace {
 using nlohmann::json;
 using stats::Histogram;
 
-double ms(uint64_t us) { return std::round(static_cast<double>(us) / 1000.0 * 1000) / 1000; }
+double ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }  // microseconds are exact
 
 json latency_json(const Histogram& h) {
   return {{"count", h.count()},        {"min", ms(h.min())},
@@ -169,7 +168,7 @@ Status Loads::on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms) {
     t->slots.erase(slot);
     t->last_second.erase(slot);
   }
-  complete_seconds(*t, now_ms);
+  complete_seconds(*t);
   finish_if_done(*t, now_ms);
   return Status::ok();
 }
@@ -180,13 +179,13 @@ void Loads::worker_gone(int slot, int64_t now_ms) {
     t->last_second.erase(slot);
     if (!t->reason.empty()) t->reason += "; ";
     t->reason += "worker " + std::to_string(slot) + " left during the test";
-    complete_seconds(*t, now_ms);
+    complete_seconds(*t);
     finish_if_done(*t, now_ms);
   }
 }
 
 // Seconds every remaining worker has reported go into the totals and the series.
-void Loads::complete_seconds(LoadTest& t, int64_t) {
+void Loads::complete_seconds(LoadTest& t) {
   while (!t.pending.empty()) {
     auto first = t.pending.begin();
     bool complete = t.slots.empty() || std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
@@ -203,7 +202,7 @@ void Loads::complete_seconds(LoadTest& t, int64_t) {
 
 void Loads::finish_if_done(LoadTest& t, int64_t now_ms) {
   if (t.ended() || !t.slots.empty()) return;
-  complete_seconds(t, now_ms);
+  complete_seconds(t);
   t.ended_ms = now_ms;
   if (t.ending) {
     t.state = *t.ending;

@@ -90,7 +90,7 @@ class Loads {
   bool end(LoadTest& t, LoadState state, std::string reason, int64_t now_ms);
 
  private:
-  void complete_seconds(LoadTest& t, int64_t now_ms);
+  void complete_seconds(LoadTest& t);
   void finish_if_done(LoadTest& t, int64_t now_ms);
 
   std::map<std::string, std::unique_ptr<LoadTest>> tests_;

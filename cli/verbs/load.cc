@@ -35,12 +35,6 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-// A JSON value from the command line: a number stays a number, anything else is text.
-json flag_value(const std::string& text) {
-  json v = json::parse(text, nullptr, false);
-  return v.is_discarded() ? json(text) : v;
-}
-
 class LoadVerb : public Verb {
  public:
   void setup(CLI::App& app) override {
@@ -104,7 +98,7 @@ class LoadVerb : public Verb {
       for (const std::string& s : stages_) {
         size_t colon = s.rfind(':');
         if (colon == std::string::npos) return "--stage " + s + ": expected DURATION:TARGET";
-        stages.push_back({{"duration", s.substr(0, colon)}, {"target", flag_value(s.substr(colon + 1))}});
+        stages.push_back({{"duration", s.substr(0, colon)}, {"target", json_or_text(s.substr(colon + 1))}});
       }
       drop({"vus", "rate", "connections", "duration"});
       load["stages"] = stages;
