@@ -107,6 +107,10 @@ Result<Event> event_from_json(const json& j, const std::string& path) {
       r.i64("ended_ms", e.ended_ms);
       r.i32("status", e.status);
       r.i64("until_ms", e.until_ms);
+      // Absent means "not a poll" (-1); a present time is never negative.
+      if (r.ok() && j.contains("until_ms") && e.until_ms < 0) {
+        r.fail("until_ms", "expected a time of 0 or more, got " + std::to_string(e.until_ms));
+      }
       r.text("reason", e.reason);
       r.text("url", e.url);
       r.object("vars", e.vars);

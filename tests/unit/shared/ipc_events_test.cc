@@ -77,4 +77,8 @@ TEST_CASE("events: an unknown kind or state, or a field of the wrong type, is a 
   CHECK(error_of({{"t", "progress"}, {"run", "r"}, {"i", 1}, {"checkpoint", {{"step", "1"}}}}) ==
         "events[3].checkpoint.step: expected an unsigned 32-bit integer, got \"1\"");
   CHECK(error_of(json::array()) == "events[3]: expected an object");
+  // Found by fuzz_ipc_payloads (corpus/fuzz_ipc_payloads/regress-negative-until): a negative
+  // until_ms decoded, but it is written as "not a poll" and came back as -1.
+  CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "failed"},
+                  {"until_ms", -900}}) == "events[3].until_ms: expected a time of 0 or more, got -900");
 }
