@@ -63,6 +63,9 @@ std::string model_text(const json& test) {
   if (stages.is_array()) return out + ", " + std::to_string(stages.size()) + " stages";
   if (load.contains("vus")) out += ", " + json_field(load, "vus").dump() + " VUs";
   if (load.contains("rate")) out += ", " + json_field(load, "rate").dump() + "/s";
+  if (load.contains("connections")) {
+    out += ", " + json_field(load, "connections").dump() + " held connections";
+  }
   out += " for " + json_string(load, "duration");
   if (load.contains("pace")) out += ", an iteration every " + json_string(load, "pace");
   if (load.contains("max_vus")) out += " (max " + json_field(load, "max_vus").dump() + " VUs)";
@@ -80,7 +83,8 @@ std::string render_load_progress(const json& test) {
             {"rps", json_number(test, "rps")},
             {"errors", json_number(json_field(test, "errors"), "rate") * json_number(test, "rps")},
             {"p99", json_number(json_field(test, "latency"), "p99")},
-            {"dropped", json_number(json_field(test, "iterations"), "dropped")}};
+            {"dropped", json_number(json_field(test, "iterations"), "dropped")},
+            {"connections", json_number(json_field(test, "connections"), "max")}};
   }
   double requests = json_number(last, "rps");
   double errors = json_number(last, "errors");
@@ -93,6 +97,9 @@ std::string render_load_progress(const json& test) {
       << percent(requests == 0 ? 0 : errors / requests);
   double dropped = json_number(last, "dropped");
   if (dropped > 0) out << "  dropped " << fixed(dropped, 0);
+  if (json_string(test, "model") == "held") {
+    out << "  conns " << fixed(json_number(last, "connections"), 0);
+  }
   return out.str();
 }
 
@@ -116,6 +123,13 @@ std::string render_load_summary(const json& test) {
       << fixed(json_number(it, "failed"), 0) << " failed, " << fixed(json_number(it, "dropped"), 0)
       << " dropped, " << fixed(json_number(it, "interrupted"), 0) << " interrupted\n"
       << "errors     : " << errors_text(json_field(test, "errors")) << "\n";
+  if (json_string(test, "model") == "held") {
+    const json c = json_field(test, "connections");
+    out << "connections: up to " << fixed(json_number(c, "max"), 0) << " open; "
+        << fixed(json_number(c, "opened"), 0) << " opened, " << fixed(json_number(c, "failed"), 0)
+        << " failed to connect, " << fixed(json_number(c, "closed"), 0)
+        << " lost after connecting\n";
+  }
   const bool corrected = json_field(test, "corrected") == true;
   out << "latency    : " << latency_line(json_field(test, "latency"))
       << (corrected ? "  (from the intended start)\n" : "\n");

@@ -55,6 +55,9 @@ struct Config {
   uint64_t response_memory_bytes = 512u << 20;  // per worker: all response bodies in flight
   std::string http_client = "lean";  // "lean": http:// on the worker's loop; "curl": all by curl
   int max_connections_per_host = 256;  // per worker and origin; more requests wait (FIFO)
+  // Held connections one worker opens in a load test; 0: its file-descriptor limit less 2,000.
+  // A test that needs more workers than there are starts more for its duration.
+  int load_connections_per_worker = 0;
   std::string secrets_file;  // JSON object of secret values; "" = only CORRAL_SECRET_<NAME>
   // Required on TCP requests as "Authorization: Bearer <token>" when set; a TCP listener off
   // loopback refuses to start without one. Defaults to $CORRAL_API_TOKEN.

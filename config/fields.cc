@@ -106,6 +106,9 @@ const Field kFields[] = {
                "libcurl; curl: every request by libcurl"),
   int_field("max_connections_per_host", &Config::max_connections_per_host, 1, 100000,
             "connections one worker opens to one origin; more requests wait in FIFO order"),
+  int_field("load_connections_per_worker", &Config::load_connections_per_worker, 0, 1000000,
+            "held connections one worker opens in a load test; 0: its file-descriptor limit "
+            "less 2000"),
   string_field("secrets_file", &Config::secrets_file, {},
                "a JSON object of secret values for {{secret.NAME}}; must not be readable by "
                "group or others"),

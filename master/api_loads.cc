@@ -4,6 +4,7 @@
 //   GET    /loads/<id>   totals, latency, thresholds and the per-second series
 //   DELETE /loads/<id>   ends the test now: running iterations get the grace period
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include "config/load/parse.h"
 #include "config/scenario/parse.h"
@@ -20,15 +21,32 @@ using nlohmann::json;
 
 // Workers start a test this long after it is accepted, so that they start together.
 constexpr uint64_t kStartDelayMs = 200;
+// How long a test waits for the workers it needs to start.
+constexpr uint64_t kWorkersReadyMs = 60000;
+constexpr size_t kMaxLoadWorkers = 64;
 
-// The scenario, load section and vars of a submission, checked; or the answer that refuses it.
-struct Submission {
-  json scenario, load, vars;
-  load::LoadSpec spec;
-};
+// Held connections a worker may open: the config's load_connections_per_worker, or by default
+// its file-descriptor limit (inherited from the master) less room for its own files, the IPC
+// channel and the loop.
+uint64_t connections_per_worker(const config::Config& cfg) {
+  if (cfg.load_connections_per_worker > 0) return static_cast<uint64_t>(cfg.load_connections_per_worker);
+  rlimit lim{};
+  uint64_t soft = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+  return soft > 4000 ? soft - 2000 : soft / 2;
+}
 
+// Workers a test needs: one per connections_per_worker() held connections; any other model
+// runs on the workers there are.
+size_t workers_needed(const load::LoadSpec& spec, const config::Config& cfg) {
+  if (spec.model != load::Model::kHeld) return 1;
+  auto peak = static_cast<uint64_t>(spec.peak());
+  uint64_t per = connections_per_worker(cfg);
+  return static_cast<size_t>((peak + per - 1) / per);
+}
+
+// Checks a submission into `out`; or the answer that refuses it.
 std::optional<Response> check(const json& body, const scenario::ParseOptions& base,
-                              Submission& out) {
+                              const config::Config& cfg, LoadSubmission& out) {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
     return Response::error(400, "scenario: expected a scenario object");
@@ -44,9 +62,6 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
   if (!parsed) return Response::error(400, "scenario." + parsed.status().message());
   auto spec = load::parse_load(out.load);
   if (!spec) return Response::error(400, spec.status().message());
-  if (spec->model == load::Model::kHeld) {
-    return Response::error(400, "load.connections: the held-connection model is not available yet");
-  }
   for (const load::Threshold& th : spec->thresholds) {
     if (th.step.empty()) continue;
     const auto& steps = (*parsed)->steps;
@@ -57,6 +72,12 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
                                       th.step + "\"");
     }
   }
+  if (workers_needed(*spec, cfg) > kMaxLoadWorkers) {
+    return Response::error(400, "load.connections: " + std::to_string(int64_t(spec->peak())) +
+                                    " held connections need " +
+                                    std::to_string(workers_needed(*spec, cfg)) +
+                                    " workers; at most " + std::to_string(kMaxLoadWorkers));
+  }
   out.scenario = *sc;
   out.scenario.erase("load");
   out.spec = std::move(*spec);
@@ -64,6 +85,14 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
 }
 
 }  // namespace
+
+std::vector<int> Daemon::ready_workers() const {
+  std::vector<int> ready;
+  for (const Slot& s : supervisor_.slots()) {
+    if (s.state == SlotState::kReady && workers_.count(s.index) != 0) ready.push_back(s.index);
+  }
+  return ready;
+}
 
 void Daemon::start_load(const http::Request& req, const http::Responder& respond) {
   json body = json::parse(req.body, nullptr, false);
@@ -78,19 +107,64 @@ void Daemon::start_load(const http::Request& req, const http::Responder& respond
   scenario::ParseOptions options;
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
-  Submission sub;
-  if (auto refused = check(body, options, sub)) {
+  LoadSubmission sub;
+  if (auto refused = check(body, options, cfg_, sub)) {
     respond.send(std::move(*refused));
     return;
   }
-  std::vector<int> ready;
-  for (const Slot& s : supervisor_.slots()) {
-    if (s.state == SlotState::kReady && workers_.count(s.index) != 0) ready.push_back(s.index);
-  }
-  if (ready.empty()) {
+  std::vector<int> ready = ready_workers();
+  size_t need = workers_needed(sub.spec, cfg_);
+  if (ready.empty() && sub.spec.model != load::Model::kHeld) {
     respond.send(Response::error(503, "no worker is ready to run a load test"));
     return;
   }
+  if (ready.size() >= need && !ready.empty()) {
+    launch_load(std::move(sub), respond, ready);
+    return;
+  }
+  // More workers than there are: the count goes up for this test, which starts once they are
+  // ready (the request is answered then).
+  if (base_wanted_ < 0) base_wanted_ = supervisor_.wanted();
+  if (static_cast<size_t>(supervisor_.wanted()) < need) {
+    spdlog::info("load: {} held connections need {} workers; starting {} more",
+                 int64_t(sub.spec.peak()), need, need - supervisor_.wanted());
+    supervisor_.set_wanted(static_cast<int>(need));
+    kick();
+  }
+  pending_loads_.push_back({std::move(sub), respond, std::max<size_t>(need, 1),
+                            monotonic_ms() + kWorkersReadyMs});
+}
+
+void Daemon::start_pending_loads() {
+  const uint64_t now = monotonic_ms();
+  std::vector<int> ready = ready_workers();
+  for (auto it = pending_loads_.begin(); it != pending_loads_.end();) {
+    if (ready.size() >= it->need) {
+      PendingLoad p = std::move(*it);
+      it = pending_loads_.erase(it);
+      launch_load(std::move(p.sub), p.respond, ready);
+    } else if (now >= it->deadline_ms || supervisor_.shutting_down()) {
+      it->respond.send(Response::error(
+          503, "the test needs " + std::to_string(it->need) + " workers and " +
+                   std::to_string(ready.size()) + " are ready after " +
+                   config::format_duration_ms(kWorkersReadyMs)));
+      it = pending_loads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (base_wanted_ < 0 || !pending_loads_.empty()) return;
+  for (const LoadTest* t : loads_.list()) {
+    if (!t->ended() && t->workers > static_cast<size_t>(base_wanted_)) return;
+  }
+  spdlog::info("load: back to {} workers", base_wanted_);
+  supervisor_.set_wanted(base_wanted_);
+  base_wanted_ = -1;
+  kick();
+}
+
+void Daemon::launch_load(LoadSubmission sub, const http::Responder& respond,
+                         const std::vector<int>& ready) {
   std::string id = numbered_id('l', ++load_seq_);
   const int64_t now = unix_ms_now();
   LoadTest& t = loads_.add(id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),

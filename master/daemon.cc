@@ -186,6 +186,7 @@ void Daemon::on_tick() {
     }
   }
   reconcile();
+  start_pending_loads();
 }
 
 void Daemon::sample_memory() {

@@ -70,6 +70,12 @@ class Daemon {
   // The load tests API (api_loads.cc): false when the path is not one of its routes.
   bool handle_loads_api(const http::Request& req, const http::Responder& respond);
   void start_load(const http::Request& req, const http::Responder& respond);
+  // Starts a checked test on `ready` workers and answers the request that asked for it.
+  void launch_load(LoadSubmission sub, const http::Responder& respond, const std::vector<int>& ready);
+  // Tests waiting for workers start once they are ready; the count raised for them comes down
+  // once no test needs it.
+  void start_pending_loads();
+  std::vector<int> ready_workers() const;
   void end_load(LoadTest& t, LoadState state, const std::string& reason);
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
@@ -98,6 +104,16 @@ class Daemon {
   Dispatcher dispatcher_;
   Loads loads_;
   uint64_t load_seq_ = 0;
+  // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
+  // beyond the usual count if need be: it waits here while they start.
+  struct PendingLoad {
+    LoadSubmission sub;
+    http::Responder respond;
+    size_t need = 0;
+    uint64_t deadline_ms = 0;
+  };
+  std::vector<PendingLoad> pending_loads_;
+  int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::unique_ptr<uv::Timer> pump_;
   bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot

@@ -46,6 +46,8 @@ json second_json(uint32_t t, const ipc::LoadSecond& s) {
           {"iterations", s.passed + s.failed},
           {"failed", s.failed},
           {"dropped", s.dropped},
+          {"connections", s.connections},
+          {"connect_failed", s.connect_failed},
           {"errors", all.errors()},
           {"bytes", all.bytes},
           {"p50", ms(all.latency.value_at(50))},
@@ -245,8 +247,11 @@ std::vector<ThresholdResult> Loads::crossed_aborting(const LoadTest& t, int64_t 
 
 json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
   ipc::StepSecond all = merged_steps(t.total, "", {});
-  uint64_t vus_max = 0;
-  for (const json& s : t.series) vus_max = std::max(vus_max, s["vus"].get<uint64_t>());
+  uint64_t vus_max = 0, connections_max = 0;
+  for (const json& s : t.series) {
+    vus_max = std::max(vus_max, s["vus"].get<uint64_t>());
+    connections_max = std::max(connections_max, s["connections"].get<uint64_t>());
+  }
   json steps = json::array();
   for (const auto& [index, s] : t.total.steps) {
     steps.push_back({{"index", index},
@@ -287,6 +292,12 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
               {"dropped", t.total.dropped},
               {"interrupted", t.total.interrupted}}},
             {"errors", errors_json(all)},
+            {"connections",
+             {{"open", t.series.empty() ? 0 : t.series.back()["connections"].get<uint64_t>()},
+              {"max", connections_max},
+              {"opened", t.total.opened},
+              {"failed", t.total.connect_failed},
+              {"closed", t.total.closed}}},
             {"corrected", t.spec.model == load::Model::kOpen || t.spec.pace_ms != 0},
             {"latency", latency_json(all.latency)},
             {"latency_raw", latency_json(all.raw)},

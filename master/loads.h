@@ -34,6 +34,12 @@ struct ThresholdResult {
   bool held = true;
 };
 
+// A load test as submitted and checked, before it starts.
+struct LoadSubmission {
+  nlohmann::json scenario, load, vars;
+  load::LoadSpec spec;
+};
+
 struct LoadTest {
   std::string id;
   std::string name;  // the scenario's

@@ -28,7 +28,8 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kPollEvery{1000};
-constexpr long kSubmitTimeoutMs = 30000;
+// A held-connection test may wait for extra workers to start (up to 60 s in the daemon).
+constexpr long kSubmitTimeoutMs = 70000;
 
 int usage_error(const std::string& message) {
   std::cerr << "corral: " << message << "\n";
@@ -42,10 +43,12 @@ class LoadVerb : public Verb {
         ->required();
     app.add_option("--vus", vus_, "closed model: this many virtual users");
     app.add_option("--rate", rate_, "open model: this many iterations per second");
+    app.add_option("--connections", connections_,
+                   "held model: this many VUs, each on its own keep-alive connection");
     app.add_option("--stage", stages_,
                    "a stage DURATION:TARGET, e.g. 30s:100 (repeatable; the target counts VUs, "
                    "or iterations/s with --model open)");
-    app.add_option("--model", model_, "closed or open (with --stage)");
+    app.add_option("--model", model_, "closed, open or held (with --stage)");
     app.add_option("--duration", duration_, "how long the test runs, e.g. 30s");
     app.add_option("--pace", pace_, "each VU starts an iteration every PACE, e.g. 5s");
     app.add_option("--think", think_, "a pause between two steps, e.g. 500ms");
@@ -111,6 +114,10 @@ class LoadVerb : public Verb {
       drop({"vus", "connections", "stages", "start", "model", "pace"});
       load["rate"] = rate_;
     }
+    if (connections_ > 0) {
+      drop({"vus", "rate", "stages", "start", "model", "max_vus"});
+      load["connections"] = connections_;
+    }
     if (!model_.empty()) load["model"] = model_;
     if (!duration_.empty()) load["duration"] = duration_;
     if (!pace_.empty()) load["pace"] = pace_;
@@ -131,7 +138,8 @@ class LoadVerb : public Verb {
       load["thresholds"][metric].push_back(t.substr(colon + 1));
     }
     if (load.empty()) {
-      return file_ + ": no \"load\" section and no --vus, --rate or --stage: say how to load";
+      return file_ + ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
+             "load";
     }
     return "";
   }
@@ -168,6 +176,7 @@ class LoadVerb : public Verb {
   std::string file_;
   long vus_ = 0;
   double rate_ = 0;
+  long connections_ = 0;
   std::vector<std::string> stages_;
   std::string model_;
   std::string duration_;

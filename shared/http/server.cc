@@ -49,10 +49,11 @@ Server::Server(uv_loop_t* loop, Handler handler, ServerOptions opts)
 
 Server::~Server() { close(); }
 
-Status Server::listen_tcp(const std::string& host, int port) {
+Status Server::listen_tcp(const std::string& host, int port, bool reuse_port) {
   auto ep = std::make_unique<Endpoint>(Transport::kTcp);
   auto listener = uv::Listener::tcp(
-      loop_, host, port, [this, ep = ep.get()](uv::Listener&, int s) { on_connection(*ep, s); });
+      loop_, host, port, [this, ep = ep.get()](uv::Listener&, int s) { on_connection(*ep, s); },
+      reuse_port);
   if (!listener) return listener.status();
   ep->name = host + ":" + std::to_string((*listener)->port());
   ep->listener = std::move(*listener);

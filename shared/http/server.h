@@ -103,7 +103,7 @@ class Server {
   // Listens on `host` (an IPv4 or IPv6 literal) and `port` (0 picks one: see tcp_port()).
   // Errors as uv::Listener::tcp: kInvalidArgument for a bad host or port, kIo when the
   // address is taken or cannot be bound.
-  Status listen_tcp(const std::string& host, int port);
+  Status listen_tcp(const std::string& host, int port, bool reuse_port = false);
   // The port of the first TCP listener, or 0 when there is none.
   int tcp_port() const;
   // Listens on the unix socket `path` with permissions `mode`, replacing a stale socket file.

@@ -29,6 +29,8 @@ constexpr LoadCounter kLoadCounters[] = {
     {"vus", &LoadSecond::vus},         {"running", &LoadSecond::running},
     {"passed", &LoadSecond::passed},   {"failed", &LoadSecond::failed},
     {"dropped", &LoadSecond::dropped}, {"interrupted", &LoadSecond::interrupted},
+    {"connections", &LoadSecond::connections}, {"opened", &LoadSecond::opened},
+    {"connect_failed", &LoadSecond::connect_failed}, {"closed", &LoadSecond::closed},
 };
 
 // A histogram field; an absent one is empty.

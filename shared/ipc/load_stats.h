@@ -4,7 +4,8 @@
 // range is the worker's protocol error.
 //
 //   {"load": "l1-2f3a", "second": 3, "vus": 120, "running": 118, "passed": 950, "failed": 2,
-//    "dropped": 0, "interrupted": 0, "late": {histogram}, "done": false,
+//    "dropped": 0, "interrupted": 0, "connections": 0, "opened": 0, "connect_failed": 0,
+//    "closed": 0, "late": {histogram}, "done": false,
 //    "steps": {"0": {"requests": 952, "bytes": 81234, "status": 1, "transport": 0,
 //                    "timeout": 1, "expect": 0, "latency": {histogram}, "raw": {histogram}}},
 //    "reasons": {"expect: status was 500, expected 200": 2}}
@@ -50,6 +51,12 @@ struct LoadSecond {
   uint64_t failed = 0;
   uint64_t dropped = 0;      // open model: arrivals with no free VU
   uint64_t interrupted = 0;  // iterations cut off at the end of the grace period
+  // Held model: connections open at the end of the second (a gauge), and in the second those
+  // opened, those that could not connect, and those lost after connecting.
+  uint64_t connections = 0;
+  uint64_t opened = 0;
+  uint64_t connect_failed = 0;
+  uint64_t closed = 0;
   stats::Histogram late;     // how late iterations started against their schedule
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted

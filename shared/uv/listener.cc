@@ -66,7 +66,7 @@ Status remove_stale_socket(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Listener>> Listener::tcp(uv_loop_t* loop, const std::string& host, int port,
-                                                OnConnection on_connection) {
+                                                OnConnection on_connection, bool reuse_port) {
   auto addr = parse_address(host, port);
   if (!addr) return addr.status();
   std::string what = (addr->ss_family == AF_INET6 && host.front() != '[')
@@ -75,8 +75,19 @@ Result<std::unique_ptr<Listener>> Listener::tcp(uv_loop_t* loop, const std::stri
 
   std::unique_ptr<Listener> l(new Listener(std::move(on_connection)));
   uv_tcp_t* tcp = &l->handle_.get()->tcp;
-  if (uv_tcp_init(loop, tcp) != 0) std::abort();  // cannot fail with a valid loop
+  // With a family the socket exists at once, so that options can be set before bind.
+  if (int rc = uv_tcp_init_ex(loop, tcp, addr->ss_family); rc != 0) {
+    return io_error("socket(" + what + ") failed: " + uv_strerror(rc));  // not live: not closed
+  }
   l->handle_.set_live(l.get());
+  if (reuse_port) {
+    uv_os_fd_t fd = -1;
+    int one = 1;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(tcp), &fd) != 0 ||
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+      return io_error("setsockopt(SO_REUSEPORT) on " + what + " failed: " + std::strerror(errno));
+    }
+  }
   int rc = uv_tcp_bind(tcp, reinterpret_cast<const sockaddr*>(&*addr), 0);
   if (rc != 0) return io_error("uv_tcp_bind(" + what + ") failed: " + uv_strerror(rc));
   if (Status s = l->start_listening(what); !s) return s;

@@ -26,8 +26,10 @@ class Listener {
   // `port` (0 picks an ephemeral port; see port()). Errors: kInvalidArgument for a host that
   // is not an IP literal or a port out of range; kIo when bind or listen fails (the message
   // names the call, the address and the errno).
+  // With `reuse_port`, the socket sets SO_REUSEPORT: processes that all do so may listen on
+  // the same port, and the kernel spreads connections among them.
   static Result<std::unique_ptr<Listener>> tcp(uv_loop_t* loop, const std::string& host, int port,
-                                               OnConnection on_connection);
+                                               OnConnection on_connection, bool reuse_port = false);
 
   // Listens on the unix socket `path` and chmods it to `mode`. A socket file nobody listens on
   // (left by a process that died) is removed first. Errors: kAlreadyExists when a live process

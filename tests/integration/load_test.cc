@@ -154,7 +154,7 @@ TEST_CASE("load api: DELETE stops a running test, which ends as stopped") {
 TEST_CASE("load api: a wrong load section is refused with the field at fault, and runs nothing") {
   TempHome home;
   JobApi api;
-  Daemon d(home, DaemonOptions().with_workers(1));
+  Daemon d(home, DaemonOptions().with_workers(1).with_config({{"load_connections_per_worker", 10}}));
   d.wait_ready(1);
   const Json scenario = get_scenario(api.base(), "/delay?ms=1", nullptr);
   const std::vector<std::pair<Json, std::string>> cases = {
@@ -164,8 +164,8 @@ TEST_CASE("load api: a wrong load section is refused with the field at fault, an
       {{{"scenario", scenario},
         {"load", {{"vus", 1}, {"duration", "1s"}, {"thresholds", {{"latency{step:nope}", {"p99 < 1s"}}}}}}},
        "no step is named"},
-      {{{"scenario", scenario}, {"load", {{"connections", 10}, {"pace", "1s"}, {"duration", "1s"}}}},
-       "not available yet"},
+      {{{"scenario", scenario}, {"load", {{"connections", 1000}, {"pace", "1s"}, {"duration", "1s"}}}},
+       "load.connections: 1000 held connections need 100 workers; at most 64"},
   };
   for (const auto& [body, message] : cases) {
     ApiResponse r = d.api("POST", "/loads", body.dump());
@@ -178,4 +178,44 @@ TEST_CASE("load api: a wrong load section is refused with the field at fault, an
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("no \"load\" section"));
   CHECK(api.stats()["requests"] == 0);
+}
+
+TEST_CASE("load cli: held connections stay open one per VU, on more workers than the daemon had") {
+  TempHome home;
+  JobApi api;
+  // 10 connections per worker: 25 need 3 workers, and the daemon has 1.
+  Daemon d(home, DaemonOptions().with_workers(1).with_config({{"load_connections_per_worker", 10}}));
+  d.wait_ready(1);
+  const std::string file =
+      write_file(home, "held.json", get_scenario(api.base(), "/status/held", nullptr));
+  CliResult r = run_cli({"load", file, "--connections", "25", "--pace", "200ms", "--duration",
+                         "3s", "--detach"},
+                        home.path(), {}, seconds(60));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("on 3 workers"));
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("load (l[0-9a-z-]+)")));
+  const std::string id = m[1];
+  // The target holds the 25 connections (and the one asking) while the test runs.
+  d.wait_until([&] { return api.stats()["connections"].get<uint64_t>() >= 26; }, seconds(10),
+               "the target to hold 25 connections");
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["state"] != "running"; },
+               seconds(20), "the test to end");
+  Json j = d.api("GET", "/loads/" + id).json;
+  CHECK(j["state"] == "passed");
+  CHECK(j["model"] == "held");
+  CHECK(j["workers"] == 3);
+  CHECK(j["connections"]["max"] == 25);
+  CHECK(j["connections"]["opened"] == 25);
+  CHECK(j["connections"]["closed"] == 0);
+  CHECK(j["connections"]["failed"] == 0);
+  // Each connection's VU starts within the first pace and then every 200 ms: 15 in 3 s.
+  CHECK(j["requests"] == 25 * 15);
+  CHECK(api.stats()["requests"] == 25 * 15);
+  // Released at the end, and the daemon goes back to its one worker.
+  d.wait_until([&] { return api.stats()["connections"].get<uint64_t>() <= 1; }, seconds(10),
+               "the held connections to close");
+  d.wait_until([&] { return d.workers().size() == 1; }, seconds(30),
+               "the daemon to go back to 1 worker");
 }

@@ -19,7 +19,7 @@ class JobApi {
   // "http://127.0.0.1:PORT", for a scenario's {{base}}.
   const std::string& base() const { return base_; }
   int port() const { return port_; }
-  // GET /stats: {"requests", "polls", "jobs"}.
+  // GET /stats: {"requests", "polls", "jobs", "connections"}.
   Json stats() const;
 
  private:

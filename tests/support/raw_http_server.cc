@@ -75,6 +75,14 @@ class RawHttpServer::Connection {
     if (uv_accept(listener, tcp_.stream()) != 0) return false;
     open_ = true;
     server_.opened();
+    sockaddr_storage addr{};
+    int len = sizeof addr;
+    char ip[INET6_ADDRSTRLEN] = "";
+    if (uv_tcp_getpeername(tcp_.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        addr.ss_family == AF_INET) {
+      uv_ip4_name(reinterpret_cast<sockaddr_in*>(&addr), ip, sizeof ip);
+    }
+    peer_ = ip;
     return uv_read_start(tcp_.stream(), &on_alloc, &on_read) == 0;
   }
 
@@ -117,6 +125,7 @@ class RawHttpServer::Connection {
     RawRequest req;
     req.connection = index_;
     req.on_connection = ++requests_;
+    req.peer = peer_;
     req.bytes = pending_.substr(0, length);
     req.body = pending_.substr(head_end + 4, length - head_end - 4);
     size_t method_end = pending_.find(' ');
@@ -194,6 +203,7 @@ class RawHttpServer::Connection {
 
   RawHttpServer& server_;
   size_t index_;
+  std::string peer_;
   uv::Handle<uv_tcp_t> tcp_;
   uv::Timer timer_;
   bool open_ = false;

@@ -43,6 +43,7 @@ Step reset_connection();  // SO_LINGER 0 and close: the client gets an RST
 struct RawRequest {
   size_t connection = 0;     // 0 for the first connection accepted, and so on
   size_t on_connection = 0;  // 1 for the first request of its connection
+  std::string peer;          // the client's IP address, as the connection came from
   std::string method;
   std::string target;  // "/path?query", as sent
   std::string bytes;   // the request as received, head and body

@@ -1,39 +1,50 @@
-// corral-target [--listen HOST:PORT]: serves the test API in target.h until SIGINT/SIGTERM.
-// Prints "listening on HOST:PORT" once it accepts connections (port 0 picks a free port).
+// corral-target [--listen HOST:PORT] [--processes K]: serves the test API in target.h until
+// SIGINT/SIGTERM. Prints "listening on HOST:PORT" once it accepts connections (port 0 picks a
+// free port).
+//
+// --processes K runs K processes on the same port (SO_REUSEPORT; the kernel spreads
+// connections among them), so that the target can hold more connections than one process's
+// file-descriptor limit allows, and use more cores. The first process only holds the port and
+// supervises: it forwards SIGINT/SIGTERM and exits when they have. Each process keeps its own
+// jobs and counts (/stats), so K > 1 is for load tests, not for the job routes' state.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "tools/target/target.h"
 
-int main(int argc, char** argv) {
-  std::string listen = "127.0.0.1:8081";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
-      listen = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: corral-target [--listen HOST:PORT]\n");
-      return 2;
-    }
-  }
-  auto hp = corral::config::parse_host_port(listen);
-  if (!hp) {
-    std::fprintf(stderr, "corral-target: --listen: %s\n", hp.status().message().c_str());
-    return 2;
-  }
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+int usage() {
+  std::fprintf(stderr, "usage: corral-target [--listen HOST:PORT] [--processes K]\n");
+  return 2;
+}
+
+// Serves on `host:port` until SIGINT/SIGTERM. `ready` (if >= 0) gets one byte once listening.
+int serve(const std::string& host, int port, bool reuse_port, int ready) {
   uv_loop_t* loop = uv_default_loop();
   corral::target::Target target(loop);
-  if (auto s = target.listen(hp->first, hp->second); !s) {
-    std::fprintf(stderr, "corral-target: cannot listen on %s: %s\n", listen.c_str(),
+  if (auto s = target.listen(host, port, reuse_port); !s) {
+    std::fprintf(stderr, "corral-target: cannot listen on %s:%d: %s\n", host.c_str(), port,
                  s.message().c_str());
     return 1;
   }
-  std::printf("listening on %s:%d\n", hp->first.c_str(), target.port());
-  std::fflush(stdout);
-
+  if (ready >= 0) {
+    (void)!::write(ready, "1", 1);
+    ::close(ready);
+  } else {
+    std::printf("listening on %s:%d\n", host.c_str(), target.port());
+    std::fflush(stdout);
+  }
   uv_signal_t sigs[2];
   int signums[2] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; ++i) {
@@ -49,4 +60,96 @@ int main(int argc, char** argv) {
   }
   uv_run(loop, UV_RUN_DEFAULT);
   return 0;
+}
+
+// Holds the port with a bound, non-listening SO_REUSEPORT socket (port 0 picks one), starts
+// `k` serving processes on it, and waits for a signal or for them to end.
+int supervise(const std::string& host, int port, int k) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&set, s);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  sockaddr_storage addr{};
+  if (uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr)) != 0) {
+    std::fprintf(stderr, "corral-target: --processes needs an IPv4 address, got %s\n", host.c_str());
+    return 2;
+  }
+  int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  socklen_t len = sizeof addr;
+  if (holder < 0 || ::setsockopt(holder, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+      ::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(sockaddr_in)) != 0 ||
+      ::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::fprintf(stderr, "corral-target: cannot bind %s:%d: %s\n", host.c_str(), port,
+                 std::strerror(errno));
+    return 1;
+  }
+  port = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return 1;
+  std::vector<pid_t> children;
+  for (int i = 0; i < k; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      sigprocmask(SIG_UNBLOCK, &set, nullptr);
+      ::close(pipefd[0]);
+      ::close(holder);
+      std::_Exit(serve(host, port, true, pipefd[1]));
+    }
+    if (pid > 0) children.push_back(pid);
+  }
+  ::close(pipefd[1]);
+  char byte;
+  size_t ready = 0;
+  while (ready < children.size() && ::read(pipefd[0], &byte, 1) == 1) ++ready;
+  ::close(pipefd[0]);
+  if (ready < static_cast<size_t>(k)) {
+    for (pid_t pid : children) ::kill(pid, SIGTERM);
+    while (::wait(nullptr) > 0) {}
+    return 1;
+  }
+  std::printf("listening on %s:%d (%d processes)\n", host.c_str(), port, k);
+  std::fflush(stdout);
+  size_t alive = children.size();
+  int code = 0;
+  while (alive > 0) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig == SIGCHLD) {
+      int status = 0;
+      while (::waitpid(-1, &status, WNOHANG) > 0) {
+        --alive;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) code = 1;
+      }
+      continue;
+    }
+    for (pid_t pid : children) ::kill(pid, SIGTERM);
+  }
+  ::close(holder);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:8081";
+  int processes = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+      listen = argv[++i];
+    } else if (std::strcmp(argv[i], "--processes") == 0 && i + 1 < argc) {
+      processes = std::atoi(argv[++i]);
+      if (processes < 1 || processes > 256) return usage();
+    } else {
+      return usage();
+    }
+  }
+  auto hp = corral::config::parse_host_port(listen);
+  if (!hp) {
+    std::fprintf(stderr, "corral-target: --listen: %s\n", hp.status().message().c_str());
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  if (processes == 1) return serve(hp->first, hp->second, false, -1);
+  return supervise(hp->first, hp->second, processes);
 }

@@ -48,7 +48,10 @@ void Target::handle(http::Request&& req, http::Responder respond) {
     return;
   } else if (p == "/stats") {
     respond.send(
-        Response::json(200, {{"requests", requests_}, {"polls", polls_}, {"jobs", jobs_.size()}}));
+        Response::json(200, {{"requests", requests_},
+                             {"polls", polls_},
+                             {"jobs", jobs_.size()},
+                             {"connections", server_.connection_count()}}));
   } else {
     respond.send(Response::error(404, "no route for " + req.method + " " + p));
   }

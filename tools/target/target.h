@@ -12,7 +12,8 @@
 //   GET  /delay?ms=N       -> 200 after N milliseconds
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
-//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n} (requests other than /stats)
+//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n}
+//                             (requests other than /stats; connections open now, this one too)
 // and misbehaving ones (misbehave.cc):
 //   GET  /bytes            -> 200, a body and an X-Bytes header that are not UTF-8
 //   POST /bytes            -> 200 when the body is exactly those bytes, else 422
@@ -45,7 +46,9 @@ struct Job {
 class Target {
  public:
   explicit Target(uv_loop_t* loop);
-  Status listen(const std::string& host, int port) { return server_.listen_tcp(host, port); }
+  Status listen(const std::string& host, int port, bool reuse_port = false) {
+    return server_.listen_tcp(host, port, reuse_port);
+  }
   int port() const { return server_.tcp_port(); }
   void close() { server_.close(); }
   uint64_t requests() const { return requests_; }

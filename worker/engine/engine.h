@@ -62,6 +62,9 @@ class IterationSink {
   virtual void on_expect_failed(uint32_t vu, size_t step) = 0;
   // `reason`: why it did not pass (secrets masked); empty when it passed.
   virtual void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) = 0;
+  // The VU's request is about to go to the client: the sink may set how it travels (a held
+  // connection's pin and source address).
+  virtual void on_request(uint32_t /*vu*/, HttpRequest& /*req*/) {}
 };
 
 class Engine {
@@ -94,6 +97,7 @@ class Engine {
   nlohmann::json take_all();
 
   size_t active() const { return instances_.size(); }
+  HttpClient& http() { return http_; }
   // The shared page that tells the master which instance the loop is in (may be null).
   void set_in_hand(ipc::InHand* page) { in_hand_ = page; }
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.

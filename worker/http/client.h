@@ -26,6 +26,15 @@ struct HttpRequest {
   bool follow_redirects = true;
   int max_redirects = 10;
   uint64_t max_response_bytes = 0;  // 0: the client's default (ClientOptions::max_body_bytes)
+  // Held connections (load mode). A request with a pin goes on the one connection that pin
+  // owns: opened for it, never shared, not counted in max_connections_per_host, and kept open
+  // after the exchange until HttpClient::unpin(). One exchange at a time per pin. The pin's
+  // high 32 bits name its group, counted by HttpClient::held(). The lean client only: curl
+  // (https, proxies) pools such requests as usual.
+  uint64_t pin = 0;
+  // The local IPv4 address a pinned connection connects from ("127.0.0.2"); empty: the
+  // kernel's choice.
+  std::string source;
 };
 
 struct HttpResponse {
@@ -71,6 +80,15 @@ struct OriginErrors {
   uint64_t retried = 0;  // requests sent again on a fresh connection after a stale one
 };
 
+// Pinned connections of one group (see HttpRequest::pin).
+struct HeldCounts {
+  uint64_t open = 0;    // connected now
+  uint64_t opened = 0;  // connects that succeeded, since the group's first
+  uint64_t failed = 0;  // connects that failed
+  uint64_t closed = 0;  // connections lost after they had connected (closed by the server,
+                        // reset, timed out); the next request of that pin opens another
+};
+
 class HttpClient {
  public:
   using Done = std::function<void(HttpResponse&&)>;
@@ -93,6 +111,11 @@ class HttpClient {
   virtual uint64_t body_bytes() const = 0;
   // Connection errors per origin ("http://host:port"), for /metrics.
   virtual std::vector<std::pair<std::string, OriginErrors>> origin_errors() const { return {}; }
+  // Closes the connection `pin` owns, if any; a request of that pin still in flight ends as a
+  // transport error.
+  virtual void unpin(uint64_t /*pin*/) {}
+  // The pinned connections of `group`, and forgets the group's counts when `forget` is set.
+  virtual HeldCounts held(uint32_t /*group*/, bool /*forget*/ = false) { return {}; }
 };
 
 }  // namespace corral::worker

@@ -255,6 +255,18 @@ std::vector<std::pair<std::string, OriginErrors>> H1Client::origin_errors() cons
   return mine;
 }
 
+void H1Client::unpin(uint64_t pin) {
+  for (auto& [key, o] : origins_) o->unpin(pin);
+}
+
+HeldCounts H1Client::held(uint32_t group, bool forget) {
+  auto it = held_.find(group);
+  if (it == held_.end()) return {};
+  HeldCounts counts = it->second;
+  if (forget) held_.erase(it);
+  return counts;
+}
+
 size_t H1Client::idle_connections() const {
   size_t n = 0;
   for (const auto& [key, o] : origins_) n += o->idle();

@@ -53,6 +53,8 @@ class H1Client final : public QueuedClient {
   uint64_t completed() const override { return completed_ + fallback_.completed(); }
   uint64_t body_bytes() const override { return body_bytes_ + fallback_.body_bytes(); }
   std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
+  void unpin(uint64_t pin) override;
+  HeldCounts held(uint32_t group, bool forget = false) override;
 
   // Idle pooled connections and origins known, for tests and benchmarks.
   size_t idle_connections() const;
@@ -65,6 +67,7 @@ class H1Client final : public QueuedClient {
   BodyBudget& budget() { return budget_; }
   OriginErrorTable& errors() { return errors_; }
   void body_grew(uint64_t bytes) { body_bytes_ += bytes; }
+  HeldCounts& held_counts(uint64_t pin) { return held_[static_cast<uint32_t>(pin >> 32)]; }
   void on_wire(int delta) { on_wire_ += delta; }
   // `ex` got its answer: a redirect is followed, else its callback runs now.
   void exchange_done(std::unique_ptr<h1::Exchange> ex);
@@ -108,6 +111,7 @@ class H1Client final : public QueuedClient {
   uint64_t completed_ = 0;
   uint64_t body_bytes_ = 0;
   OriginErrorTable errors_;
+  std::unordered_map<uint32_t, HeldCounts> held_;  // by pin group
 };
 
 }  // namespace corral::worker

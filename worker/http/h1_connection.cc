@@ -50,7 +50,13 @@ Connection::~Connection() {
   timer_.close();
 }
 
-void Connection::connect(const sockaddr* addr, uint64_t timeout_ms) {
+void Connection::connect(const sockaddr* addr, uint64_t timeout_ms, const sockaddr_in* source) {
+  if (source != nullptr) {
+    if (int rc = open_from(addr, *source); rc != 0) {
+      origin_.connect_failed(this, std::string("binding source address: ") + uv_strerror(rc));
+      return;
+    }
+  }
   auto* req = new uv_connect_t;
   int rc = uv_tcp_connect(req, tcp_.get(), addr, &Connection::on_connect);
   if (rc != 0) {

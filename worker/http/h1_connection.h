@@ -45,8 +45,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Connects to `addr` within `timeout_ms`; exchanges wait in the origin's queue meanwhile.
-  void connect(const sockaddr* addr, uint64_t timeout_ms);
+  // Connects to `addr` within `timeout_ms`, from `source` when it is given (an IPv4 address,
+  // port 0); exchanges wait in the origin's queue meanwhile.
+  void connect(const sockaddr* addr, uint64_t timeout_ms, const sockaddr_in* source = nullptr);
   // Sends `ex` on this connection, which must be ready and idle.
   void begin(std::unique_ptr<Exchange> ex);
   // Ends the exchange in flight (if any) with `error`, counted as `kind` (an
@@ -55,6 +56,13 @@ class Connection {
   // Closes the connection; the origin forgets it and the client frees it later.
   void close();
   bool idle() const { return ready_ && !ex_; }
+  bool connected() const { return ready_; }
+  // A held connection's pin (HttpRequest::pin); 0 for a pooled one.
+  uint64_t pin() const { return pin_; }
+  void set_pin(uint64_t pin) { pin_ = pin; }
+  // A held connection counted as open (it connected and its origin took it).
+  bool pin_open() const { return pin_open_; }
+  void set_pin_open() { pin_open_ = true; }
   bool reused() const { return served_ > 0; }
   uint64_t idle_since_ms() const { return idle_since_ms_; }
   size_t held_body() const;
@@ -87,6 +95,7 @@ class Connection {
   bool reserve(uint64_t bytes);
   void complete();
   std::string transport_error(int status) const;
+  int open_from(const sockaddr* addr, const sockaddr_in& source);
 
   H1Client& client_;
   Origin& origin_;
@@ -116,6 +125,8 @@ class Connection {
   uint64_t armed_ms_ = 0;  // the uv_now() the timer fires at; 0 when it is not running
   uint32_t served_ = 0;
   uint64_t idle_since_ms_ = 0;
+  uint64_t pin_ = 0;
+  bool pin_open_ = false;
 };
 
 class Origin {
@@ -123,8 +134,11 @@ class Origin {
   Origin(H1Client& client, const HttpUrl& url);
   ~Origin();
 
-  // Sends `ex` on an idle connection, a new one, or queues it (FIFO).
+  // Sends `ex` on an idle connection, a new one, or queues it (FIFO); a pinned one on its
+  // pin's own connection (h1_held.cc).
   void submit(std::unique_ptr<Exchange> ex);
+  // Closes the connection `pin` owns here, if any (HttpClient::unpin).
+  void unpin(uint64_t pin);
   // `c` is ready for its next exchange (connected, or done with one).
   void on_ready(Connection* c);
   // `c` is gone (closed or failed): forget it, and open another for the queue if needed.
@@ -148,6 +162,13 @@ class Origin {
   void resolve();
   static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
   void sweep_queue();
+  // Held connections (h1_held.cc).
+  void submit_pinned(std::unique_ptr<Exchange> ex);
+  void open_pinned(uint64_t pin);
+  void pinned_ready(Connection* c);
+  void pinned_closed(Connection* c);
+  void pinned_connect_failed(Connection* c, const std::string& error);
+  void fail_pinned_waiting(const std::string& error);
 
   H1Client& client_;
   std::string key_, host_, host_header_;
@@ -164,6 +185,13 @@ class Origin {
   bool quiet_ = false;  // on_closed must not open connections (connect_failed decides)
   std::deque<std::unique_ptr<Exchange>> queue_;
   uv::Handle<uv_timer_t> sweep_;
+  // Held connections by pin, each with the exchange waiting for it to connect.
+  struct Held {
+    std::unique_ptr<Connection> conn;
+    std::unique_ptr<Exchange> waiting;
+  };
+  std::unordered_map<uint64_t, Held> held_;
+  std::vector<uint64_t> pins_resolving_;  // waiting for the host's addresses
 };
 
 }  // namespace corral::worker::h1

@@ -41,6 +41,10 @@ Origin::~Origin() {
 }
 
 void Origin::submit(std::unique_ptr<Exchange> ex) {
+  if (ex->req.pin != 0) {
+    submit_pinned(std::move(ex));
+    return;
+  }
   uint64_t now = uv_now(client_.loop());
   while (!ex->retried && !idle_.empty()) {
     Connection* c = idle_.back();
@@ -86,7 +90,7 @@ bool Origin::close_idle(uint64_t now) {
     if (now - c->idle_since_ms() > client_.options().max_idle_ms) old.push_back(c);
   }
   for (Connection* c : old) c->close();
-  return conns_.empty() && queue_.empty() && resolving_ == nullptr;
+  return conns_.empty() && queue_.empty() && held_.empty() && resolving_ == nullptr;
 }
 
 void Origin::open_connection(size_t index) {
@@ -102,6 +106,10 @@ void Origin::open_connection(size_t index) {
 }
 
 void Origin::on_ready(Connection* c) {
+  if (c->pin() != 0) {
+    pinned_ready(c);
+    return;
+  }
   if (auto it = addr_of_.find(c); it != addr_of_.end()) {  // just connected
     preferred_addr_ = it->second;
     addr_of_.erase(it);
@@ -119,6 +127,10 @@ void Origin::on_ready(Connection* c) {
 }
 
 void Origin::on_closed(Connection* c) {
+  if (c->pin() != 0) {
+    pinned_closed(c);
+    return;
+  }
   if (auto it = addr_of_.find(c); it != addr_of_.end()) {
     addr_of_.erase(it);
     --connecting_;
@@ -134,6 +146,10 @@ void Origin::on_closed(Connection* c) {
 }
 
 void Origin::connect_failed(Connection* c, const std::string& error) {
+  if (c->pin() != 0) {
+    pinned_connect_failed(c, error);
+    return;
+  }
   size_t index = addr_of_.count(c) ? addr_of_[c] : 0;
   quiet_ = true;  // what opens next is decided here
   c->close();
@@ -154,6 +170,7 @@ void Origin::connect_failed(Connection* c, const std::string& error) {
 }
 
 void Origin::fail_queue(const std::string& error) {
+  fail_pinned_waiting(error);
   std::deque<std::unique_ptr<Exchange>> failed = std::move(queue_);
   queue_.clear();
   uv_timer_stop(sweep_.get());
@@ -225,6 +242,9 @@ void Origin::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
   o->addrs_ = std::move(addrs);
   o->resolved_ms_ = uv_now(o->client_.loop());
   o->preferred_addr_ = 0;
+  std::vector<uint64_t> pins = std::move(o->pins_resolving_);
+  o->pins_resolving_.clear();
+  for (uint64_t pin : pins) o->open_pinned(pin);
   o->dispatch();
 }
 

@@ -28,6 +28,7 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
       share_(share),
       report_(std::move(report)),
       scheduled_(spec_.model == load::Model::kOpen || spec_.pace_ms != 0),
+      held_(spec_.model == load::Model::kHeld),
       wakes_(loop, [this](uint64_t vu, uint64_t token) { on_wake(static_cast<uint32_t>(vu), token); }),
       start_timer_(loop),
       tick_(loop),
@@ -36,6 +37,7 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
       finish_timer_(loop) {
   second_.load = id_;
   if (share_.of == 0) share_.of = 1;
+  if (held_) start_held();
 }
 
 LoadDriver::~LoadDriver() {
@@ -44,9 +46,6 @@ LoadDriver::~LoadDriver() {
 
 Status LoadDriver::start(const nlohmann::json& scenario, const nlohmann::json& vars,
                          uint64_t delay_ms) {
-  if (spec_.model == load::Model::kHeld) {
-    return invalid_argument("load: the held-connection model is not available yet");
-  }
   if (Status s = engine_.define_load_run(id_, scenario, vars, this, spec_.think_ms); !s) return s;
   start_timer_.start(delay_ms, 0, [this] { begin(); });
   return Status::ok();
@@ -141,6 +140,7 @@ void LoadDriver::retire(uint32_t vu) {
   Vu& v = vus_[vu];
   if (v.state == VuState::kRetired) return;
   if (!v.retiring) --live_;
+  if (held_) release_connection(vu);
   v = Vu{};
   v.state = VuState::kRetired;
   retired_.push_back(vu);
@@ -314,6 +314,7 @@ void LoadDriver::finish() {
     t->stop();
   }
   engine_.cancel_run(id_);  // iterations still running are dropped (counted as interrupted)
+  if (held_) release_connections();
   ipc::LoadSecond last = take_second();
   last.done = true;
   report_(std::move(last));  // last: the report may destroy this driver
@@ -328,6 +329,7 @@ ipc::LoadSecond LoadDriver::take_second() {
   second_.vus = live_;
   out.second = second_index_++;
   out.running = engine_.active(id_);
+  if (held_) count_connections(out);
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (steps_[i].requests == 0 && steps_[i].expect == 0) continue;
     out.steps.emplace(static_cast<uint32_t>(i), std::move(steps_[i]));

@@ -14,6 +14,12 @@
 //
 // The end: at the test's duration (or stop()) no iteration starts; those running get the
 // grace period, then are cut off and counted as interrupted. The last report has done=true.
+//
+// Held model: a closed model whose VUs each own one keep-alive connection for the whole test
+// (HttpRequest::pin), opened at the VU's first request and closed when the VU retires. Past
+// kPerSource connections to a loopback target, VUs connect from 127.0.0.1, 127.0.0.2, ... in
+// turn (or from the test's source_addresses), since one (source, destination) pair has only
+// the ephemeral port range (about 28,000 ports) to tell connections apart.
 // Loop thread only.
 #pragma once
 
@@ -66,6 +72,7 @@ class LoadDriver final : public IterationSink {
                    uint64_t elapsed_ns) override;
   void on_expect_failed(uint32_t vu, size_t step) override;
   void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) override;
+  void on_request(uint32_t vu, HttpRequest& req) override;
 
  private:
   enum class Phase { kWaiting, kRunning, kDraining, kFinished };
@@ -93,6 +100,13 @@ class LoadDriver final : public IterationSink {
   void finish();
   ipc::LoadSecond take_second();
   uint64_t elapsed_ms(uint64_t now_us) const;
+  // Held model (driver_held.cc).
+  void start_held();
+  uint64_t pin_of(uint32_t vu) const;
+  const std::string* source_for(uint32_t vu, const std::string& url) const;
+  void release_connection(uint32_t vu);
+  void release_connections();
+  void count_connections(ipc::LoadSecond& out);
 
   Engine& engine_;
   std::string id_;
@@ -114,6 +128,12 @@ class LoadDriver final : public IterationSink {
   ipc::LoadSecond second_;              // counts of the second in progress
   std::vector<ipc::StepSecond> steps_;  // ... by step index
   uint32_t second_index_ = 0;
+
+  // Held model: this test's pins are (group_ << 32 | VU), counted by the client per group.
+  const bool held_;
+  uint32_t group_ = 0;
+  HeldCounts held_seen_;               // the client's counts at the last report
+  std::vector<std::string> sources_;   // source addresses, by the test's VU number mod size
 
   WakeQueue wakes_;
   uv::Timer start_timer_;

@@ -22,8 +22,8 @@ constexpr const char* kKnownFields =
     "backoff_max, stable_after, crash_loop_exits, crash_loop_window, errored_retry, "
     "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
-    "max_response, response_memory, http_client, max_connections_per_host, secrets_file, "
-    "api_token";
+    "max_response, response_memory, http_client, max_connections_per_host, "
+    "load_connections_per_worker, secrets_file, api_token";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -103,6 +103,7 @@ Config all_changed() {
   c.response_memory_bytes = 2 << 20;
   c.http_client = "curl";
   c.max_connections_per_host = 16;
+  c.load_connections_per_worker = 500;
   c.secrets_file = "/etc/corral/secrets.json";
   c.api_token = "t0ken";
   return c;
@@ -290,7 +291,7 @@ TEST_CASE("config: the field reference has one line per field with kind, default
         std::string::npos);
   CHECK(ref.find("workers (integer, default 0): ") != std::string::npos);
   CHECK(ref.find("log_max_size (size, default \"10MB\"): ") != std::string::npos);
-  CHECK(std::count(ref.begin(), ref.end(), '\n') == 31);
+  CHECK(std::count(ref.begin(), ref.end(), '\n') == 32);
 }
 
 TEST_CASE("config: a TCP listener off loopback needs an api_token") {

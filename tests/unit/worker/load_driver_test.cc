@@ -3,6 +3,8 @@
 // exactly; times only from below, or against the arithmetic of a scripted stall.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "config/load/parse.h"
 #include "tests/support/raw_http_server.h"
 #include "tests/unit/worker/engine_fixture.h"
@@ -164,4 +166,46 @@ TEST_CASE("load driver: iterations still running at the end are cut off after th
   CHECK(run.total.interrupted == 2);
   CHECK(run.total.passed == 0);
   CHECK(f.engine->active() == 0);
+}
+
+TEST_CASE("load driver: held connections, one per VU for the whole test, from its source address") {
+  Fixture f;
+  namespace t = corral::test;
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  t::RawHttpServer server(&f.loop, [&](const t::RawRequest&) { return t::Script{t::send(ok)}; });
+  json scenario = one_get(server.url("/msg"));
+  Run run(f,
+          R"({"connections": 4, "pace": "100ms", "duration": "1s",
+              "source_addresses": ["127.0.0.2", "127.0.0.3"]})",
+          scenario);
+  // VU k starts at k * 25 ms and every 100 ms after: 10 iterations each, on its own connection.
+  CHECK(run.total.passed == 40);
+  CHECK(server.connections() == 4);
+  for (size_t c = 0; c < 4; ++c) CHECK(server.requests_on(c) == 10);
+  std::map<std::string, int> peers;
+  for (const auto& r : server.requests()) {
+    if (r.on_connection == 1) ++peers[r.peer];
+  }
+  CHECK(peers == std::map<std::string, int>{{"127.0.0.2", 2}, {"127.0.0.3", 2}});
+  CHECK(run.seconds[0].connections == 4);
+  CHECK(run.total.opened == 4);
+  CHECK(run.total.closed == 0);
+  CHECK(run.total.connect_failed == 0);
+  CHECK(run.seconds.back().connections == 0);  // released at the end
+  CHECK(f.run_until([&] { return server.open_connections() == 0; }));
+}
+
+TEST_CASE("load driver: a held connection the server closes is opened again and counted") {
+  Fixture f;
+  namespace t = corral::test;
+  t::RawHttpServer server(&f.loop, [&](const t::RawRequest&) {
+    return t::Script{t::send("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"),
+                     t::close_connection()};
+  });
+  Run run(f, R"({"connections": 2, "pace": "100ms", "duration": "500ms"})",
+          one_get(server.url("/msg")));
+  CHECK(run.total.passed == 10);
+  CHECK(server.connections() == 10);
+  CHECK(run.total.opened == 10);
+  CHECK(run.total.closed == 10);
 }
