@@ -17,6 +17,7 @@ What is measured, and how:
 """
 import http.client
 import json
+import re
 import os
 import platform
 import select
@@ -265,7 +266,10 @@ class Proc:
         line = self.p.stdout.readline().strip()
         if "listening on" not in line:
             raise BenchError(f"{self.argv[0]}: unexpected first line {line!r}")
-        return int(line.rsplit(":", 1)[1])
+        m = re.search(r":(\d+)", line)
+        if not m:
+            raise BenchError(f"{self.argv[0]}: no port in {line!r}")
+        return int(m.group(1))
 
     def stop(self, sig=signal.SIGTERM, grace=30.0):
         """Signals the process, waits up to grace, then SIGKILLs its whole group. Returns seconds."""
@@ -403,15 +407,17 @@ class PendingRequest:
 # --------------------------------------------------------------------------- corral-target
 
 class Target:
-    def __init__(self, bin_dir, workdir):
+    def __init__(self, bin_dir, workdir, processes=1):
         path = os.path.join(bin_dir, "corral-target")
         if not os.access(path, os.X_OK):
             raise BenchError(f"{path} not found: build with tools/build or pass --bin DIR")
-        self.proc = Proc([path, "--listen", "127.0.0.1:0"], log_path=os.path.join(workdir, "target.log"),
-                         stdout_pipe=True)
+        argv = [path, "--listen", "127.0.0.1:0"]
+        if processes > 1:
+            argv += ["--processes", str(processes)]
+        self.proc = Proc(argv, log_path=os.path.join(workdir, "target.log"), stdout_pipe=True)
         self.port = self.proc.read_listen_line()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.pids = [self.proc.pid]
+        self.pids = descendants(self.proc.pid)
 
     def polls(self):
         st, body = http_json("127.0.0.1", self.port, "GET", "/stats", timeout=5)

@@ -15,7 +15,11 @@
 namespace corral::uv {
 namespace {
 
-constexpr int kBacklog = 511;
+// Connections accepted by the kernel and not yet by the loop. A burst of connects (a load
+// test opening thousands of held connections against corral-target) overflows a short queue,
+// and each dropped SYN costs its client a 1 s retransmission. The kernel caps it at
+// net.core.somaxconn (4096 by default since Linux 5.4).
+constexpr int kBacklog = 4096;
 
 std::string errno_text(int err) { return uv_strerror(uv_translate_sys_error(err)); }
 

@@ -17,9 +17,9 @@
 //
 // Held model: a closed model whose VUs each own one keep-alive connection for the whole test
 // (HttpRequest::pin), opened at the VU's first request and closed when the VU retires. Past
-// kPerSource connections to a loopback target, VUs connect from 127.0.0.1, 127.0.0.2, ... in
-// turn (or from the test's source_addresses), since one (source, destination) pair has only
-// the ephemeral port range (about 28,000 ports) to tell connections apart.
+// kPerSource (10,000) connections to a loopback target, VUs connect from 127.0.0.1,
+// 127.0.0.2, ... in turn (or from the test's source_addresses), since one (source,
+// destination) pair has only the ephemeral port range to tell connections apart.
 // Loop thread only.
 #pragma once
 
