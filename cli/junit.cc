@@ -10,15 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-enum class Outcome { kPassed, kFailed, kErrored, kSkipped };
-
-struct TestCase {
-  std::string name;
-  double seconds = 0;
-  Outcome outcome = Outcome::kPassed;
-  std::string message;  // why, for anything but kPassed
-  std::string detail;   // element text under <failure>/<error>
-};
+using Outcome = JunitCase::Outcome;
+using TestCase = JunitCase;
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -80,8 +73,8 @@ std::vector<TestCase> instance_cases(const json& in) {
   return cases;
 }
 
-void append_case(std::string& out, const std::string& classname, const TestCase& tc) {
-  out += "    <testcase classname=\"" + xml_escape(classname) + "\" name=\"" + xml_escape(tc.name) +
+void append_case(std::string& out, const TestCase& tc) {
+  out += "    <testcase classname=\"" + xml_escape(tc.classname) + "\" name=\"" + xml_escape(tc.name) +
          "\" time=\"" + seconds_text(tc.seconds) + "\"";
   const char* tag = tc.outcome == Outcome::kFailed    ? "failure"
                     : tc.outcome == Outcome::kErrored ? "error"
@@ -172,37 +165,44 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
+std::string render_junit_suite(const std::string& suite, const std::string& timestamp,
+                               double seconds, const std::vector<JunitCase>& cases) {
+  long failures = 0, errors = 0, skipped = 0;
+  std::string body;
+  for (const TestCase& tc : cases) {
+    failures += tc.outcome == Outcome::kFailed;
+    errors += tc.outcome == Outcome::kErrored;
+    skipped += tc.outcome == Outcome::kSkipped;
+    append_case(body, tc);
+  }
+  const std::string counts = "tests=\"" + std::to_string(cases.size()) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
+                             "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" +
+                             seconds_text(seconds) + "\"";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites " + counts + ">\n";
+  out += "  <testsuite name=\"" + xml_escape(suite) + "\" " + counts;
+  if (!timestamp.empty()) out += " timestamp=\"" + xml_escape(timestamp) + "\"";
+  out += ">\n" + body + "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
 std::string render_junit(const json& run, const json& instances) {
   const json list = instances.is_array() ? instances : json_field(instances, "instances");
   const std::string scenario = json_string(run, "scenario");
-  long failures = 0, errors = 0, skipped = 0, tests = 0;
-  std::string body;
+  std::vector<JunitCase> cases;
   if (list.is_array()) {
     for (const auto& in : list) {
       const std::string classname =
           scenario + ".instance-" + std::to_string(static_cast<long>(json_number(in, "i")));
-      for (const TestCase& tc : instance_cases(in)) {
-        ++tests;
-        failures += tc.outcome == Outcome::kFailed;
-        errors += tc.outcome == Outcome::kErrored;
-        skipped += tc.outcome == Outcome::kSkipped;
-        append_case(body, classname, tc);
+      for (TestCase& tc : instance_cases(in)) {
+        tc.classname = classname;
+        cases.push_back(std::move(tc));
       }
     }
   }
-  const std::string counts = "tests=\"" + std::to_string(tests) + "\" failures=\"" +
-                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
-                             "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" +
-                             seconds_text(run_seconds(run)) + "\"";
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites " + counts + ">\n";
-  out += "  <testsuite name=\"" + xml_escape(scenario + " (" + json_string(run, "id") + ")") +
-         "\" " + counts;
-  if (const std::string at = json_string(run, "created_at"); !at.empty()) {
-    out += " timestamp=\"" + xml_escape(at) + "\"";
-  }
-  out += ">\n" + body + "  </testsuite>\n</testsuites>\n";
-  return out;
+  return render_junit_suite(scenario + " (" + json_string(run, "id") + ")",
+                            json_string(run, "created_at"), run_seconds(run), cases);
 }
 
 }  // namespace corral::cli

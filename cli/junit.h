@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,22 @@ namespace corral::cli {
 // `run` is GET /runs/<id>; `instances` is GET /runs/<id>/instances?steps=true (the object, or
 // just its "instances" array). Missing fields read as empty or zero, never throw.
 std::string render_junit(const nlohmann::json& run, const nlohmann::json& instances);
+
+// One testcase of a JUnit document.
+struct JunitCase {
+  enum class Outcome { kPassed, kFailed, kErrored, kSkipped };
+  std::string classname;
+  std::string name;
+  double seconds = 0;
+  Outcome outcome = Outcome::kPassed;
+  std::string message;  // why, for anything but kPassed
+  std::string detail;   // element text under <failure>/<error>
+};
+
+// A document of one <testsuite name=`suite`> (with `timestamp` when it is not empty) holding
+// `cases`, with their counts.
+std::string render_junit_suite(const std::string& suite, const std::string& timestamp,
+                               double seconds, const std::vector<JunitCase>& cases);
 
 // `text` made safe inside an XML 1.0 attribute value or element: & < > " ' become entities,
 // tab, newline and carriage return become character references (attribute normalisation would

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "cli/format.h"
+#include "cli/junit.h"
 #include "cli/runs_view.h"
 
 namespace corral::cli {
@@ -157,6 +159,41 @@ std::string render_load_summary(const json& test) {
     }
   }
   return out.str();
+}
+
+std::string render_load_junit(const json& test) {
+  const std::string scenario = json_string(test, "name");
+  const double seconds = json_number(test, "elapsed_s");
+  std::vector<JunitCase> cases;
+  const json thresholds = json_field(test, "thresholds");
+  if (thresholds.is_array()) {
+    for (const json& th : thresholds) {
+      JunitCase tc;
+      tc.classname = scenario + ".thresholds";
+      tc.name = json_string(th, "name");
+      tc.seconds = seconds;
+      if (json_field(th, "ok") != true) {
+        tc.outcome = JunitCase::Outcome::kFailed;
+        tc.message = "crossed: the value was " + threshold_value(th);
+        tc.detail = tc.name + ": the value over the test was " + threshold_value(th);
+      }
+      cases.push_back(std::move(tc));
+    }
+  }
+  JunitCase whole;
+  whole.classname = scenario + ".load";
+  whole.name = "load test";
+  whole.seconds = seconds;
+  const std::string state = json_string(test, "state");
+  if (state != "passed" && state != "failed") {  // stopped, aborted, or still running
+    whole.outcome = JunitCase::Outcome::kFailed;
+    whole.message = json_string(test, "reason");
+    if (whole.message.empty()) whole.message = state;
+    whole.detail = "the load test ended " + state + ": " + whole.message;
+  }
+  cases.push_back(std::move(whole));
+  return render_junit_suite(scenario + " (" + json_string(test, "id") + ")",
+                            json_string(test, "created"), seconds, cases);
 }
 
 }  // namespace corral::cli

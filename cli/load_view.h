@@ -14,5 +14,9 @@ std::string render_load_progress(const nlohmann::json& test);
 // The whole test: model, requests and iterations, errors by class, latency (corrected and
 // raw when the model has a schedule), each step, and each threshold with a tick or a cross.
 std::string render_load_summary(const nlohmann::json& test);
+// JUnit XML for a finished test: one testcase per threshold (classname "<scenario>.thresholds",
+// named as written, a failure with its value when crossed) and one testcase "load test" for
+// the test itself, failed when it was stopped or aborted, with its reason.
+std::string render_load_junit(const nlohmann::json& test);
 
 }  // namespace corral::cli

@@ -31,6 +31,13 @@ constexpr milliseconds kPollEvery{1000};
 // A held-connection test may wait for extra workers to start (up to 60 s in the daemon).
 constexpr long kSubmitTimeoutMs = 70000;
 
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  return static_cast<bool>(out);
+}
+
 int usage_error(const std::string& message) {
   std::cerr << "corral: " << message << "\n";
   return kExitUsage;
@@ -57,9 +64,12 @@ class LoadVerb : public Verb {
     app.add_option("--threshold", thresholds_,
                    "METRIC: EXPRESSION, e.g. 'latency: p99 < 200ms' (repeatable)");
     app.add_option("--var", vars_, "a run-time variable, NAME=VALUE (repeatable)");
+    auto* junit = app.add_option("--junit", junit_,
+                                 "when the test ends, write its thresholds as a JUnit XML report");
     app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
         ->type_name("FILE");
-    app.add_flag("-d,--detach", detach_, "return once the test has started");
+    app.add_flag("-d,--detach", detach_, "return once the test has started")->excludes(junit);
+    junit->type_name("FILE");
   }
 
   int run(const Context& ctx) override {
@@ -161,11 +171,16 @@ class LoadVerb : public Verb {
         std::cout << render_load_summary(*test);
         int code = state == "passed" ? 0 : 1;
         if (!out_.empty()) {
-          std::ofstream out(out_, std::ios::trunc);
-          out << test->dump(2) << "\n";
-          out.close();
-          if (!out) return fail("--out " + out_ + ": cannot write the summary");
+          if (!write_file(out_, test->dump(2) + "\n")) {
+            return fail("--out " + out_ + ": cannot write the summary");
+          }
           std::cout << "out        : " << out_ << "\n";
+        }
+        if (!junit_.empty()) {
+          if (!write_file(junit_, render_load_junit(*test))) {
+            return fail("--junit " + junit_ + ": cannot write the report");
+          }
+          std::cout << "junit      : " << junit_ << "\n";
         }
         return code;
       }
@@ -187,6 +202,7 @@ class LoadVerb : public Verb {
   std::vector<std::string> thresholds_;
   std::vector<std::string> vars_;
   std::string out_;
+  std::string junit_;
   bool detach_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <regex>
 
 #include "tests/support/harness.h"
@@ -96,8 +97,9 @@ TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which"
   const std::string file = write_file(
       home, "failing.json",
       get_scenario(api.base(), "/fail?status=503", {{"vus", 2}, {"duration", "1s"}}));
+  const std::string junit = home.file("load.xml");
   CliResult r = run_cli({"load", file, "--threshold", "errors: rate < 1%", "--threshold",
-                         "latency{step:get}: p99 < 10s"},
+                         "latency{step:get}: p99 < 10s", "--junit", junit},
                         home.path(), {}, seconds(60));
   INFO(r.describe());
   CHECK(r.exit_code == 1);
@@ -105,6 +107,13 @@ TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which"
   CHECK_THAT(r.out, Catch::Contains("CROSSED errors: rate < 1%  (100.00%)"));
   CHECK_THAT(r.out, Catch::Contains("ok      latency{step:get}: p99 < 10s"));
   CHECK_THAT(r.out, Catch::Contains("status"));  // the errors' class
+  // Each threshold is a testcase; the crossed one fails.
+  std::ifstream in(junit);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(xml, Catch::Contains("tests=\"3\" failures=\"1\""));
+  CHECK_THAT(xml, Catch::Contains("name=\"errors: rate &lt; 1%\""));
+  CHECK_THAT(xml, Catch::Contains("<failure message=\"crossed: the value was 100.00%\""));
+  CHECK_THAT(xml, Catch::Contains("name=\"latency{step:get}: p99 &lt; 10s\""));
 }
 
 TEST_CASE("load cli: abort_on_fail ends the test early, as aborted") {

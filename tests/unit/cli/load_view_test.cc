@@ -68,3 +68,28 @@ TEST_CASE("load view: the summary has the model, counts, both latencies and each
   CHECK_THAT(s, Catch::Contains("  CROSSED latency: p99 < 2ms  (3.01ms)\n"));
   CHECK_THAT(s, Catch::Contains("  ok      errors: rate < 1%  (0.04%)\n"));
 }
+
+TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") {
+  json t = test_json("failed");
+  t["created"] = "2026-12-02T09:00:00.000Z";
+  const std::string x = corral::cli::render_load_junit(t);
+  CHECK_THAT(x, Catch::Contains("<testsuite name=\"checkout (l3-abcd)\" tests=\"3\" failures=\"1\" "
+                                "errors=\"0\" skipped=\"0\" time=\"12.000\" "
+                                "timestamp=\"2026-12-02T09:00:00.000Z\">"));
+  CHECK_THAT(x, Catch::Contains("<testcase classname=\"checkout.thresholds\" name=\"latency: p99 "
+                                "&lt; 2ms\" time=\"12.000\">\n      <failure message=\"crossed: "
+                                "the value was 3.01ms\" type=\"failed\">"));
+  CHECK_THAT(x, Catch::Contains("<testcase classname=\"checkout.thresholds\" name=\"errors: rate "
+                                "&lt; 1%\" time=\"12.000\"/>"));
+  CHECK_THAT(x, Catch::Contains("<testcase classname=\"checkout.load\" name=\"load test\" "
+                                "time=\"12.000\"/>"));
+
+  // Stopped or aborted: the test itself fails, with its reason, even when no threshold did.
+  json aborted = test_json("aborted");
+  aborted["reason"] = "aborted: errors: rate < 1% crossed";
+  aborted["thresholds"] = json::array();
+  const std::string y = corral::cli::render_load_junit(aborted);
+  CHECK_THAT(y, Catch::Contains("tests=\"1\" failures=\"1\""));
+  CHECK_THAT(y, Catch::Contains("<failure message=\"aborted: errors: rate &lt; 1% crossed\" "
+                                "type=\"failed\">the load test ended aborted: aborted: errors"));
+}
