@@ -74,6 +74,37 @@ std::string model_text(const json& test) {
   return out;
 }
 
+// "target     : pid 4242, rss up to 1.2gb, cpu up to 0.98 cores\n" and, when the target ended
+// the test, what it did and the load at that moment.
+std::string target_text(const json& target) {
+  if (!target.is_object()) return "";
+  std::ostringstream out;
+  out << "target     : ";
+  if (target.contains("pid") && !target["pid"].is_null()) {
+    out << "pid " << target["pid"].dump() << ", rss up to "
+        << human_bytes(static_cast<uint64_t>(json_number(target, "rss_max"))) << ", cpu up to "
+        << fixed(json_number(target, "cpu_max"), 2) << " cores";
+  }
+  if (target.contains("url") && !target["url"].is_null()) {
+    out << (target["pid"].is_null() ? "" : "; ") << "metrics from " << json_string(target, "url");
+  }
+  out << "\n";
+  const json event = json_field(target, "event");
+  if (!event.is_object()) return out.str();
+  const json load = json_field(event, "load");
+  out << "  " << (json_string(event, "event") == "died" ? "the process was gone"
+                                                         : "crossed " + json_string(event, "condition"))
+      << " at " << fixed(json_number(event, "t"), 1) << "s, under " << fixed(json_number(load, "vus"), 0)
+      << " VUs";
+  if (json_number(load, "connections") > 0) {
+    out << " / " << fixed(json_number(load, "connections"), 0) << " connections";
+  }
+  out << ", " << fixed(json_number(load, "rps"), 0) << " requests/s, p99 "
+      << latency_text(json_number(load, "p99")) << ", " << fixed(json_number(load, "errors"), 0)
+      << " errors/s\n";
+  return out.str();
+}
+
 }  // namespace
 
 std::string render_load_progress(const json& test) {
@@ -102,6 +133,11 @@ std::string render_load_progress(const json& test) {
   if (json_string(test, "model") == "held") {
     out << "  conns " << fixed(json_number(last, "connections"), 0);
   }
+  const json target = json_field(json_field(test, "target"), "last");
+  if (target.contains("rss")) {
+    out << "  target rss " << human_bytes(static_cast<uint64_t>(json_number(target, "rss")));
+  }
+  if (target.contains("up") && target["up"] == false) out << "  target gone";
   return out.str();
 }
 
@@ -150,6 +186,7 @@ std::string render_load_summary(const json& test) {
     out << "failures   :\n";
     for (const auto& [why, n] : reasons.items()) out << "  " << n.dump() << "  " << why << "\n";
   }
+  out << target_text(json_field(test, "target"));
   const json thresholds = json_field(test, "thresholds");
   if (thresholds.is_array() && !thresholds.empty()) {
     out << "thresholds :\n";

@@ -177,10 +177,29 @@ void Daemon::launch_load(LoadSubmission sub, const http::Responder& respond,
       loads_.worker_gone(ready[i], unix_ms_now());
     }
   }
+  if (t.spec.watch.any()) {
+    auto watch = std::make_unique<TargetWatch>(loop_, t.spec.watch, [this, id](json sample) {
+      on_target_sample(id, std::move(sample));
+    });
+    watch->start();
+    watches_[id] = std::move(watch);
+  }
   spdlog::info("load {}: \"{}\" ({} model, {}) on {} workers", id, t.name,
                load::to_string(t.spec.model), config::format_duration_ms(t.spec.duration_ms()),
                ready.size());
   respond.send(Response::json(201, {{"load", id}, {"workers", ready.size()}}));
+}
+
+void Daemon::on_target_sample(const std::string& id, json sample) {
+  LoadTest* t = loads_.find(id);
+  if (t == nullptr || t->ended()) {
+    watches_.erase(id);  // the watch calls this last: it may go now
+    return;
+  }
+  auto reason = loads_.on_target(*t, std::move(sample), unix_ms_now());
+  if (!reason) return;
+  const bool died = t->target_event.value("event", "") == "died";
+  end_load(*t, died ? LoadState::kAborted : LoadState::kStopped, *reason);
 }
 
 // Ends `t` early as `state`, asking its workers to stop.

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "master/dispatcher.h"
 #include "master/journal/journal.h"
+#include "master/load_watch.h"
 #include "master/loads.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
@@ -76,6 +77,8 @@ class Daemon {
   // once no test needs it.
   void start_pending_loads();
   std::vector<int> ready_workers() const;
+  // A sample of a test's watched target; ends the test when the target says so.
+  void on_target_sample(const std::string& id, nlohmann::json sample);
   void end_load(LoadTest& t, LoadState state, const std::string& reason);
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
@@ -114,6 +117,7 @@ class Daemon {
   };
   std::vector<PendingLoad> pending_loads_;
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
+  std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::Timer> pump_;
   bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot

@@ -57,6 +57,25 @@ json second_json(uint32_t t, const ipc::LoadSecond& s) {
           {"raw_p99", ms(all.raw.value_at(99))}};
 }
 
+// The watched target: what it is, its last sample and peaks, what it did, and (with the
+// series) every sample.
+json target_json(const LoadTest& t, bool with_series) {
+  const load::Watch& w = t.spec.watch;
+  double rss_max = 0, cpu_max = 0;
+  for (const json& s : t.target) {
+    if (s.contains("rss")) rss_max = std::max(rss_max, s["rss"].get<double>());
+    if (s.contains("cpu")) cpu_max = std::max(cpu_max, s["cpu"].get<double>());
+  }
+  json j = {{"pid", w.pid != 0 ? json(w.pid) : json(nullptr)},
+            {"url", w.url.empty() ? json(nullptr) : json(w.url)},
+            {"last", t.target.empty() ? json(nullptr) : t.target.back()},
+            {"rss_max", rss_max},
+            {"cpu_max", cpu_max},
+            {"event", t.target_event}};
+  if (with_series) j["series"] = t.target;
+  return j;
+}
+
 }  // namespace
 
 double Loads::elapsed_s(const LoadTest& t, int64_t now_ms) {
@@ -305,6 +324,7 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
             {"steps", steps},
             {"thresholds", thresholds},
             {"reasons", t.total.reasons}};
+  if (t.spec.watch.any()) j["target"] = target_json(t, with_series);
   if (with_series) j["series"] = t.series;
   return j;
 }

@@ -64,6 +64,10 @@ struct LoadTest {
   // Set when the test was asked to end early (stopped, or aborted by a threshold): the state it
   // takes once its workers have reported their end. Unset: its thresholds decide.
   std::optional<LoadState> ending;
+  // The watched target (spec.watch): a sample per second, and what the target did to end the
+  // test, if it did: null, or {"event": "crossed"|"died", "t", "condition", "value", "load"}.
+  std::vector<nlohmann::json> target;
+  nlohmann::json target_event;
 
   bool ended() const { return state != LoadState::kRunning; }
 };
@@ -94,6 +98,10 @@ class Loads {
   // Marks a test to end as `state` (kStopped or kAborted) once its workers report their end.
   // False when it has ended or is ending already.
   bool end(LoadTest& t, LoadState state, std::string reason, int64_t now_ms);
+  // A sample of the watched target (master/load_watch.h), kept in t.target. When a stop_when
+  // condition holds, or the process is gone, it records t.target_event with the load of the
+  // last complete second and returns the reason to end the test (loads_target.cc).
+  std::optional<std::string> on_target(LoadTest& t, nlohmann::json sample, int64_t now_ms);
 
  private:
   void complete_seconds(LoadTest& t);

@@ -64,6 +64,13 @@ class LoadVerb : public Verb {
     app.add_option("--threshold", thresholds_,
                    "METRIC: EXPRESSION, e.g. 'latency: p99 < 200ms' (repeatable)");
     app.add_option("--var", vars_, "a run-time variable, NAME=VALUE (repeatable)");
+    app.add_option("--watch-pid", watch_pid_,
+                   "watch this process of the target: RSS, CPU, open files, threads, its end");
+    app.add_option("--watch-url", watch_url_,
+                   "scrape the target's metrics (Prometheus text or JSON) every second");
+    app.add_option("--stop-when", stop_when_,
+                   "stop the test when the target crosses this, e.g. 'target.rss > 1.2GB' "
+                   "(repeatable)");
     auto* junit = app.add_option("--junit", junit_,
                                  "when the test ends, write its thresholds as a JUnit XML report");
     app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
@@ -147,6 +154,9 @@ class LoadVerb : public Verb {
       while (!metric.empty() && metric.back() == ' ') metric.pop_back();
       load["thresholds"][metric].push_back(t.substr(colon + 1));
     }
+    if (watch_pid_ > 0) load["watch"]["pid"] = watch_pid_;
+    if (!watch_url_.empty()) load["watch"]["url"] = watch_url_;
+    for (const std::string& w : stop_when_) load["watch"]["stop_when"].push_back(w);
     if (load.empty()) {
       return file_ + ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
              "load";
@@ -203,6 +213,9 @@ class LoadVerb : public Verb {
   std::vector<std::string> vars_;
   std::string out_;
   std::string junit_;
+  long watch_pid_ = 0;
+  std::string watch_url_;
+  std::vector<std::string> stop_when_;
   bool detach_ = false;
 };
 

@@ -61,6 +61,29 @@ struct Threshold {
   bool holds(double value) const;
 };
 
+// `"stop_when": ["target.rss > 1.2GB"]`: the test stops once a watched value of the target
+// satisfies `op bound`.
+struct StopWhen {
+  std::string name;    // as written
+  std::string metric;  // "rss", "cpu", "fds", "threads", or a series scraped from Watch::url
+  Op op = Op::kGreater;
+  double bound = 0;  // bytes when written with a unit (1.2GB), else as written
+
+  bool holds(double value) const;
+};
+
+// The target watched while the test runs (docs/load.md, "Watching the target"): a process on
+// this machine, read from /proc every second, and a metrics URL (Prometheus text or a JSON
+// object) scraped every second.
+struct Watch {
+  int64_t pid = 0;                  // 0: none
+  std::string url;                  // empty: none
+  std::vector<std::string> series;  // from the URL: the series kept (stop_when's included)
+  std::vector<StopWhen> stop_when;
+
+  bool any() const { return pid != 0 || !url.empty(); }
+};
+
 struct LoadSpec {
   Model model = Model::kClosed;
   double start = 0;  // the target before the first stage (constant models: the target itself)
@@ -71,6 +94,7 @@ struct LoadSpec {
   uint64_t grace_ms = 30000;  // how long iterations in progress may finish at the end
   std::vector<std::string> source_addresses;  // held: local addresses to connect from
   std::vector<Threshold> thresholds;
+  Watch watch;
 
   uint64_t duration_ms() const;
   // The target at `t_ms` from the start: piecewise linear over the stages; after the last

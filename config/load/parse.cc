@@ -175,13 +175,18 @@ void read_thresholds(const json& j, LoadSpec& spec) {
 LoadSpec parse(const json& j) {
   check_fields(j, kPath,
                {"model", "vus", "rate", "connections", "duration", "stages", "start", "pace",
-                "think", "grace", "max_vus", "source_addresses", "thresholds"});
+                "think", "grace", "max_vus", "source_addresses", "thresholds", "watch"});
   LoadSpec spec;
   spec.model = read_model(j);
   read_shape(j, spec);
   read_timing(j, spec);
   read_sources(j, spec);
   read_thresholds(j, spec);
+  if (j.contains("watch")) {
+    Result<Watch> w = parse_watch(j["watch"], at("watch"));
+    if (!w) throw ParseError{w.status().message()};
+    spec.watch = std::move(*w);
+  }
   return spec;
 }
 

@@ -27,4 +27,7 @@ Result<LoadSpec> parse_load(const nlohmann::json& load);
 Result<Threshold> parse_threshold(const std::string& metric_key, const nlohmann::json& item,
                                   const std::string& path);
 
+// The "watch" object of a load section (`path` prefixes the error messages).
+Result<Watch> parse_watch(const nlohmann::json& watch, const std::string& path);
+
 }  // namespace corral::load

@@ -18,6 +18,7 @@ using scenario::detail::ParseError;
 using scenario::detail::read_duration;
 using scenario::detail::read_string;
 using scenario::detail::shown;
+using scenario::detail::trim;
 
 struct MetricName {
   std::string_view name;
@@ -28,12 +29,6 @@ constexpr MetricName kMetrics[] = {
     {"errors", Metric::kErrors},   {"dropped", Metric::kDropped},
     {"rps", Metric::kRps},         {"iterations", Metric::kIterations},
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // "latency{step:login}" -> kLatency and "login".
 void read_metric_key(const std::string& key, const std::string& path, Threshold& t) {

@@ -32,6 +32,8 @@ std::string field_path(const std::string& path, std::string_view name);
 std::string element_path(const std::string& path, size_t index);
 // `value` as JSON text for "got ..." in messages.
 std::string shown(const json& value);
+// `s` without leading and trailing white space.
+std::string_view trim(std::string_view s);
 
 // What a template may use at some point of the file: the variables defined so far, and the
 // submission's checks of environment variables and secrets.

@@ -1,6 +1,7 @@
 // A small blocking HTTP/1.1 client on libcurl's easy interface, for processes that have no event
-// loop: the corral CLI and the integration tests. The master and the workers must not use it (it
-// blocks the calling thread for up to timeout_ms).
+// loop: the corral CLI and the integration tests. The master and the workers must not call it
+// on their loop (it blocks the calling thread for up to timeout_ms); the master's load watcher
+// calls it on libuv's thread pool.
 //
 // Any thread may call request(); each call uses its own easy handle. libcurl's global state is
 // initialised once, on the first call.

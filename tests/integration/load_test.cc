@@ -228,3 +228,63 @@ TEST_CASE("load cli: held connections stay open one per VU, on more workers than
   d.wait_until([&] { return d.workers().size() == 1; }, seconds(30),
                "the daemon to go back to 1 worker");
 }
+
+TEST_CASE("load cli: --watch-pid and --watch-url read the target, and --stop-when ends the test") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string file =
+      write_file(home, "watched.json", get_scenario(api.base(), "/delay?ms=2", nullptr));
+  const std::string out = home.file("out.json");
+  CliResult r = run_cli({"load", file, "--vus", "2", "--duration", "60s", "--grace", "1s",
+                         "--watch-pid", std::to_string(api.pid()), "--watch-url",
+                         api.base() + "/metrics", "--stop-when",
+                         "target.corral_target_requests_total > 300", "--out", out},
+                        home.path(), {}, seconds(60));
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);  // stopped before its end
+  CHECK_THAT(r.out, Catch::Contains("state      : stopped (stop_when "
+                                    "target.corral_target_requests_total > 300: "));
+  CHECK_THAT(r.out, Catch::Contains("target     : pid " + std::to_string(api.pid())));
+  CHECK_THAT(r.out, Catch::Contains("crossed target.corral_target_requests_total > 300 at "));
+  Json j = Json::parse(std::ifstream(out), nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["state"] == "stopped");
+  CHECK(j["elapsed_s"].get<double>() < 30);
+  const Json& target = j["target"];
+  CHECK(target["event"]["event"] == "crossed");
+  CHECK(target["event"]["value"].get<double>() > 300);
+  CHECK(target["rss_max"].get<double>() > 1e6);
+  REQUIRE(target["series"].size() >= 1);
+  const Json& last = target["series"].back();
+  CHECK(last["up"] == true);
+  CHECK(last["threads"].get<int>() >= 1);
+  CHECK(last["fds"].get<int>() >= 3);
+  CHECK(last.contains("corral_target_requests_total"));
+}
+
+TEST_CASE("load api: a watched target that dies ends the test as aborted, and says when") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json body = {{"scenario", get_scenario(api.base(), "/delay?ms=2", nullptr)},
+               {"load", {{"vus", 2}, {"duration", "60s"}, {"grace", "1s"},
+                         {"watch", {{"pid", api.pid()}}}}}};
+  ApiResponse created = d.api("POST", "/loads", body.dump());
+  REQUIRE(created.status == 201);
+  const std::string id = Json::parse(created.body)["load"];
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["requests"] > 50; }, seconds(10),
+               "the test to send some requests");
+  const int pid = api.pid();
+  api.kill_now();
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["state"] != "running"; },
+               seconds(10), "the test to end");
+  Json j = d.api("GET", "/loads/" + id).json;
+  CHECK(j["state"] == "aborted");
+  CHECK_THAT(j["reason"].get<std::string>(),
+             Catch::Contains("the target (pid " + std::to_string(pid) + ") is gone at "));
+  CHECK(j["target"]["event"]["event"] == "died");
+  CHECK(j["target"]["last"]["up"] == false);
+}

@@ -29,6 +29,13 @@ JobApi::~JobApi() {
   child_->process.wait();
 }
 
+int JobApi::pid() const { return child_->process.id(); }
+
+void JobApi::kill_now() {
+  if (child_->process.running()) ::kill(child_->process.id(), SIGKILL);
+  child_->process.wait();
+}
+
 Json JobApi::stats() const {
   auto r = try_tcp_request("127.0.0.1", port_, "GET", "/stats");
   REQUIRE(r);

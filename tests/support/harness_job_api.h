@@ -19,6 +19,9 @@ class JobApi {
   // "http://127.0.0.1:PORT", for a scenario's {{base}}.
   const std::string& base() const { return base_; }
   int port() const { return port_; }
+  // The corral-target process, for tests that watch it or end it.
+  int pid() const;
+  void kill_now();
   // GET /stats: {"requests", "polls", "jobs", "connections"}.
   Json stats() const;
 

@@ -31,7 +31,7 @@ Target::Target(uv_loop_t* loop)
 
 void Target::handle(http::Request&& req, http::Responder respond) {
   const std::string& p = req.path;
-  if (p != "/stats") ++requests_;  // a test watching the count must not change it
+  if (p != "/stats" && p != "/metrics") ++requests_;  // watching the count must not change it
   if (starts_with(p, "/status/") && req.method == "GET") {
     respond.send(status(req));
   } else if (starts_with(p, "/jobs")) {
@@ -46,6 +46,14 @@ void Target::handle(http::Request&& req, http::Responder respond) {
     respond.send(Response::error(static_cast<int>(code), "failing on request"));
   } else if (misbehave(req, respond)) {
     return;
+  } else if (p == "/metrics") {  // Prometheus text, for a load test's --watch-url
+    Response r;
+    r.status = 200;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = "# TYPE corral_target_requests_total counter\ncorral_target_requests_total " +
+             std::to_string(requests_) + "\n# TYPE corral_target_connections gauge\n" +
+             "corral_target_connections " + std::to_string(server_.connection_count()) + "\n";
+    respond.send(std::move(r));
   } else if (p == "/stats") {
     respond.send(
         Response::json(200, {{"requests", requests_},

@@ -13,7 +13,10 @@
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
 //   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n}
-//                             (requests other than /stats; connections open now, this one too)
+//                             (requests other than /stats and /metrics; connections open now,
+//                             this one too)
+//   GET  /metrics          -> the same counts as Prometheus text: corral_target_requests_total,
+//                             corral_target_connections
 // and misbehaving ones (misbehave.cc):
 //   GET  /bytes            -> 200, a body and an X-Bytes header that are not UTF-8
 //   POST /bytes            -> 200 when the body is exactly those bytes, else 422

@@ -153,6 +153,20 @@ TEST_CASE("load parse: a wrong load section is refused, naming the field at faul
       {R"({"connections": 1, "pace": "1s", "duration": "1s", "source_addresses": ["::1"]})",
        "load.source_addresses[0]: expected an IPv4 address"},
       {R"({"vus": 1, "duration": "1s", "thresholds": []})", "load.thresholds: expected an object"},
+      {R"({"vus": 1, "duration": "1s", "watch": {}})", "load.watch: give \"pid\", \"url\" or both"},
+      {R"({"vus": 1, "duration": "1s", "watch": {"pid": -4}})", "load.watch.pid: expected a process id"},
+      {R"({"vus": 1, "duration": "1s", "watch": {"url": "https://x/m"}})",
+       "load.watch.url: expected an http:// URL"},
+      {R"({"vus": 1, "duration": "1s", "watch": {"url": "http://x/m", "stop_when": ["rss > 1GB"]}})",
+       "load.watch.stop_when[0]: expected a comparison like \"target.rss > 1.2GB\""},
+      {R"({"vus": 1, "duration": "1s", "watch": {"url": "http://x/m", "stop_when": ["target.rss > 1GB"]}})",
+       "load.watch.stop_when[0]: target.rss is read from \"pid\", which is missing"},
+      {R"({"vus": 1, "duration": "1s", "watch": {"pid": 9, "stop_when": ["target.heap > 1GB"]}})",
+       "target.heap is not one of rss, cpu, fds, threads, and there is no \"url\""},
+      {R"({"vus": 1, "duration": "1s", "watch": {"pid": 9, "stop_when": ["target.rss > lots"]}})",
+       "expected a number or a size like 1.2GB, got \"lots\""},
+      {R"({"vus": 1, "duration": "1s", "watch": {"pid": 9, "series": ["x"]}})",
+       "load.watch.series: series are scraped from \"url\", which is missing"},
       {R"({"vus": 1, "duration": "1s", "thresholds": {"latency": "p99 < 1s"}})",
        "load.thresholds.latency: expected a non-empty array"},
       {R"({"vus": 1, "duration": "1s", "thresholds": {"latncy": ["p99 < 1s"]}})",
@@ -190,4 +204,26 @@ TEST_CASE("load parse: a wrong load section is refused, naming the field at faul
     REQUIRE_FALSE(r);
     CHECK_THAT(r.status().message(), Catch::Contains(message));
   }
+}
+
+TEST_CASE("load parse: watch reads a pid, a metrics URL, its series and stop_when conditions") {
+  auto r = corral::load::parse_load(json::parse(R"({"connections": 10, "pace": "1s",
+      "duration": "1m", "watch": {"pid": 4242, "url": "http://127.0.0.1:9100/metrics",
+      "series": ["up"], "stop_when": ["target.rss > 1.5GB", "target.cpu >= 1.5",
+                                      "target.nodejs_heap_size_used_bytes > 120MB"]}})"));
+  REQUIRE(r);
+  const corral::load::Watch& w = r->watch;
+  CHECK(w.pid == 4242);
+  CHECK(w.url == "http://127.0.0.1:9100/metrics");
+  // A series a condition names is scraped too.
+  CHECK(w.series == std::vector<std::string>{"up", "nodejs_heap_size_used_bytes"});
+  REQUIRE(w.stop_when.size() == 3);
+  CHECK(w.stop_when[0].name == "target.rss > 1.5GB");
+  CHECK(w.stop_when[0].metric == "rss");
+  CHECK(w.stop_when[0].bound == 1.5 * 1024 * 1024 * 1024);
+  CHECK(w.stop_when[0].holds(1.6 * 1024 * 1024 * 1024));
+  CHECK_FALSE(w.stop_when[0].holds(1.5 * 1024 * 1024 * 1024));
+  CHECK(w.stop_when[1].bound == 1.5);
+  CHECK(w.stop_when[1].holds(1.5));
+  CHECK(w.stop_when[2].bound == 120.0 * 1024 * 1024);
 }

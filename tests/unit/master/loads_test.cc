@@ -127,3 +127,37 @@ TEST_CASE("loads: a worker that leaves is dropped, and the test goes on and says
   CHECK(t.state == LoadState::kPassed);
   CHECK(t.workers == 2);
 }
+
+TEST_CASE("loads: the watched target ends the test when a stop_when holds, with the load then") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "60s",
+      "watch": {"pid": 77, "stop_when": ["target.rss > 100MB"]}})", {0});
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  REQUIRE(t.series.size() == 1);
+  CHECK_FALSE(loads.on_target(t, {{"up", true}, {"rss", 50u << 20}}, 2100));
+  auto reason = loads.on_target(t, {{"up", true}, {"rss", 150u << 20}}, 3200);
+  REQUIRE(reason);
+  CHECK(*reason == "stop_when target.rss > 100MB: 150MB at 2.2 s");
+  CHECK(t.target_event["event"] == "crossed");
+  CHECK(t.target_event["condition"] == "target.rss > 100MB");
+  CHECK(t.target_event["load"]["rps"] == 100);
+  CHECK(t.target_event["load"]["vus"] == 2);
+  CHECK(t.target.size() == 2);
+  CHECK(t.target[1]["t"] == 2.2);  // seconds of the test (started at 1000), not of the watch
+  // The first event is kept: later samples are recorded, not judged again.
+  CHECK_FALSE(loads.on_target(t, {{"up", false}}, 4000));
+  CHECK(t.target_event["event"] == "crossed");
+  json j = loads.to_json(t, true, 4000);
+  CHECK(j["target"]["pid"] == 77);
+  CHECK(j["target"]["rss_max"] == double(150u << 20));
+  CHECK(j["target"]["series"].size() == 3);
+}
+
+TEST_CASE("loads: a watched process that is gone ends the test") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "60s", "watch": {"pid": 77}})", {0});
+  auto reason = loads.on_target(t, {{"up", false}}, 1500);
+  REQUIRE(reason);
+  CHECK(*reason == "the target (pid 77) is gone at 0.5 s");
+  CHECK(t.target_event["event"] == "died");
+}
