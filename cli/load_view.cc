@@ -9,7 +9,6 @@
 #include "cli/runs_view.h"
 
 namespace corral::cli {
-namespace {
 
 using nlohmann::json;
 
@@ -21,12 +20,13 @@ std::string fixed(double v, int decimals) {
 
 std::string percent(double fraction) { return fixed(fraction * 100, 2) + "%"; }
 
-// A latency with the precision it deserves: "0.412ms", "2.65ms", "37.1ms", "412ms", "1.25s".
 std::string latency_text(double ms) {
   if (!(ms > 0)) return "0ms";
   if (ms >= 1000) return fixed(ms / 1000, 2) + "s";
   return fixed(ms, ms < 1 ? 3 : ms < 10 ? 2 : ms < 100 ? 1 : 0) + "ms";
 }
+
+namespace {
 
 // "p50 2.65ms  p90 2.93ms  ...  max 7.12ms" from a latency object (milliseconds).
 std::string latency_line(const json& l) {

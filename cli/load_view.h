@@ -8,6 +8,12 @@
 
 namespace corral::cli {
 
+// "3.14" with `decimals` decimals; "12.50%" from 0.125; a latency with the precision it
+// deserves: "0.412ms", "2.65ms", "37.1ms", "412ms", "1.25s".
+std::string fixed(double v, int decimals);
+std::string percent(double fraction);
+std::string latency_text(double ms);
+
 // "l1-2f3a  running  12s/30s  vus 20  rps 7614  p99 3.8ms  errors 0.00%": from the last
 // complete second of the series.
 std::string render_load_progress(const nlohmann::json& test);

@@ -62,9 +62,10 @@ const VerbInfo* find_verb(const std::string& name);
 }  // namespace corral::cli
 
 // CORRAL_REGISTER_VERB(StatusVerb, "status", "show the workers", "ls", "list");
-// at namespace scope in the verb's file; the arguments after the summary are aliases.
+// at namespace scope in the verb's file; the arguments after the summary are aliases. The
+// flag's name is unique in a unity build too (__COUNTER__ counts across the whole unit).
 #define CORRAL_REGISTER_VERB(Type, name, summary, ...)                                       \
-  [[maybe_unused]] static const bool CORRAL_VERB_CONCAT(corral_verb_registered_, __LINE__) = \
+  [[maybe_unused]] static const bool CORRAL_VERB_CONCAT(corral_verb_registered_, __COUNTER__) = \
       ::corral::cli::register_verb(::corral::cli::VerbInfo{                                  \
           name, {__VA_ARGS__}, summary, []() -> std::unique_ptr<::corral::cli::Verb> {       \
             return std::make_unique<Type>();                                                 \

@@ -14,6 +14,7 @@
 
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/find_max.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
 #include "cli/verb.h"
@@ -71,11 +72,29 @@ class LoadVerb : public Verb {
     app.add_option("--stop-when", stop_when_,
                    "stop the test when the target crosses this, e.g. 'target.rss > 1.2GB' "
                    "(repeatable)");
+    auto* find = app.add_flag("--find-max", find_max_,
+                              "step the load up until it breaks; report the highest sustainable");
+    app.add_option("--step-duration", step_duration_, "--find-max: how long each step runs")
+        ->needs(find);
+    app.add_option("--step-factor", step_factor_, "--find-max: each step's load over the last's")
+        ->needs(find)
+        ->check(CLI::Range(1.05, 10.0));
+    app.add_option("--max-steps", max_steps_, "--find-max: at most this many steps")
+        ->needs(find)
+        ->check(CLI::Range(1, 100));
+    app.add_option("--max-p99", max_p99_ms_, "--find-max: a step past this p99 (ms) broke")
+        ->needs(find);
+    app.add_option("--max-errors", max_errors_, "--find-max: a step past this error rate broke")
+        ->needs(find)
+        ->check(CLI::Range(0.0, 1.0));
     auto* junit = app.add_option("--junit", junit_,
                                  "when the test ends, write its thresholds as a JUnit XML report");
     app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
         ->type_name("FILE");
-    app.add_flag("-d,--detach", detach_, "return once the test has started")->excludes(junit);
+    app.add_flag("-d,--detach", detach_, "return once the test has started")
+        ->excludes(junit)
+        ->excludes(find);
+    junit->excludes(find);
     junit->type_name("FILE");
   }
 
@@ -89,8 +108,19 @@ class LoadVerb : public Verb {
     auto vars = vars_from_flags(vars_);
     if (!vars) return usage_error(vars.status().message());
     const Api api(ctx);
+    if (find_max_) return find_max(api, scenario, load, *vars);
+    std::string id;
+    if (int code = submit(api, scenario, load, *vars, id); code != 0) return code;
+    if (detach_) return 0;
+    return follow(api, id);
+  }
+
+ private:
+  // POST /loads; prints the test's id. Returns an exit code (0: `id` is set).
+  int submit(const Api& api, const json& scenario, const json& load, const json& vars,
+             std::string& id) const {
     auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/loads",
-                                json{{"scenario", scenario}, {"load", load}, {"vars", *vars}}.dump(),
+                                json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
                                 kSubmitTimeoutMs);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
@@ -99,15 +129,42 @@ class LoadVerb : public Verb {
                                                             std::to_string(answer->status));
       return answer->status == 400 ? usage_error(file_ + ": " + message) : fail(message);
     }
-    const std::string id = json_string(reply, "load");
+    id = json_string(reply, "load");
     std::cout << "corral: load " << id << ": " << json_string(scenario, "name") << " on "
               << json_number(reply, "workers") << " workers\n"
               << std::flush;
-    if (detach_) return 0;
-    return follow(api, id);
+    return 0;
   }
 
- private:
+  // --find-max: one test per step (cli/find_max.h), each followed to its end without a live line.
+  int find_max(const Api& api, const json& scenario, const json& load, const json& vars) const {
+    KneeSearch search;
+    search.bounds.p99_ms = static_cast<double>(max_p99_ms_);
+    search.bounds.error_rate = max_errors_;
+    search.factor = step_factor_;
+    search.max_steps = max_steps_;
+    search.duration = step_duration_;
+    int code = 0;
+    auto run_step = [&](const json& step_load) -> Result<json> {
+      std::string id;
+      if (code = submit(api, scenario, step_load, vars, id); code != 0) {
+        return Status(Code::kUnavailable, "the daemon refused the step");
+      }
+      for (;;) {
+        std::this_thread::sleep_for(kPollEvery);
+        auto test = api.get("/loads/" + id);
+        if (!test) return test.status();
+        if (json_string(*test, "state") != "running") return *test;
+      }
+    };
+    auto result = find_knee(load, search, run_step, std::cout);
+    if (!result) return code != 0 ? code : fail(result.status().message());
+    if (!out_.empty() && !write_file(out_, result->dump(2) + "\n")) {
+      return fail("--out " + out_ + ": cannot write the search");
+    }
+    return (*result)["highest"].is_null() ? 1 : 0;
+  }
+
   // Folds the flags into the load section; returns what is wrong, or "".
   std::string apply_flags(json& load) const {
     auto drop = [&](std::initializer_list<const char*> keys) {
@@ -213,6 +270,12 @@ class LoadVerb : public Verb {
   std::vector<std::string> vars_;
   std::string out_;
   std::string junit_;
+  bool find_max_ = false;
+  std::string step_duration_ = "10s";
+  double step_factor_ = 1.5;
+  int max_steps_ = 12;
+  long max_p99_ms_ = 1000;
+  double max_errors_ = 0.01;
   long watch_pid_ = 0;
   std::string watch_url_;
   std::vector<std::string> stop_when_;
