@@ -26,6 +26,14 @@ std::string latency_text(double ms) {
   return fixed(ms, ms < 1 ? 3 : ms < 10 ? 2 : ms < 100 ? 1 : 0) + "ms";
 }
 
+std::string threshold_value(const json& th) {
+  const std::string name = json_string(th, "name");
+  double v = json_number(th, "value");
+  if (name.rfind("latency", 0) == 0) return latency_text(v);
+  if (name.find("rate") != std::string::npos) return percent(v);
+  return fixed(v, v == static_cast<double>(static_cast<long long>(v)) ? 0 : 1);
+}
+
 namespace {
 
 // "p50 2.65ms  p90 2.93ms  ...  max 7.12ms" from a latency object (milliseconds).
@@ -49,13 +57,6 @@ std::string errors_text(const json& e) {
   return classes.empty() ? out : out + ": " + classes;
 }
 
-std::string threshold_value(const json& th) {
-  const std::string name = json_string(th, "name");
-  double v = json_number(th, "value");
-  if (name.rfind("latency", 0) == 0) return latency_text(v);
-  if (name.find("rate") != std::string::npos) return percent(v);
-  return fixed(v, v == static_cast<double>(static_cast<long long>(v)) ? 0 : 1);
-}
 
 // "closed, 20 VUs for 30s", "open, 2000/s for 1m (max 100 VUs)", "closed, 3 stages".
 std::string model_text(const json& test) {

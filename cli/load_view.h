@@ -13,6 +13,8 @@ namespace corral::cli {
 std::string fixed(double v, int decimals);
 std::string percent(double fraction);
 std::string latency_text(double ms);
+// A threshold's value from GET /loads/<id> in its metric's unit: "7.16ms", "0.04%", "1000".
+std::string threshold_value(const nlohmann::json& th);
 
 // "l1-2f3a  running  12s/30s  vus 20  rps 7614  p99 3.8ms  errors 0.00%": from the last
 // complete second of the series.

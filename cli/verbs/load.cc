@@ -15,6 +15,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/find_max.h"
+#include "cli/html_report.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
 #include "cli/verb.h"
@@ -87,14 +88,18 @@ class LoadVerb : public Verb {
     app.add_option("--max-errors", max_errors_, "--find-max: a step past this error rate broke")
         ->needs(find)
         ->check(CLI::Range(0.0, 1.0));
+    auto* html = app.add_option("--html", html_,
+                                "when the test ends, write a report with charts as one HTML file")
+                     ->type_name("FILE");
     auto* junit = app.add_option("--junit", junit_,
                                  "when the test ends, write its thresholds as a JUnit XML report");
     app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
         ->type_name("FILE");
-    app.add_flag("-d,--detach", detach_, "return once the test has started")
-        ->excludes(junit)
-        ->excludes(find);
+    auto* detach = app.add_flag("-d,--detach", detach_, "return once the test has started");
+    detach->excludes(junit)->excludes(find);
     junit->excludes(find);
+    html->excludes(find);
+    detach->excludes(html);
     junit->type_name("FILE");
   }
 
@@ -243,6 +248,12 @@ class LoadVerb : public Verb {
           }
           std::cout << "out        : " << out_ << "\n";
         }
+        if (!html_.empty()) {
+          if (!write_file(html_, render_load_html(*test))) {
+            return fail("--html " + html_ + ": cannot write the report");
+          }
+          std::cout << "html       : " << html_ << "\n";
+        }
         if (!junit_.empty()) {
           if (!write_file(junit_, render_load_junit(*test))) {
             return fail("--junit " + junit_ + ": cannot write the report");
@@ -270,6 +281,7 @@ class LoadVerb : public Verb {
   std::vector<std::string> vars_;
   std::string out_;
   std::string junit_;
+  std::string html_;
   bool find_max_ = false;
   std::string step_duration_ = "10s";
   double step_factor_ = 1.5;

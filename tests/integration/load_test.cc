@@ -317,3 +317,32 @@ TEST_CASE("load cli: --find-max steps the rate up to where arrivals are dropped"
   Json list = Json::parse(d.api("GET", "/loads").body);
   CHECK(list["loads"].size() == 5);
 }
+
+TEST_CASE("load cli: --html writes a report that headless Chromium draws with its charts") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string file = write_file(
+      home, "report.json",
+      get_scenario(api.base(), "/delay?ms=2",
+                   {{"model", "held"}, {"pace", "100ms"}, {"start", 0},
+                    {"stages", Json::array({{{"duration", "3s"}, {"target", 40}},
+                                            {{"duration", "2s"}, {"target", 40}}})},
+                    {"thresholds", {{"latency", {"p99 < 1ms"}}}}}));
+  const std::string html = home.file("report.html");
+  CliResult r = run_cli({"load", file, "--watch-pid", std::to_string(api.pid()), "--html", html},
+                        home.path(), {}, seconds(60));
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);  // the 1 ms threshold is crossed: the report shows it
+  CHECK_THAT(r.out, Catch::Contains("html       : " + html));
+  std::ifstream in(html);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("<tr class=\"crossed\"><td>CROSSED</td><td>latency: p99 &lt; 1ms"));
+  CHECK_THAT(text, Catch::Contains("data-chart=\"target\""));
+  // Chromium opens it offline, builds the charts and draws their lines.
+  CliResult shown = run_program("/usr/bin/python3", {CORRAL_HTML_CHECK, html}, home.path(), {},
+                                seconds(120));
+  INFO(shown.describe());
+  CHECK(shown.exit_code == 0);
+}

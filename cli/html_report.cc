@@ -1,0 +1,183 @@
+#include "cli/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "cli/format.h"
+#include "cli/junit.h"
+#include "cli/load_view.h"
+
+namespace corral::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kWidth = 860, kHeight = 220;
+constexpr double kLeft = 64, kRight = 16, kTop = 28, kBottom = 28;
+
+std::string esc(const std::string& s) { return xml_escape(s); }
+
+std::string num(double v) { return fixed(v, 1); }
+
+// The smallest of 1, 2, 5 x 10^k that is at least `v` (at least 1e-9).
+double round_up(double v) {
+  if (!(v > 0)) return 1;
+  double p = std::pow(10, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= v) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string count_label(double v) { return fixed(v, v >= 10 || v == std::floor(v) ? 0 : 1); }
+std::string ms_label(double v) { return latency_text(v); }
+std::string bytes_label(double v) { return human_bytes(static_cast<uint64_t>(std::max(0.0, v))); }
+
+std::vector<double> column(const json& series, const char* key, double scale = 1) {
+  std::vector<double> out;
+  if (!series.is_array()) return out;
+  for (const json& s : series) out.push_back(json_number(s, key) * scale);
+  return out;
+}
+
+void row(std::ostringstream& out, const std::string& key, const std::string& value) {
+  out << "<tr><th>" << esc(key) << "</th><td>" << esc(value) << "</td></tr>\n";
+}
+
+// The summary's lines (render_load_summary), as a table of "key : value" rows.
+void summary_table(std::ostringstream& out, const json& test) {
+  std::istringstream lines(render_load_summary(test));
+  std::string line;
+  bool thresholds = false;  // they get a table of their own
+  out << "<table class=\"summary\">\n";
+  while (std::getline(lines, line)) {
+    if (line.rfind("  ", 0) == 0) {  // a line under the one before
+      if (!thresholds) row(out, "", line.substr(2));
+      continue;
+    }
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " :") == 0) line += " ";  // "failures   :"
+    size_t colon = line.find(" : ");
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(' ') + 1);
+    thresholds = key == "thresholds";
+    if (!thresholds) row(out, key, line.substr(colon + 3));
+  }
+  out << "</table>\n";
+}
+
+void thresholds_table(std::ostringstream& out, const json& test) {
+  const json thresholds = json_field(test, "thresholds");
+  if (!thresholds.is_array() || thresholds.empty()) return;
+  out << "<h2>Thresholds</h2>\n<table class=\"thresholds\">\n";
+  for (const json& th : thresholds) {
+    const bool ok = json_field(th, "ok") == true;
+    out << "<tr class=\"" << (ok ? "ok" : "crossed") << "\"><td>" << (ok ? "ok" : "CROSSED")
+        << "</td><td>" << esc(json_string(th, "name")) << "</td><td>"
+        << esc(threshold_value(th)) << "</td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
+void charts(std::ostringstream& out, const json& test) {
+  const json series = json_field(test, "series");
+  const std::vector<double> xs = column(series, "t");
+  if (xs.empty()) {
+    out << "<p>No complete second was measured.</p>\n";
+    return;
+  }
+  out << svg_chart("rps", "Requests per second", xs,
+                   {{"requests/s", "#1f77b4", column(series, "rps")},
+                    {"errors/s", "#d62728", column(series, "errors")}},
+                   count_label);
+  out << svg_chart("latency", "Latency from the intended start", xs,
+                   {{"p50", "#2ca02c", column(series, "p50")},
+                    {"p90", "#ff7f0e", column(series, "p90")},
+                    {"p99", "#d62728", column(series, "p99")}},
+                   ms_label);
+  std::vector<ChartLine> load = {{"VUs", "#9467bd", column(series, "vus")}};
+  if (json_string(test, "model") == "held") {
+    load.push_back({"connections", "#8c564b", column(series, "connections")});
+  }
+  out << svg_chart("load", "Virtual users and connections", xs, load, count_label);
+  const json target = json_field(json_field(test, "target"), "series");
+  if (target.is_array() && !target.empty()) {
+    out << svg_chart("target", "Watched target: RSS", column(target, "t"),
+                     {{"rss", "#17becf", column(target, "rss")}}, bytes_label);
+  }
+}
+
+constexpr const char* kStyle =
+    "body{font-family:sans-serif;margin:24px;color:#222;max-width:900px}"
+    "table{border-collapse:collapse;margin:8px 0 16px}th,td{padding:3px 10px;text-align:left;"
+    "vertical-align:top}th{color:#555;font-weight:normal}"
+    "table.thresholds td{border-top:1px solid #ddd}tr.crossed td{color:#b00;font-weight:bold}"
+    "tr.ok td:first-child{color:#080}svg{display:block;margin:12px 0}"
+    "text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.axis{stroke:#888}";
+
+}  // namespace
+
+std::string svg_chart(const std::string& id, const std::string& title, const std::vector<double>& xs,
+                      const std::vector<ChartLine>& lines, std::string (*label)(double)) {
+  double x0 = xs.empty() ? 0 : xs.front(), x1 = xs.empty() ? 1 : xs.back();
+  if (x1 <= x0) x1 = x0 + 1;
+  double top = 0;
+  for (const ChartLine& l : lines) {
+    for (double y : l.ys) top = std::max(top, y);
+  }
+  top = round_up(top);
+  const double w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
+  auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * w; };
+  auto py = [&](double y) { return kTop + h - std::clamp(y / top, 0.0, 1.0) * h; };
+  std::ostringstream out;
+  out << "<svg class=\"chart\" data-chart=\"" << esc(id) << "\" xmlns=\"http://www.w3.org/2000/svg\" "
+      << "width=\"" << kWidth << "\" height=\"" << kHeight << "\" viewBox=\"0 0 " << kWidth << " "
+      << kHeight << "\">\n<text x=\"" << kLeft << "\" y=\"16\" style=\"font-size:13px;fill:#222\">"
+      << esc(title) << "</text>\n";
+  double legend_x = kWidth - kRight;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    legend_x -= 12 + 7 * static_cast<double>(it->name.size());
+    out << "<text x=\"" << num(legend_x) << "\" y=\"16\" style=\"fill:" << it->color << "\">"
+        << esc(it->name) << "</text>\n";
+  }
+  for (int i = 0; i <= 4; ++i) {
+    const double y = top * i / 4;
+    out << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + w << "\" y1=\""
+        << num(py(y)) << "\" y2=\"" << num(py(y)) << "\"/>\n<text x=\"" << kLeft - 6 << "\" y=\""
+        << num(py(y) + 4) << "\" text-anchor=\"end\">" << esc(label(y)) << "</text>\n";
+  }
+  out << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop
+      << "\" y2=\"" << kTop + h << "\"/>\n";
+  for (double x : {x0, (x0 + x1) / 2, x1}) {
+    out << "<text x=\"" << num(px(x)) << "\" y=\"" << kHeight - 8 << "\" text-anchor=\"middle\">"
+        << esc(count_label(x)) << " s</text>\n";
+  }
+  for (const ChartLine& l : lines) {
+    out << "<polyline data-series=\"" << esc(l.name) << "\" fill=\"none\" stroke=\"" << l.color
+        << "\" stroke-width=\"1.5\" points=\"";
+    for (size_t i = 0; i < l.ys.size() && i < xs.size(); ++i) {
+      out << (i ? " " : "") << num(px(xs[i])) << "," << num(py(l.ys[i]));
+    }
+    out << "\"/>\n";
+  }
+  out << "</svg>\n";
+  return out.str();
+}
+
+std::string render_load_html(const json& test) {
+  std::ostringstream out;
+  const std::string title = "corral load " + json_string(test, "id") + ": " + json_string(test, "name");
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
+      << esc(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>"
+      << esc(title) << "</h1>\n";
+  summary_table(out, test);
+  thresholds_table(out, test);
+  out << "<h2>Over time</h2>\n";
+  charts(out, test);
+  out << "<p style=\"color:#888\">Written by corral from GET /loads/" << esc(json_string(test, "id"))
+      << ".</p>\n</body>\n</html>\n";
+  return out.str();
+}
+
+}  // namespace corral::cli
