@@ -41,6 +41,8 @@ std::string_view to_string(Metric metric);
 
 enum class Aggregate { kPercentile, kMin, kMax, kMean, kRate, kCount, kValue };
 enum class Op { kLess, kLessEqual, kGreater, kGreaterEqual };
+// Whether `value op bound`.
+bool compare(double value, Op op, double bound);
 
 // `"latency{step:login}": ["p99 < 200ms"]` is one threshold: crossed when the test's value
 // does not satisfy `aggregate op bound`.

@@ -151,7 +151,7 @@ std::string_view to_string(Metric metric) {
   return "?";
 }
 
-bool Threshold::holds(double value) const {
+bool compare(double value, Op op, double bound) {
   switch (op) {
     case Op::kLess:
       return value < bound;
@@ -164,6 +164,8 @@ bool Threshold::holds(double value) const {
   }
   return false;
 }
+
+bool Threshold::holds(double value) const { return compare(value, op, bound); }
 
 Result<Threshold> parse_threshold(const std::string& metric_key, const nlohmann::json& item,
                                   const std::string& path) {

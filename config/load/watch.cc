@@ -75,19 +75,7 @@ StopWhen read_stop_when(const std::string& text, const std::string& path) {
 
 }  // namespace
 
-bool StopWhen::holds(double value) const {
-  switch (op) {
-    case Op::kLess:
-      return value < bound;
-    case Op::kLessEqual:
-      return value <= bound;
-    case Op::kGreater:
-      return value > bound;
-    case Op::kGreaterEqual:
-      return value >= bound;
-  }
-  return false;
-}
+bool StopWhen::holds(double value) const { return compare(value, op, bound); }
 
 Result<Watch> parse_watch(const json& j, const std::string& path) {
   try {
