@@ -81,7 +81,12 @@ void thresholds_table(std::ostringstream& out, const json& test) {
 }
 
 void charts(std::ostringstream& out, const json& test) {
-  const json series = json_field(test, "series");
+  json series = json_field(test, "series");
+  // An ended test's last second is cut short by its end (or by the stop): drawn, it would look
+  // like a collapse of the load.
+  if (json_string(test, "state") != "running" && series.is_array() && series.size() > 1) {
+    series.erase(series.size() - 1);
+  }
   const std::vector<double> xs = column(series, "t");
   if (xs.empty()) {
     out << "<p>No complete second was measured.</p>\n";
