@@ -234,4 +234,22 @@ std::string render_load_junit(const json& test) {
                             json_string(test, "created"), seconds, cases);
 }
 
+std::string render_loads_table(const json& loads, TableStyle style) {
+  std::vector<std::vector<std::string>> rows;
+  if (loads.is_array()) {
+    for (const json& t : loads) {
+      rows.push_back({json_string(t, "id"), json_string(t, "name"), json_string(t, "model"),
+                      json_string(t, "state"), fixed(json_number(t, "workers"), 0),
+                      elapsed_text(json_number(t, "elapsed_s")),
+                      fixed(json_number(t, "requests"), 0), fixed(json_number(t, "rps"), 0),
+                      latency_text(json_number(json_field(t, "latency"), "p99")),
+                      percent(json_number(json_field(t, "errors"), "rate")),
+                      json_string(t, "created", "-")});
+    }
+  }
+  return render_table({"load", "scenario", "model", "state", "workers", "elapsed", "requests",
+                       "rps", "p99", "errors", "created"},
+                      rows, style);
+}
+
 }  // namespace corral::cli

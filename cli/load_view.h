@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/table.h"
+
 namespace corral::cli {
 
 // "3.14" with `decimals` decimals; "12.50%" from 0.125; a latency with the precision it
@@ -22,6 +24,9 @@ std::string render_load_progress(const nlohmann::json& test);
 // The whole test: model, requests and iterations, errors by class, latency (corrected and
 // raw when the model has a schedule), each step, and each threshold with a tick or a cross.
 std::string render_load_summary(const nlohmann::json& test);
+// The tests of GET /loads, a row each: id, scenario, model, state, workers, elapsed time,
+// requests, requests/s, p99, error rate, created.
+std::string render_loads_table(const nlohmann::json& loads, TableStyle style);
 // JUnit XML for a finished test: one testcase per threshold (classname "<scenario>.thresholds",
 // named as written, a failure with its value when crossed) and one testcase "load test" for
 // the test itself, failed when it was stopped or aborted, with its reason.

@@ -1,4 +1,4 @@
-// `corral runs`: recent runs and their counts.
+// `corral runs`: recent runs and their counts, then the daemon's load tests.
 #include <unistd.h>
 
 #include <iostream>
@@ -7,6 +7,7 @@
 
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/load_view.h"
 #include "cli/runs_view.h"
 #include "cli/verb.h"
 
@@ -22,11 +23,17 @@ class RunsVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
     std::cout << render_runs_table(json_field(*answer, "runs"), style);
+    auto loads = api.get("/loads");
+    if (!loads) return report_failure(loads.status(), api.socket_path());
+    const json list = json_field(*loads, "loads");
+    if (list.is_array() && !list.empty()) {
+      std::cout << "\nload tests:\n" << render_loads_table(list, style);
+    }
     return 0;
   }
 };
 
-CORRAL_REGISTER_VERB(RunsVerb, "runs", "list recent runs with their counts")
+CORRAL_REGISTER_VERB(RunsVerb, "runs", "list recent runs with their counts, and load tests")
 
 }  // namespace
 }  // namespace corral::cli

@@ -1,5 +1,6 @@
 // `corral show RUN [INSTANCE]` or `corral show RUN/INSTANCE`: one run's counts, durations and
-// failures; or one instance's step history.
+// failures; or one instance's step history. `corral show LOAD` (an id like l3-7156): a load
+// test's summary.
 #include <unistd.h>
 
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/api.h"
+#include "cli/load_view.h"
 #include "cli/runs_view.h"
 #include "cli/verb.h"
 #include "shared/exit_codes.h"
@@ -18,7 +20,7 @@ namespace {
 class ShowVerb : public Verb {
  public:
   void setup(CLI::App& app) override {
-    app.add_option("run", run_, "run id, or RUN/INSTANCE")->required();
+    app.add_option("run", run_, "run id, RUN/INSTANCE, or a load test's id")->required();
     app.add_option("instance", instance_, "instance number")->check(CLI::NonNegativeNumber);
     app.add_flag("--json", json_, "print the API's JSON");
   }
@@ -35,6 +37,7 @@ class ShowVerb : public Verb {
       instance_ = i;
     }
     const Api api(ctx);
+    if (run_.rfind('l', 0) == 0 && instance_ < 0) return show_load(api);  // a load test's id
     std::string path = "/runs/" + run_;
     if (instance_ >= 0) path += "/instances/" + std::to_string(instance_);
     auto answer = api.get(path);
@@ -51,12 +54,19 @@ class ShowVerb : public Verb {
   }
 
  private:
+  int show_load(const Api& api) const {
+    auto answer = api.get("/loads/" + run_);
+    if (!answer) return report_failure(answer.status(), api.socket_path());
+    std::cout << (json_ ? answer->dump(2) + "\n" : render_load_summary(*answer));
+    return 0;
+  }
+
   std::string run_;
   long instance_ = -1;
   bool json_ = false;
 };
 
-CORRAL_REGISTER_VERB(ShowVerb, "show", "show a run, or one instance's steps")
+CORRAL_REGISTER_VERB(ShowVerb, "show", "show a run, one instance's steps, or a load test")
 
 }  // namespace
 }  // namespace corral::cli

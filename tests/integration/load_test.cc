@@ -158,6 +158,16 @@ TEST_CASE("load api: DELETE stops a running test, which ends as stopped") {
   REQUIRE(list["loads"].size() == 1);
   CHECK(list["loads"][0]["id"] == id);
   CHECK_FALSE(list["loads"][0].contains("series"));
+  // `corral runs` lists it under the runs, and `corral show` prints its summary.
+  CliResult runs = run_cli({"runs"}, home.path());
+  INFO(runs.describe());
+  CHECK(runs.exit_code == 0);
+  CHECK_THAT(runs.out, Catch::Contains("load tests:"));
+  CHECK(std::regex_search(runs.out, std::regex("\\| " + id + " +\\| one get +\\| closed +\\| stopped ")));
+  CliResult show = run_cli({"show", id}, home.path());
+  CHECK(show.exit_code == 0);
+  CHECK_THAT(show.out, Catch::Contains("load       : " + id + "\n"));
+  CHECK_THAT(show.out, Catch::Contains("state      : stopped (stopped by request)"));
 }
 
 TEST_CASE("load api: a wrong load section is refused with the field at fault, and runs nothing") {

@@ -93,3 +93,12 @@ TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") 
   CHECK_THAT(y, Catch::Contains("<failure message=\"aborted: errors: rate &lt; 1% crossed\" "
                                 "type=\"failed\">the load test ended aborted: aborted: errors"));
 }
+
+TEST_CASE("load view: the loads table has a row per test") {
+  json t = test_json("passed");
+  t["created"] = "2026-12-02T09:00:00.000Z";
+  const std::string table = corral::cli::render_loads_table(json::array({t}), corral::cli::TableStyle::kAscii);
+  CHECK_THAT(table, Catch::Contains("| load    | scenario | model | state  | workers | elapsed | requests"));
+  CHECK_THAT(table, Catch::Contains("| l3-abcd | checkout | open  | passed | 2       | 12s     | 24000    | 2000"
+                                    " | 3.01ms | 0.04%  | 2026-12-02T09:00:00.000Z |"));
+}
