@@ -6,7 +6,8 @@
 - The DOM Chromium built (--dump-dom) has the charts as SVG with their lines: at least three
   <svg class="chart"> holding polylines with points.
 - The page as drawn (--screenshot, decoded here) shows them: pixels in the colour of the
-  requests/s line, of the p99 line and of the VUs line, and a page that is not blank.
+  requests/s line, of the p99 line and of the VUs (or connections) line, and a page that is
+  not blank.
 Exits 0 when all hold, 1 with the reason otherwise, 2 when Chromium cannot run.
 """
 import os
@@ -105,8 +106,11 @@ def main():
         width, height, rows = read_png(png)
     pixels = [p for row in rows for p in row]
     not_white = sum(1 for p in pixels if p != (255, 255, 255))
-    colours = {"requests/s": (0x1f, 0x77, 0xb4), "p99": (0xd6, 0x27, 0x28), "VUs": (0x94, 0x67, 0xbd)}
+    colours = {"requests/s": (0x1f, 0x77, 0xb4), "p99": (0xd6, 0x27, 0x28), "VUs": (0x94, 0x67, 0xbd),
+               "connections": (0x8c, 0x56, 0x4b)}
     seen = {name: sum(1 for p in pixels if near(p, rgb)) for name, rgb in colours.items()}
+    # The held model's connections follow its VUs and are drawn over them: one of the two.
+    seen["VUs or connections"] = seen.pop("VUs") + seen.pop("connections")
     print(f"{width}x{height}: {not_white} pixels drawn; line pixels {seen}")
     if not_white < width * height // 100:
         print("the page is (almost) blank", file=sys.stderr)
