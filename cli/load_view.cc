@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "config/config.h"
 #include "cli/junit.h"
 #include "cli/runs_view.h"
 
@@ -108,6 +109,23 @@ std::string target_text(const json& target) {
 
 }  // namespace
 
+// "stage 2/3" while a staged test runs (from its stages' durations and the elapsed time), or "".
+std::string stage_text(const json& test) {
+  const json stages = json_field(json_field(test, "load"), "stages");
+  if (!stages.is_array() || stages.size() < 2 || json_string(test, "state") != "running") return "";
+  const double elapsed_ms = json_number(test, "elapsed_s") * 1000;
+  double end_ms = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    auto d = config::parse_duration_ms(json_string(stages[i], "duration"));
+    if (!d) return "";
+    end_ms += static_cast<double>(*d);
+    if (elapsed_ms < end_ms || i + 1 == stages.size()) {
+      return "  stage " + std::to_string(i + 1) + "/" + std::to_string(stages.size());
+    }
+  }
+  return "";
+}
+
 std::string render_load_progress(const json& test) {
   const json series = json_field(test, "series");
   json last = series.is_array() && !series.empty() ? series.back() : json::object();
@@ -125,7 +143,7 @@ std::string render_load_progress(const json& test) {
   std::ostringstream out;
   out << json_string(test, "id") << "  " << json_string(test, "state") << "  "
       << elapsed_text(json_number(test, "elapsed_s")) << "/"
-      << elapsed_text(json_number(test, "duration_s")) << "  vus "
+      << elapsed_text(json_number(test, "duration_s")) << stage_text(test) << "  vus "
       << fixed(json_number(last, "vus"), 0) << "  rps " << fixed(requests, 0) << "  p99 "
       << latency_text(json_number(last, "p99")) << "  errors "
       << percent(requests == 0 ? 0 : errors / requests);

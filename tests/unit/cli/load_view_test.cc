@@ -102,3 +102,16 @@ TEST_CASE("load view: the loads table has a row per test") {
   CHECK_THAT(table, Catch::Contains("| l3-abcd | checkout | open  | passed | 2       | 12s     | 24000    | 2000"
                                     " | 3.01ms | 0.04%  | 2026-12-02T09:00:00.000Z |"));
 }
+
+TEST_CASE("load view: a staged test's live line says which stage runs") {
+  json t = test_json("running");
+  t["load"] = {{"model", "open"},
+               {"stages", json::array({{{"duration", "10s"}, {"target", 100}},
+                                       {{"duration", "5s"}, {"target", 100}},
+                                       {{"duration", "15s"}, {"target", 0}}})}};
+  CHECK_THAT(corral::cli::render_load_progress(t), Catch::Contains("12s/30s  stage 2/3  vus 17"));
+  t["elapsed_s"] = 16.0;
+  CHECK_THAT(corral::cli::render_load_progress(t), Catch::Contains("  stage 3/3  "));
+  t["state"] = "passed";
+  CHECK(corral::cli::render_load_progress(t).find("stage") == std::string::npos);
+}
