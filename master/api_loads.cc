@@ -136,6 +136,7 @@ void Daemon::start_load(const http::Request& req, const http::Responder& respond
 }
 
 void Daemon::start_pending_loads() {
+  if (pending_loads_.empty() && base_wanted_ < 0) return;  // the usual tick: nothing to do
   const uint64_t now = monotonic_ms();
   std::vector<int> ready = ready_workers();
   for (auto it = pending_loads_.begin(); it != pending_loads_.end();) {
