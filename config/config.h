@@ -34,14 +34,14 @@ struct Config {
   uint64_t heartbeat_interval_ms = 1000;
   uint64_t heartbeat_timeout_ms = 5000;  // silent this long => hung
   uint64_t ready_timeout_ms = 10000;     // not ready this long after spawn => failed start
-  uint64_t kill_grace_ms = 3000;         // after SIGABRT (hung) or stop, before SIGKILL
+  uint64_t reload_grace_ms = 5000;       // a reload's new worker stays healthy this long first
+  uint64_t kill_grace_ms = 3000;         // after a stop or a leaving notice, before SIGKILL
   uint64_t stop_grace_ms = 10000;        // graceful stop: time workers get to finish
   uint64_t backoff_initial_ms = 100;
   double backoff_factor = 2.0;
   uint64_t backoff_max_ms = 30000;
   uint64_t stable_after_ms = 30000;       // ready this long => backoff resets
-  int crash_loop_exits = 10;              // more than this many unstable exits ...
-  uint64_t crash_loop_window_ms = 60000;  // ... within this window => errored
+  int crash_loop_exits = 10;  // this many unstable exits in a row => errored
   uint64_t errored_retry_ms = 60000;      // an errored slot is retried this often
   uint64_t log_max_bytes = 10u << 20;     // per log file, before rotation
   int log_files = 5;                      // rotated files kept

@@ -72,6 +72,14 @@ json Daemon::worker_json(const Slot& s) const {
       {"reason", s.error},
       {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
       {"next_start_in_ms", !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
+  if (s.successor) {
+    const Successor& n = *s.successor;
+    j["successor"] = {{"pid", n.pid},
+                      {"state", to_string(n.state)},
+                      {"ready_for_s", n.ready_at_ms != 0
+                                          ? static_cast<double>(now - n.ready_at_ms) / 1000.0
+                                          : 0.0}};
+  }
   return j;
 }
 
@@ -152,11 +160,14 @@ void Daemon::handle_api(Request&& req, Responder respond) {
     kick();
     respond.send(Response::json(200, {{"restarting", slots}}));
   } else if (path == "/workers/reload" && m == "POST") {
-    supervisor_.request_reload();
-    json slots = json::array();
-    for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
-    kick();
-    respond.send(Response::json(200, {{"reloading", slots}}));
+    Status s = begin_reload("API request");
+    if (!s) {
+      respond.send(Response::error(s.code() == Code::kAlreadyExists ? 409 : 400, s.message()));
+      return;
+    }
+    respond.send(Response::json(202, {{"reload", reload_json()}}));
+  } else if (path == "/workers/reload" && m == "GET") {
+    respond.send(Response::json(200, {{"reload", reload_json()}}));
   } else if (path == "/shutdown" && m == "POST") {
     respond.send(Response::json(200, {{"stopping", true}}));
     shutdown("API request");

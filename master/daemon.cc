@@ -37,9 +37,9 @@ SupervisorSettings Daemon::settings_from(const config::Config& cfg) {
   s.restart.backoff_max_ms = cfg.backoff_max_ms;
   s.restart.stable_after_ms = cfg.stable_after_ms;
   s.restart.crash_loop_exits = cfg.crash_loop_exits;
-  s.restart.crash_loop_window_ms = cfg.crash_loop_window_ms;
   s.restart.errored_retry_ms = cfg.errored_retry_ms;
   s.ready_timeout_ms = cfg.ready_timeout_ms;
+  s.reload_grace_ms = cfg.reload_grace_ms;
   s.heartbeat_timeout_ms = cfg.heartbeat_timeout_ms;
   s.kill_grace_ms = cfg.kill_grace_ms;
   s.stop_grace_ms = cfg.stop_grace_ms;
@@ -102,6 +102,9 @@ Status Daemon::start() {
   } catch (const config::ConfigError& e) {
     return invalid_argument(e.what());
   }
+  auto image = WorkerImage::open(executable_, cfg_, secrets_, 0);
+  if (!image) return image.status();
+  image_ = std::move(*image);
   if (Status s = open_journal(); !s) return s;
   api_ = std::make_unique<http::Server>(
       loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
@@ -118,7 +121,7 @@ Status Daemon::start() {
     auto sig = std::make_unique<uv::Signal>(loop_);
     Status s = sig->start(signum, [this](int n) {
       if (n == SIGHUP) {
-        reload_config();
+        if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
       } else {
         shutdown(signal_name(n));
       }
@@ -198,15 +201,33 @@ void Daemon::sample_memory() {
 void Daemon::reconcile() {
   if (finished_) return;
   for (const Action& a : supervisor_.reconcile(monotonic_ms())) execute(a);
+  settle_reload();
   if (supervisor_.finished()) finish();
 }
 
 void Daemon::execute(const Action& a) {
   switch (a.kind) {
     case Action::Kind::kSpawn:
-      spawn(a.slot);
+      spawn(a.slot, a.successor);
+      return;
+    case Action::Kind::kAdopt:
+      workers_[a.slot] = std::move(successors_[a.slot]);
+      successors_.erase(a.slot);
+      slot_images_[a.slot] = candidate_;
+      http_errors_.erase(a.slot);
+      spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
+      dispatcher_.worker_ready(a.slot);
+      schedule_pump();
       return;
     case Action::Kind::kSignal:
+      if (a.successor) {
+        if (auto it = successors_.find(a.slot); it != successors_.end()) {
+          spdlog::warn("slot {}: sending {} to its new worker pid {}", a.slot,
+                       signal_name(a.signum), it->second->pid());
+          it->second->signal(a.signum);
+        }
+        return;
+      }
       dispatcher_.worker_gone(a.slot);
       if (auto it = workers_.find(a.slot); it != workers_.end()) {
         spdlog::warn("slot {}: sending {} to pid {}", a.slot, signal_name(a.signum),
@@ -234,41 +255,8 @@ void Daemon::shutdown(const std::string& why) {
   } else {
     spdlog::warn("second shutdown request ({}): killing workers now", why);
     for (auto& [slot, w] : workers_) w->signal(SIGKILL);
+    for (auto& [slot, w] : successors_) w->signal(SIGKILL);
   }
-  kick();
-}
-
-void Daemon::reload_config() {
-  if (config_file_.empty()) {
-    spdlog::info("SIGHUP: no config file was given; nothing to reload");
-    return;
-  }
-  config::Config next = cfg_;
-  Secrets secrets;
-  try {
-    config::apply_file(next, config_file_);
-    config::validate(next);
-    secrets = config::load_secrets(next.secrets_file);
-  } catch (const config::ConfigError& e) {
-    spdlog::error("SIGHUP: config not reloaded: {}", e.what());
-    return;
-  }
-  // Workers started from now on get the new values; running ones keep theirs.
-  secrets_ = std::move(secrets);
-  if (next.listen != cfg_.listen) {
-    spdlog::warn("SIGHUP: listen changed to {}; it takes effect at the next start", next.listen);
-    next.listen = cfg_.listen;
-  }
-  if (next.journal != cfg_.journal) {
-    spdlog::warn("SIGHUP: journal changed to {}; it takes effect at the next start", next.journal);
-    next.journal = cfg_.journal;
-  }
-  cfg_ = next;
-  supervisor_.update_settings(settings_from(cfg_));
-  runs_.set_options(runs_options(cfg_));
-  supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
-  spdlog::info("SIGHUP: config reloaded from {} ({} workers wanted)", config_file_,
-               supervisor_.wanted());
   kick();
 }
 
@@ -277,6 +265,7 @@ void Daemon::finish() {
   finished_ = true;
   spdlog::info("all workers stopped; daemon exits");
   workers_.clear();
+  successors_.clear();
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();

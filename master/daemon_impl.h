@@ -19,6 +19,7 @@
 #include "master/pid_file.h"
 #include "master/runs.h"
 #include "master/supervisor.h"
+#include "master/worker_image.h"
 #include "master/worker_process.h"
 #include "shared/http/server.h"
 #include "shared/ipc/http_errors.h"
@@ -38,8 +39,14 @@ class Daemon {
   // Graceful stop: stop taking work, ask workers to stop, SIGKILL after the grace period,
   // then close every handle so the loop ends. A second call escalates to SIGKILL at once.
   void shutdown(const std::string& why);
-  // Re-reads the config file (SIGHUP) and applies what can change while running.
-  void reload_config();
+  // A reload (SIGHUP, POST /workers/reload): takes the config file and the executable on disk
+  // as a new image and has the supervisor replace the workers with it one at a time (see
+  // supervisor.h). The master takes the new config once every worker was replaced. Fails,
+  // changing nothing, when the config is invalid, the executable cannot be opened, or a reload
+  // already runs. `origin` is for the log.
+  Status begin_reload(const std::string& origin);
+  // The reload in progress or the last one, for the API.
+  nlohmann::json reload_json() const;
   // Closes every handle at once (after all workers are gone, or when start() failed).
   void finish();
 
@@ -55,14 +62,25 @@ class Daemon {
   void on_tick();
   void reconcile();
   void execute(const Action& a);
-  void spawn(int slot);
+  // Starts the slot's process, or with `successor` its reload's new worker.
+  void spawn(int slot, bool successor);
+  // The image a slot's process (re)starts from.
+  const WorkerImage& image_of(int slot) const;
+  // Whether `generation` is the slot's successor that still has a process.
+  bool is_successor(int slot, uint64_t generation) const;
+  void on_successor_frame(int slot, ipc::Frame&& f);
+  void on_successor_exit(int slot, int64_t code, int signum);
+  // After a reconcile: a finished reload hands the master its config, a failed one is dropped.
+  void settle_reload();
+  // The master's own settings from cfg_: the supervisor's, retention, the worker count.
+  void apply_master_config();
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
   // slot's latest process and has not exited.
   bool is_current(int slot, uint64_t generation) const;
   void sample_memory();
-  nlohmann::json welcome_payload(int slot) const;
+  nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
   // The runs API (api_runs.cc): false when the path is not one of its routes.
@@ -98,6 +116,11 @@ class Daemon {
   std::string config_file_;
   Secrets secrets_;  // workers expand them; the master only knows which names exist
   std::string executable_;
+  std::shared_ptr<const WorkerImage> image_;  // new slots start from it
+  std::map<int, std::shared_ptr<const WorkerImage>> slot_images_;  // when not image_
+  std::shared_ptr<const WorkerImage> candidate_;                   // while a reload runs
+  std::vector<std::string> reload_notes_;  // config changes the reload cannot apply
+  uint64_t settled_reload_ = 0;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
   // Per slot: the HTTP connection errors its worker last reported (its heartbeat).
@@ -120,7 +143,8 @@ class Daemon {
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::Timer> pump_;
   bool pump_pending_ = false;
-  std::map<int, std::unique_ptr<WorkerProcess>> workers_;  // by slot
+  std::map<int, std::unique_ptr<WorkerProcess>> workers_;     // by slot
+  std::map<int, std::unique_ptr<WorkerProcess>> successors_;  // by slot, during a reload
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;

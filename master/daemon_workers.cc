@@ -57,33 +57,67 @@ Status Daemon::on_events(int slot, const nlohmann::json& payload) {
   return broken;
 }
 
-void Daemon::spawn(int slot) {
+const WorkerImage& Daemon::image_of(int slot) const {
+  auto it = slot_images_.find(slot);
+  return it != slot_images_.end() && it->second ? *it->second : *image_;
+}
+
+void Daemon::spawn(int slot, bool successor) {
   const Slot* s = supervisor_.slot(slot);
-  uint64_t generation = s->generation;
-  SpawnSpec spec{executable_, {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
+  uint64_t generation = successor ? s->successor->generation : s->generation;
+  const WorkerImage& image = successor ? *candidate_ : image_of(slot);
+  SpawnSpec spec{image.path(),
+                 image.exec_path(),
+                 {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
   WorkerProcess::Callbacks cb;
   cb.on_frame = [this, slot, generation](ipc::Frame&& f) {
     on_frame(slot, generation, std::move(f));
   };
   cb.on_protocol_error = [this, slot, generation](const Status& st) {
-    if (!is_current(slot, generation)) return;
-    spdlog::error("slot {}: protocol error from worker: {}", slot, st.message());
-    supervisor_.on_protocol_error(slot, st.message());
+    if (is_successor(slot, generation)) {
+      supervisor_.on_successor_failed(slot, "broke the protocol: " + st.message(), false,
+                                      monotonic_ms());
+    } else if (is_current(slot, generation)) {
+      spdlog::error("slot {}: protocol error from worker: {}", slot, st.message());
+      supervisor_.on_protocol_error(slot, st.message());
+    }
     kick();
   };
   cb.on_exit = [this, slot, generation](int64_t code, int signum) {
-    on_worker_exit(slot, generation, code, signum);
+    if (is_successor(slot, generation)) {
+      on_successor_exit(slot, code, signum);
+    } else {
+      on_worker_exit(slot, generation, code, signum);
+    }
   };
   auto w = WorkerProcess::spawn(loop_, spec, std::move(cb));
+  const char* what = successor ? "new worker" : "worker";
   if (!w) {
     spdlog::error("slot {}: {}", slot, w.status().message());
-    supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
+    if (successor) {
+      supervisor_.on_successor_failed(slot, "could not be started: " + w.status().message(), true,
+                                      monotonic_ms());
+    } else {
+      supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
+    }
     kick();
     return;
   }
-  spdlog::info("slot {}: started worker pid {} (start #{})", slot, (*w)->pid(), s->starts);
-  supervisor_.on_spawned(slot, (*w)->pid(), monotonic_ms());
-  workers_[slot] = std::move(*w);
+  spdlog::info("slot {}: started {} pid {} (start #{}, image {})", slot, what, (*w)->pid(),
+               successor ? s->starts + 1 : s->starts, image.number());
+  if (successor) {
+    supervisor_.on_successor_spawned(slot, (*w)->pid(), monotonic_ms());
+    successors_[slot] = std::move(*w);
+  } else {
+    supervisor_.on_spawned(slot, (*w)->pid(), monotonic_ms());
+    workers_[slot] = std::move(*w);
+  }
+}
+
+bool Daemon::is_successor(int slot, uint64_t generation) const {
+  const Slot* s = supervisor_.slot(slot);
+  return s != nullptr && s->successor && s->successor->generation == generation &&
+         successors_.count(slot) != 0;
 }
 
 bool Daemon::is_current(int slot, uint64_t generation) const {
@@ -116,25 +150,30 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   kick();
 }
 
-nlohmann::json Daemon::welcome_payload(int slot) const {
+nlohmann::json Daemon::welcome_payload(int slot, const WorkerImage& image) const {
+  const config::Config& cfg = image.config();
   uint64_t kernel =
-      static_cast<uint64_t>(static_cast<double>(cfg_.max_memory_bytes) * cfg_.memory_kernel_factor);
+      static_cast<uint64_t>(static_cast<double>(cfg.max_memory_bytes) * cfg.memory_kernel_factor);
   return {{"protocol", ipc::kProtocolVersion},
           {"slot", slot},
-          {"heartbeat_ms", cfg_.heartbeat_interval_ms},
-          {"max_memory_bytes", cfg_.max_memory_bytes},
+          {"heartbeat_ms", cfg.heartbeat_interval_ms},
+          {"max_memory_bytes", cfg.max_memory_bytes},
           {"kernel_memory_bytes", kernel},
-          {"log_max_bytes", cfg_.log_max_bytes},
-          {"log_files", cfg_.log_files},
-          {"log_level", cfg_.log_level},
-          {"max_response_bytes", cfg_.max_response_bytes},
-          {"response_memory_bytes", cfg_.response_memory_bytes},
-          {"http_client", cfg_.http_client},
-          {"max_connections_per_host", cfg_.max_connections_per_host},
-          {"secrets", secrets_.all()}};
+          {"log_max_bytes", cfg.log_max_bytes},
+          {"log_files", cfg.log_files},
+          {"log_level", cfg.log_level},
+          {"max_response_bytes", cfg.max_response_bytes},
+          {"response_memory_bytes", cfg.response_memory_bytes},
+          {"http_client", cfg.http_client},
+          {"max_connections_per_host", cfg.max_connections_per_host},
+          {"secrets", image.secrets().all()}};
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
+  if (is_successor(slot, generation)) {
+    on_successor_frame(slot, std::move(f));
+    return;
+  }
   if (!is_current(slot, generation)) return;
   WorkerProcess* w = workers_[slot].get();
   uint64_t now = monotonic_ms();
@@ -149,7 +188,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
         kick();
         return;
       }
-      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot));
+      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot, image_of(slot)));
       return;
     case ipc::MessageType::kReady:
       spdlog::info("slot {}: worker pid {} ready", slot, w->pid());

@@ -41,7 +41,7 @@ struct ExitInfo {
 };
 
 nlohmann::json to_json(const ExitInfo& e);
-// "signal SIGKILL", "crash (exit 1)", "hung (SIGABRT)": for reasons and logs.
+// "signal SIGKILL", "crash (exit 1)", "hung (SIGKILL)": for reasons and logs.
 std::string describe(const ExitInfo& e);
 
 // Decides the reason from what the master knows. `left_reason` is set when the worker announced

@@ -25,15 +25,10 @@ RestartDecision decide_restart(const RestartPolicy& policy, RestartHistory& hist
 
   if (ready_for_ms >= policy.stable_after_ms) {
     history = RestartHistory{};
-    history.consecutive = 1;
-    return {false, backoff_delay(policy, 1, unit_random), ""};
+    return {false, 0, ""};
   }
 
-  while (!history.unstable_exits.empty() &&
-         now_ms - history.unstable_exits.front() > policy.crash_loop_window_ms) {
-    history.unstable_exits.pop_front();
-  }
-  history.unstable_exits.push_back(now_ms);
+  if (history.consecutive == 0) history.first_unstable_ms = now_ms;
   history.consecutive += 1;
 
   if (exit.reason == ExitReason::kInitFailed) {
@@ -41,11 +36,10 @@ RestartDecision decide_restart(const RestartPolicy& policy, RestartHistory& hist
             "cannot initialise: " + describe(exit) + "; retrying every " +
                 seconds(policy.errored_retry_ms)};
   }
-  auto exits = static_cast<int>(history.unstable_exits.size());
-  if (exits > policy.crash_loop_exits) {
+  if (history.consecutive >= policy.crash_loop_exits) {
     return {true, policy.errored_retry_ms,
-            "crash loop: " + std::to_string(exits) + " exits in " +
-                seconds(policy.crash_loop_window_ms) + ", last: " + describe(exit) +
+            "crash loop: " + std::to_string(history.consecutive) + " exits in a row in " +
+                seconds(now_ms - history.first_unstable_ms) + ", last: " + describe(exit) +
                 "; retrying every " + seconds(policy.errored_retry_ms)};
   }
   return {false, backoff_delay(policy, history.consecutive, unit_random), ""};

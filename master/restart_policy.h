@@ -4,14 +4,15 @@
 // - An exit the master asked for (stop, restart, scale) restarts at once and counts nothing.
 // - "Cannot initialise" (bad config) is not retried quickly: the slot goes to errored.
 // - An exit after the worker had been ready for stable_after_ms is a fresh start: the history
-//   is cleared and the worker comes back after the initial delay.
+//   is cleared and the worker comes back at once (a long-running worker that dies is replaced
+//   without waiting).
 // - Any other exit is unstable: the delay grows initial * factor^(n-1), capped, with +/- jitter.
-//   More than crash_loop_exits unstable exits within crash_loop_window_ms puts the slot in
-//   errored; an errored slot is retried every errored_retry_ms, never in a busy loop.
+//   The crash_loop_exits-th unstable exit in a row (no stable run between them) puts the slot
+//   in errored, whatever the backoff: with the defaults that is about a minute of crashing. An
+//   errored slot is retried every errored_retry_ms, never in a busy loop.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 
 #include "master/exit_reason.h"
@@ -25,13 +26,12 @@ struct RestartPolicy {
   double jitter = 0.2;  // the delay varies by +/- this fraction
   uint64_t stable_after_ms = 30000;
   int crash_loop_exits = 10;
-  uint64_t crash_loop_window_ms = 60000;
   uint64_t errored_retry_ms = 60000;
 };
 
 struct RestartHistory {
-  std::deque<uint64_t> unstable_exits;  // monotonic ms of recent unstable exits
-  int consecutive = 0;                  // unstable exits since the last stable run
+  int consecutive = 0;         // unstable exits since the last stable run
+  uint64_t first_unstable_ms = 0;  // monotonic time of the first of them
 };
 
 struct RestartDecision {

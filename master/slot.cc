@@ -13,6 +13,17 @@ std::string_view to_string(SlotState s) {
   return "unknown";
 }
 
+std::string_view to_string(SuccessorState s) {
+  switch (s) {
+#define CORRAL_SUCCESSOR_CASE(name, text) \
+  case SuccessorState::name:              \
+    return text;
+    CORRAL_SUCCESSOR_STATES(CORRAL_SUCCESSOR_CASE)
+#undef CORRAL_SUCCESSOR_CASE
+  }
+  return "unknown";
+}
+
 bool has_process(SlotState s) {
   switch (s) {
     case SlotState::kStarting:
@@ -40,10 +51,10 @@ bool can_transition(SlotState from, SlotState to) {
     case S::kStopping:
       return to == S::kExited;
     case S::kExited:
-      return to == S::kBackoff || to == S::kErrored;
+      return to == S::kBackoff || to == S::kErrored || to == S::kReady;
     case S::kBackoff:
     case S::kErrored:
-      return to == S::kStarting;
+      return to == S::kStarting || to == S::kReady;
   }
   return false;
 }

@@ -7,6 +7,13 @@
 //                      `-- exit --------+------------------------------------> exited
 //   exited --reconcile--> backoff --(delay)--> starting
 //   exited --reconcile--> errored --(errored_retry)--> starting
+//   exited|backoff|errored --adopt a reload's successor--> ready
+//
+// A reload gives a slot a successor: a second process, started beside the current one and
+// given no work until it has been ready and heartbeating for reload_grace. Then the current one
+// is stopped (it hands its instances back by checkpoint) and, once it has exited, the slot
+// adopts the successor as its process. A successor that fails is killed and the slot keeps its
+// current process.
 //
 // A slot whose index is at or past the wanted count is removed once it has no process.
 #pragma once
@@ -44,11 +51,37 @@ bool has_process(SlotState s);
 // The transition table above; the supervisor aborts on a transition it does not allow.
 bool can_transition(SlotState from, SlotState to);
 
+#define CORRAL_SUCCESSOR_STATES(X) \
+  X(kStarting, "starting")         \
+  X(kProbation, "probation")       \
+  X(kPromoted, "promoted")         \
+  X(kFailed, "failed")
+
+enum class SuccessorState {
+#define CORRAL_SUCCESSOR_ENUM(name, text) name,
+  CORRAL_SUCCESSOR_STATES(CORRAL_SUCCESSOR_ENUM)
+#undef CORRAL_SUCCESSOR_ENUM
+};
+
+std::string_view to_string(SuccessorState s);
+
+// A reload's new process for a slot (see above).
+struct Successor {
+  SuccessorState state = SuccessorState::kStarting;
+  uint64_t generation = 0;
+  pid_t pid = 0;
+  uint64_t started_at_ms = 0;  // monotonic
+  uint64_t ready_at_ms = 0;    // 0 until ready
+  uint64_t last_heartbeat_ms = 0;
+  uint64_t rss_bytes = 0;
+  bool kill_sent = false;  // once failed: SIGKILL was sent
+};
+
 struct Slot {
   int index = 0;
   SlotState state = SlotState::kBackoff;  // a new slot starts at once (next_start_at = 0)
   pid_t pid = 0;
-  uint64_t generation = 0;  // counts spawns; events from an older generation are dropped
+  uint64_t generation = 0;  // unique per spawn; events from another generation are dropped
   int starts = 0;
   int restarts = 0;
 
@@ -74,6 +107,8 @@ struct Slot {
   RestartHistory history;
   uint64_t next_start_at_ms = 0;
   std::string error;  // why the slot is errored
+
+  std::optional<Successor> successor;  // during a reload
 };
 
 }  // namespace corral::master

@@ -26,7 +26,7 @@ int Supervisor::ready_count() const {
 bool Supervisor::finished() const {
   if (!shutting_down_) return false;
   for (const auto& s : slots_) {
-    if (has_process(s.state)) return false;
+    if (has_process(s.state) || s.successor) return false;
   }
   return true;
 }
@@ -136,13 +136,6 @@ bool Supervisor::request_restart(std::optional<int> index) {
   return true;
 }
 
-void Supervisor::request_reload() {
-  reload_queue_.clear();
-  for (const auto& s : slots_) {
-    if (s.index < wanted_) reload_queue_.push_back({s.index, 0});
-  }
-}
-
 void Supervisor::begin_shutdown() { shutting_down_ = true; }
 
 // --- decision ---
@@ -193,8 +186,9 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
     kill(s, ExitReason::kNotReady, SIGKILL, now_ms, out);
   } else if (s.state != SlotState::kStarting &&
              now_ms - s.last_heartbeat_ms > settings_.heartbeat_timeout_ms) {
-    // SIGABRT first, so a hung worker leaves a core or a stack trace behind.
-    kill(s, ExitReason::kHung, SIGABRT, now_ms, out);
+    // A hung loop cannot act on a signal it could catch, and a stopped process acts on none:
+    // SIGKILL at once, so that the slot is free for a replacement now.
+    kill(s, ExitReason::kHung, SIGKILL, now_ms, out);
   }
 }
 
@@ -216,13 +210,18 @@ void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& o
   if (s.restart_requested) s.next_start_at_ms = now_ms;  // a user asked: no more waiting
   if (now_ms < s.next_start_at_ms) return;
   move(s, SlotState::kStarting);
-  s.generation += 1;
+  reset_process(s, ++spawns_);
+  s.started_at_ms = now_ms;
+  s.last_heartbeat_ms = now_ms;
+  out.push_back({Action::Kind::kSpawn, s.index});
+}
+
+void Supervisor::reset_process(Slot& s, uint64_t generation) {
+  s.generation = generation;
   s.starts += 1;
   s.restarts = s.starts - 1;
   s.pid = 0;
-  s.started_at_ms = now_ms;
   s.ready_at_ms = 0;
-  s.last_heartbeat_ms = now_ms;
   s.rss_bytes = 0;
   s.loop_lag_ms = 0;
   s.active = 0;
@@ -233,33 +232,6 @@ void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& o
   s.drain_deadline_ms = 0;
   s.protocol_error.clear();
   s.restart_requested = false;
-  out.push_back({Action::Kind::kSpawn, s.index, 0, 0});
-}
-
-void Supervisor::advance_reload(uint64_t now_ms, std::vector<Action>& out) {
-  while (!reload_queue_.empty()) {
-    ReloadStep& step = reload_queue_.front();
-    Slot* s = find(step.slot);
-    if (s == nullptr || s->index >= wanted_) {
-      reload_queue_.pop_front();
-      continue;
-    }
-    if (step.from_generation != 0) {
-      if (s->state == SlotState::kErrored) {
-        spdlog::error("reload: slot {} errored while being replaced; reload abandoned", s->index);
-        reload_queue_.clear();
-        return;
-      }
-      if (s->generation <= step.from_generation || s->state != SlotState::kReady) return;
-      reload_queue_.pop_front();
-      continue;
-    }
-    if (ready_count() < wanted_) return;  // replace the next one only when all are serving
-    step.from_generation = s->generation;
-    s->restart_requested = true;
-    stop(*s, now_ms, out);
-    return;
-  }
 }
 
 std::vector<Action> Supervisor::reconcile(uint64_t now_ms) {
@@ -270,14 +242,16 @@ std::vector<Action> Supervisor::reconcile(uint64_t now_ms) {
     slots_.push_back(s);
   }
   for (auto& s : slots_) {
+    if (s.successor) reconcile_successor(s, now_ms, out);
     if (has_process(s.state)) {
       reconcile_running(s, now_ms, out);
-    } else {
+    } else if (!s.successor) {  // a slot waiting for its successor is not started again
       reconcile_idle(s, now_ms, out);
     }
   }
-  if (!shutting_down_) advance_reload(now_ms, out);
-  while (!slots_.empty() && slots_.back().index >= wanted_ && !has_process(slots_.back().state)) {
+  advance_reload(now_ms, out);
+  while (!slots_.empty() && slots_.back().index >= wanted_ && !has_process(slots_.back().state) &&
+         !slots_.back().successor) {
     slots_.pop_back();
   }
   return out;

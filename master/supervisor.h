@@ -23,6 +23,7 @@ namespace corral::master {
 struct SupervisorSettings {
   RestartPolicy restart;
   uint64_t ready_timeout_ms = 10000;
+  uint64_t reload_grace_ms = 5000;  // a reload's new worker must stay healthy this long
   uint64_t heartbeat_timeout_ms = 5000;
   uint64_t kill_grace_ms = 3000;
   uint64_t stop_grace_ms = 10000;
@@ -30,12 +31,30 @@ struct SupervisorSettings {
 };
 
 struct Action {
-  enum class Kind { kSpawn, kSignal, kSendStop };
+  // kAdopt: the slot's successor is now its process, ready for work.
+  enum class Kind { kSpawn, kSignal, kSendStop, kAdopt };
   Kind kind;
   int slot;
-  int signum = 0;         // kSignal
-  uint64_t grace_ms = 0;  // kSendStop
+  int signum = 0;          // kSignal
+  uint64_t grace_ms = 0;   // kSendStop
+  bool successor = false;  // kSpawn, kSignal: the slot's successor rather than its process
 };
+
+// A reload in progress, or how the last one ended.
+struct ReloadStatus {
+  enum class Phase { kNone, kRunning, kDone, kFailed };
+  Phase phase = Phase::kNone;
+  uint64_t number = 0;  // counts reloads since the daemon started
+  std::vector<int> slots;     // the slots it replaces, in order
+  std::vector<int> replaced;  // those whose new worker took over
+  int slot = -1;              // the slot being replaced, or the one that failed
+  std::string error;          // why it failed
+  uint64_t started_at_ms = 0;
+  uint64_t ended_at_ms = 0;
+  std::deque<int> queue;  // slots not begun yet
+};
+
+std::string_view to_string(ReloadStatus::Phase p);
 
 class Supervisor {
  public:
@@ -58,8 +77,20 @@ class Supervisor {
   void set_wanted(int n);
   // Restarts one slot, or every slot when `slot` is empty. False for an unknown slot.
   bool request_restart(std::optional<int> slot);
-  // Replaces ready workers one at a time: the next is stopped only once all others are ready.
-  void request_reload();
+  // Replaces the workers one slot at a time: each slot's new worker starts beside the old one,
+  // must be ready within ready_timeout and stay healthy for reload_grace, and only then is the
+  // old one stopped. The first new worker that fails ends the reload; the slots not replaced
+  // keep their workers. False (with why) while a reload runs or the daemon is stopping.
+  bool request_reload(uint64_t now_ms, std::string* why);
+  // Why a reload cannot start now, or "".
+  std::string reload_refusal() const;
+  // Facts about a slot's successor (its reload's new worker).
+  void on_successor_spawned(int slot, pid_t pid, uint64_t now_ms);
+  void on_successor_ready(int slot, uint64_t now_ms);
+  void on_successor_heartbeat(int slot, uint64_t now_ms, uint64_t rss);
+  // It exited or could not be spawned (`gone`), or broke the protocol or is leaving: the
+  // reload fails with `what`, unless it already had.
+  void on_successor_failed(int slot, const std::string& what, bool gone, uint64_t now_ms);
   void begin_shutdown();
   void update_settings(const SupervisorSettings& s) { settings_ = s; }
 
@@ -74,8 +105,7 @@ class Supervisor {
   bool shutting_down() const { return shutting_down_; }
   // True once shutdown was requested and no worker process is left.
   bool finished() const;
-  // Reload requests not yet carried out.
-  size_t reload_pending() const { return reload_queue_.size(); }
+  const ReloadStatus& reload() const { return reload_; }
   const SupervisorSettings& settings() const { return settings_; }
 
  private:
@@ -86,17 +116,18 @@ class Supervisor {
   void reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>& out);
   void reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& out);
   void advance_reload(uint64_t now_ms, std::vector<Action>& out);
-
-  struct ReloadStep {
-    int slot;
-    uint64_t from_generation = 0;  // 0 until this slot's replacement has begun
-  };
+  void reconcile_successor(Slot& s, uint64_t now_ms, std::vector<Action>& out);
+  void fail_reload(Slot& s, const std::string& why, uint64_t now_ms);
+  void adopt(Slot& s, std::vector<Action>& out);
+  // Clears what the slot knew about its last process, for a new one with `generation`.
+  static void reset_process(Slot& s, uint64_t generation);
 
   SupervisorSettings settings_;
   int wanted_;
   std::function<double()> random_;
   std::vector<Slot> slots_;
-  std::deque<ReloadStep> reload_queue_;
+  ReloadStatus reload_;
+  uint64_t spawns_ = 0;  // the generation of the latest spawn
   bool shutting_down_ = false;
 };
 

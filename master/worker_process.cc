@@ -45,7 +45,8 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   stdio[4].data.fd = in_hand_fd;
 
   uv_process_options_t opts{};
-  opts.file = spec.executable.c_str();
+  const std::string& file = spec.file.empty() ? spec.executable : spec.file;
+  opts.file = file.c_str();
   opts.args = argv.data();
   opts.exit_cb = &WorkerProcess::on_process_exit;
   opts.stdio_count = 5;
@@ -56,8 +57,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   if (rc != 0) {
     // uv_spawn initialises the handle even when it fails; it must still be closed.
     w->process_.set_live(nullptr);
-    return io_error(std::string("uv_spawn(\"") + spec.executable +
-                    "\") failed: " + uv_strerror(rc));
+    return io_error("cannot start " + spec.executable + ": " + uv_strerror(rc));
   }
   w->process_.set_live(w.get());
   w->pid_ = w->process_.get()->pid;

@@ -24,7 +24,8 @@
 namespace corral::master {
 
 struct SpawnSpec {
-  std::string executable;         // the corral binary itself
+  std::string executable;         // the corral binary itself: argv[0]
+  std::string file;               // what to execute, when not `executable` (/proc/self/fd/N)
   std::vector<std::string> args;  // after argv[0]
 };
 

@@ -90,15 +90,23 @@ TEST_CASE("lifecycle: a second daemon on the same home refuses to start and name
   CHECK(std::stol(read_file(home.file("corral.pid"))) == first.pid());
 }
 
-TEST_CASE("lifecycle: SIGHUP reloads the config file and scales to its worker count") {
+TEST_CASE("lifecycle: SIGHUP reloads: the workers are replaced from the config file, and the "
+          "daemon scales to its worker count") {
   TempHome home;
-  Daemon daemon(home, DaemonOptions().with_config(Json{{"workers", 1}, {"stop_grace", "2s"}}));
+  const Json before = {{"workers", 1}, {"stop_grace", "2s"}, {"reload_grace", "200ms"}};
+  Daemon daemon(home, DaemonOptions().with_config(before));
   daemon.wait_ready(1);
   const pid_t first_worker = daemon.worker(0).at("pid");
-  home.write_config(Json{{"workers", 3}, {"stop_grace", "2s"}});
+  Json after = before;
+  after["workers"] = 3;
+  home.write_config(after);
   daemon.signal(SIGHUP);
+  daemon.wait_until(
+      [&] { return daemon.api("GET", "/workers/reload").json["reload"]["state"] == "done"; },
+      seconds(15), "the reload to end");
   Json list = daemon.wait_ready(3);
-  CHECK(list[0].at("pid") == first_worker);  // a reload does not restart running workers
+  CHECK(list[0].at("pid") != first_worker);
+  CHECK_FALSE(process_alive(first_worker));
   CHECK(daemon.health().at("workers_wanted") == 3);
 }
 

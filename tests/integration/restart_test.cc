@@ -84,7 +84,6 @@ TEST_CASE(
                 with_fault("crash_at_start@0", quick_config({{"backoff_initial", "20ms"},
                                                              {"backoff_factor", 1.5},
                                                              {"crash_loop_exits", crash_loop_exits},
-                                                             {"crash_loop_window", "60s"},
                                                              {"errored_retry", "60s"}})));
   Json w;
   daemon.wait_until(
@@ -100,7 +99,7 @@ TEST_CASE(
   CHECK(last_reason(w) == "crash");
   const int starts = w.at("starts");
   CHECK(starts > 1);  // it was restarted (with backoff) before being given up on
-  CHECK(starts <= crash_loop_exits + 1);
+  CHECK(starts <= crash_loop_exits);
   CHECK(w.at("pid") == 0);
 
   // Slot 1 is healthy the whole time, and slot 0 is not started again.
@@ -151,7 +150,7 @@ TEST_CASE("supervisor: a worker that stops heartbeating is killed and replaced w
   const auto detected_after = std::chrono::duration_cast<milliseconds>(Clock::now() - ready_at);
   INFO("slot 0 after " << detected_after.count() << " ms: " << w.dump());
   const int sig = w["last_exit"].at("signal");
-  CHECK((sig == SIGABRT || sig == SIGKILL));
+  CHECK(sig == SIGKILL);  // at once: a hung loop cannot act on a gentler signal
   // It hangs ~0.5 s after ready and must stay silent for heartbeat_timeout (2 s) before it
   // counts as hung; measured from a little after ready, so allow some slack.
   CHECK(detected_after >= milliseconds(1500));

@@ -370,7 +370,7 @@ Daemon::Daemon(const TempHome& home, DaemonOptions options) : home_(home) {
   const int cpu = options.pin_to_cpu;
   std::error_code ec;
   child_ = std::make_unique<Child>(Child{bp::child(
-      bp::exe = corral_binary(), bp::args = args,
+      bp::exe = options.binary.empty() ? corral_binary() : options.binary, bp::args = args,
       bp::env = child_environment(home.path(), options.env), bp::start_dir = home.path(),
       bp::std_in<bp::null, (bp::std_out & bp::std_err)> boost::filesystem::path(output_path_),
       bp::extend::on_exec_setup =

@@ -141,6 +141,7 @@ struct DaemonOptions {
   std::map<std::string, std::string> env;     // added to the environment, e.g. CORRAL_TEST_FAULT
   milliseconds health_timeout = seconds(10);  // how long the constructor waits for /health
   int pin_to_cpu = -1;  // >= 0: the daemon's affinity mask holds only this CPU
+  std::string binary;   // the corral executable to start; empty: corral_binary()
 
   // Chainable setters: DaemonOptions().with_workers(2).with_config({...}).
   DaemonOptions& with_workers(int n) {
@@ -157,6 +158,10 @@ struct DaemonOptions {
   }
   DaemonOptions& with_env(const std::string& k, const std::string& v) {
     env[k] = v;
+    return *this;
+  }
+  DaemonOptions& from_binary(std::string path) {
+    binary = std::move(path);
     return *this;
   }
   DaemonOptions& pinned_to(int cpu) {

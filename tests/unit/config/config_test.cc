@@ -18,8 +18,8 @@ using nlohmann::json;
 
 constexpr const char* kKnownFields =
     "workers, listen, max_memory, memory_hard_factor, memory_kernel_factor, heartbeat_interval, "
-    "heartbeat_timeout, ready_timeout, kill_grace, stop_grace, backoff_initial, backoff_factor, "
-    "backoff_max, stable_after, crash_loop_exits, crash_loop_window, errored_retry, "
+    "heartbeat_timeout, ready_timeout, reload_grace, kill_grace, stop_grace, backoff_initial, backoff_factor, "
+    "backoff_max, stable_after, crash_loop_exits, errored_retry, "
     "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, max_connections_per_host, "
@@ -82,6 +82,7 @@ Config all_changed() {
   c.heartbeat_interval_ms = 250;
   c.heartbeat_timeout_ms = 1500;
   c.ready_timeout_ms = 90000;
+  c.reload_grace_ms = 0;
   c.kill_grace_ms = 0;
   c.stop_grace_ms = 7200000;
   c.backoff_initial_ms = 1;
@@ -89,7 +90,6 @@ Config all_changed() {
   c.backoff_max_ms = 86400000;
   c.stable_after_ms = 12345;
   c.crash_loop_exits = 3;
-  c.crash_loop_window_ms = 600000;
   c.errored_retry_ms = 3600000;
   c.log_max_bytes = 1536;
   c.log_files = 1;

@@ -19,6 +19,8 @@ TEST_CASE("slot state machine: allows exactly the transitions of the documented 
       {S::kReady, S::kExited},     {S::kDraining, S::kStopping}, {S::kDraining, S::kExited},
       {S::kStopping, S::kExited},  {S::kExited, S::kBackoff},    {S::kExited, S::kErrored},
       {S::kBackoff, S::kStarting}, {S::kErrored, S::kStarting},
+      // adopting a reload's successor
+      {S::kExited, S::kReady},     {S::kBackoff, S::kReady},     {S::kErrored, S::kReady},
   };
   for (S from : all) {
     for (S to : all) {

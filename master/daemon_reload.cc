@@ -1,0 +1,148 @@
+// The master's side of a reload: the new image it starts from, the successors' frames and
+// exits, and what the master takes over once the reload has ended.
+#include <spdlog/spdlog.h>
+
+#include "config/secrets.h"
+#include "master/daemon_impl.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+
+Status Daemon::begin_reload(const std::string& origin) {
+  if (std::string why = supervisor_.reload_refusal(); !why.empty()) {
+    return Status(Code::kAlreadyExists, why);
+  }
+  config::Config next = cfg_;
+  Secrets secrets = secrets_;
+  if (!config_file_.empty()) {
+    try {
+      config::apply_file(next, config_file_);
+      config::validate(next);
+      secrets = config::load_secrets(next.secrets_file);
+    } catch (const config::ConfigError& e) {
+      return invalid_argument("config not reloaded: " + std::string(e.what()));
+    }
+  }
+  // What only a new master can change; the rest applies.
+  std::vector<std::string> notes;
+  if (next.listen != cfg_.listen) {
+    notes.push_back("listen changed to " + next.listen + ": it needs a master restart");
+    next.listen = cfg_.listen;
+  }
+  if (next.journal != cfg_.journal) {
+    notes.push_back("journal changed to " + next.journal + ": it needs a master restart");
+    next.journal = cfg_.journal;
+  }
+  uint64_t number = supervisor_.reload().number + 1;
+  auto image = WorkerImage::open(executable_, next, std::move(secrets), number);
+  if (!image) return image.status();
+  std::string why;
+  if (!supervisor_.request_reload(monotonic_ms(), &why)) return Status(Code::kAlreadyExists, why);
+  candidate_ = std::move(*image);
+  reload_notes_ = std::move(notes);
+  for (const auto& n : reload_notes_) spdlog::warn("reload {}: {}", number, n);
+  spdlog::info("reload {} ({}): replacing {} workers from {}{}", number, origin,
+               supervisor_.reload().slots.size(), executable_,
+               config_file_.empty() ? "" : " with " + config_file_);
+  kick();
+  return Status::ok();
+}
+
+void Daemon::apply_master_config() {
+  supervisor_.update_settings(settings_from(cfg_));
+  runs_.set_options(runs_options(cfg_));
+  supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
+}
+
+void Daemon::settle_reload() {
+  const ReloadStatus& r = supervisor_.reload();
+  if (r.number == settled_reload_ || r.phase == ReloadStatus::Phase::kRunning || !candidate_) {
+    return;
+  }
+  settled_reload_ = r.number;
+  if (r.phase == ReloadStatus::Phase::kDone) {
+    cfg_ = candidate_->config();
+    secrets_ = candidate_->secrets();
+    image_ = candidate_;
+    slot_images_.clear();  // every slot runs image_ now
+    apply_master_config();
+    spdlog::info("reload {}: done; {} workers wanted", r.number, supervisor_.wanted());
+    kick();
+  } else {
+    spdlog::error("reload {}: failed at slot {}: {}; {} slots run the new worker, the others "
+                  "keep theirs and restart from their own binary and config",
+                  r.number, r.slot, r.error, r.replaced.size());
+  }
+  candidate_.reset();  // the slots that took it still hold it
+}
+
+nlohmann::json Daemon::reload_json() const {
+  const ReloadStatus& r = supervisor_.reload();
+  uint64_t end = r.phase == ReloadStatus::Phase::kRunning ? monotonic_ms() : r.ended_at_ms;
+  return {{"number", r.number},
+          {"state", to_string(r.phase)},
+          {"slots", r.slots},
+          {"replaced", r.replaced},
+          {"slot", r.slot >= 0 ? nlohmann::json(r.slot) : nlohmann::json(nullptr)},
+          {"error", r.error},
+          {"notes", reload_notes_},
+          {"grace_ms", cfg_.reload_grace_ms},
+          {"elapsed_ms", r.number == 0 ? 0 : end - r.started_at_ms}};
+}
+
+void Daemon::on_successor_frame(int slot, ipc::Frame&& f) {
+  WorkerProcess* w = successors_[slot].get();
+  uint64_t now = monotonic_ms();
+  const nlohmann::json& p = f.payload;
+  switch (f.type) {
+    case ipc::MessageType::kHello:
+      if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
+        supervisor_.on_successor_failed(
+            slot,
+            "speaks protocol " + p.value("protocol", nlohmann::json()).dump() + ", master speaks " +
+                std::to_string(ipc::kProtocolVersion),
+            false, now);
+        kick();
+        return;
+      }
+      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot, *candidate_));
+      return;
+    case ipc::MessageType::kReady:
+      spdlog::info("slot {}: new worker pid {} ready; on probation for {}", slot, w->pid(),
+                   config::format_duration_ms(cfg_.reload_grace_ms));
+      supervisor_.on_successor_ready(slot, now);
+      kick();
+      return;
+    case ipc::MessageType::kHeartbeat:
+      supervisor_.on_successor_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}));
+      return;
+    case ipc::MessageType::kLeaving:
+      supervisor_.on_successor_failed(
+          slot,
+          fmt::format("left on its own ({}: RSS {:.1f}MB, max_memory {})",
+                      p.value("reason", std::string("no reason")),
+                      static_cast<double>(p.value("rss_bytes", uint64_t{0})) / 1048576.0,
+                      config::format_bytes(candidate_->config().max_memory_bytes)),
+          false, now);
+      kick();
+      return;
+    default:
+      // It was given no work: anything else is outside the contract.
+      supervisor_.on_successor_failed(
+          slot, "sent " + std::string(ipc::message_info(f.type).name) + " before it had any work",
+          false, now);
+      kick();
+      return;
+  }
+}
+
+void Daemon::on_successor_exit(int slot, int64_t code, int signum) {
+  pid_t pid = successors_[slot]->pid();
+  ExitInfo e = classify_exit(code, signum, std::nullopt, std::nullopt, false, unix_ms_now());
+  spdlog::warn("slot {}: new worker pid {} exited: {}", slot, pid, describe(e));
+  successors_.erase(slot);  // from inside its own exit callback: allowed
+  supervisor_.on_successor_failed(slot, "exited: " + describe(e), true, monotonic_ms());
+  kick();
+}
+
+}  // namespace corral::master
