@@ -35,6 +35,7 @@ struct Config {
   uint64_t heartbeat_timeout_ms = 5000;  // silent this long => hung
   uint64_t ready_timeout_ms = 10000;     // not ready this long after spawn => failed start
   uint64_t reload_grace_ms = 5000;       // a reload's new worker stays healthy this long first
+  int spare_workers = 1;  // workers started in advance, taken by a slot that needs one (0 or 1)
   uint64_t kill_grace_ms = 3000;         // after a stop or a leaving notice, before SIGKILL
   uint64_t stop_grace_ms = 10000;        // graceful stop: time workers get to finish
   uint64_t backoff_initial_ms = 100;

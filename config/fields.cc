@@ -62,6 +62,8 @@ const Field kFields[] = {
                  "a worker silent this long is hung"),
   duration_field("ready_timeout", &Config::ready_timeout_ms, 10 * kMs,
                  "a worker not ready this long after spawn failed to start"),
+  int_field("spare_workers", &Config::spare_workers, 0, 1,
+            "a worker started in advance, so that a dead one is replaced at once; 0: none"),
   duration_field("reload_grace", &Config::reload_grace_ms, 0,
                  "a reload's new worker must stay healthy this long before it takes over"),
   duration_field("kill_grace", &Config::kill_grace_ms, 0,

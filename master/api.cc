@@ -112,6 +112,7 @@ void Daemon::handle_api(Request&& req, Responder respond) {
               {"listen", listen_address()},
               {"workers_wanted", supervisor_.wanted()},
               {"workers_ready", supervisor_.ready_count()},
+              {"spare_pid", spare_ != 0 ? spares_.at(spare_)->pid() : 0},
               {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"},
               {"journal", journal}}));
   } else if (path == "/metrics" && m == "GET") {

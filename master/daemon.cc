@@ -190,6 +190,7 @@ void Daemon::on_tick() {
   }
   reconcile();
   start_pending_loads();
+  maybe_start_spare(now);
 }
 
 void Daemon::sample_memory() {
@@ -252,6 +253,7 @@ void Daemon::shutdown(const std::string& why) {
     spdlog::info("shutting down ({}): stopping {} workers, grace {}", why,
                  supervisor_.slots().size(), config::format_duration_ms(cfg_.stop_grace_ms));
     supervisor_.begin_shutdown();
+    drop_spare("the daemon is stopping");
   } else {
     spdlog::warn("second shutdown request ({}): killing workers now", why);
     for (auto& [slot, w] : workers_) w->signal(SIGKILL);
@@ -266,6 +268,7 @@ void Daemon::finish() {
   spdlog::info("all workers stopped; daemon exits");
   workers_.clear();
   successors_.clear();
+  spares_.clear();
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();

@@ -69,6 +69,13 @@ class Daemon {
   // Whether `generation` is the slot's successor that still has a process.
   bool is_successor(int slot, uint64_t generation) const;
   void on_successor_frame(int slot, ipc::Frame&& f);
+  // The spare worker (daemon_spare.cc): started in advance from image_ once every slot is
+  // ready, taken by the next slot that needs a process of that image.
+  void maybe_start_spare(uint64_t now_ms);
+  std::unique_ptr<WorkerProcess> take_spare(const WorkerImage& image);
+  void drop_spare(const std::string& why);
+  void on_spare_frame(uint64_t seq, ipc::Frame&& f);
+  void on_spare_exit(uint64_t seq, int64_t code, int signum);
   void on_successor_exit(int slot, int64_t code, int signum);
   // After a reconcile: a finished reload hands the master its config, a failed one is dropped.
   void settle_reload();
@@ -145,6 +152,13 @@ class Daemon {
   bool pump_pending_ = false;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;     // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;  // by slot, during a reload
+  std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit
+  uint64_t spare_ = 0;  // the number of the spare that can be taken; 0: none
+  uint64_t spare_count_ = 0;
+  bool spare_said_hello_ = false;
+  std::shared_ptr<const WorkerImage> spare_image_;
+  uint64_t spare_due_ms_ = 0;  // no new spare before this
+  int spare_failures_ = 0;     // spares that exited on their own, in a row
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;

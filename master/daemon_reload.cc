@@ -65,6 +65,7 @@ void Daemon::settle_reload() {
     secrets_ = candidate_->secrets();
     image_ = candidate_;
     slot_images_.clear();  // every slot runs image_ now
+    drop_spare("the reload changed the binary and config");
     apply_master_config();
     spdlog::info("reload {}: done; {} workers wanted", r.number, supervisor_.wanted());
     kick();

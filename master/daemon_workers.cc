@@ -90,6 +90,20 @@ void Daemon::spawn(int slot, bool successor) {
       on_worker_exit(slot, generation, code, signum);
     }
   };
+  if (!successor) {
+    const bool said_hello = spare_said_hello_;
+    if (auto taken = take_spare(image)) {
+      taken->set_callbacks(std::move(cb));
+      spdlog::info("slot {}: took the spare worker pid {} (start #{})", slot, taken->pid(),
+                   s->starts);
+      supervisor_.on_spawned(slot, taken->pid(), monotonic_ms());
+      WorkerProcess& w = *taken;
+      workers_[slot] = std::move(taken);
+      // One that has not said hello yet gets its welcome when it does (on_frame).
+      if (said_hello) (void)w.send(ipc::MessageType::kWelcome, welcome_payload(slot, image));
+      return;
+    }
+  }
   auto w = WorkerProcess::spawn(loop_, spec, std::move(cb));
   const char* what = successor ? "new worker" : "worker";
   if (!w) {

@@ -47,6 +47,8 @@ class WorkerProcess {
                                                       Callbacks cb);
   ~WorkerProcess();
 
+  // Replaces the callbacks (a spare worker taken by a slot). Not from inside a callback.
+  void set_callbacks(Callbacks cb) { cb_ = std::move(cb); }
   pid_t pid() const { return pid_; }
   bool exited() const { return exited_; }
   Status send(ipc::MessageType type, const nlohmann::json& payload);

@@ -44,10 +44,9 @@ Status apply_kernel_limit(uint64_t bytes) {
 }  // namespace
 
 Worker::Worker(uv_loop_t* loop, int slot, std::string home)
-    : loop_(loop), slot_(slot), home_(std::move(home)), fault_(fault_from_env(slot)) {}
+    : loop_(loop), slot_(slot), home_(std::move(home)) {}
 
 Status Worker::start() {
-  if (fault_ == Fault::kCrashAtStart) _exit(1);
   pipe_ = uv::Stream::pipe(loop_, false);
   if (Status s = pipe_->open_fd(3); !s) return s;
   Status s = pipe_->start_read(
@@ -135,6 +134,15 @@ void Worker::on_frame(ipc::Frame&& f) {
 void Worker::on_welcome(const nlohmann::json& p) {
   if (welcomed_) return;
   welcomed_ = true;
+  if (auto it = p.find("slot"); it != p.end() && it->is_number_integer()) {
+    slot_ = it->get<int>();  // a spare learns its slot here
+  }
+  if (slot_ < 0) {
+    leave(kExitInitFailed, "welcome without a slot");
+    return;
+  }
+  fault_ = fault_from_env(slot_);
+  if (fault_ == Fault::kCrashAtStart) _exit(1);
   if (fault_ == Fault::kInitFail) {
     leave(kExitInitFailed, "test fault init_fail");
     return;

@@ -22,6 +22,7 @@ namespace corral::worker {
 
 class Worker {
  public:
+  // `slot` is -1 for a spare: its welcome names the slot it serves.
   Worker(uv_loop_t* loop, int slot, std::string home);
   // Opens fd 3 and says hello. Fails when fd 3 is not usable.
   Status start();
@@ -52,7 +53,7 @@ class Worker {
   uv_loop_t* loop_;
   int slot_;
   std::string home_;
-  Fault fault_;
+  Fault fault_ = Fault::kNone;  // from CORRAL_TEST_FAULT, once the slot is known
   std::unique_ptr<uv::Stream> pipe_;
   ipc::Decoder decoder_{ipc::Sender::kWorker};
   std::vector<ipc::Frame> frames_;

@@ -17,21 +17,25 @@
 namespace corral::worker {
 
 int run_worker(int argc, char** argv) {
+  // --slot N, or --spare: a worker started in advance, whose slot its welcome names.
   int slot = -1;
+  bool spare = false;
   std::string home;
-  for (int i = 0; i + 1 < argc; i += 2) {
+  for (int i = 0; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--slot") {
-      slot = std::atoi(argv[i + 1]);
-    } else if (flag == "--home") {
-      home = argv[i + 1];
+    if (flag == "--spare") {
+      spare = true;
+    } else if (flag == "--slot" && i + 1 < argc) {
+      slot = std::atoi(argv[++i]);
+    } else if (flag == "--home" && i + 1 < argc) {
+      home = argv[++i];
     }
   }
   struct stat st {};
-  if (slot < 0 || home.empty() || fstat(3, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+  if ((slot < 0 && !spare) || home.empty() || fstat(3, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     std::fprintf(stderr,
-                 "corral worker: started without --slot, --home or an IPC socket on fd 3; "
-                 "workers are started by 'corral daemon'\n");
+                 "corral worker: started without --slot (or --spare), --home or an IPC socket "
+                 "on fd 3; workers are started by 'corral daemon'\n");
     return kExitInitFailed;
   }
   // Backstop for EOF on fd 3: die with the master. Set before checking the parent, so a master

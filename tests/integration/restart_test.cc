@@ -75,6 +75,43 @@ TEST_CASE(
   CHECK(other.at("restarts") == 0);
 }
 
+TEST_CASE("supervisor: a killed worker is replaced by the spare started in advance, and a new "
+          "spare follows") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(2).with_config(quick_config({{"stable_after", "1s"}})));
+  d.wait_ready(2);
+  pid_t spare = 0;
+  d.wait_until(
+      [&] {
+        spare = d.health().value("spare_pid", 0);
+        return spare > 0;
+      },
+      seconds(10), "a spare worker");
+  REQUIRE(process_alive(spare));
+  d.wait_until([&] { return d.worker(0)["uptime_s"].get<double>() >= 1.2; }, seconds(10),
+               "slot 0 to be stable");
+  const pid_t old = d.worker(0).at("pid");
+  REQUIRE(::kill(old, SIGKILL) == 0);
+  d.wait_until([&] { return d.worker(0)["pid"] == spare && d.worker(0)["state"] == "ready"; },
+               seconds(10), "slot 0 to run the spare");
+  CHECK(last_reason(d.worker(0)) == "signal");
+  pid_t next = 0;
+  d.wait_until(
+      [&] {
+        next = d.health().value("spare_pid", 0);
+        return next > 0 && next != spare;
+      },
+      seconds(10), "a new spare");
+  CHECK(process_alive(next));
+
+  // Without spares, a slot starts a new process.
+  TempHome other;
+  Daemon plain(other, DaemonOptions().with_workers(1).with_config({{"spare_workers", 0}}));
+  plain.wait_ready(1);
+  hold_for([&] { return plain.health().value("spare_pid", -1) == 0; }, milliseconds(500),
+           "no spare with spare_workers 0");
+}
+
 TEST_CASE(
     "supervisor: a worker that crashes at start backs off, then its slot is errored "
     "without a busy loop") {
