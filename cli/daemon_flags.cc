@@ -31,6 +31,15 @@ config::Config DaemonFlags::build(const Context& ctx) const {
   return cfg;
 }
 
+std::map<std::string, std::string> DaemonFlags::given(const Context& ctx) const {
+  std::map<std::string, std::string> flags;
+  if (workers_option != nullptr && workers_option->count() > 0) flags["workers"] = "--workers";
+  if (!listen.empty()) flags["listen"] = "--listen";
+  if (!max_memory.empty()) flags["max_memory"] = "--max-memory";
+  if (ctx.home_given) flags["home"] = "--home";
+  return flags;
+}
+
 std::vector<std::string> DaemonFlags::to_args(const config::Config& cfg) const {
   std::vector<std::string> args = {"daemon", "--home", cfg.home};
   if (!config_file.empty()) {

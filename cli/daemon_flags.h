@@ -2,6 +2,7 @@
 // daemon it launches).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct DaemonFlags {
   // defaults(), then the --config file, then the flags, then --home; validated. Throws
   // config::ConfigError naming the field or flag at fault.
   config::Config build(const Context& ctx) const;
+
+  // The settings these flags (and --home) set on this command line, each with its flag:
+  // {"workers", "--workers"}, ... For config::origin_of().
+  std::map<std::string, std::string> given(const Context& ctx) const;
 
   // The flags as `corral daemon` arguments for `cfg` (built by build()): --home always, the
   // config file as an absolute path, the rest as given.

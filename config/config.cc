@@ -131,6 +131,18 @@ std::string known_fields() {
   return list;
 }
 
+// `unknown field "wokers" (did you mean "workers"?); known fields: ...` when a field is close,
+// else `unknown field "x" (known fields: ...)`.
+std::string unknown_field(const std::string& key) {
+  const std::string quoted = json(key).dump();
+  const Field* close = closest_field(key);
+  if (close == nullptr) {
+    return "unknown field " + quoted + " (known fields: " + known_fields() + ")";
+  }
+  return "unknown field " + quoted + " (did you mean " + json(std::string(close->name)).dump() +
+         "?); known fields: " + known_fields();
+}
+
 // nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: ..." without
 // the bracketed id, which means nothing to a person editing the file.
 std::string describe_parse_error(const json::parse_error& e) {
@@ -179,66 +191,82 @@ void apply_json(Config& cfg, const json& j) {
   Config updated = cfg;  // so that a bad field leaves `cfg` as it was
   for (const auto& [key, value] : j.items()) {
     const Field* f = find_field(key);
-    if (f == nullptr) {
-      throw ConfigError("unknown field " + json(key).dump() + " (known fields: " + known_fields() +
-                        ")");
-    }
+    if (f == nullptr) throw ConfigError(unknown_field(key));
     apply_field(updated, *f, value);
   }
   cfg = std::move(updated);
 }
 
-void apply_file(Config& cfg, const std::string& path) {
-  const std::string where = "config file " + path + ": ";
+json read_settings(const std::string& path) {
   Result<std::string> text = read_whole_file(path);
-  if (!text) throw ConfigError(where + text.status().message());
+  if (!text) throw ConfigError(text.status().message());
   json j;
   try {
     j = json::parse(*text);
   } catch (const json::parse_error& e) {
-    throw ConfigError(where + describe_parse_error(e));
+    throw ConfigError(describe_parse_error(e));
   }
+  if (!j.is_object()) {
+    throw ConfigError(std::string("expected a JSON object of settings, got ") + j.type_name());
+  }
+  return j;
+}
+
+void apply_file(Config& cfg, const std::string& path) {
   try {
-    apply_json(cfg, j);
+    apply_json(cfg, read_settings(path));
   } catch (const ConfigError& e) {
-    throw ConfigError(where + e.what());
+    throw ConfigError("config file " + path + ": " + e.what());
   }
 }
 
-void validate(const Config& cfg) {
+std::vector<std::string> validation_problems(const Config& cfg) {
+  std::vector<std::string> problems;
   // Each field's own rules, by reading it back in config-file form into a scratch copy.
   Config scratch = cfg;
-  for (const Field& f : fields()) apply_field(scratch, f, field_to_json(cfg, f));
-
+  for (const Field& f : fields()) {
+    try {
+      apply_field(scratch, f, field_to_json(cfg, f));
+    } catch (const ConfigError& e) {
+      problems.emplace_back(e.what());
+    }
+  }
   if (cfg.heartbeat_timeout_ms <= cfg.heartbeat_interval_ms) {
-    throw ConfigError("heartbeat_timeout (" + format_duration_ms(cfg.heartbeat_timeout_ms) +
-                      ") must be greater than heartbeat_interval (" +
-                      format_duration_ms(cfg.heartbeat_interval_ms) + ")");
+    problems.push_back("heartbeat_timeout (" + format_duration_ms(cfg.heartbeat_timeout_ms) +
+                       ") must be greater than heartbeat_interval (" +
+                       format_duration_ms(cfg.heartbeat_interval_ms) + ")");
   }
   if (cfg.backoff_max_ms < cfg.backoff_initial_ms) {
-    throw ConfigError("backoff_max (" + format_duration_ms(cfg.backoff_max_ms) +
-                      ") must be at least backoff_initial (" +
-                      format_duration_ms(cfg.backoff_initial_ms) + ")");
+    problems.push_back("backoff_max (" + format_duration_ms(cfg.backoff_max_ms) +
+                       ") must be at least backoff_initial (" +
+                       format_duration_ms(cfg.backoff_initial_ms) + ")");
   }
   if (cfg.memory_kernel_factor < cfg.memory_hard_factor) {
-    throw ConfigError("memory_kernel_factor (" + json(cfg.memory_kernel_factor).dump() +
-                      ") must be at least memory_hard_factor (" +
-                      json(cfg.memory_hard_factor).dump() + ")");
+    problems.push_back("memory_kernel_factor (" + json(cfg.memory_kernel_factor).dump() +
+                       ") must be at least memory_hard_factor (" +
+                       json(cfg.memory_hard_factor).dump() + ")");
   }
   if (cfg.response_memory_bytes < cfg.max_response_bytes) {
-    throw ConfigError("response_memory (" + format_bytes(cfg.response_memory_bytes) +
-                      ") must be at least max_response (" + format_bytes(cfg.max_response_bytes) +
-                      ")");
+    problems.push_back("response_memory (" + format_bytes(cfg.response_memory_bytes) +
+                       ") must be at least max_response (" + format_bytes(cfg.max_response_bytes) +
+                       ")");
   }
   if (cfg.listen != "off") {
     auto parsed = parse_host_port(cfg.listen);
-    if (!parsed) fail("listen", parsed.status().message() + "; or \"off\" to disable it");
-    if (!is_loopback(parsed->first) && cfg.api_token.empty()) {
-      fail("listen", cfg.listen +
+    if (!parsed) {
+      problems.push_back("listen: " + parsed.status().message() + "; or \"off\" to disable it");
+    } else if (!is_loopback(parsed->first) && cfg.api_token.empty()) {
+      problems.push_back("listen: " + cfg.listen +
                          " is not a loopback address: set api_token (or CORRAL_API_TOKEN) so "
                          "that only those who know it can use the API");
     }
   }
+  return problems;
+}
+
+void validate(const Config& cfg) {
+  std::vector<std::string> problems = validation_problems(cfg);
+  if (!problems.empty()) throw ConfigError(problems.front());
 }
 
 json to_json(const Config& cfg) {

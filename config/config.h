@@ -77,13 +77,21 @@ Config defaults();
 // kinds and ranges are in config/fields.cc; "log_max_size" sets log_max_bytes.)
 void apply_json(Config& cfg, const nlohmann::json& j);
 
+// Reads a config file: its bytes, parsed as one JSON object. Throws ConfigError with a message
+// that leaves the file's name to the caller: "cannot open: No such file or directory",
+// "line 3, column 5: syntax error ...", "expected a JSON object of settings, got array".
+nlohmann::json read_settings(const std::string& path);
+
 // Reads a JSON config file and applies it over `cfg`. Throws ConfigError naming the file.
 void apply_file(Config& cfg, const std::string& path);
 
 // Checks cross-field rules (e.g. heartbeat_timeout > heartbeat_interval), that `listen` is
 // HOST:PORT or "off" and has an api_token when it is not a loopback address, and each field's
-// range again (flags may have set the struct directly). Throws ConfigError.
+// range again (flags may have set the struct directly). Throws ConfigError with the first
+// problem of validation_problems().
 void validate(const Config& cfg);
+// Every problem validate() would find, in the order it checks them; empty when there is none.
+std::vector<std::string> validation_problems(const Config& cfg);
 
 // Every field, in config-file form (sizes and durations as strings like "512MB", "5s").
 // `home` is not a file field and is left out, so apply_json(to_json(cfg)) round-trips.

@@ -1,6 +1,9 @@
 #include "config/fields.h"
 
+#include <algorithm>
 #include <array>
+#include <numeric>
+#include <vector>
 
 namespace corral::config {
 namespace {
@@ -144,6 +147,42 @@ const Field* find_field(std::string_view name) {
     if (f.name == name) return &f;
   }
   return nullptr;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  // One row of the classic table at a time: row[j] is the distance from a[0, i) to b[0, j).
+  std::vector<size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), size_t{0});
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];  // the distance from a[0, i-1) to b[0, j-1)
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({substitute, row[j] + 1, row[j - 1] + 1});
+    }
+  }
+  return row[b.size()];
+}
+
+const Field* closest_field(std::string_view name) {
+  constexpr size_t kMaxEdits = 2;
+  constexpr size_t kMinContained = 3;  // shorter ones ("a", "ma") are contained in too much
+  const Field* best = nullptr;
+  size_t best_distance = 0;
+  for (const Field& f : kFields) {
+    const size_t distance = edit_distance(name, f.name);
+    const std::string_view shorter = name.size() < f.name.size() ? name : f.name;
+    const bool contains =
+        shorter.size() >= kMinContained && (f.name.find(name) != std::string_view::npos ||
+                                            name.find(f.name) != std::string_view::npos);
+    if (distance > kMaxEdits && !contains) continue;
+    if (best == nullptr || distance < best_distance) {
+      best = &f;
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 }  // namespace corral::config

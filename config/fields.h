@@ -44,4 +44,14 @@ std::span<const Field> fields();
 // The field named `name`, or nullptr.
 const Field* find_field(std::string_view name);
 
+// The field a misspelt `name` most likely meant, for "did you mean" in errors; nullptr when none
+// is close. Close is an edit distance of at most 2, or one name containing the other when the
+// shorter has at least 3 characters ("max_memory_bytes" -> "max_memory"). Of several, the
+// nearest by edit distance, then the first in fields().
+const Field* closest_field(std::string_view name);
+
+// The Levenshtein distance: the fewest one-character insertions, deletions and substitutions
+// that turn `a` into `b`. Bytes, not code points (field names are ASCII).
+size_t edit_distance(std::string_view a, std::string_view b);
+
 }  // namespace corral::config

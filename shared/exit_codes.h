@@ -5,7 +5,7 @@
 namespace corral {
 
 constexpr int kExitOk = 0;                // asked to stop, stopped cleanly
-constexpr int kExitUsage = 2;             // bad command line (CLI)
+constexpr int kExitUsage = 2;             // bad command line or input file (CLI)
 constexpr int kExitDaemonNotRunning = 3;  // CLI: no daemon answers on the socket
 constexpr int kExitInitFailed = 78;       // cannot initialise (bad config): do not restart quickly
 constexpr int kExitMemorySoft = 79;       // the worker saw its own RSS past max_memory and left

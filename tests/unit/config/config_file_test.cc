@@ -91,7 +91,8 @@ TEST_CASE("config file: a bad field is an error naming the path and the field") 
   std::string unknown = dir.write("unknown.json", R"({"wokers": 2})");
   CHECK_THAT(apply_file_error(unknown),
              Catch::StartsWith("config file " + unknown +
-                               ": unknown field \"wokers\" (known fields: workers, "));
+                               ": unknown field \"wokers\" (did you mean \"workers\"?); known "
+                               "fields: workers, "));
 }
 
 }  // namespace

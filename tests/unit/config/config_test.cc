@@ -169,12 +169,35 @@ TEST_CASE("config: rejects a wrong type or a bad value, naming the field and the
 }
 
 TEST_CASE("config: rejects an unknown field, listing the known ones") {
-  for (const char* name : {"wokers", "home", "log_max_bytes", "max_memory_bytes"}) {
+  for (const char* name : {"home", "log_max_bytes", "zzz"}) {
     CAPTURE(name);
     Config cfg;
     CHECK(error_of([&] {
             apply_json(cfg, json{{name, 1}});
           }) == "unknown field \"" + std::string(name) + "\" (known fields: " + kKnownFields + ")");
+  }
+}
+
+TEST_CASE("config: an unknown field close to a known one names it as a suggestion") {
+  struct Case {
+    const char* name;
+    const char* meant;
+  };
+  const Case cases[] = {
+      {"wokers", "workers"},               // a letter left out
+      {"max_memroy", "max_memory"},        // two letters swapped
+      {"Workers", "workers"},              // case
+      {"max_memory_bytes", "max_memory"},  // the member's name: contains the field
+      {"worker", "workers"},               // contained in two fields: the nearer one
+      {"heartbeat_intervall", "heartbeat_interval"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    Config cfg;
+    CHECK(error_of([&] {
+            apply_json(cfg, json{{c.name, 1}});
+          }) == "unknown field \"" + std::string(c.name) + "\" (did you mean \"" + c.meant +
+                    "\"?); known fields: " + kKnownFields);
   }
 }
 
