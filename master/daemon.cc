@@ -9,6 +9,7 @@
 
 #include "config/secrets.h"
 #include "master/daemon_impl.h"
+#include "master/systemd.h"
 #include "shared/exit_codes.h"
 #include "shared/log.h"
 #include "shared/proc.h"
@@ -130,6 +131,8 @@ Status Daemon::start() {
     signals_.push_back(std::move(sig));
   }
 
+  watchdog_ms_ = systemd::watchdog_interval_ms();
+  if (watchdog_ms_ != 0) spdlog::info("systemd watchdog: WATCHDOG=1 every {} ms", watchdog_ms_ / 2);
   tick_ = std::make_unique<uv::Timer>(loop_);
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
@@ -191,6 +194,7 @@ void Daemon::on_tick() {
   reconcile();
   start_pending_loads();
   maybe_start_spare(now);
+  notify_systemd(now);
 }
 
 void Daemon::sample_memory() {
@@ -254,6 +258,7 @@ void Daemon::shutdown(const std::string& why) {
                  supervisor_.slots().size(), config::format_duration_ms(cfg_.stop_grace_ms));
     supervisor_.begin_shutdown();
     drop_spare("the daemon is stopping");
+    systemd::notify("STOPPING=1\nSTATUS=stopping (" + why + ")");
   } else {
     spdlog::warn("second shutdown request ({}): killing workers now", why);
     for (auto& [slot, w] : workers_) w->signal(SIGKILL);

@@ -81,6 +81,10 @@ class Daemon {
   void settle_reload();
   // The master's own settings from cfg_: the supervisor's, retention, the worker count.
   void apply_master_config();
+  // Workers, instances and reload in one line: systemd's STATUS=.
+  std::string status_line() const;
+  // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
+  void notify_systemd(uint64_t now_ms);
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
@@ -128,6 +132,11 @@ class Daemon {
   std::shared_ptr<const WorkerImage> candidate_;                   // while a reload runs
   std::vector<std::string> reload_notes_;  // config changes the reload cannot apply
   uint64_t settled_reload_ = 0;
+  bool ready_notified_ = false;  // systemd was told READY=1 once
+  std::string last_status_;
+  uint64_t last_status_ms_ = 0;
+  uint64_t watchdog_ms_ = 0;  // systemd's WatchdogSec, 0: none
+  uint64_t last_watchdog_ms_ = 0;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
   // Per slot: the HTTP connection errors its worker last reported (its heartbeat).

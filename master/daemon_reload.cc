@@ -4,6 +4,7 @@
 
 #include "config/secrets.h"
 #include "master/daemon_impl.h"
+#include "master/systemd.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -41,6 +42,8 @@ Status Daemon::begin_reload(const std::string& origin) {
   candidate_ = std::move(*image);
   reload_notes_ = std::move(notes);
   for (const auto& n : reload_notes_) spdlog::warn("reload {}: {}", number, n);
+  systemd::notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(monotonic_ms() * 1000) +
+                  "\nSTATUS=" + status_line());
   spdlog::info("reload {} ({}): replacing {} workers from {}{}", number, origin,
                supervisor_.reload().slots.size(), executable_,
                config_file_.empty() ? "" : " with " + config_file_);
@@ -75,6 +78,10 @@ void Daemon::settle_reload() {
                   r.number, r.slot, r.error, r.replaced.size());
   }
   candidate_.reset();  // the slots that took it still hold it
+  if (!supervisor_.shutting_down()) {  // a stopping daemon said STOPPING=1 already
+    last_status_ = status_line();
+    systemd::notify("READY=1\nSTATUS=" + last_status_);
+  }
 }
 
 nlohmann::json Daemon::reload_json() const {
