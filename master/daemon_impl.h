@@ -62,8 +62,12 @@ class Daemon {
   void on_tick();
   void reconcile();
   void execute(const Action& a);
-  // Starts the slot's process, or with `successor` its reload's new worker.
+  // Starts the slot's process (the spare when it fits), or with `successor` its reload's new
+  // worker.
   void spawn(int slot, bool successor);
+  WorkerProcess::Callbacks callbacks_for(int slot, uint64_t generation);
+  // Hands the spare to `slot` when it was started from `image`; false when there is none.
+  bool give_spare(int slot, const WorkerImage& image);
   // The image a slot's process (re)starts from.
   const WorkerImage& image_of(int slot) const;
   // Whether `generation` is the slot's successor that still has a process.

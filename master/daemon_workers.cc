@@ -62,13 +62,7 @@ const WorkerImage& Daemon::image_of(int slot) const {
   return it != slot_images_.end() && it->second ? *it->second : *image_;
 }
 
-void Daemon::spawn(int slot, bool successor) {
-  const Slot* s = supervisor_.slot(slot);
-  uint64_t generation = successor ? s->successor->generation : s->generation;
-  const WorkerImage& image = successor ? *candidate_ : image_of(slot);
-  SpawnSpec spec{image.path(),
-                 image.exec_path(),
-                 {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
+WorkerProcess::Callbacks Daemon::callbacks_for(int slot, uint64_t generation) {
   WorkerProcess::Callbacks cb;
   cb.on_frame = [this, slot, generation](ipc::Frame&& f) {
     on_frame(slot, generation, std::move(f));
@@ -90,22 +84,33 @@ void Daemon::spawn(int slot, bool successor) {
       on_worker_exit(slot, generation, code, signum);
     }
   };
-  if (!successor) {
-    const bool said_hello = spare_said_hello_;
-    if (auto taken = take_spare(image)) {
-      taken->set_callbacks(std::move(cb));
-      spdlog::info("slot {}: took the spare worker pid {} (start #{})", slot, taken->pid(),
-                   s->starts);
-      supervisor_.on_spawned(slot, taken->pid(), monotonic_ms());
-      WorkerProcess& w = *taken;
-      workers_[slot] = std::move(taken);
-      // One that has not said hello yet gets its welcome when it does (on_frame).
-      if (said_hello) (void)w.send(ipc::MessageType::kWelcome, welcome_payload(slot, image));
-      return;
-    }
-  }
-  auto w = WorkerProcess::spawn(loop_, spec, std::move(cb));
-  const char* what = successor ? "new worker" : "worker";
+  return cb;
+}
+
+bool Daemon::give_spare(int slot, const WorkerImage& image) {
+  const bool said_hello = spare_said_hello_;
+  std::unique_ptr<WorkerProcess> taken = take_spare(image);
+  if (!taken) return false;
+  const Slot* s = supervisor_.slot(slot);
+  taken->set_callbacks(callbacks_for(slot, s->generation));
+  spdlog::info("slot {}: took the spare worker pid {} (start #{})", slot, taken->pid(), s->starts);
+  supervisor_.on_spawned(slot, taken->pid(), monotonic_ms());
+  WorkerProcess& w = *taken;
+  workers_[slot] = std::move(taken);
+  // One that has not said hello yet gets its welcome when it does (on_frame).
+  if (said_hello) (void)w.send(ipc::MessageType::kWelcome, welcome_payload(slot, image));
+  return true;
+}
+
+void Daemon::spawn(int slot, bool successor) {
+  const Slot* s = supervisor_.slot(slot);
+  const WorkerImage& image = successor ? *candidate_ : image_of(slot);
+  if (!successor && give_spare(slot, image)) return;
+  uint64_t generation = successor ? s->successor->generation : s->generation;
+  SpawnSpec spec{image.path(),
+                 image.exec_path(),
+                 {"worker", "--slot", std::to_string(slot), "--home", cfg_.home}};
+  auto w = WorkerProcess::spawn(loop_, spec, callbacks_for(slot, generation));
   if (!w) {
     spdlog::error("slot {}: {}", slot, w.status().message());
     if (successor) {
@@ -117,7 +122,8 @@ void Daemon::spawn(int slot, bool successor) {
     kick();
     return;
   }
-  spdlog::info("slot {}: started {} pid {} (start #{}, image {})", slot, what, (*w)->pid(),
+  spdlog::info("slot {}: started {} pid {} (start #{}, image {})", slot,
+               successor ? "new worker" : "worker", (*w)->pid(),
                successor ? s->starts + 1 : s->starts, image.number());
   if (successor) {
     supervisor_.on_successor_spawned(slot, (*w)->pid(), monotonic_ms());
