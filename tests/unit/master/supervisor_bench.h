@@ -14,8 +14,8 @@ using master::Supervisor;
 using master::SupervisorSettings;
 
 // A supervisor with a fake clock and fake processes: spawn actions get pids 100, 101, ...
-struct Bench {
-  explicit Bench(int wanted, SupervisorSettings s = settings())
+struct SupervisorBench {
+  explicit SupervisorBench(int wanted, SupervisorSettings s = settings())
       : sup(s, wanted, [] { return 0.5; }) {}
 
   static SupervisorSettings settings() {

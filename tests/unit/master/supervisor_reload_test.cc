@@ -7,7 +7,7 @@
 using corral::master::ReloadStatus;
 using corral::master::SlotState;
 using corral::master::SuccessorState;
-using corral::test::Bench;
+using corral::test::SupervisorBench;
 using corral::test::count;
 using Kind = corral::master::Action::Kind;
 using Phase = ReloadStatus::Phase;
@@ -15,14 +15,14 @@ using Phase = ReloadStatus::Phase;
 namespace {
 
 // Two ready workers (pids 100 and 101) with a 5 s grace and a 10 s ready timeout.
-Bench ready_pair() {
-  Bench b(2);
+SupervisorBench ready_pair() {
+  SupervisorBench b(2);
   b.step();
   b.ready_all();
   return b;
 }
 
-void start_reload(Bench& b) {
+void start_reload(SupervisorBench& b) {
   std::string why;
   REQUIRE(b.sup.request_reload(b.now, &why));
   CHECK(why.empty());
@@ -39,7 +39,7 @@ bool has(const std::vector<corral::master::Action>& as, Kind k, int slot, bool s
 
 TEST_CASE("supervisor reload: the new worker starts beside the old one, which is stopped only "
           "after the grace, and the slot adopts it when the old one has gone") {
-  Bench b = ready_pair();
+  SupervisorBench b = ready_pair();
   start_reload(b);
   auto first = b.step();
   REQUIRE(has(first, Kind::kSpawn, 0, true));
@@ -84,7 +84,7 @@ TEST_CASE("supervisor reload: the new worker starts beside the old one, which is
 
 TEST_CASE("supervisor reload: a new worker not ready in time is killed, the reload stops and "
           "the old worker keeps its slot") {
-  Bench b = ready_pair();
+  SupervisorBench b = ready_pair();
   start_reload(b);
   b.step();
   b.sup.on_heartbeat(0, b.now + 9000, 1, 0, 0);
@@ -110,7 +110,7 @@ TEST_CASE("supervisor reload: a new worker not ready in time is killed, the relo
 
 TEST_CASE("supervisor reload: a new worker that dies or goes silent during its grace fails the "
           "reload") {
-  Bench b = ready_pair();
+  SupervisorBench b = ready_pair();
   start_reload(b);
   b.step();
   b.ready_successors();
@@ -142,7 +142,7 @@ TEST_CASE("supervisor reload: a new worker that dies or goes silent during its g
 }
 
 TEST_CASE("supervisor reload: one at a time, and none while the daemon stops") {
-  Bench b = ready_pair();
+  SupervisorBench b = ready_pair();
   start_reload(b);
   b.step();
   std::string why;
@@ -166,7 +166,7 @@ TEST_CASE("supervisor reload: one at a time, and none while the daemon stops") {
 
 TEST_CASE("supervisor reload: when the old worker dies during the grace, the slot waits for the "
           "new one instead of restarting") {
-  Bench b = ready_pair();
+  SupervisorBench b = ready_pair();
   start_reload(b);
   b.step();
   b.ready_successors();
@@ -183,9 +183,9 @@ TEST_CASE("supervisor reload: when the old worker dies during the grace, the slo
 }
 
 TEST_CASE("supervisor reload: a slot without a worker (errored) gets the new one after its gate") {
-  auto s = Bench::settings();
+  auto s = SupervisorBench::settings();
   s.restart.crash_loop_exits = 1;
-  Bench b(1, s);
+  SupervisorBench b(1, s);
   b.step();
   b.exit(0, 1, 0);
   b.step();

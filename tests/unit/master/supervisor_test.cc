@@ -8,12 +8,12 @@ using corral::master::Action;
 using corral::master::ExitReason;
 using corral::master::SlotState;
 using corral::master::SupervisorSettings;
-using corral::test::Bench;
+using corral::test::SupervisorBench;
 using corral::test::count;
 
 
 TEST_CASE("supervisor: the first reconcile spawns one worker per wanted slot") {
-  Bench b(3);
+  SupervisorBench b(3);
   auto actions = b.step();
   CHECK(count(actions, Action::Kind::kSpawn) == 3);
   CHECK(b.sup.slots().size() == 3);
@@ -25,7 +25,7 @@ TEST_CASE("supervisor: the first reconcile spawns one worker per wanted slot") {
 }
 
 TEST_CASE("supervisor: a worker silent past the heartbeat timeout gets SIGKILL at once") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.ready_all();
   b.sup.on_heartbeat(0, b.now, 1 << 20, 0.1, 0);
@@ -45,7 +45,7 @@ TEST_CASE("supervisor: a worker silent past the heartbeat timeout gets SIGKILL a
 }
 
 TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as not_ready") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   CHECK(b.step(10000).empty());
   CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
@@ -55,9 +55,9 @@ TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as 
 }
 
 TEST_CASE("supervisor: RSS past the hard limit kills the worker as memory_hard") {
-  auto s = Bench::settings();
+  auto s = SupervisorBench::settings();
   s.memory_hard_bytes = 100;
-  Bench b(1, s);
+  SupervisorBench b(1, s);
   b.step();
   b.ready_all();
   b.sup.on_rss_sample(0, 100);
@@ -70,7 +70,7 @@ TEST_CASE("supervisor: RSS past the hard limit kills the worker as memory_hard")
 }
 
 TEST_CASE("supervisor: a protocol error kills the worker and records why") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.ready_all();
   b.sup.on_protocol_error(0, "frame length 0 outside 1..8388608");
@@ -82,7 +82,7 @@ TEST_CASE("supervisor: a protocol error kills the worker and records why") {
 }
 
 TEST_CASE("supervisor: exit codes and announcements become reasons") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.ready_all();
   b.sup.on_leaving(0, ExitReason::kMemorySoft);
@@ -110,10 +110,10 @@ TEST_CASE("supervisor: exit codes and announcements become reasons") {
 }
 
 TEST_CASE("supervisor: a crash loop ends in errored, retried only every errored_retry") {
-  auto s = Bench::settings();
+  auto s = SupervisorBench::settings();
   s.restart.crash_loop_exits = 3;
   s.restart.backoff_initial_ms = 10;
-  Bench b(1, s);
+  SupervisorBench b(1, s);
   int spawns = count(b.step(), Action::Kind::kSpawn);
   for (int i = 0; i < 3; ++i) {
     b.exit(0, 1, 0);
@@ -129,7 +129,7 @@ TEST_CASE("supervisor: a crash loop ends in errored, retried only every errored_
 }
 
 TEST_CASE("supervisor: init_failed goes to errored after one start") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.exit(0, 78, 0);
   b.step();
@@ -139,7 +139,7 @@ TEST_CASE("supervisor: init_failed goes to errored after one start") {
 }
 
 TEST_CASE("supervisor: scaling down stops the highest slots and removes them once they exit") {
-  Bench b(3);
+  SupervisorBench b(3);
   b.step();
   b.ready_all();
   b.sup.set_wanted(1);
@@ -158,7 +158,7 @@ TEST_CASE("supervisor: scaling down stops the highest slots and removes them onc
 }
 
 TEST_CASE("supervisor: a worker that ignores stop gets SIGKILL after the stop grace") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.ready_all();
   b.sup.request_restart(0);
@@ -171,7 +171,7 @@ TEST_CASE("supervisor: a worker that ignores stop gets SIGKILL after the stop gr
 }
 
 TEST_CASE("supervisor: a restart request starts a slot waiting in backoff at once") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.exit(0, 1, 0);
   b.step();
@@ -182,7 +182,7 @@ TEST_CASE("supervisor: a restart request starts a slot waiting in backoff at onc
 }
 
 TEST_CASE("supervisor: shutdown stops every worker, starts none, and finishes when all exit") {
-  Bench b(2);
+  SupervisorBench b(2);
   b.step();
   b.ready_all();
   b.sup.begin_shutdown();
@@ -197,7 +197,7 @@ TEST_CASE("supervisor: shutdown stops every worker, starts none, and finishes wh
 }
 
 TEST_CASE("supervisor: events for a slot that has no process are ignored") {
-  Bench b(1);
+  SupervisorBench b(1);
   b.step();
   b.exit(0, 1, 0);
   b.sup.on_ready(0, b.now);
@@ -209,9 +209,9 @@ TEST_CASE("supervisor: events for a slot that has no process are ignored") {
 }
 
 TEST_CASE("supervisor: a worker leaving at the soft limit is not hard-killed, only overdue") {
-  auto s = Bench::settings();
+  auto s = SupervisorBench::settings();
   s.memory_hard_bytes = 100;
-  Bench b(1, s);
+  SupervisorBench b(1, s);
   b.step();
   b.ready_all();
   b.sup.on_leaving(0, ExitReason::kMemorySoft);
