@@ -43,6 +43,18 @@ std::string note_for(const nlohmann::json& w) {
   } else if (state == "backoff" && next_ms > 0) {
     note = "slot " + int_cell(w, "slot") + " restarts in " + human_ms(next_ms);
   }
+  const nlohmann::json next = json_field(w, "successor");
+  if (next.is_object()) {
+    // A reload's new worker beside the slot's current one.
+    const std::string phase = json_string(next, "state");
+    std::string what = phase == "probation" ? "on probation, ready for " +
+                                                  human_duration(json_number(next, "ready_for_s"))
+                       : phase == "promoted" ? "taking over"
+                                             : phase;
+    if (!note.empty()) note += "\n";
+    note += "slot " + int_cell(w, "slot") + " reloading: new worker pid " + int_cell(next, "pid") +
+            " " + what;
+  }
   return note;
 }
 

@@ -55,6 +55,19 @@ TEST_CASE("cli status table: an errored worker shows dashes for its process and 
   CHECK(table.find("\n| 0 ") < table.find("\n| 1 "));  // slot order
 }
 
+TEST_CASE("cli status table: a slot being reloaded has a note with its new worker") {
+  nlohmann::json workers = two_workers();
+  workers["workers"][1]["successor"] = {{"pid", 789}, {"state", "probation"}, {"ready_for_s", 2.4}};
+  std::string table = render_status_table(workers, kNow, TableStyle::kAscii);
+  CHECK(table.find("slot 0 reloading: new worker pid 789 on probation, ready for 2s\n") !=
+        std::string::npos);
+  workers["workers"][1]["successor"]["state"] = "promoted";
+  table = render_status_table(workers, kNow, TableStyle::kAscii);
+  CHECK(table.find("slot 0 reloading: new worker pid 789 taking over\n") != std::string::npos);
+  CHECK(render_status_table(two_workers(), kNow, TableStyle::kAscii).find("reloading") ==
+        std::string::npos);
+}
+
 TEST_CASE("cli status table: box style draws with box characters, ascii style with + - |") {
   const std::string box = render_status_table(two_workers(), kNow, TableStyle::kBox);
   CHECK(box.rfind("┌──────┬", 0) == 0);
