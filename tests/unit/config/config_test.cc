@@ -11,10 +11,13 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/scoped_env.h"
+
 namespace corral::config {
 namespace {
 
 using nlohmann::json;
+using corral::test::ScopedEnv;
 
 constexpr const char* kKnownFields =
     "workers, listen, max_memory, memory_hard_factor, memory_kernel_factor, heartbeat_interval, "
@@ -46,29 +49,6 @@ std::string error_of(F f) {
   return "(no error)";
 }
 
-// Sets an environment variable for one test and restores it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Every field different from its default, and still valid.
 Config all_changed() {
