@@ -22,13 +22,6 @@ constexpr uint64_t kMemorySampleMs = 250;
 constexpr size_t kPumpBudget = 5000;       // instances placed per loop iteration
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
-std::string own_executable() {
-  char buf[4096];
-  size_t size = sizeof(buf);
-  if (uv_exepath(buf, &size) != 0) return "/proc/self/exe";
-  return std::string(buf, size);
-}
-
 }  // namespace
 
 SupervisorSettings Daemon::settings_from(const config::Config& cfg) {
@@ -131,6 +124,7 @@ Status Daemon::start() {
     signals_.push_back(std::move(sig));
   }
 
+  notify_enabled_ = systemd::notify_enabled();
   watchdog_ms_ = systemd::watchdog_interval_ms();
   if (watchdog_ms_ != 0) spdlog::info("systemd watchdog: WATCHDOG=1 every {} ms", watchdog_ms_ / 2);
   tick_ = std::make_unique<uv::Timer>(loop_);

@@ -136,6 +136,7 @@ class Daemon {
   std::shared_ptr<const WorkerImage> candidate_;                   // while a reload runs
   std::vector<std::string> reload_notes_;  // config changes the reload cannot apply
   uint64_t settled_reload_ = 0;
+  bool notify_enabled_ = false;  // under systemd ($NOTIFY_SOCKET): STATUS= lines are wanted
   bool ready_notified_ = false;  // systemd was told READY=1 once
   std::string last_status_;
   uint64_t last_status_ms_ = 0;

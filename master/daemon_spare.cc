@@ -12,6 +12,14 @@
 #include "shared/proc.h"
 
 namespace corral::master {
+namespace {
+
+// After `failures` spares in a row exited on their own: 2 s, 4 s, ... up to a minute.
+uint64_t spare_delay_ms(int failures) {
+  return std::min<uint64_t>(60000, 1000ull << std::min(failures, 6));
+}
+
+}  // namespace
 
 void Daemon::maybe_start_spare(uint64_t now_ms) {
   if (cfg_.spare_workers == 0 || spare_ != 0 || supervisor_.shutting_down() ||
@@ -30,7 +38,7 @@ void Daemon::maybe_start_spare(uint64_t now_ms) {
   if (!w) {
     spdlog::warn("spare worker: {}", w.status().message());
     spare_failures_ += 1;
-    spare_due_ms_ = now_ms + std::min<uint64_t>(60000, 1000ull << std::min(spare_failures_, 6));
+    spare_due_ms_ = now_ms + spare_delay_ms(spare_failures_);
     return;
   }
   spdlog::debug("spare worker pid {} started", (*w)->pid());
@@ -77,7 +85,7 @@ void Daemon::on_spare_exit(uint64_t seq, int64_t code, int signum) {
     spdlog::warn("spare worker pid {} exited: {}", spares_[seq]->pid(), describe(e));
     spare_ = 0;
     spare_failures_ += 1;
-    spare_due_ms_ = monotonic_ms() + std::min<uint64_t>(60000, 1000ull << std::min(spare_failures_, 6));
+    spare_due_ms_ = monotonic_ms() + spare_delay_ms(spare_failures_);
   }
   spares_.erase(seq);  // from inside its own exit callback: allowed
 }

@@ -35,7 +35,7 @@ void Daemon::notify_systemd(uint64_t now_ms) {
     last_watchdog_ms_ = now_ms;
     systemd::notify("WATCHDOG=1");
   }
-  if (supervisor_.shutting_down()) return;
+  if (!notify_enabled_ || supervisor_.shutting_down()) return;
   if (!ready_notified_ && supervisor_.wanted() > 0 &&
       supervisor_.ready_count() == supervisor_.wanted()) {
     ready_notified_ = true;

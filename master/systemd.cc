@@ -2,7 +2,14 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <cstdlib>
+
 namespace corral::systemd {
+
+bool notify_enabled() {
+  const char* socket = std::getenv("NOTIFY_SOCKET");
+  return socket != nullptr && *socket != '\0';
+}
 
 bool notify(const std::string& state) { return sd_notify(0, state.c_str()) > 0; }
 

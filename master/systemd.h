@@ -9,6 +9,9 @@
 
 namespace corral::systemd {
 
+// Whether $NOTIFY_SOCKET names a socket: there is someone to tell.
+bool notify_enabled();
+
 // Sends `state` ("READY=1\nSTATUS=2/2 workers ready"); false when there is no socket or the send
 // failed (nothing a caller can do about either).
 bool notify(const std::string& state);

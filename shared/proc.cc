@@ -1,5 +1,7 @@
 #include "shared/proc.h"
 
+#include <uv.h>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +32,13 @@ std::string signal_name(int signum) {
   const char* abbrev = sigabbrev_np(signum);
   if (abbrev == nullptr) return "SIG" + std::to_string(signum);
   return std::string("SIG") + abbrev;
+}
+
+std::string own_executable() {
+  char buf[4096];
+  size_t size = sizeof(buf);
+  if (uv_exepath(buf, &size) != 0) return "/proc/self/exe";
+  return std::string(buf, size);
 }
 
 uint64_t monotonic_ms() {

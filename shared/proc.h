@@ -12,6 +12,8 @@ namespace corral {
 uint64_t rss_bytes(pid_t pid);
 // The same for this process.
 uint64_t self_rss_bytes();
+// The path of this process's executable (uv_exepath), or /proc/self/exe when it cannot be read.
+std::string own_executable();
 // "SIGKILL" for 9; "SIG<n>" for numbers without a name.
 std::string signal_name(int signum);
 // Milliseconds on a monotonic clock (for deadlines and intervals).

@@ -10,21 +10,14 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <uv.h>
 
 #include "cli/api.h"
 #include "cli/verb.h"
 #include "config/config.h"
+#include "shared/proc.h"
 
 namespace corral::cli {
 namespace {
-
-std::string own_executable() {
-  char buf[4096];
-  size_t size = sizeof(buf);
-  if (uv_exepath(buf, &size) != 0) return "/usr/bin/corral";
-  return std::string(buf, size);
-}
 
 class StartupVerb : public Verb {
  public:
