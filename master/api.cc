@@ -69,6 +69,7 @@ json Daemon::worker_json(const Slot& s) const {
       {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
       {"loop_lag_ms", s.loop_lag_ms},
       {"active", s.active},
+      {"instances", dispatcher_.load(s.index)},
       {"reason", s.error},
       {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
       {"next_start_in_ms", !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};

@@ -186,6 +186,7 @@ void Daemon::on_tick() {
     }
   }
   reconcile();
+  if (!supervisor_.shutting_down()) dispatcher_.rebalance(now);
   start_pending_loads();
   maybe_start_spare(now);
   notify_systemd(now);

@@ -245,12 +245,20 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       if (Status st = on_load_stats(slot, p); !st) w->fail_protocol(st);
       return;
     case ipc::MessageType::kHandback: {
-      auto n = runs_.hand_back(slot, p.value("instances", nlohmann::json()),
-                               supervisor_.shutting_down() ? "master_stopped" : "worker_stopped");
+      // Released to even out the workers' loads, or handed back by a stopping worker.
+      const bool released = p.value("released", false);
+      const char* why = released                      ? "rebalanced"
+                        : supervisor_.shutting_down() ? "master_stopped"
+                                                      : "worker_stopped";
+      auto n = runs_.hand_back(slot, p.value("instances", nlohmann::json()), why);
       if (!n) {
         w->fail_protocol(n.status());
-      } else if (*n > 0) {
-        spdlog::info("slot {}: {} instances handed back to resume elsewhere", slot, *n);
+        return;
+      }
+      if (released) dispatcher_.released(slot, *n, now);
+      if (*n > 0) {
+        spdlog::log(released ? spdlog::level::debug : spdlog::level::info,
+                    "slot {}: {} instances handed back to resume elsewhere ({})", slot, *n, why);
         schedule_pump();
       }
       return;
@@ -262,6 +270,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kCancel:
     case ipc::MessageType::kLoadStart:
     case ipc::MessageType::kLoadStop:
+    case ipc::MessageType::kRelease:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }

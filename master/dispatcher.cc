@@ -9,6 +9,11 @@ namespace corral::master {
 
 using nlohmann::json;
 
+namespace {
+// Below this difference from the mean, loads count as even whatever their ratio.
+constexpr uint64_t kMinImbalance = 4;
+}  // namespace
+
 void Dispatcher::worker_ready(int slot) { workers_[slot] = Worker{}; }
 
 void Dispatcher::worker_gone(int slot) { workers_.erase(slot); }
@@ -114,6 +119,37 @@ bool Dispatcher::pump(size_t budget) {
     }
   }
   return false;
+}
+
+void Dispatcher::rebalance(uint64_t now_ms) {
+  if (workers_.size() < 2 || runs_.pending() > 0) return;
+  uint64_t total = 0;
+  for (const auto& [slot, w] : workers_) total += w.load;
+  const uint64_t share = (total + workers_.size() - 1) / workers_.size();
+  const uint64_t tolerance = std::max<uint64_t>(kMinImbalance, share / 10);
+  for (auto& [slot, w] : workers_) {
+    if (w.load <= share + tolerance) {
+      w.over_since_ms = 0;
+      continue;
+    }
+    if (w.over_since_ms == 0) w.over_since_ms = now_ms;
+    if (w.releasing != 0 || now_ms < w.next_release_ms ||
+        now_ms - w.over_since_ms < kOverForMs) {
+      continue;
+    }
+    auto count = static_cast<uint32_t>(std::min<uint64_t>(w.load - share, kReleaseChunk));
+    if (send_(slot, ipc::MessageType::kRelease, {{"count", count}})) w.releasing = count;
+  }
+}
+
+void Dispatcher::released(int slot, size_t n, uint64_t now_ms) {
+  moved_ += n;
+  auto it = workers_.find(slot);
+  if (it == workers_.end()) return;  // gone meanwhile: its load no longer counts
+  Worker& w = it->second;
+  w.load -= static_cast<uint32_t>(std::min<size_t>(n, w.load));
+  if (n < w.releasing) w.next_release_ms = now_ms + kReleasePauseMs;
+  w.releasing = 0;
 }
 
 }  // namespace corral::master

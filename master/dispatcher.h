@@ -1,7 +1,13 @@
 // Placing instances on workers: each goes to the least-loaded ready worker that is under the
 // per-worker concurrency limit; the rest wait in the master. Dispatch is incremental: pump()
 // places at most `budget` instances per call, so a submission of 100,000 instances never
-// holds the loop for long. Loop thread only.
+// holds the loop for long.
+//
+// Rebalancing: a worker that returns after a restart, or is added by a scale-up, starts empty
+// while the others hold everything. rebalance() asks a worker holding clearly more than its
+// share to `release` the excess; it hands back waiting instances by checkpoint (never one
+// with a request in flight), and pump() places them on the emptier workers, where they go on
+// with the same step, attempt counts and poll cadence. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,23 @@ class Dispatcher {
   void instance_done(int slot);
   // Places up to `budget` instances. Returns true when more could be placed right away.
   bool pump(size_t budget);
+  // Asks the workers holding clearly more than their share (more than the mean by a tenth, and
+  // by at least a few instances) for kOverForMs to release the excess, at most kReleaseChunk
+  // at a time and one request per worker in flight. Does nothing while instances wait in the
+  // queue: placing them evens the loads out first.
+  void rebalance(uint64_t now_ms);
+  // `slot` answered a release, handing back `n` instances (now queued again).
+  void released(int slot, size_t n, uint64_t now_ms);
+  uint64_t moved() const { return moved_; }  // instances released by rebalancing, in total
+
+  // How long a worker must hold more than its share before it is asked: the loads of a run
+  // whose instances end together differ for a moment, and moving those would be for nothing.
+  static constexpr uint64_t kOverForMs = 1000;
+  // Per release: small enough that handling the hand-back is a short turn of the loop.
+  static constexpr uint32_t kReleaseChunk = 500;
+  // After a release that found fewer waiting instances than asked, the worker is left alone
+  // this long: its instances are in flight, and asking again at once would find the same.
+  static constexpr uint64_t kReleasePauseMs = 1000;
 
   uint32_t load(int slot) const;
   size_t capacity() const;  // instances the ready workers could still take
@@ -40,6 +63,9 @@ class Dispatcher {
   struct Worker {
     uint32_t load = 0;
     std::set<std::string> defined;  // runs this worker process knows
+    uint32_t releasing = 0;         // instances asked for by the release in flight; 0: none
+    uint64_t next_release_ms = 0;   // no release before this
+    uint64_t over_since_ms = 0;     // holding more than its share since; 0: it does not
   };
   int least_loaded() const;
   bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed);
@@ -49,6 +75,7 @@ class Dispatcher {
   uint32_t limit_;
   uint32_t chunk_;
   std::map<int, Worker> workers_;
+  uint64_t moved_ = 0;
 };
 
 }  // namespace corral::master

@@ -85,6 +85,12 @@ std::string Daemon::metrics_text() const {
     instances.Add({{"state", std::string(to_string(static_cast<InstanceState>(s)))}})
         .Set(counts[s]);
   }
+  BuildCounter()
+      .Name("corral_instances_rebalanced_total")
+      .Help("Instances moved between workers by checkpoint to even out their loads")
+      .Register(registry)
+      .Add({})
+      .Increment(static_cast<double>(dispatcher_.moved()));
   BuildGauge()
       .Name("corral_runs")
       .Help("Runs the daemon holds (finished ones within retention)")

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -22,6 +23,8 @@ constexpr uint64_t kFaultDelayMs = 500;
 constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
 constexpr uint64_t kEventFlushMs = 50;    // events wait at most this long to be batched
 constexpr size_t kEventBatch = 2000;      // ... or until this many are pending
+// Checkpoints are ~150 bytes: 10,000 per frame stays far below the frame limit.
+constexpr size_t kHandbackPerFrame = 10000;
 
 void on_out_of_memory() {
   static const char msg[] = "corral worker: allocation refused by the kernel memory limit\n";
@@ -108,6 +111,9 @@ void Worker::on_frame(ipc::Frame&& f) {
       return;
     case ipc::MessageType::kStart:
       on_start(f.payload);
+      return;
+    case ipc::MessageType::kRelease:
+      release(f.payload.value("count", 0u));
       return;
     case ipc::MessageType::kCancel:
       if (engine_) engine_->cancel_run(f.payload.value("run", ""));
@@ -345,8 +351,6 @@ void Worker::load_failed(const std::string& id, const std::string& why) {
 
 void Worker::hand_back() {
   if (!engine_ || engine_->active() == 0) return;
-  // Checkpoints are ~150 bytes: 10,000 per frame stays far below the frame limit.
-  constexpr size_t kPerFrame = 10000;
   nlohmann::json all = engine_->take_all();
   nlohmann::json chunk = nlohmann::json::object();
   size_t n = 0, total = 0;
@@ -354,7 +358,7 @@ void Worker::hand_back() {
     for (auto& [index, cp] : instances.items()) {
       chunk[run][index] = std::move(cp);
       ++total;
-      if (++n == kPerFrame) {
+      if (++n == kHandbackPerFrame) {
         send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
         chunk = nlohmann::json::object();
         n = 0;
@@ -363,6 +367,18 @@ void Worker::hand_back() {
   }
   if (n > 0) send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
   spdlog::info("worker {}: handed back {} running instances", slot_, total);
+}
+
+void Worker::release(uint32_t count) {
+  // The events of the instances about to leave go first: the master applies their finished
+  // steps before it takes their checkpoints.
+  flush_events();
+  size_t taken = 0;
+  nlohmann::json instances = nlohmann::json::object();
+  if (engine_) instances = engine_->take_waiting(std::min<size_t>(count, kHandbackPerFrame), taken);
+  send(ipc::MessageType::kHandback, {{"instances", std::move(instances)}, {"released", true}});
+  spdlog::log(taken > 0 ? spdlog::level::info : spdlog::level::debug,
+              "worker {}: released {} of the {} instances asked for", slot_, taken, count);
 }
 
 void Worker::on_event(ipc::Event&& ev) {

@@ -49,6 +49,8 @@ class Worker {
   void flush_events();
   // On stop: checkpoints every running instance and sends them to the master.
   void hand_back();
+  // A `release`: hands back up to `count` waiting instances, in one `handback` frame.
+  void release(uint32_t count);
 
   uv_loop_t* loop_;
   int slot_;

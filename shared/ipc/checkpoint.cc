@@ -11,6 +11,7 @@ nlohmann::json to_json(const Checkpoint& c) {
                       {"step_started_ms", c.step_started_ms},
                       {"deadline_ms", c.deadline_ms},
                       {"started_ms", c.started_ms}};
+  if (c.wake_ms != 0) j["wake_ms"] = c.wake_ms;
   if (c.vars.is_object() && !c.vars.empty()) j["vars"] = c.vars;
   return j;
 }
@@ -25,6 +26,7 @@ Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j, const std::stri
   r.i64("poll_deadline_ms", c.deadline_ms);
   r.i64("deadline_ms", c.deadline_ms);
   r.i64("started_ms", c.started_ms);
+  r.i64("wake_ms", c.wake_ms);
   r.object("vars", c.vars);
   if (!r.ok()) return r.status();
   // No vars has one form, the one to_json writes: none (found by fuzz_ipc_payloads).

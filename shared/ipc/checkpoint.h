@@ -4,7 +4,8 @@
 // functions, so the format has one definition.
 //
 //   {"step": 2, "attempts": 7, "tries": 1, "step_started_ms": 1764600000000,
-//    "deadline_ms": 1764600030000, "started_ms": 1764599990000, "vars": {wire vars}}
+//    "deadline_ms": 1764600030000, "started_ms": 1764599990000, "wake_ms": 1764600001000,
+//    "vars": {wire vars}}
 //
 // Times are wall-clock Unix milliseconds, so a deadline keeps its meaning across processes
 // and downtime. Pure, any thread.
@@ -25,6 +26,9 @@ struct Checkpoint {
   int64_t step_started_ms = 0;  // when this step's first attempt started; 0 = not started
   int64_t deadline_ms = 0;      // the step's absolute deadline (poll or step timeout); 0 = none
   int64_t started_ms = 0;       // when the instance started its first step
+  // When the step's next request is due (the poll's interval or the retry's delay it was
+  // waiting out when it moved between workers); 0 = at once. Written only when non-zero.
+  int64_t wake_ms = 0;
   nlohmann::json vars;          // captured variables in their wire form (shared/ipc/vars.h)
 
   bool operator==(const Checkpoint&) const = default;

@@ -31,6 +31,11 @@
 //   A load test is `load_start` to each worker taking part; each reports `load_stats` every
 //   second until its last one says done.
 //
+// Rebalance: the master evens out its workers' loads (after a worker returned, or a scale-up)
+//   with `release`: the worker takes up to that many of its waiting instances (none with a
+//   request in flight) off its loop and answers with one `handback` marked "released"; the
+//   master places them on the less-loaded workers.
+//
 // End: the master closes the pipe or sends `stop`; a worker exits on `stop` (after finishing
 //   or handing back its work) and at once on EOF of fd 3. A worker leaving on its own (soft
 //   memory limit) sends `leaving` with the reason first.
@@ -42,7 +47,7 @@
 
 namespace corral::ipc {
 
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;  // 2: release, checkpoints with wake_ms
 constexpr uint32_t kMaxFrameBytes = 8u << 20;  // type byte + payload
 constexpr size_t kHeaderBytes = 5;             // length + type
 
@@ -65,7 +70,8 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")      \
   X(kLoadStart, 12, ::corral::ipc::Sender::kMaster, "load_start")  \
   X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")    \
-  X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")
+  X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")  \
+  X(kRelease, 15, ::corral::ipc::Sender::kMaster, "release")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -102,7 +108,9 @@ const MessageInfo& message_info(MessageType type);
 //   events    {"events": [event, ...]}  state transitions, batched (shared/ipc/events.h)
 //   handback  {"instances": {"<run>": {"<index>": {checkpoint}, ...}, ...}}  on `stop`: the
 //             running instances, checkpointed, for the master to place elsewhere; sent after
-//             the last `events` frame, split so that no frame passes kMaxFrameBytes
+//             the last `events` frame, split so that no frame passes kMaxFrameBytes;
+//             with "released": true, the one answer to a `release` (it may hold none)
+//   release   {"count": u32}  hand back up to `count` (at most 10,000) waiting instances
 //   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
 //              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
 //              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms

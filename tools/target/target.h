@@ -55,6 +55,8 @@ class Target {
   int port() const { return server_.tcp_port(); }
   void close() { server_.close(); }
   uint64_t requests() const { return requests_; }
+  uint64_t polls() const { return polls_; }
+  uint64_t hanging() const { return hanging_; }  // /hang requests received
 
  private:
   void handle(http::Request&& req, http::Responder respond);

@@ -55,11 +55,7 @@ void Engine::fail_internal(uint64_t serial, const char* where, const std::string
     // Even reporting failed (out of memory, or emit itself throws): drop the instance without
     // an event rather than let anything unwind into libuv. The master sees it when the run
     // is cancelled or the worker replaced.
-    if (auto it = instances_.find(serial); it != instances_.end()) {
-      it->second->run->active -= 1;
-      timeout_reasons_.erase(serial);
-      instances_.erase(it);
-    }
+    if (auto it = instances_.find(serial); it != instances_.end()) drop(it);
   }
 }
 
@@ -121,8 +117,23 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   ref.run->active += 1;
   uint64_t serial = ref.serial;
   ipc::InHandScope scope(in_hand_, ref.run->id, ref.index);
-  guarded(serial, "start", [&] { run_step(ref); });
+  guarded(serial, "start", [&] { resume_or_run(ref); });
   return Status::ok();
+}
+
+// An instance that moved while it waited for its step's next request waits out the rest of
+// that interval here (never past the step's deadline); any other runs its step now.
+void Engine::resume_or_run(Instance& in) {
+  int64_t wake = in.cp.wake_ms;
+  in.cp.wake_ms = 0;
+  const auto kind = in.run->scenario->steps[in.cp.step].kind;
+  if (wake <= unix_ms_now() || in.cp.step_started_ms == 0 || kind == StepKind::kSleep) {
+    run_step(in);
+    return;
+  }
+  if (in.cp.deadline_ms != 0) wake = std::min(wake, in.cp.deadline_ms);
+  in.next = Instance::Next::kSend;
+  wait_until(in, wake);
 }
 
 void Engine::run_step(Instance& in) {
@@ -157,6 +168,7 @@ void Engine::wait_until(Instance& in, int64_t at_ms) {
   // The queue counts from the loop's clock, refreshed when scheduling: a delay taken from the
   // wall clock read here is never cut short.
   int64_t delay = std::max<int64_t>(0, at_ms - unix_ms_now());
+  in.wake_ms = at_ms;
   in.wake_token = wakes_.schedule(in.serial, static_cast<uint64_t>(delay));
 }
 
@@ -306,24 +318,6 @@ void Engine::cancel_run(const std::string& run) {
     it = instances_.erase(it);
   }
   runs_.erase(r);
-}
-
-ipc::Checkpoint Engine::checkpoint_of(const Instance& in) const {
-  ipc::Checkpoint cp = in.cp;
-  cp.vars = ipc::vars_to_wire(in.vars, secrets_);
-  return cp;
-}
-
-nlohmann::json Engine::take_all() {
-  nlohmann::json out = nlohmann::json::object();
-  for (auto& [serial, in] : instances_) {
-    if (in->run->sink != nullptr) continue;
-    out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in));
-  }
-  instances_.clear();
-  timeout_reasons_.clear();
-  for (auto& [id, r] : runs_) r->active = 0;
-  return out;
 }
 
 }  // namespace corral::worker

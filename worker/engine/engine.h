@@ -95,6 +95,11 @@ class Engine {
   // run then index: for handing them back to the master. Iterations of load runs are dropped:
   // a load test does not move between workers.
   nlohmann::json take_all();
+  // Stops up to `max` instances that are waiting (between poll attempts, before a retry,
+  // sleeping), without an event, and returns their checkpoints as take_all() does: for moving
+  // them to another worker. An instance with a request in flight or queued is not taken, so
+  // that no request is sent twice; nor is a load iteration. `taken` is how many were.
+  nlohmann::json take_waiting(size_t max, size_t& taken);
 
   size_t active() const { return instances_.size(); }
   HttpClient& http() { return http_; }
@@ -121,6 +126,7 @@ class Engine {
   void guarded(uint64_t serial, const char* where, Fn&& fn) noexcept;
   void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
+  void resume_or_run(Instance& in);
   void run_step(Instance& in);
   void send(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
@@ -144,7 +150,12 @@ class Engine {
   void finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
               const HttpResponse* resp = nullptr);
   void end_instance(Instance& in, ipc::Outcome outcome, const std::string& reason);
-  ipc::Checkpoint checkpoint_of(const Instance& in) const;
+  // With `moving`, a waiting instance's checkpoint says when its next request is due.
+  ipc::Checkpoint checkpoint_of(const Instance& in, bool moving = false) const;
+  // Whether the instance waits for its wake-up with nothing sent or queued.
+  static bool waiting(const Instance& in);
+  // Forgets the instance, without an event.
+  void drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it);
 
   uv_loop_t* loop_;
   HttpClient& http_;

@@ -25,6 +25,7 @@ struct Instance {
   uint64_t send_ns = 0;  // load runs: when the step decided to send it (monotonic)
   Next next = Next::kSend;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
+  int64_t wake_ms = 0;      // when that wake-up is due (Unix ms)
 };
 
 // The variables one instance's templates read: its captures, then the run's vars; and the

@@ -20,6 +20,7 @@ Checkpoint full_checkpoint() {
   c.step_started_ms = 1'700'000'000'123;
   c.deadline_ms = 1'700'000'600'123;
   c.started_ms = 1'699'999'999'001;
+  c.wake_ms = 1'700'000'001'123;
   c.vars = {{"job", "42"}, {"n", 2}, {"nested", {{"k", json::array({1, 2})}}}};
   return c;
 }
@@ -42,6 +43,7 @@ TEST_CASE("checkpoint: to_json writes every field and checkpoint_from_json reads
                   {"step_started_ms", 1'700'000'000'123},
                   {"deadline_ms", 1'700'000'600'123},
                   {"started_ms", 1'699'999'999'001},
+                  {"wake_ms", 1'700'000'001'123},
                   {"vars", c.vars}});
   // Through text too, as it travels in a frame or a journal row.
   auto back = checkpoint_from_json(json::parse(j.dump()));
@@ -59,6 +61,7 @@ TEST_CASE("checkpoint: missing fields keep their defaults, and empty vars are le
   Checkpoint empty_vars = full_checkpoint();
   empty_vars.vars = json::object();
   CHECK_FALSE(to_json(empty_vars).contains("vars"));
+  CHECK_FALSE(to_json(Checkpoint{}).contains("wake_ms"));  // an instance due at once
   CHECK(*checkpoint_from_json(to_json(Checkpoint{})) == Checkpoint{});
 }
 

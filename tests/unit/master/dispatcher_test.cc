@@ -1,0 +1,180 @@
+// The dispatcher places instances on the least-loaded ready worker and, when a worker returns
+// empty (a restart, a scale-up), has the busy ones release their excess by checkpoint.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "config/scenario/parse.h"
+#include "master/dispatcher.h"
+#include "shared/ipc/checkpoint.h"
+
+using corral::master::Dispatcher;
+using corral::master::InstanceState;
+using corral::master::Run;
+using corral::master::Runs;
+using corral::ipc::MessageType;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kT = 50000;  // the loop's clock when the tests begin
+
+struct Sent {
+  int slot;
+  MessageType type;
+  json payload;
+};
+
+struct Bench {
+  Bench() : dispatcher(runs, [this](int slot, MessageType type, const json& payload) {
+              sent.push_back({slot, type, payload});
+              return true;
+            }, /*per_worker_limit=*/100000) {}
+
+  Run& submit(uint32_t n) {
+    auto s = corral::scenario::parse_scenario(json::parse(R"({"name": "poll", "steps": [
+        {"request": {"url": "http://127.0.0.1:1/"}, "poll": {"every": "1s", "timeout": "1h",
+         "until": [{"status": 200}]}}]})"));
+    INFO(s.status().message());
+    REQUIRE(s.is_ok());
+    return runs.create(*s, json::object(), n, 1000);
+  }
+  void pump() {
+    while (dispatcher.pump(100000)) {
+    }
+  }
+  std::vector<Sent> take(MessageType type) {
+    std::vector<Sent> out;
+    for (auto& s : sent) {
+      if (s.type == type) out.push_back(s);
+    }
+    sent.clear();
+    return out;
+  }
+  // What a worker answers to a release: `n` of its running instances, checkpointed.
+  size_t release(Run& run, int slot, size_t n, uint64_t now_ms) {
+    json instances = json::object();
+    size_t k = 0;
+    for (uint32_t i = 0; i < run.size && k < n; ++i) {
+      if (run.instances[i].state != InstanceState::kRunning || run.instances[i].worker != slot) continue;
+      corral::ipc::Checkpoint cp;
+      cp.step_started_ms = 1000;
+      cp.attempts = 3;
+      cp.wake_ms = 5000;
+      instances[run.id][std::to_string(i)] = corral::ipc::to_json(cp);
+      ++k;
+    }
+    auto back = runs.hand_back(slot, instances, "rebalanced");
+    REQUIRE(back.is_ok());
+    dispatcher.released(slot, *back, now_ms);
+    return *back;
+  }
+
+  Runs runs;
+  std::vector<Sent> sent;
+  Dispatcher dispatcher;
+};
+
+}  // namespace
+
+TEST_CASE("dispatcher: a worker that returns empty gets half the instances back by checkpoint, "
+          "a release at a time") {
+  Bench b;
+  b.dispatcher.worker_ready(1);
+  Run& run = b.submit(1000);
+  b.pump();
+  REQUIRE(b.dispatcher.load(1) == 1000);
+  b.dispatcher.rebalance(kT);
+  CHECK(b.take(MessageType::kRelease).empty());  // one worker: nothing to even out
+
+  b.dispatcher.worker_ready(0);  // slot 0 is back, empty
+  b.dispatcher.rebalance(kT);
+  b.dispatcher.rebalance(kT + Dispatcher::kOverForMs - 1);
+  CHECK(b.take(MessageType::kRelease).empty());  // not before the imbalance has lasted
+  b.dispatcher.rebalance(kT + Dispatcher::kOverForMs);
+  auto asked = b.take(MessageType::kRelease);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].slot == 1);
+  CHECK(asked[0].payload == json{{"count", Dispatcher::kReleaseChunk}});
+  b.dispatcher.rebalance(kT + 1100);
+  CHECK(b.take(MessageType::kRelease).empty());  // one release in flight per worker
+
+  REQUIRE(b.release(run, 1, Dispatcher::kReleaseChunk, kT + 1100) == Dispatcher::kReleaseChunk);
+  b.dispatcher.rebalance(kT + 1100);
+  CHECK(b.take(MessageType::kRelease).empty());  // the queue is placed first
+  b.pump();
+  auto starts = b.take(MessageType::kStart);
+  REQUIRE_FALSE(starts.empty());
+  size_t resumed = 0;
+  for (const auto& s : starts) {
+    CHECK(s.slot == 0);
+    for (const auto& [index, cp] : s.payload["resume"].items()) {
+      CHECK(cp["attempts"] == 3);  // the checkpoint the worker released, as it was
+      CHECK(cp["wake_ms"] == 5000);
+      ++resumed;
+    }
+  }
+  CHECK(resumed == Dispatcher::kReleaseChunk);
+  CHECK(b.dispatcher.load(0) == 500);
+  CHECK(b.dispatcher.load(1) == 500);
+  CHECK(b.dispatcher.moved() == 500);
+  CHECK(run.instances[0].worker == 0);  // the first 500 moved
+  CHECK(run.instances[0].resume_reasons == std::vector<std::string>{"rebalanced"});
+
+  b.dispatcher.rebalance(kT + 1200);
+  CHECK(b.take(MessageType::kRelease).empty());  // even now
+}
+
+TEST_CASE("dispatcher: loads within a tenth of the mean are left alone, and a worker that "
+          "released fewer than asked is not asked again for a second") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  b.dispatcher.worker_ready(1);
+  b.dispatcher.worker_ready(2);
+  Run& run = b.submit(3000);
+  b.pump();
+  CHECK(b.dispatcher.load(0) == 1000);
+  b.dispatcher.worker_gone(2);  // its 1,000 instances are lost with it in this bench
+  b.dispatcher.worker_ready(2);
+  b.dispatcher.rebalance(kT);
+  b.dispatcher.rebalance(kT + 1000);
+  auto asked = b.take(MessageType::kRelease);
+  REQUIRE(asked.size() == 2);  // 1000, 1000, 0: slots 0 and 1 each give their excess
+  CHECK(asked[0].payload["count"] == 333);
+  CHECK(asked[1].payload["count"] == 333);
+
+  // Slot 0 had only 10 waiting instances (the rest were in flight); slot 1 released all 333.
+  b.release(run, 0, 10, kT + 1000);
+  b.release(run, 1, 333, kT + 1000);
+  b.pump();
+  CHECK(b.dispatcher.load(2) == 343);
+  b.sent.clear();
+  b.dispatcher.rebalance(kT + 1500);  // 990, 667, 343: slot 0 pauses, slot 1 holds its share
+  CHECK(b.take(MessageType::kRelease).empty());
+  b.dispatcher.rebalance(kT + 2000);
+  asked = b.take(MessageType::kRelease);
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].slot == 0);
+  CHECK(asked[0].payload["count"] == 990 - 667);
+
+  // Loads within a tenth of the mean are even enough: 540 and 460 stay, 560 and 440 do not.
+  for (uint32_t first : {540u, 560u}) {
+    Bench two;
+    two.dispatcher.worker_ready(0);
+    two.submit(first);
+    two.pump();
+    two.dispatcher.worker_ready(1);
+    two.submit(1000 - first);
+    two.pump();
+    CHECK(two.dispatcher.load(1) == 1000 - first);
+    two.dispatcher.rebalance(kT);
+    two.dispatcher.rebalance(kT + 1000);
+    asked = two.take(MessageType::kRelease);
+    if (first == 540) {
+      CHECK(asked.empty());
+    } else {
+      REQUIRE(asked.size() == 1);
+      CHECK(asked[0].payload["count"] == 60);
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// Moving instances between workers: take_waiting() takes only instances with nothing in flight,
+// and a moved poll waits out the rest of its interval on the new worker instead of polling at
+// once.
+#include <catch2/catch.hpp>
+
+#include "tests/unit/worker/engine_fixture.h"
+
+using namespace corral::test::engine;
+
+namespace {
+
+// Polls a job that never finishes, every `every`.
+json slow_poll(const std::string& every) {
+  json s = job_scenario(1000000, false, "10m");
+  s["steps"][1]["poll"]["every"] = every;
+  return s;
+}
+
+uint64_t polls(Fixture& f) { return f.target->polls(); }
+
+}  // namespace
+
+TEST_CASE("engine: take_waiting takes instances between polls, never one with a request in "
+          "flight, and their checkpoints say when the next poll is due") {
+  Fixture f;
+  f.start(slow_poll("5s"), 3);
+  REQUIRE(f.engine->define_run("r2", json::parse(R"({"name": "hangs",
+      "steps": [{"request": {"url": "{{base}}/hang", "timeout": "30s"}}]})"),
+                               {{"base", f.base}})
+              .is_ok());
+  REQUIRE(f.engine->start("r2", 0, Checkpoint{}).is_ok());
+  // Each of the three has created its job and polled once: all now wait 5 s for the next.
+  REQUIRE(f.run_until([&] { return polls(f) >= 3 && f.target->hanging() == 1; }));
+  const int64_t now = corral::unix_ms_now();
+
+  size_t taken = 0;
+  json one = f.engine->take_waiting(1, taken);
+  CHECK(taken == 1);
+  CHECK(one["r1"].size() == 1);
+  json rest = f.engine->take_waiting(100, taken);
+  CHECK(taken == 2);
+  REQUIRE(rest["r1"].size() == 2);
+  CHECK_FALSE(rest.contains("r2"));  // its request is in flight: it stays
+  CHECK(f.engine->active() == 1);
+  CHECK(f.engine->active("r1") == 0);
+  for (const auto& [index, cp] : rest["r1"].items()) {
+    INFO(cp.dump());
+    CHECK(cp["step"] == 1);
+    CHECK(cp["attempts"] == 1);
+    CHECK(cp["wake_ms"].get<int64_t>() > now);
+    CHECK(cp["wake_ms"].get<int64_t>() <= now + 5000);
+  }
+}
+
+TEST_CASE("engine: a moved poll waits for its next attempt until the time its checkpoint "
+          "says, and one due already polls at once") {
+  Fixture f;
+  f.start(slow_poll("5s"), 1);
+  REQUIRE(f.run_until([&] { return polls(f) >= 1; }));
+  size_t taken = 0;
+  json cp_json = f.engine->take_waiting(1, taken)["r1"]["0"];
+  REQUIRE(taken == 1);
+  auto cp = corral::ipc::checkpoint_from_json(cp_json);
+  REQUIRE(cp.is_ok());
+
+  const uint64_t before = polls(f);
+  REQUIRE(f.engine->start("r1", 0, *cp).is_ok());
+  f.run_until([] { return false; }, 300);  // the next poll is about 4.7 s away
+  CHECK(polls(f) == before);
+  CHECK(f.engine->active() == 1);
+
+  size_t again = 0;
+  json moved = f.engine->take_waiting(1, again)["r1"]["0"];
+  REQUIRE(again == 1);
+  CHECK(moved["wake_ms"] == cp->wake_ms);  // still due when it was due
+  moved["wake_ms"] = corral::unix_ms_now() - 1;
+  REQUIRE(f.engine->start("r1", 0, *corral::ipc::checkpoint_from_json(moved)).is_ok());
+  CHECK(f.run_until([&] { return polls(f) > before; }, 2000));
+  CHECK(f.of("step").size() == 1);  // only step 0 ended: the poll goes on
+}

@@ -1,0 +1,57 @@
+// Taking instances off the engine to move them: all of them for a stopping worker's hand-back,
+// the waiting ones for a rebalance. Each leaves as a checkpoint the next worker resumes from.
+#include "worker/engine/engine.h"
+#include "worker/engine/instance.h"
+#include "shared/ipc/vars.h"
+
+namespace corral::worker {
+
+ipc::Checkpoint Engine::checkpoint_of(const Instance& in, bool moving) const {
+  ipc::Checkpoint cp = in.cp;
+  cp.vars = ipc::vars_to_wire(in.vars, secrets_);
+  if (moving && waiting(in) && in.next == Instance::Next::kSend) cp.wake_ms = in.wake_ms;
+  return cp;
+}
+
+bool Engine::waiting(const Instance& in) {
+  return in.wake_token != 0 && in.run->sink == nullptr &&
+         (in.next == Instance::Next::kSend || in.next == Instance::Next::kStepDone);
+}
+
+void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it) {
+  it->second->run->active -= 1;
+  timeout_reasons_.erase(it->first);
+  instances_.erase(it);  // its pending wake-up, if any, finds nothing (on_wake)
+}
+
+nlohmann::json Engine::take_all() {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [serial, in] : instances_) {
+    if (in->run->sink != nullptr) continue;
+    out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in, true));
+  }
+  instances_.clear();
+  timeout_reasons_.clear();
+  for (auto& [id, r] : runs_) r->active = 0;
+  return out;
+}
+
+nlohmann::json Engine::take_waiting(size_t max, size_t& taken) {
+  nlohmann::json out = nlohmann::json::object();
+  taken = 0;
+  for (auto it = instances_.begin(); it != instances_.end() && taken < max;) {
+    const Instance& in = *it->second;
+    if (!waiting(in)) {
+      ++it;
+      continue;
+    }
+    out[in.run->id][std::to_string(in.index)] = ipc::to_json(checkpoint_of(in, true));
+    ++taken;
+    auto next = std::next(it);
+    drop(it);
+    it = next;
+  }
+  return out;
+}
+
+}  // namespace corral::worker
