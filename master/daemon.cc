@@ -19,7 +19,7 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
-constexpr size_t kPumpBudget = 5000;       // instances placed per loop iteration
+constexpr size_t kPumpBudget = 1000;       // instances placed per loop iteration
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
 }  // namespace
@@ -130,7 +130,7 @@ Status Daemon::start() {
   tick_ = std::make_unique<uv::Timer>(loop_);
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
-  pump_ = std::make_unique<uv::Timer>(loop_);
+  pump_ = std::make_unique<uv::NextTurn>(loop_);
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
     if (const char* v = std::getenv(name)) {
@@ -165,10 +165,9 @@ void Daemon::kick() {
 }
 
 void Daemon::schedule_pump() {
-  if (pump_pending_ || !pump_) return;
-  pump_pending_ = true;
-  pump_->start(0, 0, [this] {
-    pump_pending_ = false;
+  if (!pump_ || pump_->scheduled()) return;
+  // One slice per turn of the loop, so that I/O and the API are served between slices.
+  pump_->schedule([this] {
     if (dispatcher_.pump(kPumpBudget)) schedule_pump();
   });
 }

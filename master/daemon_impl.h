@@ -24,6 +24,7 @@
 #include "shared/http/server.h"
 #include "shared/ipc/http_errors.h"
 #include "shared/secrets.h"
+#include "shared/uv/next_turn.h"
 #include "shared/uv/signal.h"
 #include "shared/uv/timer.h"
 
@@ -162,8 +163,7 @@ class Daemon {
   std::vector<PendingLoad> pending_loads_;
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
-  std::unique_ptr<uv::Timer> pump_;
-  bool pump_pending_ = false;
+  std::unique_ptr<uv::NextTurn> pump_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;     // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;  // by slot, during a reload
   std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit

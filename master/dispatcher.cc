@@ -128,7 +128,8 @@ void Dispatcher::rebalance(uint64_t now_ms) {
   const uint64_t share = (total + workers_.size() - 1) / workers_.size();
   const uint64_t tolerance = std::max<uint64_t>(kMinImbalance, share / 10);
   for (auto& [slot, w] : workers_) {
-    if (w.load <= share + tolerance) {
+    // Once over, a worker releases down to its share, not just under the tolerance.
+    if (w.load <= share + (w.over_since_ms != 0 ? kMinImbalance : tolerance)) {
       w.over_since_ms = 0;
       continue;
     }

@@ -39,8 +39,8 @@ class Dispatcher {
   // Places up to `budget` instances. Returns true when more could be placed right away.
   bool pump(size_t budget);
   // Asks the workers holding clearly more than their share (more than the mean by a tenth, and
-  // by at least a few instances) for kOverForMs to release the excess, at most kReleaseChunk
-  // at a time and one request per worker in flight. Does nothing while instances wait in the
+  // by at least a few instances) for kOverForMs to release their excess, at most kReleaseChunk
+  // at a time and one request per worker in flight, until they hold their share. Does nothing while instances wait in the
   // queue: placing them evens the loads out first.
   void rebalance(uint64_t now_ms);
   // `slot` answered a release, handing back `n` instances (now queued again).

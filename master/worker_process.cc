@@ -62,17 +62,19 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   w->process_.set_live(w.get());
   w->pid_ = w->process_.get()->pid;
 
-  WorkerProcess* self = w.get();
-  Status s = w->pipe_->start_read(
-      [self](std::string_view bytes) { self->on_bytes(bytes); },
-      [self](int status) {
-        if (status != UV_EOF) {
-          self->report_protocol_error(
-              io_error(std::string("IPC pipe read failed: ") + uv_strerror(status)));
-        }
-      });
-  if (!s) return s;
+  w->resume_ = std::make_unique<uv::NextTurn>(loop);
+  if (Status s = w->start_reading(); !s) return s;
   return w;
+}
+
+Status WorkerProcess::start_reading() {
+  return pipe_->start_read([this](std::string_view bytes) { on_bytes(bytes); },
+                           [this](int status) {
+                             if (status != UV_EOF) {
+                               report_protocol_error(io_error(
+                                   std::string("IPC pipe read failed: ") + uv_strerror(status)));
+                             }
+                           });
 }
 
 WorkerProcess::~WorkerProcess() {
@@ -89,6 +91,7 @@ void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int te
   auto* self = uv::owner_of<WorkerProcess>(p);
   if (self == nullptr) return;
   self->exited_ = true;
+  uv::guard("draining an exited worker's pipe", [&] { self->drain_all(); });
   auto cb = self->cb_.on_exit;
   uv::guard("process exit", [&] { cb(exit_status, term_signal); });  // may destroy self
 }
@@ -97,21 +100,73 @@ void WorkerProcess::on_bytes(std::string_view bytes) {
   if (protocol_broken_) return;
   frames_.clear();
   Status s = decoder_.feed(bytes, frames_);
-  // Frames that arrived before an error are still delivered. A frame whose fields have the
-  // wrong types makes its handler throw: that is the worker's protocol error, never a crash
-  // of the master.
-  for (auto& f : frames_) {
-    std::string_view name = ipc::message_info(f.type).name;
-    try {
-      cb_.on_frame(std::move(f));
-    } catch (const std::exception& e) {
-      report_protocol_error(
-          protocol_error("bad \"" + std::string(name) + "\" payload: " + e.what()));
-      return;
-    }
-    if (protocol_broken_) return;
+  // Frames that arrived before an error are still delivered.
+  for (auto& f : frames_) backlog_.push_back(std::move(f));
+  frames_.clear();
+  if (s) {
+    drain();
+    return;
   }
-  if (!s) report_protocol_error(s);
+  // A broken frame: the ones before it are still handled, all now, then the error.
+  while (!backlog_.empty() && handle_front()) {
+  }
+  backlog_.clear();
+  if (!protocol_broken_) report_protocol_error(s);
+}
+
+bool WorkerProcess::handle_front() {
+  ipc::Frame f = std::move(backlog_.front());
+  backlog_.pop_front();
+  std::string_view name = ipc::message_info(f.type).name;
+  // A frame whose fields have the wrong types makes its handler throw: that is the worker's
+  // protocol error, never a crash of the master.
+  try {
+    cb_.on_frame(std::move(f));
+  } catch (const std::exception& e) {
+    report_protocol_error(protocol_error("bad \"" + std::string(name) + "\" payload: " + e.what()));
+  }
+  return !protocol_broken_;
+}
+
+void WorkerProcess::drain() {
+  const uint64_t start = uv_hrtime();
+  while (!backlog_.empty() && !protocol_broken_) {
+    if (!handle_front()) break;
+    if (uv_hrtime() - start >= kTurnNs) break;
+  }
+  if (protocol_broken_) {
+    backlog_.clear();
+    return;
+  }
+  if (!backlog_.empty()) {
+    if (!paused_ && pipe_) pipe_->stop_read();
+    paused_ = true;
+    resume_->schedule([this] { drain(); });
+  } else if (paused_) {
+    paused_ = false;
+    if (pipe_ && pipe_->is_open()) (void)start_reading();
+  }
+}
+
+void WorkerProcess::drain_all() {
+  resume_->cancel();
+  if (protocol_broken_ || !pipe_ || !pipe_->is_open()) return;
+  int fd = -1;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe_->raw()), &fd) == 0) {
+    // The worker is gone: what it wrote is all in the socket, and a read ends at EOF.
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      Status s = decoder_.feed(std::string_view(buf, static_cast<size_t>(n)), frames_);
+      for (auto& f : frames_) backlog_.push_back(std::move(f));
+      frames_.clear();
+      if (!s) break;
+    }
+  }
+  while (!backlog_.empty() && handle_front()) {
+  }
+  backlog_.clear();
 }
 
 void WorkerProcess::report_protocol_error(const Status& s) {

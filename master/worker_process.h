@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "shared/status.h"
 #include "shared/uv/handle.h"
 #include "shared/uv/stream.h"
+#include "shared/uv/next_turn.h"
 
 namespace corral::master {
 
@@ -42,6 +44,8 @@ class WorkerProcess {
   // The most bytes queued towards one worker before send() refuses (backpressure: libuv's
   // write queue is unbounded, and a worker that stops reading must not grow the master).
   static constexpr size_t kMaxQueuedBytes = 64u << 20;
+  // Frame handling per turn of the master's loop (see drain()).
+  static constexpr uint64_t kTurnNs = 5'000'000;
 
   static Result<std::unique_ptr<WorkerProcess>> spawn(uv_loop_t* loop, const SpawnSpec& spec,
                                                       Callbacks cb);
@@ -64,13 +68,25 @@ class WorkerProcess {
  private:
   WorkerProcess() : decoder_(ipc::Sender::kMaster) {}
   static void on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal);
+  Status start_reading();
   void on_bytes(std::string_view bytes);
+  // Hands queued frames to on_frame for at most kTurnNs, then, if some are left, stops reading
+  // the pipe and goes on in the next turn of the loop: a worker's burst (a hand-back of
+  // thousands of checkpoints) never holds the master's loop, and its API, for long.
+  void drain();
+  // After the exit: every byte still in the pipe and every queued frame, at once, so that the
+  // frames a worker sent before it exited (a hand-back) are all handled before its exit is.
+  void drain_all();
+  bool handle_front();  // false when the worker broke the contract
   void report_protocol_error(const Status& s);
 
   uv::Handle<uv_process_t> process_;
   std::unique_ptr<uv::Stream> pipe_;
   ipc::Decoder decoder_;
-  std::vector<ipc::Frame> frames_;
+  std::vector<ipc::Frame> frames_;  // decoded from one read
+  std::deque<ipc::Frame> backlog_;   // not handed to on_frame yet
+  std::unique_ptr<uv::NextTurn> resume_;
+  bool paused_ = false;  // reading stopped until the backlog is handled
   Callbacks cb_;
   pid_t pid_ = 0;
   bool exited_ = false;

@@ -108,9 +108,9 @@ const MessageInfo& message_info(MessageType type);
 //   events    {"events": [event, ...]}  state transitions, batched (shared/ipc/events.h)
 //   handback  {"instances": {"<run>": {"<index>": {checkpoint}, ...}, ...}}  on `stop`: the
 //             running instances, checkpointed, for the master to place elsewhere; sent after
-//             the last `events` frame, split so that no frame passes kMaxFrameBytes;
+//             the last `events` frame, 500 checkpoints per frame;
 //             with "released": true, the one answer to a `release` (it may hold none)
-//   release   {"count": u32}  hand back up to `count` (at most 10,000) waiting instances
+//   release   {"count": u32}  hand back up to `count` (at most 500) waiting instances
 //   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
 //              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
 //              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms

@@ -178,3 +178,27 @@ TEST_CASE("dispatcher: loads within a tenth of the mean are left alone, and a wo
     }
   }
 }
+
+TEST_CASE("dispatcher: a worker asked to release goes on until it holds its share, not just "
+          "until it is within the tolerance") {
+  Bench b;
+  b.dispatcher.worker_ready(1);
+  Run& run = b.submit(2200);
+  b.pump();
+  b.dispatcher.worker_ready(0);
+  b.dispatcher.rebalance(kT);
+  std::vector<uint32_t> counts;
+  for (uint64_t t = kT + 1000; t < kT + 2000; t += 100) {
+    b.dispatcher.rebalance(t);
+    for (const Sent& s : b.take(MessageType::kRelease)) {
+      uint32_t n = s.payload["count"];
+      counts.push_back(n);
+      b.release(run, s.slot, n, t);
+      b.pump();
+    }
+  }
+  // 2200/0, 1700/500, 1200/1000 (within a tenth of 1100, but still over), 1100/1100.
+  CHECK(counts == std::vector<uint32_t>{500, 500, 100});
+  CHECK(b.dispatcher.load(0) == 1100);
+  CHECK(b.dispatcher.load(1) == 1100);
+}

@@ -1,0 +1,32 @@
+// Runs a callback once, in the next turn of the loop, after the loop has polled for I/O: for
+// work done in slices (placing instances, handling a worker's burst of frames) that must let
+// other callbacks in between.
+//
+// A zero-timeout uv_timer restarted from its own callback does not do this: libuv 1.44 runs
+// it again in the same pass over the timers, so the slices run back to back and the loop never
+// polls in between. An idle handle runs at most once per turn, and while one is active the
+// loop polls without blocking. Loop thread only.
+#pragma once
+
+#include <functional>
+
+#include "shared/uv/handle.h"
+
+namespace corral::uv {
+
+class NextTurn {
+ public:
+  explicit NextTurn(uv_loop_t* loop);
+  // Schedules `cb` (replacing one scheduled before). The callback may schedule again, or
+  // destroy this NextTurn.
+  void schedule(std::function<void()> cb);
+  void cancel();
+  bool scheduled() const;
+
+ private:
+  static void on_idle(uv_idle_t* h);
+  Handle<uv_idle_t> handle_;
+  std::function<void()> cb_;
+};
+
+}  // namespace corral::uv
