@@ -74,8 +74,12 @@ TEST_CASE("rebalance: a worker back from a kill -9 gets its share of the instanc
   const pid_t old = d.worker(0).at("pid");
   REQUIRE(::kill(old, SIGKILL) == 0);
   // Its instances resume on slot 1 while slot 0 restarts...
-  d.wait_until([&] { return d.worker(0)["state"] == "ready" && d.worker(0)["pid"] != old; },
-               seconds(10), "slot 0 to be replaced");
+  d.wait_until(
+      [&] {
+        Json w = d.worker(0);  // one snapshot: state and pid from the same answer
+        return w["state"] == "ready" && w["pid"] != old;
+      },
+      seconds(10), "slot 0 to be replaced");
   // ...and come back to it once it is ready.
   wait_even(d, {0, 1}, "slot 0 to get its share back");
   INFO("slot 0 " << active(d, 0) << ", slot 1 " << active(d, 1));

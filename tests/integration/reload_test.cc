@@ -125,8 +125,12 @@ TEST_CASE("reload: under load every worker is replaced and a failed reload rolls
 
   // The rolled-back slot restarts from the config it had, not the bad one on disk.
   REQUIRE(::kill(replaced.at(0), SIGKILL) == 0);
-  d.wait_until([&] { return d.worker(0)["state"] == "ready" && d.worker(0)["pid"] != replaced.at(0); },
-               seconds(10), "slot 0 to be replaced after its kill");
+  d.wait_until(
+      [&] {
+        Json w = d.worker(0);  // one snapshot: state and pid from the same answer
+        return w["state"] == "ready" && w["pid"] != replaced.at(0);
+      },
+      seconds(10), "slot 0 to be replaced after its kill");
   hold_for([&] { return d.worker(0)["state"] == "ready"; }, milliseconds(1500),
            "slot 0 staying ready (the bad config would make it leave)");
 
@@ -166,10 +170,16 @@ TEST_CASE("reload: a broken binary on disk fails the reload at the first slot, a
   CHECK(pids(d) == before);
 
   REQUIRE(::kill(before.at(0), SIGKILL) == 0);
-  d.wait_until([&] { return d.worker(0)["state"] == "ready" && d.worker(0)["pid"] != before.at(0); },
-               seconds(10), "slot 0 to restart from its own binary");
+  Json restarted;
+  d.wait_until(
+      [&] {
+        restarted = d.worker(0);
+        return restarted["state"] == "ready" && restarted["pid"] != before.at(0);
+      },
+      seconds(10), "slot 0 to restart from its own binary");
+  INFO("slot 0 after its restart: " << restarted.dump());
   // The file it runs is the one the daemon started with, since replaced on disk.
-  CHECK_THAT(exe_of(d.worker(0)["pid"].get<pid_t>()), Catch::EndsWith("(deleted)"));
+  CHECK_THAT(exe_of(restarted["pid"].get<pid_t>()), Catch::EndsWith("(deleted)"));
 
   copy_executable(corral_binary(), exe);  // the fixed upgrade
   CliResult ok = run_cli({"reload"}, home.path());
