@@ -40,8 +40,8 @@ class Dispatcher {
   bool pump(size_t budget);
   // Asks the workers holding clearly more than their share (more than the mean by a tenth, and
   // by at least a few instances) for kOverForMs to release their excess, at most kReleaseChunk
-  // at a time and one request per worker in flight, until they hold their share. Does nothing while instances wait in the
-  // queue: placing them evens the loads out first.
+  // at a time and one request per worker in flight, until they hold their share. Does nothing
+  // while instances wait in the queue: placing them evens the loads out first.
   void rebalance(uint64_t now_ms);
   // `slot` answered a release, handing back `n` instances (now queued again).
   void released(int slot, size_t n, uint64_t now_ms);

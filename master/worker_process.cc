@@ -98,20 +98,28 @@ void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int te
 
 void WorkerProcess::on_bytes(std::string_view bytes) {
   if (protocol_broken_) return;
-  frames_.clear();
-  Status s = decoder_.feed(bytes, frames_);
-  // Frames that arrived before an error are still delivered.
-  for (auto& f : frames_) backlog_.push_back(std::move(f));
-  frames_.clear();
+  Status s = decode(bytes);
   if (s) {
     drain();
     return;
   }
   // A broken frame: the ones before it are still handled, all now, then the error.
+  handle_all();
+  if (!protocol_broken_) report_protocol_error(s);
+}
+
+Status WorkerProcess::decode(std::string_view bytes) {
+  frames_.clear();
+  Status s = decoder_.feed(bytes, frames_);  // the frames before an error are kept too
+  for (auto& f : frames_) backlog_.push_back(std::move(f));
+  frames_.clear();
+  return s;
+}
+
+void WorkerProcess::handle_all() {
   while (!backlog_.empty() && handle_front()) {
   }
   backlog_.clear();
-  if (!protocol_broken_) report_protocol_error(s);
 }
 
 bool WorkerProcess::handle_front() {
@@ -130,9 +138,7 @@ bool WorkerProcess::handle_front() {
 
 void WorkerProcess::drain() {
   const uint64_t start = uv_hrtime();
-  while (!backlog_.empty() && !protocol_broken_) {
-    if (!handle_front()) break;
-    if (uv_hrtime() - start >= kTurnNs) break;
+  while (!backlog_.empty() && handle_front() && uv_hrtime() - start < kTurnNs) {
   }
   if (protocol_broken_) {
     backlog_.clear();
@@ -157,16 +163,10 @@ void WorkerProcess::drain_all() {
     char buf[65536];
     for (;;) {
       ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) break;
-      Status s = decoder_.feed(std::string_view(buf, static_cast<size_t>(n)), frames_);
-      for (auto& f : frames_) backlog_.push_back(std::move(f));
-      frames_.clear();
-      if (!s) break;
+      if (n <= 0 || !decode(std::string_view(buf, static_cast<size_t>(n)))) break;
     }
   }
-  while (!backlog_.empty() && handle_front()) {
-  }
-  backlog_.clear();
+  handle_all();
 }
 
 void WorkerProcess::report_protocol_error(const Status& s) {

@@ -20,8 +20,8 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/status.h"
 #include "shared/uv/handle.h"
-#include "shared/uv/stream.h"
 #include "shared/uv/next_turn.h"
+#include "shared/uv/stream.h"
 
 namespace corral::master {
 
@@ -77,7 +77,10 @@ class WorkerProcess {
   // After the exit: every byte still in the pipe and every queued frame, at once, so that the
   // frames a worker sent before it exited (a hand-back) are all handled before its exit is.
   void drain_all();
+  // Decodes `bytes` onto the backlog; fails on a broken frame (those before it are queued).
+  Status decode(std::string_view bytes);
   bool handle_front();  // false when the worker broke the contract
+  void handle_all();    // the whole backlog, now (stops at a protocol error)
   void report_protocol_error(const Status& s);
 
   uv::Handle<uv_process_t> process_;

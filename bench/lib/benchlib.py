@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -676,6 +677,37 @@ def pct(values, p):
         return None
     s = sorted(values)
     return s[min(len(s) - 1, int(p * (len(s) - 1) + 0.5))]
+
+
+class ProbeThread(threading.Thread):
+    """A Prober asking GET /latency every `every_s` on a thread of its own, until stop()."""
+
+    def __init__(self, port, every_s=0.01):
+        super().__init__(daemon=True)
+        self.prober = Prober(port)
+        self.every_s = every_s
+        self.stop_flag = False
+
+    def run(self):
+        while not self.stop_flag:
+            t0 = time.perf_counter()
+            self.prober.probe()
+            time.sleep(max(0.0, self.every_s - (time.perf_counter() - t0)))
+
+    def stop(self):
+        self.stop_flag = True
+        self.join(5)
+
+
+def job_poll_scenario(name, done_s, every="1s"):
+    """POST {{base}}/jobs for a job done after `done_s`, then poll it every `every` until done."""
+    return {"name": name, "steps": [
+        {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
+                                      "json": {"done_after_ms": done_s * 1000}},
+         "expect": [{"status": 201}], "capture": {"id": {"json": "/id"}}},
+        {"name": "wait", "request": {"url": "{{base}}/jobs/{{id}}"},
+         "poll": {"every": every, "timeout": "10m",
+                  "until": [{"json": "/status", "equals": "done"}]}}]}
 
 
 def latency_summary(samples, a, b):

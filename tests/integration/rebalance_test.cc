@@ -18,16 +18,7 @@ constexpr int kSteps = 2;
 
 // One job per instance, done after 20 s, polled every 500 ms: every instance is mid-poll while
 // a worker comes back.
-const char* const kScenario = R"({
-  "name": "rebalanced",
-  "steps": [
-    {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
-                                  "json": {"done_after_ms": 20000}},
-     "expect": [{"status": 201}], "capture": {"id": {"json": "/id"}}},
-    {"name": "wait", "request": {"url": "{{base}}/jobs/{{id}}"},
-     "poll": {"every": "500ms", "timeout": "2m",
-              "until": [{"json": "/status", "equals": "done"}]}}
-  ]})";
+Json rebalance_scenario() { return job_poll_scenario("rebalanced", 20000, "500ms"); }
 
 int active(Daemon& d, int slot) { return d.worker(slot).value("active", 0); }
 
@@ -50,12 +41,7 @@ void check_finished_once(Daemon& d, const std::string& id, const JobApi& api) {
   CHECK(run["counts"]["passed"] == kInstances);
   CHECK(api.stats()["jobs"] == kInstances);  // no "start" step ran twice
   Json all = instances_of(d, id, kInstances);
-  int bad = 0;
-  for (const Json& in : all) {
-    std::string problem = history_problem(in, kSteps);
-    if (!problem.empty() && ++bad <= 3) UNSCOPED_INFO("instance " << in["i"] << ": " << problem);
-  }
-  CHECK(bad == 0);
+  CHECK(count_history_problems(all, kSteps) == 0);
   CHECK(count_resume_reason(all, "rebalanced") > 0);
 }
 
@@ -66,7 +52,7 @@ TEST_CASE("rebalance: a worker back from a kill -9 gets its share of the instanc
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(2));
   d.wait_ready(2);
-  const std::string id = submit_run(d, Json::parse(kScenario), kInstances, api);
+  const std::string id = submit_run(d, rebalance_scenario(), kInstances, api);
   d.wait_until([&] { return run_of(d, id)["counts"].value("running", 0) == kInstances; },
                seconds(30), "every instance to run");
   wait_even(d, {0, 1}, "both workers to run their share");
@@ -91,7 +77,7 @@ TEST_CASE("rebalance: after a scale-up the new worker takes its share of the run
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));
   d.wait_ready(1);
-  const std::string id = submit_run(d, Json::parse(kScenario), kInstances, api);
+  const std::string id = submit_run(d, rebalance_scenario(), kInstances, api);
   d.wait_until([&] { return active(d, 0) == kInstances; }, seconds(30),
                "slot 0 to run every instance");
   CliResult up = run_cli({"scale", "2"}, home.path());

@@ -25,16 +25,7 @@ constexpr int kSteps = 2;
 
 // One job per instance, done after 9 s, polled every 200 ms: every instance is mid-poll while
 // the reloads below run.
-const char* const kScenario = R"({
-  "name": "through a reload",
-  "steps": [
-    {"name": "start", "request": {"method": "POST", "url": "{{base}}/jobs",
-                                  "json": {"done_after_ms": 9000}},
-     "expect": [{"status": 201}], "capture": {"id": {"json": "/id"}}},
-    {"name": "wait", "request": {"url": "{{base}}/jobs/{{id}}"},
-     "poll": {"every": "200ms", "timeout": "2m",
-              "until": [{"json": "/status", "equals": "done"}]}}
-  ]})";
+Json reload_scenario() { return job_poll_scenario("through a reload", 9000, "200ms"); }
 
 // The daemon's /latency, asked every 20 ms on another thread while the test runs the CLI.
 class LatencyProbe {
@@ -89,7 +80,7 @@ TEST_CASE("reload: under load every worker is replaced and a failed reload rolls
   const Json config = {{"reload_grace", "1s"}, {"ready_timeout", "5s"}};
   Daemon d(home, DaemonOptions().with_workers(2).with_config(config));
   d.wait_ready(2);
-  const std::string id = submit_run(d, Json::parse(kScenario), kInstances, api);
+  const std::string id = submit_run(d, reload_scenario(), kInstances, api);
   d.wait_until([&] { return run_of(d, id)["counts"].value("running", 0) == kInstances; },
                seconds(30), "every instance to run");
 
@@ -140,12 +131,7 @@ TEST_CASE("reload: under load every worker is replaced and a failed reload rolls
   CHECK(run["counts"]["passed"] == kInstances);
   CHECK(api.stats()["jobs"] == kInstances);  // no "start" step ran twice
   Json all = instances_of(d, id, kInstances);
-  int bad_history = 0;
-  for (const Json& in : all) {
-    std::string problem = history_problem(in, kSteps);
-    if (!problem.empty() && ++bad_history <= 3) UNSCOPED_INFO("instance " << in["i"] << ": " << problem);
-  }
-  CHECK(bad_history == 0);
+  CHECK(count_history_problems(all, kSteps) == 0);
   // The reload moved running instances by checkpoint.
   CHECK(count_resume_reason(all, "worker_stopped") > 0);
 }

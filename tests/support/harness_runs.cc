@@ -35,6 +35,33 @@ std::string history_problem(const Json& in, int steps) {
   return "";
 }
 
+int count_history_problems(const Json& instances, int steps) {
+  int bad = 0;
+  for (const Json& in : instances) {
+    std::string problem = history_problem(in, steps);
+    if (!problem.empty() && ++bad <= 3) UNSCOPED_INFO("instance " << in["i"] << ": " << problem);
+  }
+  return bad;
+}
+
+Json job_poll_scenario(const std::string& name, int done_after_ms, const std::string& every) {
+  return {{"name", name},
+          {"steps",
+           {{{"name", "start"},
+             {"request",
+              {{"method", "POST"},
+               {"url", "{{base}}/jobs"},
+               {"json", {{"done_after_ms", done_after_ms}}}}},
+             {"expect", {{{"status", 201}}}},
+             {"capture", {{"id", {{"json", "/id"}}}}}},
+            {{"name", "wait"},
+             {"request", {{"url", "{{base}}/jobs/{{id}}"}}},
+             {"poll",
+              {{"every", every},
+               {"timeout", "2m"},
+               {"until", {{{"json", "/status"}, {"equals", "done"}}}}}}}}}};
+}
+
 int count_resume_reason(const Json& instances, const std::string& why) {
   int n = 0;
   for (const Json& in : instances) {

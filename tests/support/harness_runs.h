@@ -20,6 +20,11 @@ Json instances_of(Daemon& d, const std::string& id, int n);
 // "" when the instance passed with each of the scenario's `steps` steps recorded exactly once,
 // in order, each passed; else what is wrong with it.
 std::string history_problem(const Json& instance, int steps);
+// How many of `instances` have a history_problem(); the first three are logged (UNSCOPED_INFO).
+int count_history_problems(const Json& instances, int steps);
+// Two steps: POST {{base}}/jobs for a job done after `done_after_ms` (capture "id"), then poll
+// {{base}}/jobs/{{id}} every `every` until it is done (timeout 2 min).
+Json job_poll_scenario(const std::string& name, int done_after_ms, const std::string& every);
 // How many times `why` appears in the resume reasons of `instances`.
 int count_resume_reason(const Json& instances, const std::string& why);
 
