@@ -85,6 +85,9 @@ std::string render_run(const json& run) {
     out << "  " << s << std::string(11 - std::string(s).size(), ' ') << ": " << count_of(run, s)
         << "\n";
   }
+  if (std::string why = json_string(run, "queued_reason"); !why.empty()) {
+    out << "  queued because " << why << "\n";
+  }
   json d = json_field(run, "duration_ms");
   out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
       << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";

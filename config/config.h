@@ -48,7 +48,7 @@ struct Config {
   int log_files = 5;                      // rotated files kept
   std::string log_level = "info";         // trace, debug, info, warn, error
   std::string journal;                    // the journal's file; "" = <home>/journal.db
-  int worker_instances = 200000;          // instances one worker runs at once
+  int worker_instances = 0;  // instances one worker runs at once; 0: what fits in its memory
   int max_resumes = 5;                    // worker deaths one instance survives before errored
   int keep_runs = 1000;                   // finished runs kept in the journal (newest)
   uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned

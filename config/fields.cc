@@ -93,8 +93,9 @@ const Field kFields[] = {
                "trace, debug, info, warn or error"),
   string_field("journal", &Config::journal, {},
                "the journal's SQLite file; empty: journal.db in the home"),
-  int_field("worker_instances", &Config::worker_instances, 1, 10000000,
-            "instances one worker runs at once; more wait in the master's queue"),
+  int_field("worker_instances", &Config::worker_instances, 0, 10000000,
+            "instances one worker runs at once at most; more wait in the master's queue. 0: as "
+            "many as fit in the worker's memory budget"),
   int_field("max_resumes", &Config::max_resumes, 0, 1000,
             "an instance whose worker died with it more often than this is errored"),
   int_field("keep_runs", &Config::keep_runs, 1, 100000000,

@@ -1,11 +1,13 @@
 // The control API: HTTP/1.1 + JSON on the unix socket and the TCP listener. The CLI is a
-// client of exactly these routes, so anything the CLI does, curl can do.
+// client of exactly these routes, so anything the CLI does, curl can do. This file finds a
+// request's route (the table is api_routes.cc) and answers the probes, /workers and /config.
 #include <unistd.h>
 
 #include <functional>
 #include <string_view>
 
 #include "master/daemon_impl.h"
+#include "shared/http/router.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -40,11 +42,10 @@ bool same_token(std::string_view given, std::string_view want) {
 
 }  // namespace
 
-// TCP requests need the token when one is set; the unix socket (mode 0600) does not, nor do
-// the probes /health and /latency, which show no run data.
+// TCP requests need the token when one is set; the unix socket (mode 0600) does not. (Nor do
+// the open routes, the probes: see api_routes.cc.)
 bool Daemon::authorized(const Request& req) const {
   if (cfg_.api_token.empty() || req.transport == http::Transport::kUnix) return true;
-  if (req.method == "GET" && (req.path == "/health" || req.path == "/latency")) return true;
   const std::string given = req.header("authorization");
   constexpr std::string_view kBearer = "Bearer ";
   if (given.size() < kBearer.size() ||
@@ -70,6 +71,7 @@ json Daemon::worker_json(const Slot& s) const {
       {"loop_lag_ms", s.loop_lag_ms},
       {"active", s.active},
       {"instances", dispatcher_.load(s.index)},
+      {"capacity", running ? json(dispatcher_.cap(s.index)) : json(nullptr)},
       {"reason", s.error},
       {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
       {"next_start_in_ms", !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
@@ -85,101 +87,133 @@ json Daemon::worker_json(const Slot& s) const {
 }
 
 void Daemon::handle_api(Request&& req, Responder respond) {
-  const std::string& m = req.method;
-  const std::string& path = req.path;
-  if (!authorized(req)) {
+  auto found = http::find_route(api_routes(), req.method, req.path);
+  bool open = found.route != nullptr && found.route->open;
+  if (!open && !authorized(req)) {
     // The same answer for every route: it does not tell which routes exist.
     Response r = Response::error(401, "missing or wrong API token");
     r.headers.emplace_back("WWW-Authenticate", "Bearer");
     respond.send(std::move(r));
     return;
   }
-
-  if (path.rfind("/runs", 0) == 0 && handle_runs_api(req, respond)) return;
-  if (path.rfind("/loads", 0) == 0 && handle_loads_api(req, respond)) return;
-  if (path == "/latency" && m == "GET") {
-    respond.send(Response::json(200, json{{"ok", true}}));
-  } else if (path == "/health" && m == "GET") {
-    json journal = journal_json();
-    const char* status = supervisor_.shutting_down() ? "stopping"
-                         : journal["ok"].get<bool>() ? "ok"
-                                                     : "degraded";
-    respond.send(Response::json(
-        200, {{"status", status},
-              {"version", CORRAL_VERSION},
-              {"pid", getpid()},
-              {"uptime_s", uptime_s()},
-              {"home", cfg_.home},
-              {"listen", listen_address()},
-              {"workers_wanted", supervisor_.wanted()},
-              {"workers_ready", supervisor_.ready_count()},
-              {"spare_pid", spare_ != 0 ? spares_.at(spare_)->pid() : 0},
-              {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"},
-              {"journal", journal}}));
-  } else if (path == "/metrics" && m == "GET") {
-    Response r;
-    r.content_type = "text/plain; version=0.0.4";
-    r.body = metrics_text();
+  if (found.route != nullptr) {
+    (this->*found.route->handle)(ApiCall{req, respond, std::move(found.args)});
+  } else if (!found.allow.empty()) {
+    Response r = Response::error(405, "method " + req.method + " not allowed on " + req.path +
+                                          " (it takes " + found.allow + ")");
+    r.headers.emplace_back("Allow", found.allow);
     respond.send(std::move(r));
-  } else if (path == "/workers" && m == "GET") {
-    json list = json::array();
-    for (const Slot& s : supervisor_.slots()) list.push_back(worker_json(s));
-    respond.send(Response::json(200, {{"workers", list}}));
-  } else if (path == "/workers/scale" && m == "POST") {
-    auto body = json_body(req, respond);
-    if (!body) return;
-    auto it = body->find("workers");
-    if (it == body->end() || !it->is_number_integer() || *it < 0 || *it > 1024) {
-      respond.send(Response::error(400, "workers: expected an integer from 0 to 1024"));
-      return;
-    }
-    if (supervisor_.shutting_down()) {
-      respond.send(Response::error(409, "the daemon is stopping"));
-      return;
-    }
-    supervisor_.set_wanted(it->get<int>());
-    kick();
-    respond.send(Response::json(200, {{"workers", supervisor_.wanted()}}));
-  } else if (path == "/workers/restart" && m == "POST") {
-    auto body = json_body(req, respond);
-    if (!body) return;
-    std::optional<int> slot;
-    if (auto it = body->find("slot"); it != body->end()) {
-      if (!it->is_number_integer()) {
-        respond.send(Response::error(400, "slot: expected an integer"));
-        return;
-      }
-      slot = it->get<int>();
-    }
-    if (!supervisor_.request_restart(slot)) {
-      respond.send(Response::error(404, "no worker slot " + std::to_string(*slot)));
-      return;
-    }
-    json slots = json::array();
-    for (const Slot& s : supervisor_.slots()) {
-      if (!slot || s.index == *slot) slots.push_back(s.index);
-    }
-    kick();
-    respond.send(Response::json(200, {{"restarting", slots}}));
-  } else if (path == "/workers/reload" && m == "POST") {
-    Status s = begin_reload("API request");
-    if (!s) {
-      respond.send(Response::error(s.code() == Code::kAlreadyExists ? 409 : 400, s.message()));
-      return;
-    }
-    respond.send(Response::json(202, {{"reload", reload_json()}}));
-  } else if (path == "/workers/reload" && m == "GET") {
-    respond.send(Response::json(200, {{"reload", reload_json()}}));
-  } else if (path == "/shutdown" && m == "POST") {
-    respond.send(Response::json(200, {{"stopping", true}}));
-    shutdown("API request");
-  } else if (path == "/latency" || path == "/health" || path == "/metrics" || path == "/workers" ||
-             path == "/workers/scale" || path == "/workers/restart" || path == "/workers/reload" ||
-             path == "/shutdown") {
-    respond.send(Response::error(405, "method " + m + " not allowed on " + path));
   } else {
-    respond.send(Response::error(404, "no route for " + m + " " + path));
+    respond.send(Response::error(404, "no route for " + req.method + " " + req.path));
   }
+}
+
+void Daemon::api_latency(const ApiCall& c) {
+  c.respond.send(Response::json(200, json{{"ok", true}}));
+}
+
+void Daemon::api_health(const ApiCall& c) {
+  json journal = journal_json();
+  const char* status = supervisor_.shutting_down() ? "stopping"
+                       : journal["ok"].get<bool>() ? "ok"
+                                                   : "degraded";
+  c.respond.send(Response::json(
+      200, {{"status", status},
+            {"version", CORRAL_VERSION},
+            {"pid", getpid()},
+            {"uptime_s", uptime_s()},
+            {"home", cfg_.home},
+            {"listen", listen_address()},
+            {"workers_wanted", supervisor_.wanted()},
+            {"workers_ready", supervisor_.ready_count()},
+            {"spare_pid", spare_ != 0 ? spares_.at(spare_)->pid() : 0},
+            {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"},
+            {"journal", journal}}));
+}
+
+void Daemon::api_metrics(const ApiCall& c) {
+  Response r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = metrics_text();
+  c.respond.send(std::move(r));
+}
+
+void Daemon::api_config(const ApiCall& c) {
+  json settings = config::to_json(cfg_);
+  if (!cfg_.api_token.empty()) settings["api_token"] = "(set)";
+  c.respond.send(Response::json(200, {{"config", settings},
+                                      {"home", cfg_.home},
+                                      {"file", config_file_},
+                                      {"needs_master_restart", reload_notes_}}));
+}
+
+void Daemon::api_workers(const ApiCall& c) {
+  json list = json::array();
+  for (const Slot& s : supervisor_.slots()) list.push_back(worker_json(s));
+  const MemoryModel& m = dispatcher_.memory();
+  c.respond.send(Response::json(200, {{"workers", list},
+                                      {"memory",
+                                       {{"budget_bytes", m.budget()},
+                                        {"instance_bytes", m.bytes_per_instance()},
+                                        {"measured", m.measured()}}}}));
+}
+
+void Daemon::api_scale(const ApiCall& c) {
+  auto body = json_body(c.req, c.respond);
+  if (!body) return;
+  auto it = body->find("workers");
+  if (it == body->end() || !it->is_number_integer() || *it < 0 || *it > 1024) {
+    c.respond.send(Response::error(400, "workers: expected an integer from 0 to 1024"));
+    return;
+  }
+  if (supervisor_.shutting_down()) {
+    c.respond.send(Response::error(409, "the daemon is stopping"));
+    return;
+  }
+  supervisor_.set_wanted(it->get<int>());
+  kick();
+  c.respond.send(Response::json(200, {{"workers", supervisor_.wanted()}}));
+}
+
+void Daemon::api_restart(const ApiCall& c) {
+  auto body = json_body(c.req, c.respond);
+  if (!body) return;
+  std::optional<int> slot;
+  if (auto it = body->find("slot"); it != body->end()) {
+    if (!it->is_number_integer()) {
+      c.respond.send(Response::error(400, "slot: expected an integer"));
+      return;
+    }
+    slot = it->get<int>();
+  }
+  if (!supervisor_.request_restart(slot)) {
+    c.respond.send(Response::error(404, "no worker slot " + std::to_string(*slot)));
+    return;
+  }
+  json slots = json::array();
+  for (const Slot& s : supervisor_.slots()) {
+    if (!slot || s.index == *slot) slots.push_back(s.index);
+  }
+  kick();
+  c.respond.send(Response::json(200, {{"restarting", slots}}));
+}
+
+void Daemon::api_reload_start(const ApiCall& c) {
+  Status s = begin_reload("API request");
+  if (!s) {
+    c.respond.send(Response::error(s.code() == Code::kAlreadyExists ? 409 : 400, s.message()));
+    return;
+  }
+  c.respond.send(Response::json(202, {{"reload", reload_json()}}));
+}
+
+void Daemon::api_reload_get(const ApiCall& c) {
+  c.respond.send(Response::json(200, {{"reload", reload_json()}}));
+}
+
+void Daemon::api_shutdown(const ApiCall& c) {
+  c.respond.send(Response::json(200, {{"stopping", true}}));
+  shutdown("API request");
 }
 
 }  // namespace corral::master

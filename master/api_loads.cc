@@ -94,7 +94,9 @@ std::vector<int> Daemon::ready_workers() const {
   return ready;
 }
 
-void Daemon::start_load(const http::Request& req, const http::Responder& respond) {
+void Daemon::api_load_start(const ApiCall& c) {
+  const http::Request& req = c.req;
+  const http::Responder& respond = c.respond;
   json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     respond.send(Response::error(400, "request body must be a JSON object"));
@@ -223,37 +225,28 @@ Status Daemon::on_load_stats(int slot, const nlohmann::json& payload) {
   return Status::ok();
 }
 
-bool Daemon::handle_loads_api(const http::Request& req, const http::Responder& respond) {
-  const std::string& m = req.method;
-  const std::string& path = req.path;
-  if (path == "/loads") {
-    if (m == "POST") {
-      start_load(req, respond);
-    } else if (m == "GET") {
-      json list = json::array();
-      for (const LoadTest* t : loads_.list()) {
-        list.push_back(loads_.to_json(*t, false, unix_ms_now()));
-      }
-      respond.send(Response::json(200, {{"loads", list}}));
-    } else {
-      respond.send(Response::error(405, "method " + m + " not allowed on /loads"));
-    }
-    return true;
-  }
-  if (path.rfind("/loads/", 0) != 0) return false;
-  const std::string id = path.substr(std::string_view("/loads/").size());
-  LoadTest* t = loads_.find(id);
-  if (t == nullptr) {
-    respond.send(Response::error(404, "no load test \"" + id + "\""));
-  } else if (m == "GET") {
-    respond.send(Response::json(200, loads_.to_json(*t, true, unix_ms_now())));
-  } else if (m == "DELETE") {
-    end_load(*t, LoadState::kStopped, "stopped by request");
-    respond.send(Response::json(200, loads_.to_json(*t, false, unix_ms_now())));
-  } else {
-    respond.send(Response::error(405, "method " + m + " not allowed on " + path));
-  }
-  return true;
+void Daemon::api_loads_list(const ApiCall& c) {
+  json list = json::array();
+  for (const LoadTest* t : loads_.list()) list.push_back(loads_.to_json(*t, false, unix_ms_now()));
+  c.respond.send(Response::json(200, {{"loads", list}}));
+}
+
+// The load test named by a route's {id}; answers 404 and returns nullptr when there is none.
+LoadTest* Daemon::load_of(const ApiCall& c) {
+  LoadTest* t = loads_.find(c.args.at(0));
+  if (t == nullptr) c.respond.send(Response::error(404, "no load test \"" + c.args[0] + "\""));
+  return t;
+}
+
+void Daemon::api_load_get(const ApiCall& c) {
+  if (LoadTest* t = load_of(c)) c.respond.send(Response::json(200, loads_.to_json(*t, true, unix_ms_now())));
+}
+
+void Daemon::api_load_stop(const ApiCall& c) {
+  LoadTest* t = load_of(c);
+  if (t == nullptr) return;
+  end_load(*t, LoadState::kStopped, "stopped by request");
+  c.respond.send(Response::json(200, loads_.to_json(*t, false, unix_ms_now())));
 }
 
 }  // namespace corral::master

@@ -56,7 +56,9 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
           [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
             return send_to(slot, t, p);
           },
-          static_cast<uint32_t>(cfg_.worker_instances)) {}
+          static_cast<uint32_t>(cfg_.worker_instances)) {
+  dispatcher_.memory().set_budget(memory_budget(cfg_));
+}
 
 Daemon::~Daemon() = default;
 

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "master/api_route.h"
 #include "master/dispatcher.h"
 #include "master/journal/journal.h"
+#include "master/live_metrics.h"
 #include "master/load_watch.h"
 #include "master/loads.h"
 #include "master/pid_file.h"
@@ -58,6 +60,8 @@ class Daemon {
   double uptime_s() const;
   void kick();  // run reconcile soon (after a fact or request was recorded)
   nlohmann::json worker_json(const Slot& s) const;
+  // Every route of the control API (api_routes.cc).
+  static const std::vector<ApiRoute>& api_routes();
 
  private:
   void on_tick();
@@ -99,12 +103,32 @@ class Daemon {
   nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The runs API (api_runs.cc): false when the path is not one of its routes.
-  bool handle_runs_api(const http::Request& req, const http::Responder& respond);
-  http::Response instances_response(const Run& run, const http::Request& req) const;
-  // The load tests API (api_loads.cc): false when the path is not one of its routes.
-  bool handle_loads_api(const http::Request& req, const http::Responder& respond);
-  void start_load(const http::Request& req, const http::Responder& respond);
+  // The route handlers (api.cc, api_runs.cc, api_loads.cc; the table is api_routes.cc).
+  void api_health(const ApiCall& c);
+  void api_latency(const ApiCall& c);
+  void api_metrics(const ApiCall& c);
+  void api_config(const ApiCall& c);
+  void api_workers(const ApiCall& c);
+  void api_scale(const ApiCall& c);
+  void api_restart(const ApiCall& c);
+  void api_reload_start(const ApiCall& c);
+  void api_reload_get(const ApiCall& c);
+  void api_shutdown(const ApiCall& c);
+  void api_run_submit(const ApiCall& c);
+  void api_runs_list(const ApiCall& c);
+  void api_runs_prune(const ApiCall& c);
+  void api_run_get(const ApiCall& c);
+  void api_run_cancel(const ApiCall& c);
+  void api_run_instances(const ApiCall& c);
+  void api_run_instance(const ApiCall& c);
+  void api_load_start(const ApiCall& c);
+  void api_loads_list(const ApiCall& c);
+  void api_load_get(const ApiCall& c);
+  void api_load_stop(const ApiCall& c);
+  Run* run_of(const ApiCall& c);
+  LoadTest* load_of(const ApiCall& c);
+  void with_whole_run(const ApiCall& c,
+                      std::function<http::Response(const Run&, const http::Request&)> answer);
   // Starts a checked test on `ready` workers and answers the request that asked for it.
   void launch_load(LoadSubmission sub, const http::Responder& respond, const std::vector<int>& ready);
   // Tests waiting for workers start once they are ready; the count raised for them comes down
@@ -121,10 +145,13 @@ class Daemon {
   std::string journal_path() const;
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
+  // A step event's part of /metrics: its kind, outcome and duration.
+  void count_step(const ipc::Event& ev);
   // Applies a worker's `events` frame; a malformed event is the worker's protocol error.
   Status on_events(int slot, const nlohmann::json& payload);
   bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload);
   static SupervisorSettings settings_from(const config::Config& cfg);
+  static uint64_t memory_budget(const config::Config& cfg);
   static RunsOptions runs_options(const config::Config& cfg);
 
   uv_loop_t* loop_;
@@ -147,6 +174,8 @@ class Daemon {
   Supervisor supervisor_;
   // Per slot: the HTTP connection errors its worker last reported (its heartbeat).
   std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
+  std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
+  LiveMetrics live_metrics_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;

@@ -55,6 +55,18 @@ void Daemon::apply_master_config() {
   supervisor_.update_settings(settings_from(cfg_));
   runs_.set_options(runs_options(cfg_));
   supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
+  dispatcher_.memory().set_budget(memory_budget(cfg_));
+}
+
+// What a worker may fill, idle RSS included: 80 % of max_memory, leaving room under the soft
+// limit for what comes and goes (responses, buffers); without max_memory, an equal share of
+// 80 % of the machine's memory among the workers and the master.
+uint64_t Daemon::memory_budget(const config::Config& cfg) {
+  if (cfg.max_memory_bytes != 0) return cfg.max_memory_bytes / 10 * 8;
+  uint64_t machine = uv_get_total_memory();
+  if (uint64_t limit = uv_get_constrained_memory(); limit != 0) machine = std::min(machine, limit);
+  const uint64_t workers = cfg.workers > 0 ? cfg.workers : config::usable_cpus();
+  return machine / 10 * 8 / (workers + 1);
 }
 
 void Daemon::settle_reload() {

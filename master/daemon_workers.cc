@@ -50,11 +50,21 @@ Status Daemon::on_events(int slot, const nlohmann::json& payload) {
     if (ev->kind == ipc::EventKind::kDone) {
       dispatcher_.instance_done(slot);
       ++done;
+    } else if (ev->kind == ipc::EventKind::kStep) {
+      count_step(*ev);
     }
     runs_.apply(slot, *ev, now);
   }
   if (done > 0) schedule_pump();
   return broken;
+}
+
+void Daemon::count_step(const ipc::Event& ev) {
+  const Run* run = runs_.find(ev.run);
+  if (run == nullptr || !run->scenario || ev.step >= run->scenario->steps.size()) return;
+  const double seconds = static_cast<double>(std::max<int64_t>(ev.ended_ms - ev.started_ms, 0)) / 1000.0;
+  live_metrics_.step_ended(scenario::to_string(run->scenario->steps[ev.step].kind),
+                           ipc::to_string(ev.outcome), seconds);
 }
 
 const WorkerImage& Daemon::image_of(int slot) const {
@@ -151,6 +161,8 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   auto culprit = workers_[slot]->culprit();
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
+  live_metrics_.worker_exited(to_string(s->last_exit->reason));
+  requests_sent_.erase(slot);
   spdlog::log(
       s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info : spdlog::level::warn,
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
@@ -222,6 +234,11 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kHeartbeat:
       supervisor_.on_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}),
                                p.value("loop_lag_ms", 0.0), p.value("active", uint64_t{0}));
+      dispatcher_.memory().sample(slot, p.value("rss_bytes", uint64_t{0}),
+                                  p.value("idle_rss_bytes", uint64_t{0}),
+                                  p.value("active", uint64_t{0}));
+      // What it measured may have made room for queued instances.
+      if (runs_.pending() > 0 && dispatcher_.capacity() > 0) schedule_pump();
       if (auto it = p.find("http_errors"); it != p.end()) {
         auto counts = ipc::http_errors_from_json(*it);
         if (!counts) {
@@ -230,6 +247,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
         }
         http_errors_[slot] = std::move(*counts);
       }
+      requests_sent_[slot] = p.value("requests", uint64_t{0});
       return;
     case ipc::MessageType::kLeaving:
       spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());

@@ -16,7 +16,39 @@ constexpr uint64_t kMinImbalance = 4;
 
 void Dispatcher::worker_ready(int slot) { workers_[slot] = Worker{}; }
 
-void Dispatcher::worker_gone(int slot) { workers_.erase(slot); }
+void Dispatcher::worker_gone(int slot) {
+  workers_.erase(slot);
+  memory_.forget(slot);
+}
+
+uint64_t Dispatcher::cap(int slot) const {
+  return std::min<uint64_t>(limit_ != 0 ? limit_ : UINT32_MAX, memory_.capacity(slot));
+}
+
+uint64_t Dispatcher::room(int slot) const {
+  auto it = workers_.find(slot);
+  if (it == workers_.end()) return 0;
+  uint64_t c = cap(slot);
+  return c > it->second.load ? c - it->second.load : 0;
+}
+
+Dispatcher::Blocked Dispatcher::blocked() const {
+  if (workers_.empty()) return {"no_worker", "no worker is ready"};
+  if (capacity() > 0) return {};
+  const uint64_t limit = limit_ != 0 ? limit_ : UINT32_MAX;
+  bool memory = false;
+  for (const auto& [slot, w] : workers_) memory = memory || memory_.capacity(slot) < limit;
+  if (!memory) {
+    return {"worker_instances",
+            "every worker holds worker_instances (" + std::to_string(limit_) + ") instances"};
+  }
+  const uint64_t per = memory_.capacity(workers_.begin()->first);
+  return {"memory", "every worker holds what fits in its memory budget: about " +
+                        std::to_string(per) + " instances of " +
+                        std::to_string(memory_.bytes_per_instance()) + " bytes" +
+                        (memory_.measured() ? "" : " (a first guess, not measured yet)") +
+                        " in " + std::to_string(memory_.budget() >> 20) + " MiB"};
+}
 
 void Dispatcher::instance_done(int slot) {
   auto it = workers_.find(slot);
@@ -30,15 +62,15 @@ uint32_t Dispatcher::load(int slot) const {
 
 size_t Dispatcher::capacity() const {
   size_t n = 0;
-  for (const auto& [slot, w] : workers_) n += w.load < limit_ ? limit_ - w.load : 0;
+  for (const auto& [slot, w] : workers_) n += room(slot);
   return n;
 }
 
 int Dispatcher::least_loaded() const {
   int best = -1;
-  uint32_t best_load = limit_;
+  uint32_t best_load = UINT32_MAX;
   for (const auto& [slot, w] : workers_) {
-    if (w.load < best_load) {
+    if (w.load < best_load && room(slot) > 0) {
       best = slot;
       best_load = w.load;
     }
@@ -47,7 +79,7 @@ int Dispatcher::least_loaded() const {
 }
 
 bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
-  size_t room = std::min<size_t>({budget, chunk_, limit_ - w.load});
+  size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
     json define = {{"run", run.id}, {"scenario", run.scenario->source}, {"vars", run.vars}};
     if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
@@ -107,12 +139,15 @@ bool Dispatcher::pump(size_t budget) {
   size_t placed = 0;
   for (const auto& run_ptr : runs_.all()) {
     Run& run = *run_ptr;
+    // A run's instances are spread over the ready workers rather than sent to one in chunks:
+    // a small run would otherwise sit on one worker until a rebalance moved half of it.
+    const size_t spread = workers_.empty() ? 0 : (run.pending() + workers_.size() - 1) / workers_.size();
     while (!run.cancelled && run.pending() > 0) {
       if (placed >= budget) return true;
       int slot = least_loaded();
       if (slot < 0) return false;
       Worker& w = workers_[slot];
-      if (!place(run, slot, w, budget - placed, placed)) {
+      if (!place(run, slot, w, std::min(budget - placed, spread), placed)) {
         worker_gone(slot);  // it cannot take frames: stop placing work there
         return !workers_.empty();
       }

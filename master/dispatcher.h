@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "master/memory_model.h"
 #include "master/runs.h"
 #include "shared/ipc/protocol.h"
 
@@ -58,6 +59,18 @@ class Dispatcher {
 
   uint32_t load(int slot) const;
   size_t capacity() const;  // instances the ready workers could still take
+  // The most instances `slot` may hold: worker_instances, and what fits in its memory.
+  uint64_t cap(int slot) const;
+  // Why queued instances are not placed now. `kind` is "" when a worker has room, else
+  // "no_worker", "worker_instances" or "memory"; `why` says it for a user.
+  struct Blocked {
+    std::string kind;
+    std::string why;
+  };
+  Blocked blocked() const;
+  // Heartbeats feed it; it decides how many instances fit in a worker (memory_model.h).
+  MemoryModel& memory() { return memory_; }
+  const MemoryModel& memory() const { return memory_; }
 
  private:
   struct Worker {
@@ -67,13 +80,15 @@ class Dispatcher {
     uint64_t next_release_ms = 0;   // no release before this
     uint64_t over_since_ms = 0;     // holding more than its share since; 0: it does not
   };
-  int least_loaded() const;
+  int least_loaded() const;  // with room; -1 when none has
+  uint64_t room(int slot) const;
   bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed);
 
   Runs& runs_;
   Send send_;
-  uint32_t limit_;
+  uint32_t limit_;  // worker_instances; 0: only memory limits it
   uint32_t chunk_;
+  MemoryModel memory_;
   std::map<int, Worker> workers_;
   uint64_t moved_ = 0;
 };

@@ -28,6 +28,54 @@ nlohmann::json Daemon::journal_json() const {
   return j;
 }
 
+namespace {
+
+// The load tests running now, each by its id (a few at once): the last complete second's
+// load and latency, and iterations so far.
+void add_load_metrics(prometheus::Registry& registry, const Loads& loads) {
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  auto& vus = BuildGauge()
+                  .Name("corral_load_vus")
+                  .Help("Virtual users of each running load test, last complete second")
+                  .Register(registry);
+  auto& connections = BuildGauge()
+                           .Name("corral_load_connections")
+                           .Help("Held connections open, last complete second")
+                           .Register(registry);
+  auto& rps = BuildGauge()
+                  .Name("corral_load_requests_per_second")
+                  .Help("Requests sent in the last complete second")
+                  .Register(registry);
+  auto& latency = BuildGauge()
+                      .Name("corral_load_latency_seconds")
+                      .Help("Request latency in the last complete second (from the intended "
+                            "send time), by quantile")
+                      .Register(registry);
+  auto& iterations = BuildCounter()
+                         .Name("corral_load_iterations_total")
+                         .Help("Iterations of each running load test that ended, by outcome")
+                         .Register(registry);
+  for (const LoadTest* t : loads.list()) {
+    if (t->ended()) continue;
+    const prometheus::Labels id = {{"load", t->id}};
+    iterations.Add({{"load", t->id}, {"outcome", "passed"}}).Increment(double(t->total.passed));
+    iterations.Add({{"load", t->id}, {"outcome", "failed"}}).Increment(double(t->total.failed));
+    if (t->series.empty()) continue;
+    const nlohmann::json& last = t->series.back();
+    vus.Add(id).Set(last.value("vus", 0.0));
+    connections.Add(id).Set(last.value("connections", 0.0));
+    rps.Add(id).Set(last.value("rps", 0.0));
+    const std::pair<const char*, const char*> quantiles[] = {
+        {"p50", "0.5"}, {"p90", "0.9"}, {"p99", "0.99"}};
+    for (const auto& [field, quantile] : quantiles) {
+      latency.Add({{"load", t->id}, {"quantile", quantile}}).Set(last.value(field, 0.0) / 1000.0);
+    }
+  }
+}
+
+}  // namespace
+
 std::string Daemon::metrics_text() const {
   using prometheus::BuildCounter;
   using prometheus::BuildGauge;
@@ -44,16 +92,23 @@ std::string Daemon::metrics_text() const {
                   .Help("Resident memory of each worker, last sample")
                   .Register(registry);
   auto& lag = BuildGauge()
-                  .Name("corral_worker_loop_lag_ms")
+                  .Name("corral_worker_loop_lag_seconds")
                   .Help("Event-loop lag each worker reported in its last heartbeat")
                   .Register(registry);
+  auto& requests = BuildCounter()
+                       .Name("corral_http_requests_total")
+                       .Help("HTTP requests each slot's worker sent, since that worker started")
+                       .Register(registry);
   std::map<std::string, int> by_state;
   for (const Slot& s : supervisor_.slots()) {
     by_state[std::string(to_string(s.state))] += 1;
     std::string slot = std::to_string(s.index);
     restarts.Add({{"slot", slot}}).Increment(static_cast<double>(s.restarts));
     rss.Add({{"slot", slot}}).Set(static_cast<double>(s.rss_bytes));
-    lag.Add({{"slot", slot}}).Set(s.loop_lag_ms);
+    lag.Add({{"slot", slot}}).Set(s.loop_lag_ms / 1000.0);
+    auto sent = requests_sent_.find(s.index);
+    requests.Add({{"slot", slot}})
+        .Increment(static_cast<double>(sent != requests_sent_.end() ? sent->second : 0));
   }
   for (const auto& [state, n] : by_state) workers.Add({{"state", state}}).Set(n);
 
@@ -91,6 +146,32 @@ std::string Daemon::metrics_text() const {
       .Register(registry)
       .Add({})
       .Increment(static_cast<double>(dispatcher_.moved()));
+  auto& capacity = BuildGauge()
+                       .Name("corral_worker_capacity_instances")
+                       .Help("The most instances each ready worker may hold: what fits in its "
+                             "memory budget, and worker_instances")
+                       .Register(registry);
+  for (const Slot& s : supervisor_.slots()) {
+    if (s.state == SlotState::kReady) {
+      capacity.Add({{"slot", std::to_string(s.index)}}).Set(double(dispatcher_.cap(s.index)));
+    }
+  }
+  BuildGauge()
+      .Name("corral_instance_memory_bytes")
+      .Help("What one instance costs in a worker's memory, as measured from heartbeats")
+      .Register(registry)
+      .Add({})
+      .Set(double(dispatcher_.memory().bytes_per_instance()));
+  auto& blocked = BuildGauge()
+                      .Name("corral_queue_blocked")
+                      .Help("1 while queued instances wait because no worker has room, by "
+                            "reason: memory, worker_instances, no_worker")
+                      .Register(registry);
+  const Dispatcher::Blocked why =
+      runs_.pending() > 0 ? dispatcher_.blocked() : Dispatcher::Blocked{};
+  for (const char* kind : {"memory", "worker_instances", "no_worker"}) {
+    blocked.Add({{"reason", kind}}).Set(why.kind == kind ? 1 : 0);
+  }
   BuildGauge()
       .Name("corral_runs")
       .Help("Runs the daemon holds (finished ones within retention)")
@@ -136,7 +217,10 @@ std::string Daemon::metrics_text() const {
       .Add({})
       .Increment(static_cast<double>(uv::callback_failures()));
 
-  return prometheus::TextSerializer().Serialize(registry.Collect());
+  add_load_metrics(registry, loads_);
+  std::vector<prometheus::MetricFamily> families = registry.Collect();
+  for (auto& f : live_metrics_.collect()) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace corral::master

@@ -207,6 +207,7 @@ void Worker::on_welcome(const nlohmann::json& p) {
     memory_ = std::make_unique<uv::Timer>(loop_);
     memory_->start(kMemoryCheckMs, kMemoryCheckMs, [this] { check_memory(); });
   }
+  idle_rss_ = self_rss_bytes();
   if (fault_ != Fault::kNeverReady) send(ipc::MessageType::kReady, nlohmann::json::object());
   spdlog::info("worker {} ready", slot_);
   start_fault();
@@ -220,7 +221,9 @@ void Worker::on_heartbeat_timer() {
   nlohmann::json beat = {{"seq", ++seq_},
                          {"loop_lag_ms", last_lag_ms_},
                          {"rss_bytes", self_rss_bytes()},
-                         {"active", engine_ ? engine_->active() : 0}};
+                         {"idle_rss_bytes", idle_rss_},
+                         {"active", engine_ ? engine_->active() : 0},
+                         {"requests", engine_ ? engine_->requests_sent() : 0}};
   if (HttpClient* http = lean_ ? static_cast<HttpClient*>(lean_.get()) : curl_.get()) {
     std::vector<ipc::HttpErrorCounts> counts;
     for (const auto& [origin, e] : http->origin_errors()) {

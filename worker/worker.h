@@ -81,6 +81,7 @@ class Worker {
   uint64_t seq_ = 0;
   uint64_t next_beat_ns_ = 0;
   double last_lag_ms_ = 0;
+  uint64_t idle_rss_ = 0;  // RSS when it said ready, before any instance
   int exit_code_ = 0;
 };
 

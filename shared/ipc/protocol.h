@@ -97,7 +97,9 @@ const MessageInfo& message_info(MessageType type);
 //              "http_client": "lean"|"curl", "max_connections_per_host": int,
 //              "secrets": {"NAME": "value", ...}}  (the pipe is the only place secrets travel)
 //   ready     {}
-//   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64}
+//   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64,
+//             "idle_rss_bytes": u64 (RSS when it said ready), "requests": u64 (HTTP requests
+//             sent since the worker started); the last two optional}
 //   stop      {"grace_ms": u64}
 //   leaving   {"reason": "memory_soft", "rss_bytes": u64}
 //   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars}}

@@ -33,6 +33,38 @@ TEST_CASE("api: an unknown path answers 404 with a JSON error") {
   CHECK(is_json_error(r));
 }
 
+TEST_CASE("api: a known path with another method answers 405 naming the methods it takes") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  ApiResponse r = daemon.api("PATCH", "/workers/reload");
+  INFO(r.body);
+  CHECK(r.status == 405);
+  CHECK(is_json_error(r));
+  CHECK_THAT(r.body, Catch::Contains("it takes POST, GET"));
+  // The Allow header, as RFC 9110 asks of a 405.
+  const std::string answer = raw_tcp_exchange(
+      "127.0.0.1", tcp_port(daemon),
+      "PUT /runs/r1-x HTTP/1.1\r\nHost: corral\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  INFO("answer: " << answer);
+  CHECK(answer.rfind("HTTP/1.1 405", 0) == 0);
+  CHECK_THAT(answer, Catch::Contains("Allow: GET, DELETE\r\n"));
+}
+
+TEST_CASE("api: GET /config shows the daemon's effective settings with the token masked") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1).with_config(
+                          {{"api_token", "s3cret-token-123"}, {"keep_runs_for", "3d"}}));
+  ApiResponse r = daemon.api("GET", "/config");
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  CHECK(r.json["config"]["workers"] == 1);
+  CHECK(r.json["config"]["api_token"] == "(set)");
+  CHECK(r.json["config"]["keep_runs_for"] == "3d");
+  CHECK(r.body.find("s3cret-token-123") == std::string::npos);
+  CHECK(r.json["home"] == home.path());
+  CHECK(r.json["needs_master_restart"].is_array());
+}
+
 TEST_CASE("api: a malformed request answers 400 with a JSON error") {
   TempHome home;
   Daemon daemon(home, DaemonOptions().with_workers(1));

@@ -270,11 +270,15 @@ TEST_CASE("runs: a worker stopped by a restart hands its instances back with the
   int handed_back = 0;
   for (const auto& in : all) {
     if (in["resumes"] == 0) continue;
-    ++handed_back;
-    CHECK(in["resume_reasons"][0] == "worker_stopped");
+    // Handed back by the stopping worker; or, once slot 0 was back, moved to it to even the
+    // loads out (the run was spread over both workers).
+    for (const auto& why : in["resume_reasons"]) {
+      CHECK((why == "worker_stopped" || why == "rebalanced"));
+      handed_back += why == "worker_stopped" ? 1 : 0;
+    }
     // The poll carried on from its attempt count: 30 polls in all, not 30 after the move.
     CHECK(in["steps"][1]["attempts"] == 30);
   }
-  CHECK(handed_back > 0);
+  CHECK(handed_back == 20);
   CHECK(api.stats()["jobs"] == 40);  // no step ran twice: no job was created again
 }

@@ -102,6 +102,8 @@ class Engine {
   nlohmann::json take_waiting(size_t max, size_t& taken);
 
   size_t active() const { return instances_.size(); }
+  // HTTP requests built and handed to the client since the engine started (retries included).
+  uint64_t requests_sent() const { return requests_sent_; }
   HttpClient& http() { return http_; }
   // The shared page that tells the master which instance the loop is in (may be null).
   void set_in_hand(ipc::InHand* page) { in_hand_ = page; }
@@ -170,6 +172,7 @@ class Engine {
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;
+  uint64_t requests_sent_ = 0;
 };
 
 }  // namespace corral::worker

@@ -202,3 +202,62 @@ TEST_CASE("dispatcher: a worker asked to release goes on until it holds its shar
   CHECK(b.dispatcher.load(0) == 1100);
   CHECK(b.dispatcher.load(1) == 1100);
 }
+
+TEST_CASE("dispatcher: a run smaller than a start frame is spread over the ready workers") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  b.dispatcher.worker_ready(1);
+  b.dispatcher.worker_ready(2);
+  b.submit(200);
+  b.pump();
+  CHECK(b.dispatcher.load(0) == 67);
+  CHECK(b.dispatcher.load(1) == 67);
+  CHECK(b.dispatcher.load(2) == 66);
+  b.submit(1);
+  b.pump();
+  CHECK(b.dispatcher.load(2) == 67);  // the least loaded takes it
+}
+
+TEST_CASE("dispatcher: workers take no more than fits in their memory; the rest waits, with why") {
+  Bench b;
+  constexpr uint64_t kMiB = 1 << 20;
+  b.dispatcher.memory().set_budget(32 * kMiB);
+  b.dispatcher.worker_ready(0);
+  b.dispatcher.worker_ready(1);
+  b.dispatcher.memory().sample(0, 16 * kMiB, 16 * kMiB, 0);
+  b.dispatcher.memory().sample(1, 16 * kMiB, 16 * kMiB, 0);
+  Run& run = b.submit(20000);
+  b.pump();
+  // 16 MiB of room at the first guess of 4 KiB an instance: 4,096 each.
+  CHECK(b.dispatcher.load(0) == 4096);
+  CHECK(b.dispatcher.load(1) == 4096);
+  CHECK(run.pending() == 20000 - 2 * 4096);
+  Dispatcher::Blocked why = b.dispatcher.blocked();
+  CHECK(why.kind == "memory");
+  CHECK_THAT(why.why, Catch::Contains("about 4096 instances of 4096 bytes (a first guess"));
+
+  // Heartbeats measure 1 KiB an instance: room for 16,384 each.
+  b.dispatcher.memory().sample(0, 20 * kMiB, 16 * kMiB, 4096);
+  b.dispatcher.memory().sample(1, 20 * kMiB, 16 * kMiB, 4096);
+  b.pump();
+  CHECK(b.dispatcher.load(0) + b.dispatcher.load(1) == 20000);
+  CHECK(run.pending() == 0);
+  CHECK(b.dispatcher.blocked().kind.empty());
+}
+
+TEST_CASE("dispatcher: worker_instances caps a worker below its memory, and says so") {
+  Runs runs;
+  Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/10);
+  d.worker_ready(0);
+  auto s = corral::scenario::parse_scenario(json::parse(
+      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  REQUIRE(s.is_ok());
+  runs.create(*s, json::object(), 25, 1000);
+  while (d.pump(1000)) {
+  }
+  CHECK(d.load(0) == 10);
+  CHECK(d.blocked().kind == "worker_instances");
+  CHECK(d.blocked().why == "every worker holds worker_instances (10) instances");
+  d.worker_gone(0);
+  CHECK(d.blocked().kind == "no_worker");
+}

@@ -1,0 +1,55 @@
+// Every route of the control API, in the order the README lists them. Adding a route is a line
+// here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc). The
+// README's "Control API" table is this list: the unit test "control API: the README lists every
+// route" prints it when they differ.
+#include "master/daemon_impl.h"
+
+namespace corral::master {
+
+const std::vector<ApiRoute>& Daemon::api_routes() {
+  static const std::vector<ApiRoute> routes = {
+      {"GET", "/health", &Daemon::api_health, true,
+       "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},...}`;"
+       " `status` is `degraded` while journal writes fail"},
+      {"GET", "/latency", &Daemon::api_latency, true,
+       "a tiny answer straight from the master's loop: the probe to watch under load"},
+      {"GET", "/metrics", &Daemon::api_metrics, false,
+       "Prometheus text format ([docs/operations.md](docs/operations.md#prometheus-and-grafana))"},
+      {"GET", "/config", &Daemon::api_config, false,
+       "the daemon's effective settings (`api_token` masked), its config file, and the changes"
+       " a reload took that need a master restart"},
+      {"GET", "/workers", &Daemon::api_workers, false,
+       "every slot: pid, state, restarts, uptime, RSS, heartbeat and loop lag, instances"
+       " (`instances`: placed by the master; `active`: counted by the worker), last exit"},
+      {"POST", "/workers/scale", &Daemon::api_scale, false, "`{\"workers\":N}`"},
+      {"POST", "/workers/restart", &Daemon::api_restart, false,
+       "`{}` (every slot) or `{\"slot\":k}`"},
+      {"POST", "/workers/reload", &Daemon::api_reload_start, false,
+       "starts a reload: 202 `{\"reload\":{...}}`, 409 while one runs"},
+      {"GET", "/workers/reload", &Daemon::api_reload_get, false,
+       "`{\"reload\":{\"number\":2,\"state\":\"running|done|failed\",\"replaced\":[0],"
+       "\"slot\":1,\"error\":\"...\"}}`"},
+      {"POST", "/shutdown", &Daemon::api_shutdown, false, "stops the daemon gracefully"},
+      {"POST", "/runs", &Daemon::api_run_submit, false,
+       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...}}`: 201 `{\"run\":\"r1-c034\","
+       "\"instances\":N}`; 400 names the field at fault; 429 when the queue is full"},
+      {"GET", "/runs", &Daemon::api_runs_list, false, "recent runs with counts, newest first; `?limit=200`"},
+      {"DELETE", "/runs", &Daemon::api_runs_prune, false,
+       "forgets finished runs; `?older_than=7d` (default: the configured retention)"},
+      {"GET", "/runs/{id}", &Daemon::api_run_get, false, "counts, durations, top failures"},
+      {"DELETE", "/runs/{id}", &Daemon::api_run_cancel, false, "cancels what has not finished"},
+      {"GET", "/runs/{id}/instances", &Daemon::api_run_instances, false,
+       "`?state=failed&limit=100&steps=true`"},
+      {"GET", "/runs/{id}/instances/{n}", &Daemon::api_run_instance, false,
+       "one instance's step history"},
+      {"POST", "/loads", &Daemon::api_load_start, false,
+       "`{\"scenario\":{...},\"load\":{...},\"vars\":{...}}`: a load test"
+       " ([docs/load.md](docs/load.md#through-the-api))"},
+      {"GET", "/loads", &Daemon::api_loads_list, false, "load tests, running and recent"},
+      {"GET", "/loads/{id}", &Daemon::api_load_get, false, "one load test with its series"},
+      {"DELETE", "/loads/{id}", &Daemon::api_load_stop, false, "stops a load test"},
+  };
+  return routes;
+}
+
+}  // namespace corral::master
