@@ -78,6 +78,11 @@ class Tmux {
   void press(const std::string& key) {
     REQUIRE(run({"send-keys", "-t", kSession, key}).exit_code == 0);
   }
+  void resize(int columns, int rows) {
+    REQUIRE(run({"resize-window", "-t", kSession, "-x", std::to_string(columns), "-y",
+                 std::to_string(rows)})
+                .exit_code == 0);
+  }
   // How the command ended ("0 yes": exit status 0, the terminal's settings restored), or ""
   // while it runs.
   std::string ending() const {
@@ -176,6 +181,21 @@ Json failing_scenario() {
   return s;
 }
 
+// Whether the top border of the screen's first table ends within `columns` (tmux cuts a line
+// that a resize made too long, and a cut line has no corner at its end).
+bool first_table_fits(const std::string& screen, size_t columns) {
+  std::istringstream in(screen);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("┌", 0) != 0 && line.rfind("+-", 0) != 0) continue;
+    const size_t width = std::count_if(line.begin(), line.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // UTF-8 code points
+    });
+    const bool closed = line.ends_with("┐") || line.ends_with("+");
+    return closed && width <= columns;
+  }
+  return false;
+}
+
 // Presses `key` and expects monit to exit with status 0, the terminal as it found it.
 void quit_with(Tmux& tmux, const std::string& key) {
   tmux.press(key);
@@ -239,6 +259,22 @@ TEST_CASE("monit: says so while the daemon is not answering, keeps asking, and C
       seconds(10), "monit to say the daemon is not answering", [&] { return tmux.screen(); });
   CHECK(tmux.ending().empty());  // still running
   quit_with(tmux, "C-c");
+}
+
+TEST_CASE("monit: redraws at once when the terminal is resized") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Tmux tmux(home);
+  // An hour between refreshes: only the resize can redraw the screen.
+  tmux.start({corral_binary(), "--home", home.path(), "monit", "--interval", "1h"});
+  wait_for([&] { return first_table_fits(tmux.screen(), 160); }, seconds(10), "monit to start",
+           [&] { return tmux.screen(); });
+  REQUIRE_FALSE(first_table_fits(tmux.screen(), 100));  // drawn for 160 columns
+  tmux.resize(100, 30);
+  wait_for([&] { return first_table_fits(tmux.screen(), 100); }, seconds(5),
+           "monit to redraw for 100 columns", [&] { return tmux.screen(); });
+  quit_with(tmux, "q");
 }
 
 TEST_CASE("monit: without a running daemon exits 3 with the one-line error") {
