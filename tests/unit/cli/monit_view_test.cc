@@ -121,6 +121,29 @@ TEST_CASE("monit view: a row per worker in slot order with its values and histor
   for (const MonitLine& l : lines) CHECK(display_width(l.text) <= 160);
 }
 
+TEST_CASE("monit view: an errored slot shows no values, and its reason under the table") {
+  Fixture f;
+  f.snapshot.workers["workers"][0] = json::parse(R"json(
+      {"slot":1,"pid":0,"state":"errored","restarts":11,"uptime_s":0,"rss_bytes":0,
+       "loop_lag_ms":0,"active":0,"reason":"crash loop: 11 exits in 60s",
+       "next_start_in_ms":45000})json");
+  f.history.add(1, sample_of(f.snapshot.workers["workers"][0], std::nullopt));
+  const auto lines = f.render();
+  const auto row = cells_of(line_with(lines, "│ errored "));
+  REQUIRE(row.size() == 11);
+  CHECK(row[2] == "-");  // pid
+  CHECK(row[4] == "-");  // uptime
+  CHECK(row[5] == "11");
+  CHECK(row[6] == "-");  // no CPU ever: no bars either
+  // The memory of the process it had, then a gap (trimmed here) since it has none.
+  CHECK_THAT(row[7], Catch::StartsWith("- ") && Catch::EndsWith("███"));
+  const std::string note = "slot 1 errored: crash loop: 11 exits in 60s; next try in 45s";
+  REQUIRE_FALSE(line_with(lines, note).empty());
+  for (const MonitLine& l : lines) {
+    if (l.text == note) CHECK(l.tone == Tone::kAlert);
+  }
+}
+
 TEST_CASE("monit view: sparklines shrink with the screen and go when it is narrow") {
   Fixture f;
   const std::string wide = line_with(f.render(200), "│ 456 ");
