@@ -31,8 +31,9 @@ std::vector<std::string> status_row(const nlohmann::json& w, WallClock::time_poi
   };
 }
 
-// A line under the table for a slot whose state needs explaining, or "".
-std::string note_for(const nlohmann::json& w) {
+}  // namespace
+
+std::string worker_note(const nlohmann::json& w) {
   const std::string state = json_string(w, "state");
   const double next_ms = json_number(w, "next_start_in_ms");
   std::string note;
@@ -67,8 +68,6 @@ std::vector<nlohmann::json> sorted_by_slot(const nlohmann::json& workers) {
   return list;
 }
 
-}  // namespace
-
 nlohmann::json worker_list(const nlohmann::json& workers) {
   if (workers.is_array()) return workers;
   if (workers.is_object() && workers.contains("workers") && workers["workers"].is_array()) {
@@ -85,7 +84,7 @@ std::string render_status_table(const nlohmann::json& workers, WallClock::time_p
   std::string notes;
   for (const auto& w : sorted_by_slot(workers)) {
     rows.push_back(status_row(w, now));
-    if (std::string note = note_for(w); !note.empty()) notes += note + "\n";
+    if (std::string note = worker_note(w); !note.empty()) notes += note + "\n";
   }
   return render_table(kHeader, rows, style) + notes;
 }

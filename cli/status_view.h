@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,13 @@ std::string render_summary_line(const nlohmann::json& health, const nlohmann::js
 // Every field of one worker (an element of the "workers" array) as aligned "key : value" lines,
 // the known ones in human form, unknown ones as JSON.
 std::string render_worker_description(const nlohmann::json& worker, WallClock::time_point now);
+
+// The note for a slot whose state needs explaining (errored with its reason, restarting soon,
+// reloading), one line per fact, without a final newline; "" for the others.
+std::string worker_note(const nlohmann::json& worker);
+
+// The workers of a GET /workers body (or array) in slot order.
+std::vector<nlohmann::json> sorted_by_slot(const nlohmann::json& workers);
 
 // The "workers" array of a GET /workers body (or `workers` itself if it is an array); an
 // empty array for anything else.

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "config/config.h"
@@ -68,21 +67,11 @@ std::optional<std::pair<http::Target, std::string>> split_url(const std::string&
 }  // namespace
 
 std::optional<ProcReading> read_proc(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(close + 2));
-  // Fields from 3 (state): state ppid pgrp session tty tpgid flags minflt cminflt majflt
-  // cmajflt utime stime cutime cstime priority nice num_threads.
-  std::string state;
-  uint64_t v[18] = {};
-  fields >> state;
-  for (uint64_t& x : v) fields >> x;
-  if (!fields || state == "Z" || state == "X") return std::nullopt;
+  std::optional<ProcStat> stat = proc_stat(pid);
+  if (!stat) return std::nullopt;
   ProcReading r;
-  r.cpu_ticks = v[10] + v[11];
-  r.threads = v[16];
+  r.cpu_ticks = stat->cpu_ticks;
+  r.threads = stat->threads;
   r.rss_bytes = rss_bytes(pid);
   r.fds = count_fds(pid);
   return r;

@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 namespace corral {
 
@@ -27,6 +30,23 @@ uint64_t rss_bytes(pid_t pid) {
 }
 
 uint64_t self_rss_bytes() { return rss_bytes(getpid()); }
+
+std::optional<ProcStat> proc_stat(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces and ')': skip to the last.
+  size_t close = text.rfind(')');
+  if (close == std::string::npos || close + 2 > text.size()) return std::nullopt;
+  std::istringstream fields(text.substr(close + 2));
+  // Fields from 3 (state): state ppid pgrp session tty tpgid flags minflt cminflt majflt
+  // cmajflt utime stime cutime cstime priority nice num_threads.
+  std::string state;
+  uint64_t v[18] = {};
+  fields >> state;
+  for (uint64_t& x : v) fields >> x;
+  if (!fields || state == "Z" || state == "X") return std::nullopt;
+  return ProcStat{v[10] + v[11], v[16]};
+}
 
 std::string signal_name(int signum) {
   const char* abbrev = sigabbrev_np(signum);

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace corral {
@@ -12,6 +13,14 @@ namespace corral {
 uint64_t rss_bytes(pid_t pid);
 // The same for this process.
 uint64_t self_rss_bytes();
+// What /proc/<pid>/stat says of a process's CPU time and threads.
+struct ProcStat {
+  uint64_t cpu_ticks = 0;  // user + system time, in clock ticks (sysconf(_SC_CLK_TCK) a second)
+  uint64_t threads = 0;
+};
+// nullopt when the process is gone, is a zombie, or its stat file cannot be read (another
+// host's pid, a /proc without it).
+std::optional<ProcStat> proc_stat(pid_t pid);
 // The path of this process's executable (uv_exepath), or /proc/self/exe when it cannot be read.
 std::string own_executable();
 // "SIGKILL" for 9; "SIG<n>" for numbers without a name.

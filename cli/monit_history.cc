@@ -1,0 +1,91 @@
+#include "cli/monit_history.h"
+
+#include <algorithm>
+
+#include "cli/format.h"
+
+namespace corral::cli {
+namespace {
+
+// The eight bar heights of a sparkline, lowest first.
+const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+const char* const kAsciiBars[] = {".", "_", "-", "=", "+", "*", "#", "@"};
+
+// A field of a worker that has a process, else nullopt.
+std::optional<double> live_number(const nlohmann::json& worker, const char* key) {
+  if (json_number(worker, "pid") <= 0) return std::nullopt;
+  return json_number(worker, key);
+}
+
+}  // namespace
+
+WorkerSample sample_of(const nlohmann::json& worker, std::optional<double> cpu_percent) {
+  return {cpu_percent, live_number(worker, "rss_bytes"), live_number(worker, "loop_lag_ms"),
+          live_number(worker, "active")};
+}
+
+std::optional<double> CpuMeter::update(long pid, std::optional<uint64_t> ticks,
+                                       Clock::time_point now) {
+  auto last = last_.find(pid);
+  if (!ticks) {
+    if (last != last_.end()) last_.erase(last);
+    return std::nullopt;
+  }
+  std::optional<double> percent;
+  if (last != last_.end() && now > last->second.at && *ticks >= last->second.ticks) {
+    const double cpu_s =
+        static_cast<double>(*ticks - last->second.ticks) / static_cast<double>(ticks_per_second_);
+    percent = 100 * cpu_s / std::chrono::duration<double>(now - last->second.at).count();
+  }
+  last_[pid] = {*ticks, now};
+  return percent;
+}
+
+void CpuMeter::keep_only(const std::set<long>& pids) {
+  std::erase_if(last_, [&](const auto& entry) { return !pids.count(entry.first); });
+}
+
+void WorkerHistory::add(long slot, const WorkerSample& sample) {
+  std::deque<WorkerSample>& samples = slots_[slot];
+  samples.push_back(sample);
+  while (samples.size() > kLength) samples.pop_front();
+}
+
+void WorkerHistory::keep_only(const std::set<long>& slots) {
+  std::erase_if(slots_, [&](const auto& entry) { return !slots.count(entry.first); });
+}
+
+std::vector<std::optional<double>> WorkerHistory::series(
+    long slot, std::optional<double> WorkerSample::*value) const {
+  std::vector<std::optional<double>> out;
+  auto it = slots_.find(slot);
+  if (it == slots_.end()) return out;
+  for (const WorkerSample& s : it->second) out.push_back(s.*value);
+  return out;
+}
+
+std::string sparkline(const std::vector<std::optional<double>>& values, double top, size_t width,
+                      bool utf8) {
+  const size_t shown = std::min(width, values.size());
+  std::string out(width - shown, ' ');
+  for (size_t i = values.size() - shown; i < values.size(); ++i) {
+    if (!values[i]) {
+      out += ' ';
+      continue;
+    }
+    const double share = top > 0 ? *values[i] / top : 0;
+    const int level = std::clamp(static_cast<int>(share * 7 + 0.5), 0, 7);
+    out += utf8 ? kBars[level] : kAsciiBars[level];
+  }
+  return out;
+}
+
+double largest(const std::vector<std::optional<double>>& values) {
+  double top = 0;
+  for (const auto& v : values) {
+    if (v) top = std::max(top, *v);
+  }
+  return top;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,103 @@
+#include "cli/monit_source.h"
+
+#include <unistd.h>
+
+#include <set>
+
+#include "cli/log_tail.h"
+#include "cli/status_view.h"
+#include "shared/proc.h"
+
+namespace corral::cli {
+namespace {
+
+bool daemon_unreachable(const Status& status) {
+  return status.code() == Code::kUnavailable || status.code() == Code::kTimeout ||
+         status.code() == Code::kIo;
+}
+
+bool has_failures(const nlohmann::json& run) {
+  const nlohmann::json counts = json_field(run, "counts");
+  return json_number(counts, "failed") + json_number(counts, "errored") > 0;
+}
+
+}  // namespace
+
+MonitSource::MonitSource(const Context& ctx, long timeout_ms)
+    : api_(ctx, timeout_ms),
+      same_host_(ctx.api_address.empty()),
+      logs_dir_(ctx.logs_dir()),
+      cpu_(::sysconf(_SC_CLK_TCK)) {}
+
+void MonitSource::refresh(MonitSnapshot& snapshot, WorkerHistory& history, size_t log_lines) {
+  snapshot.now = WallClock::now();
+  snapshot.logs_dir = logs_dir_;
+  snapshot.log_lines = read_logs(log_lines);
+  const Status asked = ask(snapshot);
+  if (!asked) {
+    snapshot.problem = daemon_unreachable(asked) ? "daemon not answering on " + where()
+                                                 : "daemon answering with errors on " + where();
+    snapshot.problem_detail = asked.message();
+    return;
+  }
+  snapshot.problem.clear();
+  snapshot.problem_detail.clear();
+  snapshot.answered_at = snapshot.now;
+  sample(snapshot.workers, history);
+}
+
+Status MonitSource::ask(MonitSnapshot& snapshot) const {
+  auto health = api_.get("/health");
+  if (!health) return health.status();
+  auto workers = api_.get("/workers");
+  if (!workers) return workers.status();
+  auto runs = api_.get("/runs");
+  if (!runs) return runs.status();
+  std::map<std::string, nlohmann::json> failures;
+  for (const nlohmann::json& run : runs_to_show(json_field(*runs, "runs"))) {
+    if (!has_failures(run)) continue;
+    const std::string id = json_string(run, "id");
+    auto detail = api_.get("/runs/" + id);
+    if (detail) {
+      failures[id] = json_field(*detail, "failures");
+    } else if (daemon_unreachable(detail.status())) {
+      return detail.status();
+    }  // else the run was pruned meanwhile: no failures to show
+  }
+  snapshot.health = std::move(*health);
+  snapshot.workers = std::move(*workers);
+  snapshot.runs = json_field(*runs, "runs");
+  snapshot.failures = std::move(failures);
+  return Status::ok();
+}
+
+void MonitSource::sample(const nlohmann::json& workers, WorkerHistory& history) {
+  const auto now = CpuMeter::Clock::now();
+  std::set<long> pids;
+  std::set<long> slots;
+  for (const nlohmann::json& w : sorted_by_slot(workers)) {
+    const auto slot = static_cast<long>(json_number(w, "slot"));
+    const auto pid = static_cast<long>(json_number(w, "pid"));
+    std::optional<double> cpu;
+    if (same_host_ && pid > 0) {
+      std::optional<ProcStat> stat = proc_stat(static_cast<pid_t>(pid));
+      cpu = cpu_.update(pid, stat ? std::optional<uint64_t>(stat->cpu_ticks) : std::nullopt, now);
+      pids.insert(pid);
+    }
+    history.add(slot, sample_of(w, cpu));
+    slots.insert(slot);
+  }
+  cpu_.keep_only(pids);
+  history.keep_only(slots);
+}
+
+std::vector<std::string> MonitSource::read_logs(size_t n) const {
+  std::vector<std::vector<std::string>> tails;
+  for (const LogFile& f : current_log_files(logs_dir_)) {
+    auto lines = tail_lines(f.path, n);
+    if (lines) tails.push_back(std::move(*lines));  // a file mid-rotation shows next time
+  }
+  return merge_log_tails(tails, n);
+}
+
+}  // namespace corral::cli

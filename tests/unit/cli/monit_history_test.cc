@@ -1,0 +1,98 @@
+// What `corral monit` keeps between refreshes: CPU use from /proc ticks, each worker's last
+// samples, and how a series draws as a sparkline.
+#include <catch2/catch.hpp>
+
+#include "cli/monit_history.h"
+
+namespace corral::cli {
+namespace {
+
+using Series = std::vector<std::optional<double>>;
+using std::chrono::milliseconds;
+
+const CpuMeter::Clock::time_point kT0{};
+
+TEST_CASE("monit sparkline: draws 0..top as the eight bars, unknown values as spaces") {
+  struct Case {
+    Series values;
+    double top;
+    size_t width;
+    bool utf8;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{0, 1, 2, 3, 4, 5, 6, 7}, 7, 8, true, "▁▂▃▄▅▆▇█"},
+      {{0, 1, 2, 3, 4, 5, 6, 7}, 7, 8, false, "._-=+*#@"},
+      {{0, std::nullopt, 7}, 7, 3, false, ". @"},
+      {{7, 7}, 7, 5, false, "   @@"},          // fewer values than room: right-aligned
+      {{0, 0, 7, 7, 14}, 7, 3, false, "@@@"},  // the last `width` values; above top is full
+      {{3, 3}, 0, 2, true, "▁▁"},              // nothing to scale to: the lowest bar
+      {{}, 10, 2, true, "  "},
+      {{1, 2}, 2, 0, true, ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.expected);
+    CHECK(sparkline(c.values, c.top, c.width, c.utf8) == c.expected);
+  }
+}
+
+TEST_CASE("monit cpu meter: a percent of one CPU from the ticks between two readings") {
+  CpuMeter meter(100);                       // 100 ticks a second
+  CHECK_FALSE(meter.update(42, 1000, kT0));  // the first reading has nothing to compare with
+  auto half = meter.update(42, 1050, kT0 + milliseconds(1000));
+  REQUIRE(half);
+  CHECK(*half == Approx(50));
+  auto two_cpus = meter.update(42, 1250, kT0 + milliseconds(2000));
+  REQUIRE(two_cpus);
+  CHECK(*two_cpus == Approx(200));
+  CHECK_FALSE(meter.update(42, 1300, kT0 + milliseconds(2000)));  // no time passed
+}
+
+TEST_CASE("monit cpu meter: an unreadable or replaced process starts over") {
+  CpuMeter meter(100);
+  meter.update(42, 1000, kT0);
+  CHECK_FALSE(meter.update(42, std::nullopt, kT0 + milliseconds(1000)));
+  CHECK_FALSE(meter.update(42, 1100, kT0 + milliseconds(2000)));  // forgotten: a first reading
+  CHECK(meter.update(42, 1200, kT0 + milliseconds(3000)));
+  meter.keep_only({43});  // pid 42 was replaced by pid 43
+  CHECK_FALSE(meter.update(42, 1300, kT0 + milliseconds(4000)));
+  CHECK_FALSE(meter.update(43, 5, kT0 + milliseconds(4000)));
+  // Ticks that go backwards are not a reading to compare with.
+  CHECK_FALSE(meter.update(43, 1, kT0 + milliseconds(5000)));
+}
+
+TEST_CASE("monit history: keeps the last 30 samples of each slot, and forgets removed slots") {
+  WorkerHistory history;
+  for (int i = 0; i < 40; ++i) history.add(0, {double(i), std::nullopt, 0.5, 7});
+  history.add(1, {});
+  const Series cpu = history.series(0, &WorkerSample::cpu_percent);
+  REQUIRE(cpu.size() == WorkerHistory::kLength);
+  CHECK(cpu.front() == 10);
+  CHECK(cpu.back() == 39);
+  CHECK(history.series(0, &WorkerSample::rss_bytes).back() == std::nullopt);
+  CHECK(history.series(1, &WorkerSample::active).size() == 1);
+  CHECK(history.series(2, &WorkerSample::active).empty());
+  history.keep_only({1});
+  CHECK(history.series(0, &WorkerSample::cpu_percent).empty());
+  CHECK(history.series(1, &WorkerSample::active).size() == 1);
+}
+
+TEST_CASE("monit history: without a process a worker's sample knows nothing but CPU") {
+  const auto ready = nlohmann::json::parse(
+      R"({"slot":0,"pid":456,"rss_bytes":12897484,"loop_lag_ms":0.3,"active":7})");
+  const WorkerSample s = sample_of(ready, 12.5);
+  CHECK(s.cpu_percent == 12.5);
+  CHECK(s.rss_bytes == 12897484);
+  CHECK(s.loop_lag_ms == 0.3);
+  CHECK(s.active == 7);
+  const WorkerSample none = sample_of(nlohmann::json::parse(R"({"slot":1,"pid":0})"), {});
+  CHECK_FALSE(none.cpu_percent);
+  CHECK_FALSE(none.rss_bytes);
+  CHECK_FALSE(none.loop_lag_ms);
+  CHECK_FALSE(none.active);
+  CHECK(largest({std::nullopt, 3, 9, std::nullopt, 1}) == 9);
+  CHECK(largest({}) == 0);
+}
+
+}  // namespace
+}  // namespace corral::cli
