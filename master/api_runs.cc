@@ -83,28 +83,14 @@ void Daemon::api_run_submit(const ApiCall& c) {
     return;
   }
   auto count = n.get<uint32_t>();
-  if (runs_.pending() + count > kMaxQueued + dispatcher_.capacity()) {
+  const size_t waiting = runs_.pending() + submitted_instances();
+  if (waiting + count > kMaxQueued + dispatcher_.capacity()) {
     respond.send(Response::error(
-        429, "queue full: " + std::to_string(runs_.pending()) +
+        429, "queue full: " + std::to_string(waiting) +
                  " instances are waiting for a worker; try again when some have finished"));
     return;
   }
-  Run& run = runs_.create(*parsed, vars, count, unix_ms_now());
-  spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, count, run.scenario->name);
-  schedule_pump();
-  json created = {{"run", run.id}, {"instances", count}};
-  if (!journal_) {
-    respond.send(Response::json(201, created));
-    return;
-  }
-  // Answer once the run is in the journal: a run the caller was told about survives a
-  // crash of the master from then on.
-  journal_->read([](journal::Store&) {},
-                 [this, created, respond]() mutable {
-                   journal::Journal::Health h = journal_->health();
-                   if (!h.ok) created["warning"] = "the journal cannot be written: " + h.error;
-                   respond.send(Response::json(201, created));
-                 });
+  submit_run({*parsed, std::move(vars), count, {}, respond});
 }
 
 void Daemon::api_runs_list(const ApiCall& c) {

@@ -133,6 +133,7 @@ Status Daemon::start() {
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
+  build_ = std::make_unique<uv::NextTurn>(loop_);
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
     if (const char* v = std::getenv(name)) {
@@ -274,6 +275,7 @@ void Daemon::finish() {
   tick_.reset();
   kick_.reset();
   pump_.reset();
+  build_.reset();
   signals_.clear();
 }
 

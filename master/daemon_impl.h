@@ -4,6 +4,7 @@
 // Loop thread only.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -141,6 +142,20 @@ class Daemon {
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
+  // A run accepted by POST /runs, waiting for its instance records (daemon_submit.cc).
+  struct Submission {
+    std::shared_ptr<const scenario::Scenario> scenario;
+    nlohmann::json vars;
+    uint32_t count = 0;
+    std::vector<InstanceRecord> instances;  // built so far
+    http::Responder respond;
+  };
+  // Creates the run now when it is small and nothing waits before it; else queues it and
+  // builds its records a slice per turn. Answers the request once the run is journaled.
+  void submit_run(Submission sub);
+  void build_submissions();
+  void publish_run(Submission& sub);
+  size_t submitted_instances() const;  // in runs not created yet
   Status open_journal();
   std::string journal_path() const;
   nlohmann::json journal_json() const;
@@ -193,6 +208,8 @@ class Daemon {
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::NextTurn> pump_;
+  std::unique_ptr<uv::NextTurn> build_;  // builds submissions_, a slice per turn
+  std::deque<Submission> submissions_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;     // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;  // by slot, during a reload
   std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit

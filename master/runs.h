@@ -134,8 +134,10 @@ class Runs {
   // retention. Returns how many instances will resume. Fails when the journal cannot be read.
   Result<size_t> restore(int64_t now_ms);
 
+  // `built`: the run's instance records when the caller built them already (a slice at a time,
+  // for a large run); otherwise, or when its size is not `instances`, they are built here.
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
-              uint32_t instances, int64_t now_ms);
+              uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {});
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

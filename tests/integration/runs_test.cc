@@ -282,3 +282,38 @@ TEST_CASE("runs: a worker stopped by a restart hands its instances back with the
   CHECK(handed_back == 20);
   CHECK(api.stats()["jobs"] == 40);  // no step ran twice: no job was created again
 }
+
+// A large run's records are built a slice per loop turn before it exists; runs are still
+// created in the order they were submitted, and a small one sent after waits for it.
+TEST_CASE("runs: a run sent after a large one is created after it, and both are whole") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string listen = d.health().at("listen");
+  const int port = std::stoi(listen.substr(listen.rfind(':') + 1));
+  auto post = [](uint32_t n, bool last) {
+    Json body = {{"scenario", {{"name", "nap"}, {"steps", {{{"sleep", "1m"}}}}}},
+                 {"instances", n}};
+    const std::string text = body.dump();
+    return "POST /runs HTTP/1.1\r\nHost: corral\r\nContent-Type: application/json\r\n"
+           "Content-Length: " + std::to_string(text.size()) + "\r\n" +
+           (last ? "Connection: close\r\n" : "") + "\r\n" + text;
+  };
+  // Both requests in one write: the daemon reads them in this order. (The exchange returns with
+  // the first answer.)
+  const std::string answer =
+      raw_tcp_exchange("127.0.0.1", port, post(200000, false) + post(1, true), seconds(30));
+  INFO(answer);
+  CHECK_THAT(answer, Catch::Contains("{\"instances\":200000,\"run\":\"r1-"));
+  Json runs;
+  d.wait_until([&] { return (runs = d.api("GET", "/runs").json["runs"]).size() == 2; },
+               seconds(10), "both runs created");
+  // Newest first: the small run came second, although it was built in one turn.
+  CHECK(runs[0]["instances"] == 1);
+  CHECK(runs[0]["id"].get<std::string>().rfind("r2-", 0) == 0);
+  CHECK(runs[1]["instances"] == 200000);
+  CHECK(runs[1]["id"].get<std::string>().rfind("r1-", 0) == 0);
+  d.wait_until([&] { return run_of(d, runs[1]["id"])["counts"]["running"] == 200000; },
+               seconds(30), "every instance of the large run running");
+  CHECK(d.api("DELETE", "/runs/" + runs[1]["id"].get<std::string>()).status == 200);
+}
