@@ -6,8 +6,7 @@
 //                                        configured retention)
 //   GET    /runs/<id>                    counts, durations, top failures
 //   DELETE /runs/<id>                    cancels what has not finished
-//   GET    /runs/<id>/instances?state=failed&limit=100[&steps=true]
-//   GET    /runs/<id>/instances/<n>      one instance's step history
+//   GET    /runs/<id>/instances, GET /runs/<id>/instances/<n>: api_run_instances.cc
 // (The route table is api_routes.cc.)
 #include <charconv>
 #include <cstdlib>
@@ -140,54 +139,6 @@ void Daemon::api_run_cancel(const ApiCall& c) {
   }
   spdlog::info("run {}: cancelled ({} instances had not finished)", run->id, n);
   c.respond.send(Response::json(200, {{"run", run->id}, {"cancelled", n}}));
-}
-
-void Daemon::api_run_instances(const ApiCall& c) {
-  if (run_of(c) == nullptr) return;
-  with_whole_run(c, [this](const Run& run, const http::Request& req) {
-    std::optional<InstanceState> filter;
-    if (auto s = req.query_param("state")) {
-      filter = instance_state_from(*s);
-      if (!filter) {
-        return Response::error(400,
-                               "state: expected one of queued, running, passed, failed, errored, "
-                               "cancelled, got \"" + *s + "\"");
-      }
-    }
-    uint32_t limit = to_index(req.query_param("limit").value_or("100")).value_or(100);
-    bool with_steps = req.query_param("steps").value_or("") == "true";
-    json list = json::array();
-    for (uint32_t i = 0; i < run.size && list.size() < limit; ++i) {
-      if (!filter || run.instances[i].state == *filter) {
-        list.push_back(runs_.instance_json(run, i, with_steps));
-      }
-    }
-    return Response::json(200, {{"run", run.id}, {"instances", list}});
-  });
-}
-
-void Daemon::api_run_instance(const ApiCall& c) {
-  if (run_of(c) == nullptr) return;
-  std::string n = c.args.at(1);
-  with_whole_run(c, [this, n](const Run& run, const http::Request&) {
-    auto i = to_index(n);
-    if (!i || *i >= run.size) return Response::error(404, "run " + run.id + " has no instance " + n);
-    return Response::json(200, runs_.instance_json(run, *i, true));
-  });
-}
-
-// A finished run may be held as a summary only: its instances are read back from the journal
-// first, and `answer` runs once they are there.
-void Daemon::with_whole_run(const ApiCall& c,
-                            std::function<http::Response(const Run&, const http::Request&)> answer) {
-  runs_.with_whole(c.args.at(0), [req = c.req, respond = c.respond,
-                                  answer = std::move(answer)](Run* whole) {
-    if (whole == nullptr) {
-      respond.send(Response::error(503, "the run's instances cannot be read from the journal"));
-      return;
-    }
-    respond.send(answer(*whole, req));
-  });
 }
 
 }  // namespace corral::master

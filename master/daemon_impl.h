@@ -128,8 +128,22 @@ class Daemon {
   void api_load_stop(const ApiCall& c);
   Run* run_of(const ApiCall& c);
   LoadTest* load_of(const ApiCall& c);
-  void with_whole_run(const ApiCall& c,
-                      std::function<http::Response(const Run&, const http::Request&)> answer);
+  // GET /runs/<id>/instances (api_run_instances.cc).
+  struct InstanceQuery {
+    std::optional<InstanceState> state;  // only these
+    uint32_t limit = 100;
+    uint32_t from = 0;  // the first index to look at
+    bool with_steps = false;
+  };
+  static Result<InstanceQuery> instance_query(const http::Request& req);
+  // Appends to `list` the instances of `window` (instance k is the run's offset+k) from q.from on
+  // that pass q's filter, until q.limit; returns the run's index after the last one looked at.
+  uint32_t collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
+                             nlohmann::json& list) const;
+  // Reads a run held as a summary back from the journal a page at a time until `list` is full
+  // or the run ends, then answers.
+  void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
+                      const http::Responder& respond);
   // Starts a checked test on `ready` workers and answers the request that asked for it.
   void launch_load(LoadSubmission sub, const http::Responder& respond, const std::vector<int>& ready);
   // Tests waiting for workers start once they are ready; the count raised for them comes down

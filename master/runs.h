@@ -113,6 +113,7 @@ struct RunsOptions {
   size_t keep_whole = 20;                // finished runs held whole in memory
   size_t keep_runs = 1000;               // finished runs kept at all (memory and journal)
   int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
+  uint32_t restore_page = 50000;         // instance rows read per page at restore
 };
 
 class Runs {
@@ -133,6 +134,9 @@ class Runs {
   // queue to resume from its last finished step (resume reason `master_restart`); then applies
   // retention. Returns how many instances will resume. Fails when the journal cannot be read.
   Result<size_t> restore(int64_t now_ms);
+  // restore(): an unfinished run's instance and step rows into its records, a page at a time.
+  // Fails with kIo when the journal cannot be read, kInvalidArgument when a row is damaged.
+  Status restore_rows(Run& run);
 
   // `built`: the run's instance records when the caller built them already (a slice at a time,
   // for a large run); otherwise, or when its size is not `instances`, they are built here.
@@ -141,10 +145,12 @@ class Runs {
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }
-  // Calls `fn` with the run held whole: at once when it is in memory, else after reading it
-  // back from the journal (the callback then runs later, on the loop). `fn` gets nullptr
-  // when the run is gone or cannot be read.
-  void with_whole(const std::string& id, std::function<void(Run*)> fn);
+  // Reads instances from..to-1 (from < to <= the run's size) of a run back from the journal, on
+  // the journal's thread, and calls `fn` later on the loop with a Run of to-from instances
+  // (instance k is the run's from+k), or the error. For runs held as a summary: a large one is
+  // read a page at a time, never whole.
+  using Page = Result<std::unique_ptr<Run>>;
+  void read_page(const std::string& id, uint32_t from, uint32_t to, std::function<void(Page)> fn);
 
   // The dispatcher placed these instances on `slot`.
   void mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms);

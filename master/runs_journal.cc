@@ -102,6 +102,18 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   }
 }
 
+// The records of a whole run from instance and step rows: all of them, or a page.
+void fill_from_rows(Run& run, const journal::StoredRun& rows) {
+  for (const journal::InstanceRow& r : rows.instances) {
+    if (r.idx < run.size) instance_from_row(run, r);
+  }
+  for (const journal::StepRow& r : rows.steps) {
+    if (r.idx >= run.size) continue;
+    run.instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
+                                          r.status, r.until_ms, r.reason, r.url});
+  }
+}
+
 Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool whole) {
   const journal::RunRow& row = stored.run;
   json vars = parse_or(row.vars, json::object());
@@ -135,14 +147,7 @@ Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool wh
   }
   run->instances.resize(run->size);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = run->size;
-  for (const journal::InstanceRow& r : stored.instances) {
-    if (r.idx < run->size) instance_from_row(*run, r);
-  }
-  for (const journal::StepRow& r : stored.steps) {
-    if (r.idx >= run->size) continue;
-    run->instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-                                           r.status, r.until_ms, r.reason, r.url});
-  }
+  fill_from_rows(*run, stored);
   if (run->cancelled) {
     // Instances never dispatched have no row: they ended with the run.
     for (uint32_t i = 0; i < run->size; ++i) {
@@ -164,6 +169,23 @@ Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, 
   }
 }
 
+Status Runs::restore_rows(Run& run) {
+  const uint32_t step = std::max<uint32_t>(opts_.restore_page, 1);
+  for (uint32_t from = 0; from < run.size; from += step) {
+    const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(run.size, uint64_t{from} + step));
+    auto page = journal_->load_now(
+        [&run, from, to](journal::Store& s) { return s.load_run_page(run.id, from, to); });
+    if (!page) return Status(Code::kIo, page.status().message());
+    try {
+      fill_from_rows(run, *page);
+    } catch (const std::exception& e) {
+      return invalid_argument("run " + run.id + ": its record in the journal is damaged: " +
+                              e.what());
+    }
+  }
+  return Status();
+}
+
 Result<size_t> Runs::restore(int64_t now_ms) {
   if (journal_ == nullptr) return size_t{0};
   auto seq = journal_->load_now([](journal::Store& s) { return s.next_run_seq(); });
@@ -176,13 +198,15 @@ Result<size_t> Runs::restore(int64_t now_ms) {
   std::vector<Run*> unfinished;
   for (journal::RunRow& row : *rows) {
     bool finished = row.finished_ms != 0;
-    Result<journal::StoredRun> stored = journal::StoredRun{std::move(row), {}, {}};
-    if (!finished) {
-      std::string id = stored->run.id;
-      stored = journal_->load_now([&id](journal::Store& s) { return s.load_run(id); });
-      if (!stored) return stored.status();
+    // An unfinished run starts whole with every instance queued; its rows come next, a page
+    // at a time, so that a run of a million is never held twice (rows and records) at once.
+    auto built = run_from_journal(journal::StoredRun{std::move(row), {}, {}}, !finished);
+    if (built && !finished) {
+      if (Status s = restore_rows(**built); !s) {
+        if (s.code() == Code::kIo) return s;
+        built = s;
+      }
     }
-    auto built = run_from_journal(*stored, !finished);
     if (!built) {
       spdlog::error("journal: {}; the run is left out", built.status().message());
       continue;
@@ -221,32 +245,31 @@ Result<size_t> Runs::restore(int64_t now_ms) {
   return resumed;
 }
 
-void Runs::with_whole(const std::string& id, std::function<void(Run*)> fn) {
-  Run* run = find(id);
-  if (run == nullptr || run->whole || journal_ == nullptr) {
-    fn(run != nullptr && run->whole ? run : nullptr);
+void Runs::read_page(const std::string& id, uint32_t from, uint32_t to,
+                     std::function<void(Page)> fn) {
+  if (journal_ == nullptr || from >= to) {
+    fn(Status(Code::kUnavailable, "the run is not in memory and there is no journal"));
     return;
   }
   auto stored = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-  journal_->read([stored, id](journal::Store& s) { *stored = s.load_run(id); },
-                 [this, stored, id, fn = std::move(fn)] {
-                   Run* r = find(id);
-                   if (r != nullptr && !r->whole && *stored) {
-                     auto built = run_from_journal(**stored, true);
-                     if (built) {
-                       r->instances = std::move((*built)->instances);
-                       r->durations_ms = std::move((*built)->durations_ms);
-                       r->failures = std::move((*built)->failures);
-                       r->whole = true;
-                       prune_due_ = true;  // held whole for now; prune() lets it go again
-                     } else {
-                       spdlog::error("journal: {}", built.status().message());
-                     }
-                   } else if (!*stored) {
-                     spdlog::error("journal: reading run {}: {}", id, stored->status().message());
-                   }
-                   fn(r != nullptr && r->whole ? r : nullptr);
-                 });
+  journal_->read(
+      [stored, id, from, to](journal::Store& s) { *stored = s.load_run_page(id, from, to); },
+      [stored, from, to, fn = std::move(fn)] {
+        if (!*stored) {
+          fn(stored->status());
+          return;
+        }
+        // The page as a run of its own: its instances renumbered from 0.
+        journal::StoredRun& page = **stored;
+        if (page.run.instances <= from) {
+          fn(invalid_argument("run " + page.run.id + " has no instance " + std::to_string(from)));
+          return;
+        }
+        page.run.instances = std::min(to, page.run.instances) - from;
+        for (journal::InstanceRow& r : page.instances) r.idx -= from;
+        for (journal::StepRow& r : page.steps) r.idx -= from;
+        fn(run_from_journal(page, true));
+      });
 }
 
 }  // namespace corral::master

@@ -97,10 +97,11 @@ constexpr const char* kRunColumns =
     "FROM runs";
 constexpr const char* kInstanceColumns =
     "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
-    "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? ORDER BY idx";
+    "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "
+    "ORDER BY idx";
 constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason, url FROM steps WHERE run_id = ? ORDER BY idx, seq";
+    "reason, url FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
 
 // Whether SQLite's result code says that the statement's values are wrong: the same write
 // would fail again on any disk. Every other code (SQLITE_FULL, IOERR, READONLY, BUSY, LOCKED,
@@ -271,6 +272,10 @@ class SqliteStore final : public Store {
   }
 
   Result<StoredRun> load_run(const std::string& run_id) override {
+    return load_run_page(run_id, 0, UINT32_MAX);
+  }
+
+  Result<StoredRun> load_run_page(const std::string& run_id, uint32_t from, uint32_t to) override {
     StoredRun out;
     Stmt& r = stmt(std::string(kRunColumns) + " WHERE id = ?");
     int rc = r.bind(run_id).step();
@@ -280,7 +285,7 @@ class SqliteStore final : public Store {
       return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
     if (rc != SQLITE_ROW) return error("load_run");
     Stmt& in = stmt(kInstanceColumns);
-    in.bind(run_id);
+    in.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
     while ((rc = in.step()) == SQLITE_ROW) {
       InstanceRow row{in.text(0),
                       static_cast<uint32_t>(in.i64(1)),
@@ -299,7 +304,7 @@ class SqliteStore final : public Store {
     in.reset();
     if (rc != SQLITE_DONE) return error("load_run");
     Stmt& st = stmt(kStepColumns);
-    st.bind(run_id);
+    st.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
     while ((rc = st.step()) == SQLITE_ROW) {
       StepRow row{st.text(0),
                   static_cast<uint32_t>(st.i64(1)),

@@ -62,6 +62,9 @@ class Store {
   virtual Result<std::vector<RunRow>> runs() = 0;
   // One run with its instances and steps; kNotFound when there is no such run.
   virtual Result<StoredRun> load_run(const std::string& run_id) = 0;
+  // The same, with only the instances of index from..to-1 and their steps: a page of a large run.
+  virtual Result<StoredRun> load_run_page(const std::string& run_id, uint32_t from,
+                                          uint32_t to) = 0;
 };
 
 // Whether a failed write is wrong in itself (see above), rather than the store unable to write.

@@ -286,3 +286,43 @@ TEST_CASE("journal: a journal file that is not a database is a clear error at st
              Catch::Contains("journal " + home.file("journal.db") + ": file is not a database"));
   CHECK(read_file(home.file("journal.db")) == "these are not the pages you are looking for\n");
 }
+
+// A finished run restored at start is held as a summary; its instances are read back from the
+// journal a page at a time, and the answer says where to ask from for more.
+TEST_CASE("journal: a restored run's instances are read back in pages, with a cursor") {
+  TempHome home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(2);
+  auto d = std::make_unique<Daemon>(home, opts);
+  d->wait_ready(2);
+  constexpr int kInstances = 5000;
+  Json steps = Json::parse(R"([{"name": "get", "request": {"url": "{{base}}/jobs/none"},
+                                 "expect": [{"status": 404}]}])");
+  Json scenario = {{"name", "pages"}, {"steps", steps}};
+  std::string id = submit_run(*d, scenario, kInstances, api);
+  wait_run_finished(*d, id, seconds(60));
+  REQUIRE(run_of(*d, id)["counts"]["passed"] == kInstances);
+  d->wait_until([&] { return d->health()["journal"]["queued_writes"] == 0; }, seconds(10),
+                "the journal to catch up");
+  d = kill_and_restart(std::move(d), home, opts);
+  d->wait_ready(2);
+
+  Json first = d->api("GET", "/runs/" + id + "/instances?limit=3000").json;
+  INFO(first.dump().substr(0, 400));
+  REQUIRE(first["instances"].size() == 3000);
+  CHECK(first["instances"][0]["i"] == 0);
+  CHECK(first["instances"][2999]["i"] == 2999);
+  CHECK(first["instances"][2999]["state"] == "passed");
+  CHECK(first["next"] == 3000);
+  Json rest = d->api("GET", "/runs/" + id + "/instances?limit=3000&from=3000").json;
+  REQUIRE(rest["instances"].size() == 2000);
+  CHECK(rest["instances"][0]["i"] == 3000);
+  CHECK(rest["next"].is_null());
+  CHECK(d->api("GET", "/runs/" + id + "/instances?state=failed").json["instances"].empty());
+  Json one = d->api("GET", "/runs/" + id + "/instances/4321").json;
+  CHECK(one["i"] == 4321);
+  CHECK(one["steps"].size() == 1);
+  CHECK(one["steps"][0]["status"] == 404);
+  CHECK(d->api("GET", "/runs/" + id + "/instances/5000").status == 404);
+  CHECK(d->api("GET", "/runs/" + id + "/instances?from=x").status == 400);
+}

@@ -112,6 +112,9 @@ class FlakyStore final : public Store {
   Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
   Result<std::vector<RunRow>> runs() override { return in_->runs(); }
   Result<StoredRun> load_run(S id) override { return in_->load_run(id); }
+  Result<StoredRun> load_run_page(S id, uint32_t from, uint32_t to) override {
+    return in_->load_run_page(id, from, to);
+  }
 
  private:
   std::unique_ptr<Store> in_;

@@ -1,0 +1,133 @@
+// A run's instances through the API:
+//   GET /runs/<id>/instances?state=failed&limit=100&from=0&steps=true
+//       {"run", "instances": [...], "next": index to ask from for more, or null}
+//   GET /runs/<id>/instances/<n>   one instance with its step history
+// A run in memory answers from there. A finished run held as a summary is read back from the
+// journal a page of kPage instances at a time, on the journal's thread, until the answer is
+// full: a run of a million instances is never loaded whole for it.
+#include <charconv>
+
+#include "master/daemon_impl.h"
+
+namespace corral::master {
+namespace {
+
+using http::Response;
+using nlohmann::json;
+
+constexpr uint32_t kPage = 2000;  // instances read back from the journal per read
+
+std::optional<uint32_t> index_param(std::string_view s) {
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+json next_or_null(uint32_t next, uint32_t size) { return next < size ? json(next) : json(nullptr); }
+
+}  // namespace
+
+Result<Daemon::InstanceQuery> Daemon::instance_query(const http::Request& req) {
+  InstanceQuery q;
+  if (auto s = req.query_param("state")) {
+    q.state = instance_state_from(*s);
+    if (!q.state) {
+      return invalid_argument("state: expected one of queued, running, passed, failed, errored, "
+                              "cancelled, got \"" + *s + "\"");
+    }
+  }
+  auto number = [&req](const char* name, uint32_t fallback) -> Result<uint32_t> {
+    auto text = req.query_param(name);
+    if (!text) return fallback;
+    auto v = index_param(*text);
+    if (!v) return invalid_argument(std::string(name) + ": expected a whole number, got \"" + *text + "\"");
+    return *v;
+  };
+  auto limit = number("limit", 100);
+  if (!limit) return limit.status();
+  auto from = number("from", 0);
+  if (!from) return from.status();
+  q.limit = *limit;
+  q.from = *from;
+  q.with_steps = req.query_param("steps").value_or("") == "true";
+  return q;
+}
+
+uint32_t Daemon::collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
+                                   json& list) const {
+  uint32_t i = q.from > offset ? q.from - offset : 0;
+  for (; i < window.size && list.size() < q.limit; ++i) {
+    if (q.state && window.instances[i].state != *q.state) continue;
+    json j = runs_.instance_json(window, i, q.with_steps);
+    j["i"] = offset + i;
+    list.push_back(std::move(j));
+  }
+  return offset + i;
+}
+
+void Daemon::api_run_instances(const ApiCall& c) {
+  Run* run = run_of(c);
+  if (run == nullptr) return;
+  auto q = instance_query(c.req);
+  if (!q) {
+    c.respond.send(Response::error(400, q.status().message()));
+    return;
+  }
+  if (run->whole) {
+    json list = json::array();
+    uint32_t next = collect_instances(*run, 0, *q, list);
+    c.respond.send(Response::json(
+        200, {{"run", run->id}, {"instances", list}, {"next", next_or_null(next, run->size)}}));
+    return;
+  }
+  read_instances(run->id, run->size, *q, json::array(), c.respond);
+}
+
+void Daemon::read_instances(const std::string& id, uint32_t size, InstanceQuery q, json list,
+                            const http::Responder& respond) {
+  if (q.from >= size || list.size() >= q.limit) {
+    respond.send(Response::json(
+        200, {{"run", id}, {"instances", list}, {"next", next_or_null(q.from, size)}}));
+    return;
+  }
+  const uint32_t from = q.from;
+  const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(size, uint64_t{from} + kPage));
+  runs_.read_page(id, from, to,
+                  [this, id, size, from, q, list = std::move(list), respond](Runs::Page page) mutable {
+                    if (!page) {
+                      respond.send(Response::error(
+                          503, "the run's instances cannot be read from the journal: " +
+                                   page.status().message()));
+                      return;
+                    }
+                    q.from = collect_instances(**page, from, q, list);
+                    read_instances(id, size, q, std::move(list), respond);
+                  });
+}
+
+void Daemon::api_run_instance(const ApiCall& c) {
+  Run* run = run_of(c);
+  if (run == nullptr) return;
+  auto i = index_param(c.args.at(1));
+  if (!i || *i >= run->size) {
+    c.respond.send(Response::error(404, "run " + run->id + " has no instance " + c.args[1]));
+    return;
+  }
+  if (run->whole) {
+    c.respond.send(Response::json(200, runs_.instance_json(*run, *i, true)));
+    return;
+  }
+  runs_.read_page(run->id, *i, *i + 1, [this, n = *i, respond = c.respond](Runs::Page page) {
+    if (!page) {
+      respond.send(Response::error(503, "the run's instance cannot be read from the journal: " +
+                                            page.status().message()));
+      return;
+    }
+    json j = runs_.instance_json(**page, 0, true);
+    j["i"] = n;
+    respond.send(Response::json(200, j));
+  });
+}
+
+}  // namespace corral::master
