@@ -95,17 +95,10 @@ std::vector<int> Daemon::ready_workers() const {
 }
 
 void Daemon::api_load_start(const ApiCall& c) {
-  const http::Request& req = c.req;
   const http::Responder& respond = c.respond;
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    respond.send(Response::error(400, "request body must be a JSON object"));
-    return;
-  }
-  if (supervisor_.shutting_down()) {
-    respond.send(Response::error(503, "the daemon is stopping; load tests are not accepted"));
-    return;
-  }
+  auto submitted = submission_body(c, "load tests");
+  if (!submitted) return;
+  const json& body = *submitted;
   scenario::ParseOptions options;
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };

@@ -43,18 +43,25 @@ Run* Daemon::run_of(const ApiCall& c) {
   return run;
 }
 
-void Daemon::api_run_submit(const ApiCall& c) {
-  const http::Request& req = c.req;
-  const http::Responder& respond = c.respond;
-  json body = json::parse(req.body, nullptr, false);
+std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what) {
+  json body = json::parse(c.req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    respond.send(Response::error(400, "request body must be a JSON object"));
-    return;
+    c.respond.send(Response::error(400, "request body must be a JSON object"));
+    return std::nullopt;
   }
   if (supervisor_.shutting_down()) {
-    respond.send(Response::error(503, "the daemon is stopping; runs are not accepted"));
-    return;
+    c.respond.send(Response::error(503, std::string("the daemon is stopping; ") + what +
+                                            " are not accepted"));
+    return std::nullopt;
   }
+  return body;
+}
+
+void Daemon::api_run_submit(const ApiCall& c) {
+  const http::Responder& respond = c.respond;
+  auto submitted = submission_body(c, "runs");
+  if (!submitted) return;
+  json& body = *submitted;
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
     respond.send(Response::error(400, "scenario: expected a scenario object"));

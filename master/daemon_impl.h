@@ -126,6 +126,9 @@ class Daemon {
   void api_loads_list(const ApiCall& c);
   void api_load_get(const ApiCall& c);
   void api_load_stop(const ApiCall& c);
+  // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
+  // 400 or 503 and returns nullopt otherwise.
+  std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
   Run* run_of(const ApiCall& c);
   LoadTest* load_of(const ApiCall& c);
   // GET /runs/<id>/instances (api_run_instances.cc).
