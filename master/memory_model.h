@@ -35,7 +35,9 @@ class MemoryModel {
   // Instances `slot` may hold in all; UINT64_MAX without a budget.
   uint64_t capacity(int slot) const;
 
-  static constexpr uint64_t kMinSample = 1000;      // instances, to measure the cost
+  // Instances, to measure the cost: fewer say more about the allocator than about instances. Low
+  // enough that the first guess lets a worker with a small budget reach it.
+  static constexpr uint64_t kMinSample = 256;
   static constexpr uint64_t kInitialBytes = 4096;   // the cost before any measure
   static constexpr uint64_t kIdleGuess = 16 << 20;  // a worker's idle RSS before its first beat
 

@@ -25,7 +25,7 @@ TEST_CASE("memory model: the first guess is on the high side, then the measured 
   CHECK(m.capacity(0) == (32 * kMiB - MemoryModel::kIdleGuess) / MemoryModel::kInitialBytes);
 
   m.sample(0, 15 * kMiB, 15 * kMiB, 0);  // idle
-  m.sample(0, 15 * kMiB + 500 * 800, 15 * kMiB, 500);  // too few to measure
+  m.sample(0, 15 * kMiB + 200 * 800, 15 * kMiB, 200);  // too few to measure
   CHECK_FALSE(m.measured());
   m.sample(0, 15 * kMiB + 10000 * 800, 15 * kMiB, 10000);
   CHECK(m.measured());
