@@ -200,3 +200,29 @@ TEST_CASE("supervisor reload: a slot without a worker (errored) gets the new one
   CHECK(b.sup.slot(0)->error.empty());
   CHECK(b.sup.reload().phase == Phase::kDone);
 }
+
+TEST_CASE("supervisor reload: a slot scaled away during a reload is stopped, not replaced, and "
+          "the reload ends with the slots that remain") {
+  SupervisorBench b = ready_pair();
+  start_reload(b);
+  REQUIRE(has(b.step(), Kind::kSpawn, 0, true));
+  b.sup.set_wanted(1);  // slot 1 goes away while slot 0's new worker is on probation
+  auto scaled = b.step();
+  CHECK(has(scaled, Kind::kSendStop, 1, false));
+  CHECK_FALSE(has(scaled, Kind::kSpawn, 1, true));
+  b.exit(1, 0, 0);
+  b.step();
+
+  b.ready_successors();
+  b.sup.on_successor_heartbeat(0, b.now + 3000, 1 << 20);
+  b.sup.on_heartbeat(0, b.now + 3000, 1, 0, 0);
+  CHECK(count(b.step(5000), Kind::kSendStop) == 1);
+  b.exit(0, 0, 0);
+  auto adopt = b.step();
+  CHECK(has(adopt, Kind::kAdopt, 0, false));
+  CHECK_FALSE(has(adopt, Kind::kSpawn, 1, true));  // no successor for the slot scaled away
+  CHECK(b.sup.reload().phase == Phase::kDone);
+  CHECK(b.sup.reload().replaced == std::vector<int>{0});
+  CHECK(b.sup.slot(0)->pid == 102);
+  CHECK(b.sup.slots().size() == 1);
+}
