@@ -7,6 +7,7 @@
 using corral::master::ReloadStatus;
 using corral::master::SlotState;
 using corral::master::SuccessorState;
+using corral::master::SupervisorSettings;
 using corral::test::SupervisorBench;
 using corral::test::count;
 using Kind = corral::master::Action::Kind;
@@ -225,4 +226,28 @@ TEST_CASE("supervisor reload: a slot scaled away during a reload is stopped, not
   CHECK(b.sup.reload().replaced == std::vector<int>{0});
   CHECK(b.sup.slot(0)->pid == 102);
   CHECK(b.sup.slots().size() == 1);
+}
+
+TEST_CASE("supervisor reload: a new worker past the hard memory limit during its grace is killed "
+          "and the old one keeps its slot") {
+  SupervisorSettings s = SupervisorBench::settings();
+  s.memory_hard_bytes = 100 << 20;
+  SupervisorBench b(2, s);
+  b.step();
+  b.ready_all();
+  start_reload(b);
+  b.step();
+  b.ready_successors();
+  b.sup.on_successor_heartbeat(0, b.now + 1000, 50 << 20);
+  b.sup.on_heartbeat(0, b.now + 1000, 1, 0, 0);
+  b.sup.on_heartbeat(1, b.now + 1000, 1, 0, 0);
+  CHECK(count(b.step(1000), Kind::kSignal) == 0);  // under the limit: on probation still
+  b.sup.on_successor_heartbeat(0, b.now + 1000, 101 << 20);
+  auto kill = b.step(1000);
+  CHECK(has(kill, Kind::kSignal, 0, true));
+  CHECK(count(kill, Kind::kSendStop) == 0);
+  CHECK(b.sup.reload().phase == Phase::kFailed);
+  CHECK_THAT(b.sup.reload().error, Catch::Contains("passed the hard memory limit"));
+  CHECK(b.sup.slot(0)->pid == 100);
+  CHECK(b.state(0) == SlotState::kReady);
 }
