@@ -39,8 +39,9 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/runs/{id}", &Daemon::api_run_get, false, "counts, durations, top failures"},
       {"DELETE", "/runs/{id}", &Daemon::api_run_cancel, false, "cancels what has not finished"},
       {"GET", "/runs/{id}/instances", &Daemon::api_run_instances, false,
-       "`?state=failed&limit=100&from=0&steps=true`; `next` is the index to ask `from` for"
-       " more (a finished run is read back from the journal a page at a time)"},
+       "`?state=failed&limit=100&from=0&steps=true` (`limit` at most 10,000); `next` is the"
+       " index to ask `from` for more (a finished run is read back from the journal a page at"
+       " a time)"},
       {"GET", "/runs/{id}/instances/{n}", &Daemon::api_run_instance, false,
        "one instance's step history"},
       {"POST", "/loads", &Daemon::api_load_start, false,

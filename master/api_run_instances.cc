@@ -15,7 +15,8 @@ namespace {
 using http::Response;
 using nlohmann::json;
 
-constexpr uint32_t kPage = 2000;  // instances read back from the journal per read
+constexpr uint32_t kPage = 2000;       // instances read back from the journal per read
+constexpr uint32_t kMaxListed = 10000;  // per answer: more are asked for with `from`
 
 std::optional<uint32_t> index_param(std::string_view s) {
   uint32_t v = 0;
@@ -48,7 +49,7 @@ Result<Daemon::InstanceQuery> Daemon::instance_query(const http::Request& req) {
   if (!limit) return limit.status();
   auto from = number("from", 0);
   if (!from) return from.status();
-  q.limit = *limit;
+  q.limit = std::min(*limit, kMaxListed);
   q.from = *from;
   q.with_steps = req.query_param("steps").value_or("") == "true";
   return q;
