@@ -29,6 +29,7 @@ std::string show_bound(const Field& f, double bound) {
       return json(bound).dump();
     case Kind::kInt:
     case Kind::kString:
+    case Kind::kHooks:
       return std::to_string(static_cast<long long>(bound));
   }
   return "?";
@@ -89,6 +90,13 @@ uint64_t read_bytes(const Field& f, const json& v) {
   return *bytes;
 }
 
+// The hooks report their own path ("hooks.worker_exit[1].url: ...").
+Hooks read_hooks(const json& v) {
+  Result<Hooks> hooks = parse_hooks(v);
+  if (!hooks) throw ConfigError(hooks.status().message());
+  return std::move(*hooks);
+}
+
 void apply_field(Config& cfg, const Field& f, const json& v) {
   switch (f.kind) {
     case Kind::kInt:
@@ -106,6 +114,9 @@ void apply_field(Config& cfg, const Field& f, const json& v) {
     case Kind::kBytes:
       cfg.*std::get<uint64_t Config::*>(f.member) = read_bytes(f, v);
       return;
+    case Kind::kHooks:
+      cfg.*std::get<Hooks Config::*>(f.member) = read_hooks(v);
+      return;
   }
 }
 
@@ -121,26 +132,10 @@ json field_to_json(const Config& cfg, const Field& f) {
       return format_duration_ms(cfg.*std::get<uint64_t Config::*>(f.member));
     case Kind::kBytes:
       return format_bytes(cfg.*std::get<uint64_t Config::*>(f.member));
+    case Kind::kHooks:
+      return hooks_to_json(cfg.*std::get<Hooks Config::*>(f.member));
   }
   return nullptr;
-}
-
-std::string known_fields() {
-  std::string list;
-  for (const Field& f : fields()) list += (list.empty() ? "" : ", ") + std::string(f.name);
-  return list;
-}
-
-// `unknown field "wokers" (did you mean "workers"?); known fields: ...` when a field is close,
-// else `unknown field "x" (known fields: ...)`.
-std::string unknown_field(const std::string& key) {
-  const std::string quoted = json(key).dump();
-  const Field* close = closest_field(key);
-  if (close == nullptr) {
-    return "unknown field " + quoted + " (known fields: " + known_fields() + ")";
-  }
-  return "unknown field " + quoted + " (did you mean " + json(std::string(close->name)).dump() +
-         "?); known fields: " + known_fields();
 }
 
 // nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: ..." without
@@ -191,7 +186,7 @@ void apply_json(Config& cfg, const json& j) {
   Config updated = cfg;  // so that a bad field leaves `cfg` as it was
   for (const auto& [key, value] : j.items()) {
     const Field* f = find_field(key);
-    if (f == nullptr) throw ConfigError(unknown_field(key));
+    if (f == nullptr) throw ConfigError(unknown_name("field", key, field_names()));
     apply_field(updated, *f, value);
   }
   cfg = std::move(updated);

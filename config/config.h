@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/hooks.h"
 #include "shared/status.h"
 
 namespace corral::config {
@@ -63,6 +64,7 @@ struct Config {
   // Required on TCP requests as "Authorization: Bearer <token>" when set; a TCP listener off
   // loopback refuses to start without one. Defaults to $CORRAL_API_TOKEN.
   std::string api_token;
+  Hooks hooks;  // webhooks and commands run on daemon events (config/hooks.h)
 
   bool operator==(const Config&) const = default;
 };

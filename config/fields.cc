@@ -44,6 +44,10 @@ constexpr Field bytes_field_up_to(std::string_view name, uint64_t Config::*m, do
   return {name, Kind::kBytes, m, min, max, {}, help};
 }
 
+constexpr Field hooks_field(std::string_view name, Hooks Config::*m, std::string_view help) {
+  return {name, Kind::kHooks, m, 0, 0, {}, help};
+}
+
 constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 constexpr std::array<std::string_view, 2> kHttpClients = {"lean", "curl"};
 
@@ -120,6 +124,9 @@ const Field kFields[] = {
                "group or others"),
   string_field("api_token", &Config::api_token, {},
                "TCP requests need \"Authorization: Bearer <token>\"; default $CORRAL_API_TOKEN"),
+  hooks_field("hooks", &Config::hooks,
+              "webhooks and commands run on worker_exit, run_finished, journal_failed and "
+              "journal_recovered (docs/operations.md, Hooks)"),
 };
 // clang-format on
 
@@ -137,6 +144,8 @@ std::string_view kind_name(Kind kind) {
       return "duration";
     case Kind::kBytes:
       return "size";
+    case Kind::kHooks:
+      return "object";
   }
   return "?";
 }
@@ -166,24 +175,51 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-const Field* closest_field(std::string_view name) {
+std::span<const std::string_view> field_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const Field& f : kFields) out.push_back(f.name);
+    return out;
+  }();
+  return names;
+}
+
+const std::string_view* closest_name(std::string_view name,
+                                     std::span<const std::string_view> names) {
   constexpr size_t kMaxEdits = 2;
   constexpr size_t kMinContained = 3;  // shorter ones ("a", "ma") are contained in too much
-  const Field* best = nullptr;
+  const std::string_view* best = nullptr;
   size_t best_distance = 0;
-  for (const Field& f : kFields) {
-    const size_t distance = edit_distance(name, f.name);
-    const std::string_view shorter = name.size() < f.name.size() ? name : f.name;
+  for (const std::string_view& candidate : names) {
+    const size_t distance = edit_distance(name, candidate);
+    const std::string_view shorter = name.size() < candidate.size() ? name : candidate;
     const bool contains =
-        shorter.size() >= kMinContained && (f.name.find(name) != std::string_view::npos ||
-                                            name.find(f.name) != std::string_view::npos);
+        shorter.size() >= kMinContained && (candidate.find(name) != std::string_view::npos ||
+                                            name.find(candidate) != std::string_view::npos);
     if (distance > kMaxEdits && !contains) continue;
     if (best == nullptr || distance < best_distance) {
-      best = &f;
+      best = &candidate;
       best_distance = distance;
     }
   }
   return best;
+}
+
+const Field* closest_field(std::string_view name) {
+  const std::string_view* close = closest_name(name, field_names());
+  return close == nullptr ? nullptr : find_field(*close);
+}
+
+std::string unknown_name(std::string_view what, std::string_view name,
+                         std::span<const std::string_view> names) {
+  std::string list;
+  for (std::string_view n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  const std::string quoted = nlohmann::json(std::string(name)).dump();
+  const std::string known = "known " + std::string(what) + "s: " + list;
+  const std::string_view* close = closest_name(name, names);
+  if (close == nullptr) return "unknown " + std::string(what) + " " + quoted + " (" + known + ")";
+  return "unknown " + std::string(what) + " " + quoted + " (did you mean " +
+         nlohmann::json(std::string(*close)).dump() + "?); " + known;
 }
 
 }  // namespace corral::config

@@ -21,12 +21,13 @@ enum class Kind {
   kString,    // JSON string, optionally one of `choices`
   kDuration,  // "250ms", "10s", ... stored as milliseconds
   kBytes,     // "512MB" or a JSON integer, stored as bytes
+  kHooks,     // the `hooks` object (config/hooks.h)
 };
 
 std::string_view kind_name(Kind kind);
 
-using Member =
-    std::variant<int Config::*, double Config::*, std::string Config::*, uint64_t Config::*>;
+using Member = std::variant<int Config::*, double Config::*, std::string Config::*,
+                            uint64_t Config::*, Hooks Config::*>;
 
 struct Field {
   std::string_view name;  // as written in a config file
@@ -45,10 +46,24 @@ std::span<const Field> fields();
 const Field* find_field(std::string_view name);
 
 // The field a misspelt `name` most likely meant, for "did you mean" in errors; nullptr when none
-// is close. Close is an edit distance of at most 2, or one name containing the other when the
-// shorter has at least 3 characters ("max_memory_bytes" -> "max_memory"). Of several, the
-// nearest by edit distance, then the first in fields().
+// is close (see closest_name).
 const Field* closest_field(std::string_view name);
+
+// The entry of `names` a misspelt `name` most likely meant; nullptr when none is close. Close
+// is an edit distance of at most 2, or one name containing the other when the shorter has at
+// least 3 characters ("max_memory_bytes" -> "max_memory"). Of several, the nearest by edit
+// distance, then the first in `names`.
+const std::string_view* closest_name(std::string_view name,
+                                     std::span<const std::string_view> names);
+
+// The error for a name that is not one of `names`, `what` being "field" or "event":
+// `unknown field "wokers" (did you mean "workers"?); known fields: workers, listen, ...`, or
+// `unknown field "x" (known fields: workers, listen, ...)` when no name is close.
+std::string unknown_name(std::string_view what, std::string_view name,
+                         std::span<const std::string_view> names);
+
+// The names of fields(), in the same order.
+std::span<const std::string_view> field_names();
 
 // The Levenshtein distance: the fewest one-character insertions, deletions and substitutions
 // that turn `a` into `b`. Bytes, not code points (field names are ASCII).

@@ -56,6 +56,7 @@ std::vector<Setting> effective_settings(const Config& cfg, const Given& given) {
     const std::string name(f.name);
     nlohmann::json value = values.at(name);
     if (f.name == "api_token") value = cfg.api_token.empty() ? "(not set)" : "(set)";
+    if (f.kind == Kind::kHooks) value = hooks_for_display(cfg.hooks);
     rows.push_back({name, std::move(value), origin_of(name, given)});
   }
   return rows;

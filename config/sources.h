@@ -43,12 +43,14 @@ Origin origin_of(std::string_view name, const Given& given);
 // One row of `corral config show`.
 struct Setting {
   std::string name;
-  nlohmann::json value;  // in config-file form ("5s", "512MB"); api_token: "(set)"/"(not set)"
+  // In config-file form ("5s", "512MB"); api_token: "(set)"/"(not set)"; hooks with each header
+  // value "(set)".
+  nlohmann::json value;
   Origin origin;
 };
 
 // "home", then every config-file field in the order of field_reference(), with the values of
-// `cfg` (built from `given`). The API token itself is never in the result.
+// `cfg` (built from `given`). The API token and the hooks' header values are never in the result.
 std::vector<Setting> effective_settings(const Config& cfg, const Given& given);
 
 }  // namespace corral::config

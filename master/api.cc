@@ -141,6 +141,7 @@ void Daemon::api_metrics(const ApiCall& c) {
 void Daemon::api_config(const ApiCall& c) {
   json settings = config::to_json(cfg_);
   if (!cfg_.api_token.empty()) settings["api_token"] = "(set)";
+  settings["hooks"] = config::hooks_for_display(cfg_.hooks);
   c.respond.send(Response::json(200, {{"config", settings},
                                       {"home", cfg_.home},
                                       {"file", config_file_},

@@ -50,6 +50,8 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       rng_(std::random_device{}()),
       supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
                   [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }),
+      hooks_(loop, {},
+             [this](config::HookEvent e, HookOutcome o) { live_metrics_.hook_ended(e, o); }),
       runs_(runs_options(cfg_)),
       dispatcher_(
           runs_,
@@ -58,6 +60,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
           },
           static_cast<uint32_t>(cfg_.worker_instances)) {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
+  runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
 }
 
 Daemon::~Daemon() = default;
@@ -101,6 +104,7 @@ Status Daemon::start() {
   auto image = WorkerImage::open(executable_, cfg_, secrets_, 0);
   if (!image) return image.status();
   image_ = std::move(*image);
+  start_hooks();
   if (Status s = open_journal(); !s) return s;
   api_ = std::make_unique<http::Server>(
       loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
@@ -188,6 +192,7 @@ void Daemon::on_tick() {
     }
   }
   reconcile();
+  watch_journal();
   if (!supervisor_.shutting_down()) dispatcher_.rebalance(now);
   start_pending_loads();
   maybe_start_spare(now);
@@ -203,6 +208,7 @@ void Daemon::sample_memory() {
 void Daemon::reconcile() {
   if (finished_) return;
   for (const Action& a : supervisor_.reconcile(monotonic_ms())) execute(a);
+  fire_worker_exits();
   settle_reload();
   if (supervisor_.finished()) finish();
 }
@@ -251,6 +257,7 @@ void Daemon::execute(const Action& a) {
 void Daemon::shutdown(const std::string& why) {
   shutdown_requests_ += 1;
   if (shutdown_requests_ == 1) {
+    shutdown_started_ms_ = monotonic_ms();
     spdlog::info("shutting down ({}): stopping {} workers, grace {}", why,
                  supervisor_.slots().size(), config::format_duration_ms(cfg_.stop_grace_ms));
     supervisor_.begin_shutdown();
@@ -277,6 +284,7 @@ void Daemon::finish() {
   pump_.reset();
   build_.reset();
   signals_.clear();
+  stop_hooks();
 }
 
 int run_daemon(const config::Config& cfg, const std::string& config_file) {

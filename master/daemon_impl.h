@@ -15,6 +15,8 @@
 #include "config/config.h"
 #include "master/api_route.h"
 #include "master/dispatcher.h"
+#include "master/hooks/payloads.h"
+#include "master/hooks/sender.h"
 #include "master/journal/journal.h"
 #include "master/live_metrics.h"
 #include "master/load_watch.h"
@@ -89,8 +91,18 @@ class Daemon {
   void on_successor_exit(int slot, int64_t code, int signum);
   // After a reconcile: a finished reload hands the master its config, a failed one is dropped.
   void settle_reload();
-  // The master's own settings from cfg_: the supervisor's, retention, the worker count.
+  // The master's own settings from cfg_: the supervisor's, retention, the worker count, hooks.
   void apply_master_config();
+  // Hooks (daemon_hooks.cc). A worker's exit is reported after the reconcile that follows it,
+  // which decides the slot's next state.
+  void start_hooks();
+  void note_worker_exit(int slot, pid_t pid, int restarts);
+  void fire_worker_exits();
+  void on_run_finished(const Run& run);
+  // From the tick: journal_failed and journal_recovered.
+  void watch_journal();
+  // From finish(): what is left of stop_grace since the shutdown began, for the hooks.
+  void stop_hooks();
   // Workers, instances and reload in one line: systemd's STATUS=.
   std::string status_line() const;
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
@@ -208,6 +220,10 @@ class Daemon {
   std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
   std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
   LiveMetrics live_metrics_;
+  HookSource hook_source_;
+  HookSender hooks_;
+  JournalWatch journal_watch_;
+  std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;
@@ -241,6 +257,7 @@ class Daemon {
   std::unique_ptr<uv::Timer> kick_;
   std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
+  uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request
   uint64_t last_memory_sample_ms_ = 0;
   uint64_t last_prune_ms_ = 0;
   bool kick_pending_ = false;

@@ -128,6 +128,7 @@ void Daemon::spawn(int slot, bool successor) {
                                       monotonic_ms());
     } else {
       supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
+      note_worker_exit(slot, 0, s->restarts);
     }
     kick();
     return;
@@ -159,8 +160,10 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   if (!is_current(slot, generation)) return;
   pid_t pid = workers_[slot]->pid();
   auto culprit = workers_[slot]->culprit();
+  const int restarts = supervisor_.slot(slot)->restarts;
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
+  note_worker_exit(slot, pid, restarts);
   live_metrics_.worker_exited(to_string(s->last_exit->reason));
   requests_sent_.erase(slot);
   spdlog::log(

@@ -1,6 +1,7 @@
 // The metrics the master counts as things happen, rather than reads from its state when
 // scraped (metrics.cc does that): steps by kind and outcome with their durations, and worker
-// exits by reason. Their label sets are closed: step kinds, outcomes, exit reasons.
+// exits by reason, hook deliveries by event and result. Their label sets are closed: step
+// kinds, outcomes, exit reasons, hook events and results.
 // Loop thread only.
 #pragma once
 
@@ -12,6 +13,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "config/hooks.h"
+#include "master/hooks/sender.h"
+
 namespace corral::master {
 
 class LiveMetrics {
@@ -22,6 +26,8 @@ class LiveMetrics {
   void step_ended(std::string_view kind, std::string_view outcome, double seconds);
   // A worker process of a slot ended, for `reason` (exit_reason.h).
   void worker_exited(std::string_view reason);
+  // A hook's delivery for `event` ended (hooks/sender.h).
+  void hook_ended(config::HookEvent event, HookOutcome outcome);
 
   std::vector<prometheus::MetricFamily> collect() const { return registry_.Collect(); }
 
@@ -30,9 +36,12 @@ class LiveMetrics {
   static const prometheus::Histogram::BucketBoundaries& step_buckets();
 
  private:
+  prometheus::Counter& hooks_counter(config::HookEvent event, HookOutcome outcome);
+
   prometheus::Registry registry_;
   prometheus::Family<prometheus::Histogram>& step_seconds_;
   prometheus::Family<prometheus::Counter>& exits_;
+  prometheus::Family<prometheus::Counter>& hooks_;
 };
 
 }  // namespace corral::master

@@ -217,6 +217,19 @@ std::string Daemon::metrics_text() const {
       .Add({})
       .Increment(static_cast<double>(uv::callback_failures()));
 
+  BuildGauge()
+      .Name("corral_hooks_in_flight")
+      .Help("Hook deliveries running now (webhook tries, their pauses, commands)")
+      .Register(registry)
+      .Add({})
+      .Set(static_cast<double>(hooks_.in_flight()));
+  BuildGauge()
+      .Name("corral_hooks_queued")
+      .Help("Hook deliveries waiting for one of the running ones to end")
+      .Register(registry)
+      .Add({})
+      .Set(static_cast<double>(hooks_.queued()));
+
   add_load_metrics(registry, loads_);
   std::vector<prometheus::MetricFamily> families = registry.Collect();
   for (auto& f : live_metrics_.collect()) families.push_back(std::move(f));

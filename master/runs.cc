@@ -128,6 +128,7 @@ void Runs::on_finished(Run& run, int64_t now_ms) {
   prune_due_ = true;
   journal_write([id = run.id, now_ms, cancelled = run.cancelled, summary = run.summary.dump()](
                     journal::Store& s) { return s.finish_run(id, now_ms, cancelled, summary); });
+  if (on_finished_) on_finished_(run);
 }
 
 void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {

@@ -124,6 +124,9 @@ class Runs {
 
   // Sets the journal (before restore() and the first change); it must outlive this table.
   void attach(journal::Journal* journal) { journal_ = journal; }
+  // Called once for each run that ends (its last instance ended, it was cancelled, or restore()
+  // found every instance ended), after its summary is recorded. It must not change this table.
+  void set_on_finished(std::function<void(const Run&)> fn) { on_finished_ = std::move(fn); }
   // New limits (a config reload); retention applies them at the next prune().
   void set_options(RunsOptions opts) {
     opts_ = opts;
@@ -205,6 +208,7 @@ class Runs {
 
   RunsOptions opts_;
   journal::Journal* journal_;
+  std::function<void(const Run&)> on_finished_;
   RunList runs_;
   std::map<std::string, Run*> by_id_;
   uint64_t next_seq_ = 1;

@@ -7,8 +7,10 @@
 // initialised once, on the first call.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,5 +50,23 @@ struct HttpResult {
 // 5xx) is not an error here: it comes back as an HttpResult.
 Result<HttpResult> request(const Target& target, std::string_view method, std::string_view path,
                            std::string_view body_json = {}, long timeout_ms = 5000);
+
+// A request to a whole URL, for the master's webhooks.
+struct UrlRequest {
+  std::string method = "POST";
+  std::string url;                   // http:// or https://
+  std::vector<std::string> headers;  // "Name: value" lines, sent as given
+  std::string body_json;             // POST, PUT and PATCH send it (possibly empty)
+  long timeout_ms = 5000;            // the whole exchange, connecting included
+  // When set, the transfer is abandoned soon after it turns true (within about a second:
+  // libcurl's progress callback), failing with Code::kIo.
+  const std::atomic<bool>* abort = nullptr;
+};
+
+// Sends `r` as request() does, with the same errors. Unlike request(), it follows the proxy
+// variables of the environment (https_proxy, no_proxy, ...), as a webhook to the outside must;
+// its error messages are libcurl's alone ("Couldn't connect to server"), naming no URL: a
+// webhook's URL may hold a token, and the caller names it.
+Result<HttpResult> request_url(const UrlRequest& r);
 
 }  // namespace corral::http

@@ -49,13 +49,6 @@ bool has_samples(const std::string& metrics, const std::string& name) {
   return false;
 }
 
-// The value of the sample line that starts with `series` ("name{labels}"), or -1.
-double sample(const std::string& metrics, const std::string& series) {
-  size_t at = metrics.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(metrics.substr(at + series.size() + 2));
-}
-
 }  // namespace
 
 TEST_CASE("metrics: steps, requests and worker exits are counted in /metrics") {
@@ -73,16 +66,23 @@ TEST_CASE("metrics: steps, requests and worker exits are counted in /metrics") {
   d.wait_until(
       [&] {
         m = d.api("GET", "/metrics").body;
-        return sample(m, R"(corral_worker_exits_total{reason="stopped"})") == 1;
+        return metric_sample(m, R"(corral_worker_exits_total{reason="stopped"})") == 1;
       },
       seconds(15), "the restart's exit in /metrics");
   INFO(m);
   // 4 starts and 4 polls passed; each poll took at least its job's 300 ms.
-  CHECK(sample(m, R"(corral_step_duration_seconds_count{kind="request",outcome="passed"})") == 4);
-  CHECK(sample(m, R"(corral_step_duration_seconds_count{kind="poll",outcome="passed"})") == 4);
-  CHECK(sample(m, R"(corral_step_duration_seconds_bucket{kind="poll",outcome="passed",le="0.25"})") == 0);
-  CHECK(sample(m, R"(corral_step_duration_seconds_bucket{kind="poll",outcome="passed",le="+Inf"})") == 4);
-  CHECK(sample(m, R"(corral_step_duration_seconds_sum{kind="poll",outcome="passed"})") >= 1.2);
+  CHECK(metric_sample(
+            m, R"(corral_step_duration_seconds_count{kind="request",outcome="passed"})") == 4);
+  CHECK(metric_sample(m, R"(corral_step_duration_seconds_count{kind="poll",outcome="passed"})") ==
+        4);
+  CHECK(metric_sample(
+            m, R"(corral_step_duration_seconds_bucket{kind="poll",outcome="passed",le="0.25"})") ==
+        0);
+  CHECK(metric_sample(
+            m, R"(corral_step_duration_seconds_bucket{kind="poll",outcome="passed",le="+Inf"})") ==
+        4);
+  CHECK(metric_sample(m, R"(corral_step_duration_seconds_sum{kind="poll",outcome="passed"})") >=
+        1.2);
   CHECK_THAT(m, Catch::Contains("# TYPE corral_worker_loop_lag_seconds gauge"));
 }
 

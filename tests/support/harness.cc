@@ -199,6 +199,12 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+double metric_sample(const std::string& metrics, const std::string& series) {
+  size_t at = metrics.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics.substr(at + series.size() + 2));
+}
+
 std::string tail_file(const std::string& path, size_t n) {
   std::istringstream in(read_file(path));
   std::vector<std::string> lines;

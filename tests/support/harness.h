@@ -127,6 +127,9 @@ std::optional<ApiResponse> try_tcp_request(const std::string& host, int port,
                                            const std::string& method, const std::string& path,
                                            const std::string& body = "",
                                            milliseconds timeout = seconds(3));
+// The value of the sample line of a Prometheus text exposition that starts with `series`
+// ("name{labels}"), or -1 when there is none.
+double metric_sample(const std::string& metrics, const std::string& series);
 // Writes `raw` bytes to host:port over a plain TCP socket and returns what comes back until the
 // peer closes or `timeout` passes (no HTTP client in between, for malformed requests).
 std::string raw_tcp_exchange(const std::string& host, int port, const std::string& raw,

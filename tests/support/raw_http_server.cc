@@ -23,8 +23,9 @@ Step reset_connection() { return {Step::Kind::kReset, {}, 0}; }
 
 namespace {
 
-// Connections read one at a time on the loop thread, each read consumed in its callback.
-char g_read_buf[64 * 1024];
+// Connections read one at a time on a loop thread, each read consumed in its callback; one
+// buffer per thread, for servers on loops of their own (harness_receiver.h).
+thread_local char g_read_buf[64 * 1024];
 
 struct WriteReq {
   uv_write_t req;

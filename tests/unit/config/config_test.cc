@@ -21,12 +21,13 @@ using corral::test::ScopedEnv;
 
 constexpr const char* kKnownFields =
     "workers, listen, max_memory, memory_hard_factor, memory_kernel_factor, heartbeat_interval, "
-    "heartbeat_timeout, ready_timeout, spare_workers, reload_grace, kill_grace, stop_grace, backoff_initial, backoff_factor, "
+    "heartbeat_timeout, ready_timeout, spare_workers, reload_grace, kill_grace, stop_grace, "
+    "backoff_initial, backoff_factor, "
     "backoff_max, stable_after, crash_loop_exits, errored_retry, "
     "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, max_connections_per_host, "
-    "load_connections_per_worker, secrets_file, api_token";
+    "load_connections_per_worker, secrets_file, api_token, hooks";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -87,6 +88,10 @@ Config all_changed() {
   c.load_connections_per_worker = 500;
   c.secrets_file = "/etc/corral/secrets.json";
   c.api_token = "t0ken";
+  Hook hook;
+  hook.url = "http://127.0.0.1:9000/corral";
+  hook.headers = {{"X-Team", "qa"}};
+  c.hooks.by_event[static_cast<size_t>(HookEvent::kWorkerExit)].push_back(hook);
   return c;
 }
 

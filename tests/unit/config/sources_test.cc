@@ -100,5 +100,22 @@ TEST_CASE("config sources: the effective settings list home and every field, nev
   }
 }
 
+TEST_CASE("config sources: the hooks are listed with their header values hidden") {
+  Config cfg;
+  Hook hook;
+  hook.url = "http://127.0.0.1:9000/corral";
+  hook.headers = {{"Authorization", "Bearer s3cret"}};
+  cfg.hooks.by_event[static_cast<size_t>(HookEvent::kWorkerExit)].push_back(hook);
+  bool listed = false;
+  for (const Setting& s : effective_settings(cfg, {})) {
+    if (s.name != "hooks") continue;
+    listed = true;
+    CHECK(s.value["worker_exit"][0]["url"] == "http://127.0.0.1:9000/corral");
+    CHECK(s.value["worker_exit"][0]["headers"]["Authorization"] == "(set)");
+    CHECK(s.value.dump().find("s3cret") == std::string::npos);
+  }
+  CHECK(listed);
+}
+
 }  // namespace
 }  // namespace corral::config
