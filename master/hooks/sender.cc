@@ -1,5 +1,7 @@
 #include "master/hooks/sender.h"
 
+#include "config/config.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
