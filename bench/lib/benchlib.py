@@ -1,5 +1,5 @@
 """Shared pieces of corral's benchmarks (bench/seed-polling, bench/idle-instances, bench/poll-scale,
-bench/http-client).
+bench/http-client, bench/rebalance, bench/reload, bench/soak, ...).
 
 Standard library only. Everything here talks to 127.0.0.1 or a Unix socket, and every process
 it starts is started in a process group of its own so that stop() can end the whole group by
@@ -87,6 +87,17 @@ def cpu_seconds(pids):
     return total / TICK
 
 
+def cpu_seconds_with_reaped(pid):
+    """CPU seconds of pid and of the children it has waited for (cutime + cstime): with the live
+    descendants' cpu_seconds() added, a supervisor's total even when its children come and go."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / TICK
+    except (OSError, IndexError):
+        return 0.0
+
+
 def rss_bytes(pids):
     total = 0
     for p in pids:
@@ -125,6 +136,42 @@ def smaps_rollup(pids):
                         k = parts[0].rstrip(":")
                         out[k] = out.get(k, 0) + int(parts[1]) * 1024
         except OSError:
+            pass
+    return out
+
+
+def open_fds(pid):
+    """Open file descriptors of pid (entries of /proc/<pid>/fd); None when it is gone."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
+def file_bytes(paths):
+    """Sizes of files by path (0 for a missing one)."""
+    out = {}
+    for p in paths:
+        try:
+            out[p] = os.path.getsize(p)
+        except OSError:
+            out[p] = 0
+    return out
+
+
+def prometheus_values(text, name):
+    """The samples of metric `name` in Prometheus text: {label string (e.g. 'reason="x"'): value}."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric, _, labels = head.partition("{")
+        if metric != name:
+            continue
+        try:
+            out[labels.rstrip("}")] = float(value)
+        except ValueError:
             pass
     return out
 
