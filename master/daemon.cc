@@ -9,6 +9,7 @@
 
 #include "config/secrets.h"
 #include "master/daemon_impl.h"
+#include "master/heap.h"
 #include "master/systemd.h"
 #include "shared/exit_codes.h"
 #include "shared/log.h"
@@ -185,11 +186,13 @@ void Daemon::on_tick() {
     last_memory_sample_ms_ = now;
     sample_memory();
   }
-  if (runs_.prune_due() || now - last_prune_ms_ >= kPruneEveryMs) {
+  if (bool due = runs_.prune_due(); due || now - last_prune_ms_ >= kPruneEveryMs) {
     last_prune_ms_ = now;
-    if (size_t n = runs_.prune(unix_ms_now()); n > 0) {
-      spdlog::info("retention: {} finished runs pruned", n);
-    }
+    size_t n = runs_.prune(unix_ms_now());
+    if (n > 0) spdlog::info("retention: {} finished runs pruned", n);
+    // A run ended (its instances may now be a summary) or runs were forgotten: their memory
+    // was freed in bulk.
+    if (due || n > 0) spdlog::debug("heap trimmed in {} us", release_free_heap());
   }
   reconcile();
   watch_journal();
@@ -289,6 +292,7 @@ void Daemon::finish() {
 
 int run_daemon(const config::Config& cfg, const std::string& config_file) {
   std::signal(SIGPIPE, SIG_IGN);  // a write to a just-killed worker must not kill the master
+  tune_heap();
   if (Status s = make_dirs(cfg.home); !s) {
     std::fprintf(stderr, "corral: cannot use home %s: %s\n", cfg.home.c_str(), s.message().c_str());
     return 1;

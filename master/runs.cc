@@ -283,11 +283,15 @@ size_t Runs::prune(int64_t now_ms) {
       ++it;
     }
   }
-  // Only the newest keep_whole finished runs stay whole.
-  size_t whole = 0;
+  // Only the newest finished runs stay whole, as many as keep_whole and keep_whole_instances
+  // allow: the first run past either limit and every older one keep their summary alone.
+  size_t whole = 0, instances = 0;
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
     Run& r = **it;
-    if (!r.finished() || !r.whole || ++whole <= opts_.keep_whole) continue;
+    if (!r.finished() || !r.whole) continue;
+    instances += r.size;
+    if (++whole <= opts_.keep_whole && instances <= opts_.keep_whole_instances) continue;
+    whole = opts_.keep_whole;  // past a limit: every older run is summarised too
     r.whole = false;
     std::vector<InstanceRecord>().swap(r.instances);
     std::vector<int64_t>().swap(r.durations_ms);

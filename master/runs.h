@@ -3,8 +3,9 @@
 // API, and hands every change to the journal, from which restore() rebuilds it after a restart.
 //
 // Memory: unfinished runs are held whole. A finished run is held whole while it is among the
-// newest `keep_whole` finished ones; older ones keep only their summary (counts, durations,
-// failures) and are read back from the journal when someone asks for their instances.
+// newest `keep_whole` finished ones and they hold at most `keep_whole_instances` instances
+// between them; older ones keep only their summary (counts, durations, failures) and are read
+// back from the journal when someone asks for their instances.
 // Loop thread only.
 #pragma once
 
@@ -110,7 +111,8 @@ struct Run {
 
 struct RunsOptions {
   uint32_t max_resumes = 5;              // worker deaths an instance survives before it is errored
-  size_t keep_whole = 20;                // finished runs held whole in memory
+  size_t keep_whole = 20;                // finished runs held whole in memory, at most...
+  size_t keep_whole_instances = 20000;   // ...with this many instances between them
   size_t keep_runs = 1000;               // finished runs kept at all (memory and journal)
   int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
   uint32_t restore_page = 50000;         // instance rows read per page at restore
@@ -182,7 +184,8 @@ class Runs {
   // Instances waiting for a worker, over all runs.
   size_t pending() const;
   // Applies retention: forgets finished runs beyond keep_runs or older than keep_for_ms, and
-  // keeps only the summary of finished runs beyond keep_whole. Returns how many were forgotten.
+  // keeps only the summary of finished runs beyond keep_whole or keep_whole_instances. Returns
+  // how many were forgotten.
   size_t prune(int64_t now_ms);
   // A run finished since the last prune().
   bool prune_due() const { return prune_due_; }

@@ -308,6 +308,38 @@ TEST_CASE("runs journal: retention keeps old runs as summaries, then forgets the
   CHECK(h.runs->find(b) != nullptr);
 }
 
+TEST_CASE("runs journal: finished runs stay whole only within the instance budget") {
+  RunsOptions opts{.keep_whole = 20, .keep_whole_instances = 3};
+  Home h;
+  h.open(opts);
+  const std::string a = h.finished_run({"passed"}, 1000);
+  const std::string b = h.finished_run({"passed", "passed"}, 2000);
+  const std::string c = h.finished_run({"passed"}, 3000);
+  const std::string open = h.create(5, 4000).id;
+  CHECK(h.runs->prune(5000) == 0);
+  // Newest first: c (1) and b (2) make 3 instances; a would make 4.
+  CHECK(h.runs->find(c)->whole);
+  CHECK(h.runs->find(b)->whole);
+  CHECK_FALSE(h.runs->find(a)->whole);
+  CHECK(h.runs->find(a)->instances.empty());
+  CHECK(h.runs->find(open)->instances.size() == 5);  // unfinished runs do not count
+
+  // A finished run larger than the whole budget is a summary at once, and so is every older one.
+  opts.keep_whole_instances = 1;
+  h.runs->set_options(opts);
+  h.runs->prune(6000);
+  CHECK(h.runs->find(c)->whole);
+  CHECK_FALSE(h.runs->find(b)->whole);
+  CHECK_FALSE(h.runs->find(a)->whole);
+  bool called = false;
+  h.runs->read_page(b, 0, 2, [&called](Runs::Page) { called = true; });
+  REQUIRE(h.run_until([&called] { return called; }));
+  auto back = h.page(b, 0, 2);
+  REQUIRE(back->instances.size() == 2);
+  CHECK(brief(back->instances[1]) == "passed@0 resumes 0/0 2000");  // started with b, at 2000
+  CHECK(back->instances[1].ended_ms == 3000);
+}
+
 TEST_CASE("runs journal: prune_finished_before forgets only runs that finished before the time") {
   Home h;
   h.open();
