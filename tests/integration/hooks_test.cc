@@ -181,7 +181,7 @@ TEST_CASE("hooks: a receiver that never answers cannot hold a graceful stop past
 }
 
 TEST_CASE(
-    "hooks: a command hook gets the payload on stdin and the event in CORRAL_EVENT; one "
+    "hooks: a command hook gets the payload on stdin and the event in CORRAL_EVENT, and one "
     "past its timeout is killed and counted as failed") {
   TempHome home;
   const std::string out = home.file("hook.out");

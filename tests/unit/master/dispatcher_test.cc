@@ -218,7 +218,7 @@ TEST_CASE("dispatcher: a run smaller than a start frame is spread over the ready
   CHECK(b.dispatcher.load(2) == 67);  // the least loaded takes it
 }
 
-TEST_CASE("dispatcher: workers take no more than fits in their memory; the rest waits, with why") {
+TEST_CASE("dispatcher: workers take no more than fits in their memory, and the rest waits, with why") {
   Bench b;
   constexpr uint64_t kMiB = 1 << 20;
   b.dispatcher.memory().set_budget(32 * kMiB);
