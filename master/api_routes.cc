@@ -1,7 +1,7 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
-// here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc). The
-// README's "Control API" table is this list: the unit test "control API: the README lists every
-// route" prints it when they differ.
+// here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc;
+// api_logs.cc). The README's "Control API" table is this list: the unit test
+// "control API: the README lists every route" prints it when they differ.
 #include "master/daemon_impl.h"
 
 namespace corral::master {
@@ -50,6 +50,10 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/loads", &Daemon::api_loads_list, false, "load tests, running and recent"},
       {"GET", "/loads/{id}", &Daemon::api_load_get, false, "one load test with its series"},
       {"DELETE", "/loads/{id}", &Daemon::api_load_stop, false, "stops a load test"},
+      {"GET", "/logs", &Daemon::api_logs, false,
+       "the last lines of `master.log` and the `worker-<slot>.log` files merged in time order:"
+       " `{\"dir\",\"files\",\"lines\"}`; `?lines=200` (at most 1,000), `&source=master` or"
+       " `worker-0` for one file"},
   };
   return routes;
 }
