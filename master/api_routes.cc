@@ -1,6 +1,6 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
 // here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc;
-// api_logs.cc). The README's "Control API" table is this list: the unit test
+// api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit test
 // "control API: the README lists every route" prints it when they differ.
 #include "master/daemon_impl.h"
 
@@ -54,6 +54,11 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "the last lines of `master.log` and the `worker-<slot>.log` files merged in time order:"
        " `{\"dir\",\"files\",\"lines\"}`; `?lines=200` (at most 1,000), `&source=master` or"
        " `worker-0` for one file"},
+      {"GET", "/", &Daemon::api_dashboard_page, true,
+       "the web dashboard ([docs/operations.md](docs/operations.md#the-web-dashboard)); it asks"
+       " for the token when its data calls need one"},
+      {"GET", "/ui/{file}", &Daemon::api_dashboard_file, true,
+       "the dashboard's scripts and styles, compiled into the binary (with an `ETag`)"},
   };
   return routes;
 }

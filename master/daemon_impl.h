@@ -116,8 +116,8 @@ class Daemon {
   nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_logs.cc; the table is
-  // api_routes.cc).
+  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_logs.cc, api_dashboard.cc; the
+  // table is api_routes.cc).
   void api_health(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);
@@ -140,6 +140,8 @@ class Daemon {
   void api_load_get(const ApiCall& c);
   void api_load_stop(const ApiCall& c);
   void api_logs(const ApiCall& c);
+  void api_dashboard_page(const ApiCall& c);
+  void api_dashboard_file(const ApiCall& c);
   // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
   // 400 or 503 and returns nullopt otherwise.
   std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
