@@ -19,7 +19,8 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "the daemon's effective settings (`api_token` masked), its config file, and the changes"
        " a reload took that need a master restart"},
       {"GET", "/workers", &Daemon::api_workers, false,
-       "every slot: pid, state, restarts, uptime, RSS, heartbeat and loop lag, instances"
+       "every slot: pid, state, restarts, uptime, RSS, CPU (`cpu_percent` of one CPU over the last"
+       " second), heartbeat and loop lag, instances"
        " (`instances`: placed by the master; `active`: counted by the worker), last exit"},
       {"POST", "/workers/scale", &Daemon::api_scale, false, "`{\"workers\":N}`"},
       {"POST", "/workers/restart", &Daemon::api_restart, false,

@@ -1,18 +1,18 @@
-// The workers panel: a row per slot from GET /workers, with the recent history of memory, loop
-// lag and active instances as sparklines (kept here, in the page, for the last HISTORY
+// The workers panel: a row per slot from GET /workers, with the recent history of CPU, memory,
+// loop lag and active instances as sparklines (kept here, in the page, for the last HISTORY
 // refreshes), and notes on slots that are errored, backing off or being reloaded.
 import {badge, bytes, duration, el, ms, panel, sparkline, table} from "./dom.js";
 
 const HISTORY = 60;
-const HEAD = ["slot", "pid", "state", "uptime", "restarts", "memory", "loop lag", "heartbeat",
-              "active", "placed", "last exit"];
+const HEAD = ["slot", "pid", "state", "uptime", "restarts", "cpu", "memory", "loop lag",
+              "heartbeat", "active", "placed", "last exit"];
 
 // `get` asks the API.
 export function workersPanel(get) {
   const body = el("div", {class: "panel-body"}, el("p", {class: "empty"}, "loading…"));
   const notes = el("ul", {class: "notes"});
   const summary = el("span", {class: "panel-note"});
-  const history = new Map();  // slot -> {pid, rss: [], lag: [], active: []}
+  const history = new Map();  // slot -> {pid, cpu: [], rss: [], lag: [], active: []}
 
   async function refresh() {
     const answer = await get("workers");
@@ -28,9 +28,10 @@ export function workersPanel(get) {
 
 function remember(history, w) {
   let h = history.get(w.slot);
-  if (!h || h.pid !== w.pid) h = {pid: w.pid, rss: [], lag: [], active: []};
+  if (!h || h.pid !== w.pid) h = {pid: w.pid, cpu: [], rss: [], lag: [], active: []};
   history.set(w.slot, h);
   const push = (list, v) => { list.push(Number(v) || 0); if (list.length > HISTORY) list.shift(); };
+  push(h.cpu, w.cpu_percent);
   push(h.rss, w.rss_bytes);
   push(h.lag, w.loop_lag_ms);
   push(h.active, w.active);
@@ -45,6 +46,8 @@ function row(w, h) {
             el("td", {}, badge(w.state)),
             el("td", {}, w.uptime_s > 0 ? duration(w.uptime_s) : "-"),
             el("td", {class: "num"}, w.restarts),
+            metric(typeof w.cpu_percent === "number" ? w.cpu_percent.toFixed(1) + "%" : "-",
+                   h.cpu, 100),
             metric(bytes(w.rss_bytes), h.rss, 0),
             metric(ms(w.loop_lag_ms), h.lag, 10),
             el("td", {class: "num"}, running ? ms(w.heartbeat_lag_ms) : "-"),

@@ -5,8 +5,8 @@
   check_dashboard.py URL --token-prompt
 
 With --expect, the DOM Chromium built after the page's scripts ran (--dump-dom) must show:
-- each worker of "workers" ([{"slot": 0, "pid": 123}, ...]) as a row of the workers table with
-  its slot, its pid and the state "ready";
+- each worker of "workers" ([{"slot": 0, "pid": 123, "cpu": true}, ...]) as a row of the
+  workers table with its slot, its pid and the state "ready" (and with "cpu", a CPU use in %);
 - each run of "runs" ([{"id", "scenario", "state", "progress"}]) as a row of the runs table
   holding those texts ("progress" as the bar's label, "0/200 0%");
 - each text of "log_lines" in a line of the log tail;
@@ -89,6 +89,8 @@ def check_dom(tree, expect):
         if not row or row.attrs.get("data-pid") != str(w["pid"]) or str(w["pid"]) not in text \
                 or "ready" not in text:
             problems.append(f"no row for worker slot {w['slot']} pid {w['pid']} ready")
+        elif w.get("cpu") and "%" not in text:
+            problems.append(f"the row of worker slot {w['slot']} shows no CPU use")
     runs = {n.attrs["data-run"]: n for n in rows(tree, "data-run")}
     for r in expect.get("runs", []):
         row = runs.get(r["id"])

@@ -111,8 +111,18 @@ TEST_CASE("dashboard: Chromium shows the workers, the runs with progress and fai
                seconds(30), "every instance of the polling run to run");
   wait_run_finished(d, failing, seconds(30));
 
+  // The master measures each worker's CPU use every second: the page shows it once it has.
+  d.wait_until(
+      [&] {
+        Json list = d.workers();
+        return std::all_of(list.begin(), list.end(),
+                           [](const Json& w) { return w["cpu_percent"].is_number(); });
+      },
+      seconds(10), "the CPU use of both workers");
   Json workers = Json::array();
-  for (const Json& w : d.workers()) workers.push_back({{"slot", w["slot"]}, {"pid", w["pid"]}});
+  for (const Json& w : d.workers()) {
+    workers.push_back({{"slot", w["slot"]}, {"pid", w["pid"]}, {"cpu", true}});
+  }
   REQUIRE(workers.size() == 2);
   const Json expect = {
       {"workers", workers},
