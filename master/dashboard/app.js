@@ -91,7 +91,7 @@ function connected() {
 
 function failed(e) {
   if (e instanceof ApiError && e.status === 401) return askToken();
-  const down = !(e instanceof ApiError) || e.status === 0;
+  const down = e instanceof ApiError && e.status === 0;
   if (down && page.downSince === null) page.downSince = new Date();
   document.body.dataset.state = down ? "down" : "error";
   if (down) {
@@ -103,7 +103,7 @@ function failed(e) {
   banner.textContent = down
       ? `daemon not answering at ${location.host} since ` +
         `${page.downSince.toLocaleTimeString([], {hour12: false})} · ${every} · ${e.message}`
-      : `${e.status ? e.status + ": " : ""}${e.message}`;
+      : e instanceof ApiError ? `${e.status}: ${e.message}` : `the page failed: ${e.message}`;
   banner.hidden = false;
 }
 
