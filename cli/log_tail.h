@@ -1,5 +1,6 @@
-// Reading corral's log files in $CORRAL_HOME/logs for `corral logs`: the last lines of a file,
-// and following files as they grow, across rotation. Blocking file I/O; one thread.
+// Following corral's log files in $CORRAL_HOME/logs for `corral logs --follow`, as they grow and
+// across rotation (the last lines of a file are shared/log_files.h). Blocking file I/O; one
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -7,24 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "shared/status.h"
+#include "shared/log_files.h"
 
 namespace corral::cli {
-
-// The last `n` lines of the file (fewer if it has fewer), without their newlines. A final line
-// without a newline counts as a line. Reads backwards from the end, so huge files are cheap.
-// Errors: Code::kNotFound if the file does not exist, Code::kIo for other failures.
-Result<std::vector<std::string>> tail_lines(const std::string& path, size_t n);
-
-// A current (not rotated) log file and how to label its lines.
-struct LogFile {
-  std::string path;
-  std::string label;  // "master", "worker-0"
-};
-
-// master.log, then worker-<slot>.log in slot order, of those that exist in `logs_dir`.
-// Rotated files (worker-0.1.log) are left out.
-std::vector<LogFile> current_log_files(const std::string& logs_dir);
 
 // Follows files like `tail -F`, by polling: poll() prints the complete lines appended since the
 // last poll, each prefixed with "<label> | ". A file that shrinks or is replaced (a new inode,

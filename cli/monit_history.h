@@ -1,9 +1,8 @@
 // What `corral monit` remembers from one refresh to the next: each worker's recent CPU use,
-// memory, loop lag and active instances, and each worker process's CPU time, from which its CPU
-// use is computed. Pure: the caller passes the readings and the time. One thread.
+// memory, loop lag and active instances (the CPU use comes from a CpuMeter,
+// shared/cpu_meter.h). Pure: the caller passes the readings and the time. One thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -13,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "shared/cpu_meter.h"
 
 namespace corral::cli {
 
@@ -27,28 +28,6 @@ struct WorkerSample {
 
 // The sample for one element of GET /workers "workers", with `cpu_percent` as measured.
 WorkerSample sample_of(const nlohmann::json& worker, std::optional<double> cpu_percent);
-
-// CPU use of processes from successive readings of their CPU time (user + system).
-class CpuMeter {
- public:
-  using Clock = std::chrono::steady_clock;
-  explicit CpuMeter(long ticks_per_second) : ticks_per_second_(ticks_per_second) {}
-
-  // Records `ticks`, the CPU time of `pid` at `now` (nullopt: it could not be read), and returns
-  // the percent of one CPU the process used since its previous reading; nullopt for its first
-  // reading, an unreadable one, or when no time has passed.
-  std::optional<double> update(long pid, std::optional<uint64_t> ticks, Clock::time_point now);
-  // Forgets every pid not in `pids` (processes that have been replaced).
-  void keep_only(const std::set<long>& pids);
-
- private:
-  struct Reading {
-    uint64_t ticks;
-    Clock::time_point at;
-  };
-  long ticks_per_second_;
-  std::map<long, Reading> last_;
-};
 
 // The last kLength samples of each worker slot, oldest first.
 class WorkerHistory {

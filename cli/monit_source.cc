@@ -6,6 +6,7 @@
 
 #include "cli/log_tail.h"
 #include "cli/status_view.h"
+#include "shared/log_files.h"
 #include "shared/proc.h"
 
 namespace corral::cli {

@@ -1,7 +1,6 @@
 #include "cli/monit_view.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -19,7 +18,6 @@ using Tone = MonitLine::Tone;
 constexpr size_t kValueWidth = 7;        // "123.4mb": a value before its sparkline
 constexpr size_t kProgressWidth = 20;    // the bar of a run's progress
 constexpr size_t kFailuresPerRun = 3;    // failure groups shown under the runs
-constexpr size_t kTimestampLength = 23;  // "2026-11-30T15:00:00.123"
 
 void add_text(std::vector<MonitLine>& out, const std::string& text, Tone tone = Tone::kPlain) {
   std::istringstream in(text);
@@ -192,11 +190,6 @@ void add_logs(std::vector<MonitLine>& out, const MonitSnapshot& s, size_t room) 
   }
 }
 
-bool starts_with_timestamp(const std::string& line) {
-  return line.size() >= kTimestampLength && std::isdigit(static_cast<unsigned char>(line[0])) &&
-         line[4] == '-' && line[10] == 'T' && line[13] == ':' && line[19] == '.';
-}
-
 }  // namespace
 
 std::vector<MonitLine> render_monit(const MonitSnapshot& s, const WorkerHistory& history,
@@ -230,25 +223,6 @@ std::vector<json> runs_to_show(const json& runs) {
   std::vector<json> out;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (chosen[i]) out.push_back(runs[i]);
-  }
-  return out;
-}
-
-std::vector<std::string> merge_log_tails(const std::vector<std::vector<std::string>>& tails,
-                                         size_t n) {
-  std::vector<std::pair<std::string, const std::string*>> keyed;
-  for (const auto& lines : tails) {
-    std::string key;  // lines before the file's first timestamp sort first
-    for (const std::string& line : lines) {
-      if (starts_with_timestamp(line)) key = line.substr(0, kTimestampLength);
-      keyed.emplace_back(key, &line);
-    }
-  }
-  std::stable_sort(keyed.begin(), keyed.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = keyed.size() > n ? keyed.size() - n : 0; i < keyed.size(); ++i) {
-    out.push_back(*keyed[i].second);
   }
   return out;
 }

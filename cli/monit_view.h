@@ -60,12 +60,6 @@ constexpr size_t kMonitRuns = 5;
 // finished ones, at most kMonitRuns, newest first.
 std::vector<nlohmann::json> runs_to_show(const nlohmann::json& runs);
 
-// The last `n` lines of several log files merged in time order, oldest first. A line sorts by
-// the timestamp that starts it (corral's lines begin "2026-11-30T15:00:00.123"), a line without
-// one by that of the nearest line above it in its file; ties keep the files' order.
-std::vector<std::string> merge_log_tails(const std::vector<std::vector<std::string>>& tails,
-                                         size_t n);
-
 // `text` cut to at most `width` code points.
 std::string fit_width(const std::string& text, size_t width);
 

@@ -58,6 +58,7 @@ bool Daemon::authorized(const Request& req) const {
 json Daemon::worker_json(const Slot& s) const {
   uint64_t now = monotonic_ms();
   bool running = has_process(s.state);
+  auto cpu = cpu_use_.find(s.index);
   json j = {
       {"slot", s.index},
       {"pid", running ? s.pid : 0},
@@ -67,6 +68,9 @@ json Daemon::worker_json(const Slot& s) const {
       {"uptime_s",
        s.ready_at_ms != 0 && running ? static_cast<double>(now - s.ready_at_ms) / 1000.0 : 0.0},
       {"rss_bytes", s.rss_bytes},
+      {"cpu_percent", cpu != cpu_use_.end() && running && cpu->second.pid == s.pid
+                          ? json(cpu->second.percent)
+                          : json(nullptr)},
       {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
       {"loop_lag_ms", s.loop_lag_ms},
       {"active", s.active},

@@ -24,7 +24,8 @@ struct ApiRoute {
   std::string method;
   std::string pattern;  // "/runs/{id}/instances/{n}"
   void (Daemon::*handle)(const ApiCall& call);
-  // Answered without the API token: the probes, which show no run data.
+  // Answered without the API token: the probes and the dashboard's page and files, which show
+  // no run data.
   bool open = false;
   std::string doc;  // Markdown, one line: what the route answers
 };

@@ -1,7 +1,7 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
-// here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc). The
-// README's "Control API" table is this list: the unit test "control API: the README lists every
-// route" prints it when they differ.
+// here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc;
+// api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit test
+// "control API: the README lists every route" prints it when they differ.
 #include "master/daemon_impl.h"
 
 namespace corral::master {
@@ -19,7 +19,8 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "the daemon's effective settings (`api_token` masked), its config file, and the changes"
        " a reload took that need a master restart"},
       {"GET", "/workers", &Daemon::api_workers, false,
-       "every slot: pid, state, restarts, uptime, RSS, heartbeat and loop lag, instances"
+       "every slot: pid, state, restarts, uptime, RSS, CPU (`cpu_percent` of one CPU over the last"
+       " second), heartbeat and loop lag, instances"
        " (`instances`: placed by the master; `active`: counted by the worker), last exit"},
       {"POST", "/workers/scale", &Daemon::api_scale, false, "`{\"workers\":N}`"},
       {"POST", "/workers/restart", &Daemon::api_restart, false,
@@ -50,6 +51,15 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/loads", &Daemon::api_loads_list, false, "load tests, running and recent"},
       {"GET", "/loads/{id}", &Daemon::api_load_get, false, "one load test with its series"},
       {"DELETE", "/loads/{id}", &Daemon::api_load_stop, false, "stops a load test"},
+      {"GET", "/logs", &Daemon::api_logs, false,
+       "the last lines of `master.log` and the `worker-<slot>.log` files merged in time order:"
+       " `{\"dir\",\"files\",\"lines\"}`; `?lines=200` (at most 1,000), `&source=master` or"
+       " `worker-0` for one file"},
+      {"GET", "/", &Daemon::api_dashboard_page, true,
+       "the web dashboard ([docs/operations.md](docs/operations.md#the-web-dashboard)); it asks"
+       " for the token when its data calls need one"},
+      {"GET", "/ui/{file}", &Daemon::api_dashboard_file, true,
+       "the dashboard's scripts and styles, compiled into the binary (with an `ETag`)"},
   };
   return routes;
 }

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "config/secrets.h"
 #include "master/daemon_impl.h"
@@ -20,6 +21,7 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
+constexpr uint64_t kCpuSampleMs = 1000;  // the CPU use shown in GET /workers is over this long
 constexpr size_t kPumpBudget = 1000;       // instances placed per loop iteration
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
@@ -186,6 +188,10 @@ void Daemon::on_tick() {
     last_memory_sample_ms_ = now;
     sample_memory();
   }
+  if (now - last_cpu_sample_ms_ >= kCpuSampleMs) {
+    last_cpu_sample_ms_ = now;
+    sample_cpu();
+  }
   if (bool due = runs_.prune_due(); due || now - last_prune_ms_ >= kPruneEveryMs) {
     last_prune_ms_ = now;
     size_t n = runs_.prune(unix_ms_now());
@@ -206,6 +212,21 @@ void Daemon::sample_memory() {
   for (const auto& [slot, w] : workers_) {
     if (!w->exited()) supervisor_.on_rss_sample(slot, rss_bytes(w->pid()));
   }
+}
+
+void Daemon::sample_cpu() {
+  const auto now = CpuMeter::Clock::now();
+  std::set<long> pids;
+  cpu_use_.clear();
+  for (const auto& [slot, w] : workers_) {
+    if (w->exited()) continue;
+    const std::optional<ProcStat> stat = proc_stat(w->pid());
+    auto percent = cpu_meter_.update(w->pid(), stat ? std::optional(stat->cpu_ticks) : std::nullopt,
+                                     now);
+    if (percent) cpu_use_[slot] = {w->pid(), *percent};
+    pids.insert(w->pid());
+  }
+  cpu_meter_.keep_only(pids);
 }
 
 void Daemon::reconcile() {

@@ -4,6 +4,8 @@
 // Loop thread only.
 #pragma once
 
+#include <unistd.h>
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,6 +28,7 @@
 #include "master/supervisor.h"
 #include "master/worker_image.h"
 #include "master/worker_process.h"
+#include "shared/cpu_meter.h"
 #include "shared/http/server.h"
 #include "shared/ipc/http_errors.h"
 #include "shared/secrets.h"
@@ -113,10 +116,13 @@ class Daemon {
   // slot's latest process and has not exited.
   bool is_current(int slot, uint64_t generation) const;
   void sample_memory();
+  // Each worker's CPU use since the last sample, from /proc/<pid>/stat: one small read a worker.
+  void sample_cpu();
   nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The route handlers (api.cc, api_runs.cc, api_loads.cc; the table is api_routes.cc).
+  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_logs.cc, api_dashboard.cc; the
+  // table is api_routes.cc).
   void api_health(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);
@@ -138,6 +144,9 @@ class Daemon {
   void api_loads_list(const ApiCall& c);
   void api_load_get(const ApiCall& c);
   void api_load_stop(const ApiCall& c);
+  void api_logs(const ApiCall& c);
+  void api_dashboard_page(const ApiCall& c);
+  void api_dashboard_file(const ApiCall& c);
   // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
   // 400 or 503 and returns nullopt otherwise.
   std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
@@ -259,6 +268,13 @@ class Daemon {
   uint64_t started_ms_ = 0;
   uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request
   uint64_t last_memory_sample_ms_ = 0;
+  uint64_t last_cpu_sample_ms_ = 0;
+  CpuMeter cpu_meter_{::sysconf(_SC_CLK_TCK)};
+  struct CpuUse {
+    pid_t pid = 0;
+    double percent = 0;  // of one CPU, over the second before the last sample
+  };
+  std::map<int, CpuUse> cpu_use_;  // by slot
   uint64_t last_prune_ms_ = 0;
   bool kick_pending_ = false;
   bool finished_ = false;

@@ -10,6 +10,7 @@
 #include "cli/log_tail.h"
 #include "cli/verb.h"
 #include "shared/exit_codes.h"
+#include "shared/log_files.h"
 
 namespace corral::cli {
 namespace {

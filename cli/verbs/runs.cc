@@ -25,7 +25,7 @@ class RunsVerb : public Verb {
     std::cout << render_runs_table(json_field(*answer, "runs"), style);
     auto loads = api.get("/loads");
     if (!loads) return report_failure(loads.status(), api.socket_path());
-    const json list = json_field(*loads, "loads");
+    const nlohmann::json list = json_field(*loads, "loads");
     if (list.is_array() && !list.empty()) {
       std::cout << "\nload tests:\n" << render_loads_table(list, style);
     }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "config/config.h"
 #include "shared/proc.h"
 #include "shared/uv/guard.h"
 #include "shared/uv/handle.h"

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "tests/support/harness.h"
+#include "tests/support/harness_job_api.h"
+#include "tests/support/harness_runs.h"
 
 namespace corral::test {
 namespace {
@@ -150,6 +152,30 @@ TEST_CASE("api: restarting slot 0 replaces only that worker, with reason stopped
   CHECK(one.at("state") == "ready");
   CHECK(one.at("restarts") == 0);
   CHECK(one.at("last_exit").is_null());
+}
+
+TEST_CASE("api: GET /workers gives each worker's CPU use, measured by the master every second") {
+  TempHome home;
+  JobApi api;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  daemon.wait_ready(1);
+  Json w;
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.at("cpu_percent").is_number();
+      },
+      seconds(5), "slot 0's CPU use");
+  CHECK(w["cpu_percent"].get<double>() >= 0);
+  // Busy with 1,000 instances polling every 100 ms, the worker uses CPU, and it shows.
+  submit_run(daemon, job_poll_scenario("cpu-polls", 60000, "100ms"), 1000, api);
+  daemon.wait_until(
+      [&] {
+        w = daemon.worker(0);
+        return w.at("cpu_percent").is_number() && w["cpu_percent"].get<double>() > 1.0;
+      },
+      seconds(20), "slot 0's CPU use to rise above 1%");
+  CHECK(w["cpu_percent"].get<double>() <= 100.0 * expected_usable_cpus());
 }
 
 TEST_CASE("api: restarting a slot that does not exist answers 404") {

@@ -1,5 +1,5 @@
-// What `corral monit` keeps between refreshes: CPU use from /proc ticks, each worker's last
-// samples, and how a series draws as a sparkline.
+// What `corral monit` keeps between refreshes: each worker's last samples, and how a series
+// draws as a sparkline. (Its CPU meter is shared/cpu_meter.h.)
 #include <catch2/catch.hpp>
 
 #include "cli/monit_history.h"
@@ -8,9 +8,6 @@ namespace corral::cli {
 namespace {
 
 using Series = std::vector<std::optional<double>>;
-using std::chrono::milliseconds;
-
-const CpuMeter::Clock::time_point kT0{};
 
 TEST_CASE("monit sparkline: draws 0..top as the eight bars, unknown values as spaces") {
   struct Case {
@@ -34,31 +31,6 @@ TEST_CASE("monit sparkline: draws 0..top as the eight bars, unknown values as sp
     INFO(c.expected);
     CHECK(sparkline(c.values, c.top, c.width, c.utf8) == c.expected);
   }
-}
-
-TEST_CASE("monit cpu meter: a percent of one CPU from the ticks between two readings") {
-  CpuMeter meter(100);                       // 100 ticks a second
-  CHECK_FALSE(meter.update(42, 1000, kT0));  // the first reading has nothing to compare with
-  auto half = meter.update(42, 1050, kT0 + milliseconds(1000));
-  REQUIRE(half);
-  CHECK(*half == Approx(50));
-  auto two_cpus = meter.update(42, 1250, kT0 + milliseconds(2000));
-  REQUIRE(two_cpus);
-  CHECK(*two_cpus == Approx(200));
-  CHECK_FALSE(meter.update(42, 1300, kT0 + milliseconds(2000)));  // no time passed
-}
-
-TEST_CASE("monit cpu meter: an unreadable or replaced process starts over") {
-  CpuMeter meter(100);
-  meter.update(42, 1000, kT0);
-  CHECK_FALSE(meter.update(42, std::nullopt, kT0 + milliseconds(1000)));
-  CHECK_FALSE(meter.update(42, 1100, kT0 + milliseconds(2000)));  // forgotten: a first reading
-  CHECK(meter.update(42, 1200, kT0 + milliseconds(3000)));
-  meter.keep_only({43});  // pid 42 was replaced by pid 43
-  CHECK_FALSE(meter.update(42, 1300, kT0 + milliseconds(4000)));
-  CHECK_FALSE(meter.update(43, 5, kT0 + milliseconds(4000)));
-  // Ticks that go backwards are not a reading to compare with.
-  CHECK_FALSE(meter.update(43, 1, kT0 + milliseconds(5000)));
 }
 
 TEST_CASE("monit history: keeps the last 30 samples of each slot, and forgets removed slots") {

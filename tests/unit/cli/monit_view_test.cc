@@ -229,24 +229,6 @@ TEST_CASE("monit runs to show: unfinished runs first, then the newest finished, 
   CHECK(runs_to_show(json()).empty());
 }
 
-TEST_CASE("monit logs: files merge by timestamp, a line without one after its file's line") {
-  const std::vector<std::vector<std::string>> tails = {
-      {"2026-11-30T15:00:01.000+0000 master[1] info a",
-       "2026-11-30T15:00:03.000+0000 master[1] info c", "  continued"},
-      {"no timestamp, first in its file", "2026-11-30T15:00:02.000+0000 worker-0[2] info b",
-       "2026-11-30T15:00:03.000+0000 worker-0[2] info c too"}};
-  const auto merged = merge_log_tails(tails, 10);
-  REQUIRE(merged.size() == 6);
-  CHECK(merged[0] == "no timestamp, first in its file");
-  CHECK(merged[1].ends_with("info a"));
-  CHECK(merged[2].ends_with("info b"));
-  CHECK(merged[3].ends_with("info c"));
-  CHECK(merged[4] == "  continued");
-  CHECK(merged[5].ends_with("info c too"));
-  CHECK(merge_log_tails(tails, 2) == std::vector<std::string>{merged[4], merged[5]});
-  CHECK(merge_log_tails({}, 3).empty());
-}
-
 TEST_CASE("monit fit width: cuts at a number of code points, not bytes") {
   CHECK(fit_width("abcdef", 3) == "abc");
   CHECK(fit_width("▁▂▃▄", 2) == "▁▂");
