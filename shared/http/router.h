@@ -27,7 +27,8 @@ struct RouteMatch {
 };
 
 // The first route in `routes` (anything with `method` and `pattern` members) that takes
-// `method` and `path`.
+// `method` and `path`. A GET route takes HEAD too (RFC 9110: the same answer, which the
+// connection sends without its body), and an Allow list names HEAD after GET.
 template <class Route>
 RouteMatch<Route> find_route(const std::vector<Route>& routes, std::string_view method,
                              std::string_view path) {
@@ -35,7 +36,7 @@ RouteMatch<Route> find_route(const std::vector<Route>& routes, std::string_view 
   for (const Route& r : routes) {
     auto args = match_path(r.pattern, path);
     if (!args) continue;
-    if (r.method == method) {
+    if (r.method == method || (method == "HEAD" && r.method == "GET")) {
       found.route = &r;
       found.args = std::move(*args);
       found.allow.clear();
@@ -43,7 +44,7 @@ RouteMatch<Route> find_route(const std::vector<Route>& routes, std::string_view 
     }
     if (found.allow.find(r.method) == std::string::npos) {
       found.allow += found.allow.empty() ? "" : ", ";
-      found.allow += r.method;
+      found.allow += r.method == "GET" ? "GET, HEAD" : r.method;
     }
   }
   return found;

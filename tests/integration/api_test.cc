@@ -42,14 +42,14 @@ TEST_CASE("api: a known path with another method answers 405 naming the methods 
   INFO(r.body);
   CHECK(r.status == 405);
   CHECK(is_json_error(r));
-  CHECK_THAT(r.body, Catch::Contains("it takes POST, GET"));
+  CHECK_THAT(r.body, Catch::Contains("it takes POST, GET, HEAD"));
   // The Allow header, as RFC 9110 asks of a 405.
   const std::string answer = raw_tcp_exchange(
       "127.0.0.1", tcp_port(daemon),
       "PUT /runs/r1-x HTTP/1.1\r\nHost: corral\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   INFO("answer: " << answer);
   CHECK(answer.rfind("HTTP/1.1 405", 0) == 0);
-  CHECK_THAT(answer, Catch::Contains("Allow: GET, DELETE\r\n"));
+  CHECK_THAT(answer, Catch::Contains("Allow: GET, HEAD, DELETE\r\n"));
 }
 
 TEST_CASE("api: GET /config shows the daemon's effective settings with the token masked") {

@@ -169,7 +169,7 @@ TEST_CASE("dashboard: with a token, the page loads without it, its data calls ne
   chromium_check(home, {"http://127.0.0.1:" + std::to_string(port) + "/", "--token-prompt"});
 }
 
-TEST_CASE("dashboard: the page and its files answer with their type, an ETag and 304, 404 else") {
+TEST_CASE("dashboard: the page and its files answer with their type, an ETag and 304, to HEAD too, 404 else") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1));
   const int port = tcp_port_of(d);
@@ -186,6 +186,13 @@ TEST_CASE("dashboard: the page and its files answer with their type, an ETag and
   const Answer again = http_get(port, "/", "If-None-Match: " + etag + "\r\n");
   CHECK(again.status == 304);
   CHECK(again.body.empty());
+  // HEAD answers as GET, with the same length and no body.
+  const std::string head = raw_tcp_exchange(
+      "127.0.0.1", port, "HEAD / HTTP/1.1\r\nHost: corral\r\nConnection: close\r\n\r\n");
+  INFO("HEAD answer: " << head);
+  CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK_THAT(head, Catch::Contains("Content-Length: " + std::to_string(page.body.size()) + "\r\n"));
+  CHECK(head.size() == head.find("\r\n\r\n") + 4);
 
   // Every module the page loads, following the imports from app.js, is served as JavaScript.
   std::set<std::string> seen;

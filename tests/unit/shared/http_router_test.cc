@@ -59,13 +59,24 @@ TEST_CASE("router: finds the route for the method, else names the methods the pa
 
   auto put = find_route(kRoutes, "PUT", "/runs/r9");
   CHECK(put.route == nullptr);
-  CHECK(put.allow == "GET, DELETE");
+  CHECK(put.allow == "GET, HEAD, DELETE");
 
   auto patch = find_route(kRoutes, "PATCH", "/workers/reload");
   CHECK(patch.route == nullptr);
-  CHECK(patch.allow == "GET, POST");
+  CHECK(patch.allow == "GET, HEAD, POST");
 
   auto none = find_route(kRoutes, "GET", "/nowhere");
   CHECK(none.route == nullptr);
   CHECK(none.allow.empty());
+}
+
+TEST_CASE("router: HEAD takes the GET route of a path, and no other") {
+  auto head = find_route(kRoutes, "HEAD", "/runs/r9/instances/3");
+  REQUIRE(head.route != nullptr);
+  CHECK(head.route->id == 5);
+  CHECK(head.args == Args{"r9", "3"});
+
+  auto post_only = find_route(std::vector<TestRoute>{{"POST", "/jobs", 8}}, "HEAD", "/jobs");
+  CHECK(post_only.route == nullptr);
+  CHECK(post_only.allow == "POST");
 }
