@@ -11,7 +11,11 @@ With --expect, the DOM Chromium built after the page's scripts ran (--dump-dom) 
   holding those texts ("progress" as the bar's label, "0/200 0%");
 - each text of "log_lines" in a line of the log tail;
 - each text of "texts" somewhere in the page's text, and no element with an id of
-  "absent_ids" (markup inside a run's name must stay text).
+  "absent_ids" (markup inside a run's name must stay text);
+- on a run's page, exactly the instances of "instances" ([{"i": 0, "state": "failed"}, ...]) as
+  rows of its instances table, each with its number and state;
+- on an instance's page, each step of "steps" ([{"step": 0, "state": "failed", "reason": "..."}])
+  as a row of its steps table, with its state and a reason holding that text.
 Then it takes a screenshot (kept at OUT.png, a test artefact) and checks that it is not blank
 and shows the green of the "ready" badges and the blue of running instances.
 With --token-prompt, the page must show its token dialog and no worker row.
@@ -105,6 +109,7 @@ def check_dom(tree, expect):
     for part in expect.get("log_lines", []):
         if not any(part in line for line in logs):
             problems.append(f"no log line holds {part!r}")
+    problems += check_instances(tree, expect, seen)
     page = words(tree.root.text())
     for part in expect.get("texts", []):
         if words(part) not in page:
@@ -114,6 +119,25 @@ def check_dom(tree, expect):
         if absent in ids:
             problems.append(f"an element with id {absent!r} exists: markup from the API was parsed")
     return problems, seen
+
+
+def check_instances(tree, expect, seen):
+    problems = []
+    if "instances" in expect:
+        shown = sorted((int(n.attrs["data-instance"]), n.attrs.get("data-state"))
+                       for n in rows(tree, "data-instance"))
+        want = sorted((i["i"], i["state"]) for i in expect["instances"])
+        seen.append(f"instance rows: {shown}")
+        if shown != want:
+            problems.append(f"the instances shown are {shown}, not {want}")
+    steps = {n.attrs["data-step"]: n for n in rows(tree, "data-step")}
+    for s in expect.get("steps", []):
+        row = steps.get(str(s["step"]))
+        text = words(row.text()) if row else ""
+        seen.append(f"step row {s['step']}: {text!r}")
+        if not row or row.attrs.get("data-state") != s["state"] or words(s["reason"]) not in text:
+            problems.append(f"no row for step {s['step']} {s['state']} with {s['reason']!r}")
+    return problems
 
 
 def check_screenshot(browser, url, png):

@@ -144,6 +144,31 @@ TEST_CASE("dashboard: Chromium shows the workers, the runs with progress and fai
   }
 }
 
+TEST_CASE("dashboard: Chromium shows a run's instances filtered by state and an instance's steps") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string failing = submit_run(d, failing_scenario(), 3, api);
+  wait_run_finished(d, failing, seconds(30));
+  const std::string base = "http://127.0.0.1:" + std::to_string(tcp_port_of(d)) + "/#/runs/" + failing;
+  const std::string reason = "status was 201, expected 418";
+  auto check = [&](const std::string& url, const Json& expect) {
+    std::ofstream(home.file("expect.json"), std::ios::trunc) << expect.dump();
+    return chromium_check(home, {url, "--expect", home.file("expect.json")});
+  };
+
+  const Json failed = {{"instances", {{{"i", 0}, {"state", "failed"}},
+                                      {{"i", 1}, {"state", "failed"}},
+                                      {{"i", 2}, {"state", "failed"}}}},
+                       {"texts", {"failed 3", reason}}};
+  if (!check(base + "?state=failed", failed)) return;
+  CHECK(check(base + "?state=passed",
+              {{"instances", Json::array()}, {"texts", {"no passed instances", "passed 0"}}}));
+  CHECK(check(base + "/1", {{"steps", {{{"step", 0}, {"state", "failed"}, {"reason", reason}}}},
+                            {"texts", {"instance 1"}}}));
+}
+
 TEST_CASE("dashboard: with a token, the page loads without it, its data calls need it") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
