@@ -1,6 +1,7 @@
 #include "master/dispatcher.h"
 
 #include <algorithm>
+#include <map>
 
 #include "shared/ipc/checkpoint.h"
 #include "shared/proc.h"
@@ -135,25 +136,48 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   return true;
 }
 
-bool Dispatcher::pump(size_t budget) {
-  size_t placed = 0;
-  for (const auto& run_ptr : runs_.all()) {
-    Run& run = *run_ptr;
-    // A run's instances are spread over the ready workers rather than sent to one in chunks:
-    // a small run would otherwise sit on one worker until a rebalance moved half of it.
-    const size_t spread = workers_.empty() ? 0 : (run.pending() + workers_.size() - 1) / workers_.size();
-    while (!run.cancelled && run.pending() > 0) {
-      if (placed >= budget) return true;
-      int slot = least_loaded();
-      if (slot < 0) return false;
-      Worker& w = workers_[slot];
-      if (!place(run, slot, w, std::min(budget - placed, spread), placed)) {
-        worker_gone(slot);  // it cannot take frames: stop placing work there
-        return !workers_.empty();
-      }
+Run* Dispatcher::fairest(uint32_t& runner_up) const {
+  Run* best = nullptr;
+  runner_up = UINT32_MAX;
+  for (const auto& r : runs_.all()) {
+    if (r->cancelled || r->pending() == 0) continue;
+    const uint32_t level = r->count(InstanceState::kRunning);
+    if (best == nullptr || level < best->count(InstanceState::kRunning)) {
+      if (best != nullptr) runner_up = best->count(InstanceState::kRunning);
+      best = r.get();
+    } else {
+      runner_up = std::min(runner_up, level);
     }
   }
-  return false;
+  return best;
+}
+
+bool Dispatcher::pump(size_t budget) {
+  size_t placed = 0;
+  std::map<const Run*, size_t> spread;  // per run, from what it had waiting when this call began
+  while (placed < budget) {
+    uint32_t runner_up = 0;
+    Run* run = fairest(runner_up);
+    if (run == nullptr) return false;
+    const int slot = least_loaded();
+    if (slot < 0) return false;
+    // A run's instances are spread over the ready workers rather than sent to one in chunks:
+    // a small run would otherwise sit on one worker until a rebalance moved half of it.
+    auto [it, first] = spread.try_emplace(run, 0);
+    if (first) it->second = (run->pending() + workers_.size() - 1) / workers_.size();
+    size_t give = it->second;
+    if (runner_up != UINT32_MAX) {
+      // Up to the next run's level, so that the room goes round; at least a quantum, so that
+      // two large runs do not take turns one instance at a time.
+      const uint32_t level = run->count(InstanceState::kRunning);
+      give = std::min<size_t>(give, std::max<size_t>(kFairQuantum, runner_up - level + 1));
+    }
+    if (!place(*run, slot, workers_[slot], std::min(budget - placed, give), placed)) {
+      worker_gone(slot);  // it cannot take frames: stop placing work there
+      return !workers_.empty();
+    }
+  }
+  return true;
 }
 
 void Dispatcher::rebalance(uint64_t now_ms) {

@@ -3,6 +3,11 @@
 // places at most `budget` instances per call, so a submission of 100,000 instances never
 // holds the loop for long.
 //
+// Fair share: when instances of several runs wait, the room goes first to the run with the
+// fewest instances running (the older run on a tie), so a small run submitted behind a large
+// one that fills the workers starts as soon as any instance ends, not when the large one has
+// been placed whole. Nothing running is moved to make room.
+//
 // Rebalancing: a worker that returns after a restart, or is added by a scale-up, starts empty
 // while the others hold everything. rebalance() asks a worker holding clearly more than its
 // share to `release` the excess; it hands back waiting instances by checkpoint (never one
@@ -80,7 +85,12 @@ class Dispatcher {
     uint64_t next_release_ms = 0;   // no release before this
     uint64_t over_since_ms = 0;     // holding more than its share since; 0: it does not
   };
+  // Instances of two runs placed in turn go at least this many at a time.
+  static constexpr size_t kFairQuantum = 100;
   int least_loaded() const;  // with room; -1 when none has
+  // The run whose instances go next (fair share, above), nullptr when none waits;
+  // `runner_up`: the running count of the next run after it, UINT32_MAX when none.
+  Run* fairest(uint32_t& runner_up) const;
   uint64_t room(int slot) const;
   bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed);
 

@@ -45,3 +45,29 @@ TEST_CASE("admission: a run larger than the workers' memory waits, says why, and
   }
   CHECK(api.stats()["jobs"] == kInstances);  // no step ran twice
 }
+
+TEST_CASE("admission: a 10-instance run submitted behind a run that fills the workers finishes "
+          "within seconds") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(2).with_config({{"worker_instances", 50}}));
+  d.wait_ready(2);
+  // 100 at a time for 300 ms each: 100,000 instances take 5 minutes to go through the workers.
+  const Json large = {{"name", "large"}, {"steps", Json::array({{{"sleep", "300ms"}}})}};
+  const Json smoke = {{"name", "smoke"}, {"steps", Json::array({{{"sleep", "10ms"}}})}};
+  auto submit = [&](const Json& scenario, int n) {
+    ApiResponse r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", n}}.dump());
+    INFO(r.body);
+    REQUIRE(r.status == 201);
+    return r.json["run"].get<std::string>();
+  };
+  const std::string big = submit(large, 100000);
+  d.wait_until([&] { return run_of(d, big)["counts"]["running"] == 100; }, seconds(10),
+               "the large run to fill both workers");
+  const std::string small = submit(smoke, 10);
+  wait_run_finished(d, small, seconds(10));
+  CHECK(run_of(d, small)["counts"]["passed"] == 10);
+  const Json counts = run_of(d, big)["counts"];
+  INFO(counts.dump());
+  CHECK(counts["queued"].get<int>() > 90000);  // it went first, the large one still waits
+  CHECK(d.api("DELETE", "/runs/" + big).status == 200);
+}

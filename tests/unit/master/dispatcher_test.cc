@@ -261,3 +261,71 @@ TEST_CASE("dispatcher: worker_instances caps a worker below its memory, and says
   d.worker_gone(0);
   CHECK(d.blocked().kind == "no_worker");
 }
+
+namespace {
+
+// Ends `n` of `run`'s running instances as passed, as their workers would report them.
+void end_running(Run& run, Dispatcher& d, uint32_t n) {
+  for (uint32_t i = 0; i < run.size && n > 0; ++i) {
+    if (run.instances[i].state != InstanceState::kRunning) continue;
+    d.instance_done(run.instances[i].worker);
+    run.set_state(i, InstanceState::kPassed);
+    --n;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dispatcher: a small run behind a large one that fills the workers starts first") {
+  Runs runs;
+  Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/50);
+  d.worker_ready(0);
+  d.worker_ready(1);
+  auto s = corral::scenario::parse_scenario(json::parse(
+      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  REQUIRE(s.is_ok());
+  Run& large = runs.create(*s, json::object(), 10000, 1000);
+  while (d.pump(1000)) {
+  }
+  CHECK(large.count(InstanceState::kRunning) == 100);
+  Run& small = runs.create(*s, json::object(), 10, 1001);
+  while (d.pump(1000)) {
+  }
+  CHECK(small.count(InstanceState::kRunning) == 0);  // no room: nothing running is moved
+
+  // Each instance that ends makes room for the run with the fewest running: the small one.
+  end_running(large, d, 6);
+  while (d.pump(1000)) {
+  }
+  CHECK(small.count(InstanceState::kRunning) == 6);
+  CHECK(large.count(InstanceState::kRunning) == 94);
+  end_running(large, d, 10);
+  while (d.pump(1000)) {
+  }
+  CHECK(small.count(InstanceState::kRunning) == 10);
+  CHECK(small.pending() == 0);
+  CHECK(large.count(InstanceState::kRunning) == 90);  // and then the large one again
+  CHECK(large.pending() == 10000 - 100 - 6);
+}
+
+TEST_CASE("dispatcher: two large runs waiting together share the workers' room evenly") {
+  Runs runs;
+  Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/500);
+  auto s = corral::scenario::parse_scenario(json::parse(
+      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  REQUIRE(s.is_ok());
+  Run& a = runs.create(*s, json::object(), 100000, 1000);
+  Run& b = runs.create(*s, json::object(), 100000, 1001);
+  d.worker_ready(0);
+  d.worker_ready(1);
+  while (d.pump(1000)) {
+  }
+  CHECK(a.count(InstanceState::kRunning) == 500);
+  CHECK(b.count(InstanceState::kRunning) == 500);
+  // As instances of the first end, the second does not take their room: the first is behind.
+  end_running(a, d, 300);
+  while (d.pump(1000)) {
+  }
+  CHECK(a.count(InstanceState::kRunning) == 500);
+  CHECK(b.count(InstanceState::kRunning) == 500);
+}
