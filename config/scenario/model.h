@@ -55,6 +55,8 @@ struct Retry {
   double backoff_factor = 2.0;
   uint64_t max_interval_ms = 30000;
   RetryOn on;
+  // Statuses never tried again, whatever `on` says: a 501 among the 5xx, a 409 among the 4xx.
+  std::vector<int> non_retryable;
 };
 
 // Repeating a request until a condition holds. After each response: if any `fail_if`
@@ -79,6 +81,9 @@ struct Step {
   StepKind kind = StepKind::kRequest;
   RequestSpec request;            // kRequest, kPoll
   std::vector<Condition> expect;  // kRequest: all must hold, else the step fails
+  // kRequest, kPoll: checked first on every response; one holding fails the step (and the
+  // instance) at once, with no retry and no further poll.
+  std::vector<Condition> abort_if;
   std::vector<Capture> captures;  // kRequest, kPoll: set after the step passes
   Retry retry;                    // kRequest, kPoll (each poll attempt's request)
   Poll poll;                      // kPoll

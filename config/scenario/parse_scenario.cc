@@ -35,8 +35,16 @@ RetryOn read_retry_on(const json& j, const std::string& path) {
   return on;
 }
 
+std::vector<int> read_statuses(const json& j, const std::string& path) {
+  if (!j.is_array() || j.empty()) fail(path, "expected a non-empty array of HTTP statuses");
+  std::vector<int> out;
+  for (size_t i = 0; i < j.size(); ++i) out.push_back(read_int(j[i], element_path(path, i), 100, 599));
+  return out;
+}
+
 Retry parse_retry(const json& j, const std::string& path) {
-  check_fields(j, path, {"attempts", "initial_interval", "backoff", "max_interval", "on"});
+  check_fields(j, path,
+               {"attempts", "initial_interval", "backoff", "max_interval", "on", "non_retryable"});
   Retry r;
   auto at = [&](std::string_view name) { return field_path(path, name); };
   if (j.contains("attempts")) r.attempts = read_int(j["attempts"], at("attempts"), 1, 100);
@@ -52,6 +60,9 @@ Retry parse_retry(const json& j, const std::string& path) {
   }
   r.max_interval_ms = std::max(r.max_interval_ms, r.initial_interval_ms);
   if (j.contains("on")) r.on = read_retry_on(j["on"], at("on"));
+  if (j.contains("non_retryable")) {
+    r.non_retryable = read_statuses(j["non_retryable"], at("non_retryable"));
+  }
   return r;
 }
 
@@ -88,7 +99,7 @@ StepKind step_kind(const json& j, const std::string& path) {
   }
   if (request == sleep) fail(path, "a step needs exactly one of \"request\", \"sleep\"");
   if (sleep) {
-    for (std::string_view f : {"expect", "capture", "retry", "poll", "timeout"}) {
+    for (std::string_view f : {"expect", "capture", "retry", "poll", "timeout", "abort_if"}) {
       if (j.contains(f)) {
         fail(field_path(path, f), "a \"sleep\" step takes only \"name\" and \"sleep\"");
       }
@@ -110,14 +121,16 @@ bool any_json(const std::vector<Condition>& conditions) {
 bool reads_json(const Step& s) {
   bool captures = std::any_of(s.captures.begin(), s.captures.end(),
                               [](const Capture& c) { return c.source == Capture::Source::kJson; });
-  return captures || any_json(s.expect) || any_json(s.poll.until) || any_json(s.poll.fail_if);
+  return captures || any_json(s.expect) || any_json(s.abort_if) || any_json(s.poll.until) ||
+         any_json(s.poll.fail_if);
 }
 
 // Reads step `index`; adds the variables it captures to `scope` for the steps after it.
 Step parse_step(const json& j, size_t index, Scope& scope) {
   std::string path = element_path("steps", index);
   check_fields(j, path,
-               {"name", "request", "expect", "capture", "retry", "poll", "sleep", "timeout"});
+               {"name", "request", "expect", "capture", "retry", "poll", "sleep", "timeout",
+                "abort_if"});
   auto at = [&](std::string_view name) { return field_path(path, name); };
   Step s;
   s.index = index;
@@ -131,6 +144,7 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   }
   if (j.contains("name")) s.name = read_string(j["name"], at("name"));
   if (j.contains("expect")) s.expect = parse_conditions(j["expect"], at("expect"), false);
+  if (j.contains("abort_if")) s.abort_if = parse_conditions(j["abort_if"], at("abort_if"), false);
   if (j.contains("retry")) s.retry = parse_retry(j["retry"], at("retry"));
   if (s.kind == StepKind::kPoll) s.poll = parse_poll(j["poll"], at("poll"));
   if (j.contains("timeout")) {

@@ -213,3 +213,23 @@ TEST_CASE("run cli: an invalid scenario or command line exits 2 and starts nothi
   }
   CHECK(d.api("GET", "/runs").json["runs"].empty());
 }
+
+TEST_CASE("run cli: every scenario in examples/ passes against corral-target") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(2));
+  d.wait_ready(2);
+  int ran = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CORRAL_EXAMPLES_DIR)) {
+    const std::string file = entry.path().string();
+    // chain.json polls three jobs for about 40 s; tools/demo runs it.
+    if (entry.path().extension() != ".json" || entry.path().filename() == "chain.json") continue;
+    CliResult r =
+        run_cli({"run", file, "-n", "5", "--var", "base=" + api.base()}, home.path(), {}, seconds(60));
+    INFO(file << "\n" << r.describe());
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("  passed     : 5"));
+    ++ran;
+  }
+  CHECK(ran >= 5);
+}

@@ -88,12 +88,6 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
            "transport error: " + resp.error + " (" + std::to_string(in.cp.tries) + " tries)");
     return;
   }
-  bool server_error = resp.status >= 500, client_error = resp.status >= 400 && resp.status < 500;
-  if (((server_error && on.server_error) || (client_error && on.client_error)) &&
-      retry_later(in, "status " + std::to_string(resp.status))) {
-    return;
-  }
-
   nlohmann::json body_json;
   if (step.reads_json) body_json = nlohmann::json::parse(resp.body, nullptr, false);
   scenario::ResponseView view;
@@ -102,11 +96,24 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
   view.body = resp.body;
   view.json = step.reads_json && !body_json.is_discarded() ? &body_json : nullptr;
 
+  if (auto abort = scenario::first_holding(step.abort_if, view)) {
+    if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
+    finish(in, ipc::Outcome::kFailed, "abort_if held: " + abort->explanation, &resp);
+    return;
+  }
+  const bool retryable = std::find(step.retry.non_retryable.begin(), step.retry.non_retryable.end(),
+                                   resp.status) == step.retry.non_retryable.end();
+  bool server_error = resp.status >= 500, client_error = resp.status >= 400 && resp.status < 500;
+  if (retryable && ((server_error && on.server_error) || (client_error && on.client_error)) &&
+      retry_later(in, "status " + std::to_string(resp.status))) {
+    return;
+  }
+
   if (step.kind == StepKind::kRequest) {
     auto r = scenario::all_hold(step.expect, view);
     if (!r.held) {
       if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
-      if (on.expect && retry_later(in, r.explanation)) return;
+      if (retryable && on.expect && retry_later(in, r.explanation)) return;
       finish(in, ipc::Outcome::kFailed, "expect: " + r.explanation, &resp);
       return;
     }

@@ -121,7 +121,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
        R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
        "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep, "
-       "timeout)"},
+       "timeout, abort_if)"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
        R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
       {one_step(R"({"request": {"method": "GET"}})"),
@@ -180,6 +180,12 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {one_step(R"({"sleep": "1s", "expect": []})"),
        R"(steps[0].expect: a "sleep" step takes only "name" and "sleep")"},
       {one_step(R"({"sleep": 5})"), R"(steps[0].sleep: expected a duration like "10s", got 5)"},
+      {one_step(R"({"sleep": "1s", "abort_if": {"status": 500}})"),
+       R"(steps[0].abort_if: a "sleep" step takes only "name" and "sleep")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": [501, 99]}})"),
+       "steps[0].retry.non_retryable[1]: expected an integer from 100 to 599, got 99"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": []}})"),
+       "steps[0].retry.non_retryable: expected a non-empty array of HTTP statuses"},
       {one_step(R"({"name": "x", "request": {"url": "{{base}}"}, "sleep": "1s"})"),
        R"(steps[0]: a step needs exactly one of "request", "sleep")"},
       {one_step(R"({"poll": {"every": "1s"}})"),
@@ -317,6 +323,18 @@ TEST_CASE("scenario parser: reads retry and poll settings") {
   CHECK(step.poll.until[0].regex != nullptr);
   CHECK(describe(step.poll.until[0]) == "header x-state matches \"^done\"");
   CHECK(to_string(step.kind) == "poll");
+}
+
+TEST_CASE("scenario parser: reads abort_if and retry.non_retryable") {
+  std::shared_ptr<const Scenario> s = parse_ok(one_step(R"(
+      {"request": {"url": "{{base}}"},
+       "retry": {"attempts": 3, "non_retryable": [501, 409]},
+       "abort_if": [{"status": 410}, {"json": "/error", "equals": "quota"}]})"));
+  const Step& step = s->steps[0];
+  CHECK(step.retry.non_retryable == std::vector<int>{501, 409});
+  REQUIRE(step.abort_if.size() == 2);
+  CHECK(describe(step.abort_if[0]) == "status is 410");
+  CHECK(step.reads_json);  // the second reads the body as JSON
 }
 
 }  // namespace

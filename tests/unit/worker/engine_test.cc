@@ -166,3 +166,42 @@ TEST_CASE("engine: take_all hands back every running instance's checkpoint") {
   CHECK(all["r1"]["2"]["vars"]["job"].is_string());
   CHECK(all["r1"]["2"]["deadline_ms"].get<int64_t>() > 0);
 }
+
+TEST_CASE("engine: abort_if ends the instance at once, with no retry and no further poll") {
+  Fixture f;
+  json s = {{"name", "abort"},
+            {"steps",
+             {{{"request", {{"url", "{{base}}/flaky/a?fail=5"}}},
+               {"abort_if", {{{"status", 503}}}},
+               {"expect", {{{"status", 200}}}},
+               {"retry", {{"attempts", 4}, {"initial_interval", "10ms"}}}}}}};
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto step = f.of("step").back();
+  CHECK(step["state"] == "failed");
+  CHECK(step["attempts"] == 1);
+  CHECK(step["reason"] == "abort_if held: status was 503");
+  CHECK(f.of("done")[0]["state"] == "failed");
+}
+
+TEST_CASE("engine: a status in retry.non_retryable is not tried again; others still are") {
+  Fixture f;
+  const json retry = {{"attempts", 3}, {"initial_interval", "10ms"}, {"non_retryable", {501}}};
+  json s = {{"name", "non-retryable"},
+            {"steps",
+             {{{"request", {{"url", "{{base}}/flaky/b?fail=1"}}},
+               {"expect", {{{"status", 200}}}},
+               {"retry", retry}},
+              {{"request", {{"url", "{{base}}/fail?status=501"}}},
+               {"expect", {{{"status", 200}}}},
+               {"retry", retry}}}}};
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto steps = f.of("step");
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["state"] == "passed");
+  CHECK(steps[0]["attempts"] == 2);  // the 503 was tried again
+  CHECK(steps[1]["state"] == "failed");
+  CHECK(steps[1]["attempts"] == 1);  // the 501 was not
+  CHECK(steps[1]["reason"] == "expect: status was 501, expected 200");
+}
