@@ -108,7 +108,8 @@ TEST_CASE("hook sender: a command that exits non-zero, or cannot start, has fail
   Fixture f;
   f.hooks_for(HookEvent::kWorkerExit,
               {command({"/bin/sh", "-c", "exit 3"}), command({"/nonexistent/notify"})});
-  f.sender->fire(HookEvent::kWorkerExit, json::object());
+  // A megabyte the shell never reads: the write of the payload meets a closed pipe (EPIPE).
+  f.sender->fire(HookEvent::kWorkerExit, json{{"pad", std::string(1 << 20, 'x')}});
   REQUIRE(f.run_until([&] { return f.outcomes.size() == 2; }));
   CHECK(f.count(HookOutcome::kFailed) == 2);
 }
