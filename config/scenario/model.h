@@ -48,13 +48,15 @@ struct RetryOn {
 };
 
 // Retrying a failed request: not polling. Try n (n >= 2) starts
-// min(initial_interval * backoff^(n-2), max_interval) after try n-1 failed.
+// min(initial_interval * backoff^(n-2), max_interval) after try n-1 failed, times the jitter
+// factor (worker/engine/jitter.h).
 struct Retry {
   int attempts = 1;  // counts the first try: 1 = no retry
   uint64_t initial_interval_ms = 1000;
   double backoff_factor = 2.0;
   uint64_t max_interval_ms = 30000;
   RetryOn on;
+  double jitter = 0;  // each wait is scaled by a factor in [1 - jitter, 1 + jitter]
   // Statuses never tried again, whatever `on` says: a 501 among the 5xx, a 409 among the 4xx.
   std::vector<int> non_retryable;
 };
@@ -73,6 +75,7 @@ struct Poll {
   int max_attempts = 0;            // 0 = unlimited
   double backoff_factor = 1.0;     // 1 = a fixed interval
   uint64_t max_interval_ms = 0;    // 0 = no cap
+  double jitter = 0;               // each interval is scaled by a factor in [1 - jitter, 1 + jitter]
 };
 
 struct Step {
@@ -91,6 +94,7 @@ struct Step {
   // the first try; 0 = none. (A poll step's limit is poll.timeout_ms.)
   uint64_t timeout_ms = 0;
   uint64_t sleep_ms = 0;  // kSleep
+  double sleep_jitter = 0;  // kSleep: the sleep is scaled by a factor in [1 - jitter, 1 + jitter]
   // True when a condition or capture reads the body as JSON: the engine need not parse
   // response bodies of the other steps.
   bool reads_json = false;

@@ -43,8 +43,8 @@ std::vector<int> read_statuses(const json& j, const std::string& path) {
 }
 
 Retry parse_retry(const json& j, const std::string& path) {
-  check_fields(j, path,
-               {"attempts", "initial_interval", "backoff", "max_interval", "on", "non_retryable"});
+  check_fields(j, path, {"attempts", "initial_interval", "backoff", "max_interval", "on",
+                         "non_retryable", "jitter"});
   Retry r;
   auto at = [&](std::string_view name) { return field_path(path, name); };
   if (j.contains("attempts")) r.attempts = read_int(j["attempts"], at("attempts"), 1, 100);
@@ -60,6 +60,7 @@ Retry parse_retry(const json& j, const std::string& path) {
   }
   r.max_interval_ms = std::max(r.max_interval_ms, r.initial_interval_ms);
   if (j.contains("on")) r.on = read_retry_on(j["on"], at("on"));
+  if (j.contains("jitter")) r.jitter = read_number(j["jitter"], at("jitter"), 0, 1);
   if (j.contains("non_retryable")) {
     r.non_retryable = read_statuses(j["non_retryable"], at("non_retryable"));
   }
@@ -67,8 +68,8 @@ Retry parse_retry(const json& j, const std::string& path) {
 }
 
 Poll parse_poll(const json& j, const std::string& path) {
-  check_fields(j, path,
-               {"every", "timeout", "until", "fail_if", "max_attempts", "backoff", "max_interval"});
+  check_fields(j, path, {"every", "timeout", "until", "fail_if", "max_attempts", "backoff",
+                         "max_interval", "jitter"});
   Poll p;
   auto at = [&](std::string_view name) { return field_path(path, name); };
   p.every_ms =
@@ -84,6 +85,7 @@ Poll parse_poll(const json& j, const std::string& path) {
     fail(path, "a poll needs a \"timeout\" or \"max_attempts\", or it may never end");
   }
   if (j.contains("backoff")) p.backoff_factor = read_number(j["backoff"], at("backoff"), 1, 10);
+  if (j.contains("jitter")) p.jitter = read_number(j["jitter"], at("jitter"), 0, 1);
   if (j.contains("max_interval")) {
     p.max_interval_ms = read_positive_duration(j["max_interval"], at("max_interval"));
     if (p.max_interval_ms < p.every_ms) fail(at("max_interval"), "must not be shorter than every");
@@ -101,10 +103,15 @@ StepKind step_kind(const json& j, const std::string& path) {
   if (sleep) {
     for (std::string_view f : {"expect", "capture", "retry", "poll", "timeout", "abort_if"}) {
       if (j.contains(f)) {
-        fail(field_path(path, f), "a \"sleep\" step takes only \"name\" and \"sleep\"");
+        fail(field_path(path, f),
+             "a \"sleep\" step takes only \"name\", \"sleep\" and \"jitter\"");
       }
     }
     return StepKind::kSleep;
+  }
+  if (j.contains("jitter")) {
+    fail(field_path(path, "jitter"),
+         "a step's \"jitter\" is for \"sleep\"; a poll's goes in \"poll\", a retry's in \"retry\"");
   }
   if (poll && j.contains("expect")) {
     fail(field_path(path, "expect"),
@@ -130,13 +137,14 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   std::string path = element_path("steps", index);
   check_fields(j, path,
                {"name", "request", "expect", "capture", "retry", "poll", "sleep", "timeout",
-                "abort_if"});
+                "abort_if", "jitter"});
   auto at = [&](std::string_view name) { return field_path(path, name); };
   Step s;
   s.index = index;
   s.kind = step_kind(j, path);
   if (s.kind == StepKind::kSleep) {
     s.sleep_ms = read_duration(j["sleep"], at("sleep"));
+    if (j.contains("jitter")) s.sleep_jitter = read_number(j["jitter"], at("jitter"), 0, 1);
     s.name = "sleep " + (j["sleep"].get<std::string>());
   } else {
     s.request = parse_request(j["request"], at("request"), scope);

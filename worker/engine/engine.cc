@@ -15,6 +15,7 @@
 #include "shared/proc.h"
 #include "shared/uv/handle.h"
 #include "worker/engine/instance.h"
+#include "worker/engine/jitter.h"
 
 namespace corral::worker {
 
@@ -69,6 +70,7 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   if (!parsed) return parsed.status();
   auto r = std::make_unique<Run>();
   r->id = run;
+  r->jitter_seed = jitter_seed(run);
   r->scenario = *parsed;
   r->vars = (*parsed)->vars;
   if (vars.is_object()) r->vars.update(vars);
@@ -150,7 +152,7 @@ void Engine::run_step(Instance& in) {
   switch (step.kind) {
     case StepKind::kSleep:
       in.next = Instance::Next::kStepDone;
-      wait_until(in, in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms));
+      wait_until(in, in.cp.step_started_ms + sleep_ms(in, step));
       return;
     case StepKind::kPoll:
     case StepKind::kRequest:
@@ -162,6 +164,12 @@ void Engine::run_step(Instance& in) {
       send(in);
       return;
   }
+}
+
+// A sleep step's length for this instance, its jitter applied (the same each time it is asked).
+int64_t Engine::sleep_ms(const Instance& in, const scenario::Step& step) {
+  return static_cast<int64_t>(jittered_ms(step.sleep_ms, step.sleep_jitter, in.run->jitter_seed,
+                                          in.index, in.cp.step, 0));
 }
 
 void Engine::wait_until(Instance& in, int64_t at_ms) {
@@ -188,7 +196,7 @@ void Engine::on_timer(Instance& in) {
     case Instance::Next::kStepDone: {
       // The loop's clock and the wall clock round differently: never end a sleep early.
       const auto& step = in.run->scenario->steps[in.cp.step];
-      int64_t end = in.cp.step_started_ms + static_cast<int64_t>(step.sleep_ms);
+      int64_t end = in.cp.step_started_ms + sleep_ms(in, step);
       if (unix_ms_now() < end) {
         wait_until(in, end);
         return;
@@ -293,7 +301,11 @@ bool Engine::retry_later(Instance& in, const std::string& why) {
   if (static_cast<int>(in.cp.tries) >= retry.attempts) return false;
   double grown = static_cast<double>(retry.initial_interval_ms) *
                  std::pow(retry.backoff_factor, static_cast<double>(in.cp.tries - 1));
-  auto delay = static_cast<int64_t>(std::min(grown, static_cast<double>(retry.max_interval_ms)));
+  // (Retries draw their jitter apart from a poll's attempts in the same step: the top bit.)
+  auto delay = static_cast<int64_t>(
+      jittered_ms(static_cast<uint64_t>(std::min(grown, static_cast<double>(retry.max_interval_ms))),
+                  retry.jitter, in.run->jitter_seed, in.index, in.cp.step,
+                  in.cp.tries | 0x80000000u));
   spdlog::debug("run {} instance {} step {}: retrying in {} ms: {}", in.run->id, in.index,
                 in.cp.step, delay, secrets_.redact(why));
   int64_t at = unix_ms_now() + delay;

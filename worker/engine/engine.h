@@ -118,6 +118,7 @@ class Engine {
     size_t active = 0;
     IterationSink* sink = nullptr;  // set for a load run
     uint64_t think_ms = 0;          // load runs: the pause between two steps
+    uint64_t jitter_seed = 0;       // of the id: the first key of every jitter factor
   };
   friend struct Instance;
   friend class InstanceVars;
@@ -139,6 +140,7 @@ class Engine {
   void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);
+  static int64_t sleep_ms(const Instance& in, const scenario::Step& step);
   bool retry_later(Instance& in, const std::string& why);
   void time_out_at(Instance& in, int64_t at_ms, std::string reason);
   std::string timed_out_reason(const Instance& in, int64_t in_flight_ms) const;

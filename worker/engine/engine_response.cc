@@ -10,6 +10,7 @@
 #include "shared/proc.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/instance.h"
+#include "worker/engine/jitter.h"
 
 namespace corral::worker {
 namespace {
@@ -154,7 +155,9 @@ void Engine::on_poll_not_held(Instance& in, const scenario::Condition& pending,
   double grown = static_cast<double>(poll.every_ms) *
                  std::pow(poll.backoff_factor, static_cast<double>(in.cp.attempts - 1));
   if (poll.max_interval_ms != 0) grown = std::min(grown, static_cast<double>(poll.max_interval_ms));
-  int64_t next = now + static_cast<int64_t>(grown);
+  int64_t next = now + static_cast<int64_t>(jittered_ms(static_cast<uint64_t>(grown), poll.jitter,
+                                                        in.run->jitter_seed, in.index, in.cp.step,
+                                                        in.cp.attempts));
   in.cp.tries = 0;
   if (poll.max_attempts != 0) {
     // Attempts count against max_attempts: report them now and then so a resume continues

@@ -121,7 +121,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
        R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
        "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep, "
-       "timeout, abort_if)"},
+       "timeout, abort_if, jitter)"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
        R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
       {one_step(R"({"request": {"method": "GET"}})"),
@@ -178,10 +178,14 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
            R"({"request": {"url": "{{base}}"}, "retry": {"initial_interval": "5s", "max_interval": "1s"}})"),
        "steps[0].retry.max_interval: must not be shorter than initial_interval"},
       {one_step(R"({"sleep": "1s", "expect": []})"),
-       R"(steps[0].expect: a "sleep" step takes only "name" and "sleep")"},
+       R"(steps[0].expect: a "sleep" step takes only "name", "sleep" and "jitter")"},
       {one_step(R"({"sleep": 5})"), R"(steps[0].sleep: expected a duration like "10s", got 5)"},
       {one_step(R"({"sleep": "1s", "abort_if": {"status": 500}})"),
-       R"(steps[0].abort_if: a "sleep" step takes only "name" and "sleep")"},
+       R"(steps[0].abort_if: a "sleep" step takes only "name", "sleep" and "jitter")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "jitter": 0.1})"),
+       R"(steps[0].jitter: a step's "jitter" is for "sleep"; a poll's goes in "poll", a retry's in "retry")"},
+      {one_step(R"({"sleep": "1s", "jitter": 1.5})"),
+       "steps[0].jitter: expected a number from 0.0 to 1.0, got 1.5"},
       {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": [501, 99]}})"),
        "steps[0].retry.non_retryable[1]: expected an integer from 100 to 599, got 99"},
       {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": []}})"),
@@ -335,6 +339,17 @@ TEST_CASE("scenario parser: reads abort_if and retry.non_retryable") {
   REQUIRE(step.abort_if.size() == 2);
   CHECK(describe(step.abort_if[0]) == "status is 410");
   CHECK(step.reads_json);  // the second reads the body as JSON
+}
+
+TEST_CASE("scenario parser: reads jitter for a poll, a retry and a sleep") {
+  std::shared_ptr<const Scenario> s = parse_ok(R"({"name": "t", "vars": {"base": "http://h"},
+      "steps": [{"request": {"url": "{{base}}"}, "retry": {"attempts": 2, "jitter": 0.2},
+                 "poll": {"every": "5s", "timeout": "1m", "until": {"status": 200}, "jitter": 0.1}},
+                {"sleep": "2s", "jitter": 0.5}, {"sleep": "1s"}]})");
+  CHECK(s->steps[0].retry.jitter == 0.2);
+  CHECK(s->steps[0].poll.jitter == 0.1);
+  CHECK(s->steps[1].sleep_jitter == 0.5);
+  CHECK(s->steps[2].sleep_jitter == 0);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The engine against a real HTTP server (corral-target's job API) on the same loop.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "tests/unit/worker/engine_fixture.h"
 
 using namespace corral::test::engine;
@@ -204,4 +206,21 @@ TEST_CASE("engine: a status in retry.non_retryable is not tried again; others st
   CHECK(steps[1]["state"] == "failed");
   CHECK(steps[1]["attempts"] == 1);  // the 501 was not
   CHECK(steps[1]["reason"] == "expect: status was 501, expected 200");
+}
+
+TEST_CASE("engine: a sleep with jitter lasts its own time for each instance, within the fraction") {
+  Fixture f;
+  json s = {{"name", "jitter"}, {"steps", {{{"sleep", "200ms"}, {"jitter", 0.5}}}}};
+  f.start(s, 20);
+  REQUIRE(f.run_until([&] { return f.done_count() == 20; }));
+  std::set<int64_t> took;
+  for (int i = 0; i < 20; ++i) {
+    auto step = f.of("step", i).back();
+    const int64_t ms = step["ended_ms"].get<int64_t>() - step["started_ms"].get<int64_t>();
+    INFO("instance " << i << " slept " << ms << " ms");
+    CHECK(ms >= 100);
+    CHECK(ms < 1000);  // 300 at most, and the timer's slack on a busy machine
+    took.insert(ms / 20);
+  }
+  CHECK(took.size() >= 4);  // not one length for all
 }
