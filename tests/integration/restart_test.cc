@@ -112,6 +112,38 @@ TEST_CASE("supervisor: a killed worker is replaced by the spare started in advan
            "no spare with spare_workers 0");
 }
 
+TEST_CASE("supervisor: a spare that exits on its own is started again after 2 s, then after 4 s") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  auto spare_other_than = [&](pid_t old) {
+    pid_t pid = 0;
+    d.wait_until(
+        [&] {
+          pid = d.health().value("spare_pid", 0);
+          return pid > 0 && pid != old;
+        },
+        seconds(15), "a new spare");
+    return pid;
+  };
+  pid_t spare = spare_other_than(0);
+  const pid_t worker = d.worker(0).at("pid");
+  for (const auto delay : {milliseconds(2000), milliseconds(4000)}) {
+    REQUIRE(::kill(spare, SIGKILL) == 0);
+    const auto killed = std::chrono::steady_clock::now();
+    const pid_t next = spare_other_than(spare);
+    const auto waited = std::chrono::steady_clock::now() - killed;
+    INFO("spare " << spare << " killed, " << next << " started after "
+                  << std::chrono::duration_cast<milliseconds>(waited).count() << " ms");
+    CHECK(waited >= delay - milliseconds(100));
+    CHECK_THAT(read_file(home.master_log()),
+               Catch::Contains("spare worker pid " + std::to_string(spare) + " exited"));
+    spare = next;
+  }
+  CHECK(d.worker(0)["pid"] == worker);  // the slot's worker never noticed
+  CHECK(d.worker(0)["restarts"] == 0);
+}
+
 TEST_CASE(
     "supervisor: a worker that crashes at start backs off, then its slot is errored "
     "without a busy loop") {
