@@ -88,6 +88,9 @@ std::string render_run(const json& run) {
   if (std::string why = json_string(run, "queued_reason"); !why.empty()) {
     out << "  queued because " << why << "\n";
   }
+  if (json_number(run, "priority") > 1) {  // the default, 1, goes unsaid
+    out << "priority   : " << static_cast<long>(json_number(run, "priority")) << "\n";
+  }
   json d = json_field(run, "duration_ms");
   out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
       << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";

@@ -32,8 +32,9 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "\"slot\":1,\"error\":\"...\"}}`"},
       {"POST", "/shutdown", &Daemon::api_shutdown, false, "stops the daemon gracefully"},
       {"POST", "/runs", &Daemon::api_run_submit, false,
-       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...}}`: 201 `{\"run\":\"r1-c034\","
-       "\"instances\":N}`; 400 names the field at fault; 429 when the queue is full"},
+       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...},\"priority\":P}`: 201"
+       " `{\"run\":\"r1-c034\",\"instances\":N}`; 400 names the field at fault; 429 when the"
+       " queue is full"},
       {"GET", "/runs", &Daemon::api_runs_list, false, "recent runs with counts, newest first; `?limit=200`"},
       {"DELETE", "/runs", &Daemon::api_runs_prune, false,
        "forgets finished runs; `?older_than=7d` (default: the configured retention)"},

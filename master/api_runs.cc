@@ -1,6 +1,7 @@
 // The runs API: submit a scenario with N instances, watch it, read each instance's history,
 // cancel it, prune old runs.
-//   POST   /runs                         {"scenario": {...}, "instances": N, "vars": {...}}
+//   POST   /runs                         {"scenario": {...}, "instances": N, "vars": {...},
+//                                          "priority": P}
 //   GET    /runs?limit=200               recent runs with counts, newest first
 //   DELETE /runs?older_than=7d           forgets finished runs older than that (default: the
 //                                        configured retention)
@@ -78,6 +79,12 @@ void Daemon::api_run_submit(const ApiCall& c) {
     respond.send(Response::error(400, "vars: expected an object, got " + vars.dump()));
     return;
   }
+  json priority = body.value("priority", json(1));
+  if (!priority.is_number_integer() || priority.get<int64_t>() < 1 || priority.get<int64_t>() > 100) {
+    respond.send(Response::error(400, "priority: expected an integer from 1 to 100, got " +
+                                          priority.dump()));
+    return;
+  }
   scenario::ParseOptions options;
   for (const auto& [k, v] : vars.items()) options.extra_vars.insert(k);
   // Workers inherit the daemon's environment and get its secrets: check against those.
@@ -96,7 +103,7 @@ void Daemon::api_run_submit(const ApiCall& c) {
                  " instances are waiting for a worker; try again when some have finished"));
     return;
   }
-  submit_run({*parsed, std::move(vars), count, {}, respond});
+  submit_run({*parsed, std::move(vars), count, {}, respond, priority.get<uint32_t>()});
 }
 
 void Daemon::api_runs_list(const ApiCall& c) {

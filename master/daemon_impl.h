@@ -187,6 +187,7 @@ class Daemon {
     uint32_t count = 0;
     std::vector<InstanceRecord> instances;  // built so far
     http::Responder respond;
+    uint32_t priority = 1;
   };
   // Creates the run now when it is small and nothing waits before it; else queues it and
   // builds its records a slice per turn. Answers the request once the run is journaled.

@@ -49,7 +49,7 @@ void Daemon::build_submissions() {
 
 void Daemon::publish_run(Submission& sub) {
   Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, unix_ms_now(),
-                          std::move(sub.instances));
+                          std::move(sub.instances), sub.priority);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
   schedule_pump();
   nlohmann::json created = {{"run", run.id}, {"instances", sub.count}};

@@ -136,17 +136,24 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   return true;
 }
 
-Run* Dispatcher::fairest(uint32_t& runner_up) const {
+namespace {
+// A run's share so far: its running instances per unit of priority.
+double level_of(const Run& r) {
+  return static_cast<double>(r.count(InstanceState::kRunning)) / std::max<uint32_t>(1, r.priority);
+}
+}  // namespace
+
+Run* Dispatcher::fairest(double& runner_up) const {
   Run* best = nullptr;
-  runner_up = UINT32_MAX;
+  runner_up = -1;
   for (const auto& r : runs_.all()) {
     if (r->cancelled || r->pending() == 0) continue;
-    const uint32_t level = r->count(InstanceState::kRunning);
-    if (best == nullptr || level < best->count(InstanceState::kRunning)) {
-      if (best != nullptr) runner_up = best->count(InstanceState::kRunning);
+    const double level = level_of(*r);
+    if (best == nullptr || level < level_of(*best)) {
+      if (best != nullptr) runner_up = level_of(*best);
       best = r.get();
-    } else {
-      runner_up = std::min(runner_up, level);
+    } else if (runner_up < 0 || level < runner_up) {
+      runner_up = level;
     }
   }
   return best;
@@ -156,7 +163,7 @@ bool Dispatcher::pump(size_t budget) {
   size_t placed = 0;
   std::map<const Run*, size_t> spread;  // per run, from what it had waiting when this call began
   while (placed < budget) {
-    uint32_t runner_up = 0;
+    double runner_up = 0;
     Run* run = fairest(runner_up);
     if (run == nullptr) return false;
     const int slot = least_loaded();
@@ -166,11 +173,12 @@ bool Dispatcher::pump(size_t budget) {
     auto [it, first] = spread.try_emplace(run, 0);
     if (first) it->second = (run->pending() + workers_.size() - 1) / workers_.size();
     size_t give = it->second;
-    if (runner_up != UINT32_MAX) {
-      // Up to the next run's level, so that the room goes round; at least a quantum, so that
-      // two large runs do not take turns one instance at a time.
-      const uint32_t level = run->count(InstanceState::kRunning);
-      give = std::min<size_t>(give, std::max<size_t>(kFairQuantum, runner_up - level + 1));
+    if (runner_up >= 0) {
+      // Up to the next run's level, so that the room goes round; at least a quantum (by
+      // priority), so that two large runs do not take turns one instance at a time.
+      const double gap = (runner_up - level_of(*run)) * run->priority;
+      give = std::min<size_t>(give, std::max<size_t>(kFairQuantum * run->priority,
+                                                     static_cast<size_t>(gap) + 1));
     }
     if (!place(*run, slot, workers_[slot], std::min(budget - placed, give), placed)) {
       worker_gone(slot);  // it cannot take frames: stop placing work there

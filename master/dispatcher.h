@@ -4,9 +4,10 @@
 // holds the loop for long.
 //
 // Fair share: when instances of several runs wait, the room goes first to the run with the
-// fewest instances running (the older run on a tie), so a small run submitted behind a large
-// one that fills the workers starts as soon as any instance ends, not when the large one has
-// been placed whole. Nothing running is moved to make room.
+// fewest instances running per unit of its priority (the older run on a tie), so a small run
+// submitted behind a large one that fills the workers starts as soon as any instance ends, not
+// when the large one has been placed whole, and a run of priority 3 beside one of priority 1
+// gets three quarters of the room. Nothing running is moved to make room.
 //
 // Rebalancing: a worker that returns after a restart, or is added by a scale-up, starts empty
 // while the others hold everything. rebalance() asks a worker holding clearly more than its
@@ -89,8 +90,9 @@ class Dispatcher {
   static constexpr size_t kFairQuantum = 100;
   int least_loaded() const;  // with room; -1 when none has
   // The run whose instances go next (fair share, above), nullptr when none waits;
-  // `runner_up`: the running count of the next run after it, UINT32_MAX when none.
-  Run* fairest(uint32_t& runner_up) const;
+  // `runner_up`: the level (running per unit of priority) of the next run after it, -1 when
+  // none.
+  Run* fairest(double& runner_up) const;
   uint64_t room(int slot) const;
   bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed);
 

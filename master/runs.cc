@@ -58,7 +58,7 @@ const char* Run::state() const {
 }
 
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
-                  int64_t now_ms, std::vector<InstanceRecord> built) {
+                  int64_t now_ms, std::vector<InstanceRecord> built, uint32_t priority) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
   run->id = numbered_id('r', run->seq);  // the journal keeps the sequence
@@ -66,6 +66,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   run->scenario = std::move(scenario);
   run->vars = std::move(vars);
   run->created_ms = now_ms;
+  run->priority = priority;
   run->instances = std::move(built);
   run->instances.resize(instances);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = instances;
@@ -79,6 +80,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   row.vars = ref.vars.dump();
   row.instances = ref.size;
   row.created_ms = now_ms;
+  row.priority = priority;
   journal_write([row](journal::Store& s) { return s.put_run(row); }, {ref.id});
   return ref;
 }

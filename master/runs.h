@@ -98,6 +98,7 @@ struct Run {
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
+  uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
   bool whole = true;       // false: a finished run whose instances are only in the journal
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
 
@@ -145,8 +146,10 @@ class Runs {
 
   // `built`: the run's instance records when the caller built them already (a slice at a time,
   // for a large run); otherwise, or when its size is not `instances`, they are built here.
+  // `priority`: the run's weight in the dispatcher's fair share, 1 to 100.
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
-              uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {});
+              uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {},
+              uint32_t priority = 1);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

@@ -138,6 +138,7 @@ Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool wh
   run->created_ms = row.created_ms;
   run->finished_ms = row.finished_ms;
   run->cancelled = row.cancelled;
+  run->priority = row.priority;
   run->summary = parse_or(row.summary, json());
   run->whole = whole;
   run->next_fresh = run->size;

@@ -67,6 +67,7 @@ json Runs::detail_json(const Run& run) const {
   j["duration_ms"] = parts["duration_ms"];
   j["failures"] = parts["failures"];
   j["vars"] = run.vars;
+  j["priority"] = run.priority;
   return j;
 }
 

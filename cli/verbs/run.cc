@@ -1,6 +1,6 @@
-// `corral run FILE [-n N] [--var k=v]... [--detach | --junit FILE]`: submits a scenario file as a
-// run of N instances and, unless detached, follows it to the end with a progress line, then
-// prints the summary (and writes a JUnit report). Exits as a CI job expects: 0 when every
+// `corral run FILE [-n N] [--var k=v]... [--priority P] [--detach | --junit FILE]`: submits a
+// scenario file as a run of N instances and, unless detached, follows it to the end with a
+// progress line, then prints the summary (and writes a JUnit report). Exits as a CI job expects: 0 when every
 // instance passed, 1 when any failed, errored or was cancelled, 2 for a scenario the daemon
 // rejects or a bad command line.
 #include <unistd.h>
@@ -48,6 +48,9 @@ class RunVerb : public Verb {
         ->check(CLI::Range(1, 1000000));
     app.add_option("--var", vars_,
                    "a run-time variable, NAME=VALUE (repeatable; JSON values keep their type)");
+    app.add_option("--priority", priority_,
+                   "its share of the workers beside other runs waiting for room, 1 to 100")
+        ->check(CLI::Range(1, 100));
     auto* detach = app.add_flag("-d,--detach", detach_, "return once submitted; do not follow");
     app.add_option("--junit", junit_, "when the run ends, write a JUnit XML report to this file")
         ->type_name("FILE")
@@ -82,7 +85,8 @@ class RunVerb : public Verb {
   // POST /runs. A 400 is the daemon rejecting the scenario (the message names the field): a
   // usage error, unlike a full queue (429) or a daemon that is not there.
   int submit(const Api& api, const json& scenario, const json& vars, std::string& id) const {
-    const json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars}};
+    const json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars},
+                       {"priority", priority_}};
     auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/runs",
                                 body.dump(), kSubmitTimeoutMs);
     if (!answer) return report_failure(answer.status(), api.socket_path());
@@ -143,6 +147,7 @@ class RunVerb : public Verb {
 
   std::string file_;
   long instances_ = 1;
+  long priority_ = 1;
   std::vector<std::string> vars_;
   bool detach_ = false;
   std::string junit_;

@@ -19,6 +19,7 @@ struct RunRow {
   int64_t finished_ms = 0;  // 0 while the run has unfinished instances
   bool cancelled = false;
   std::string summary;  // a finished run's counts, durations and failures (JSON)
+  uint32_t priority = 1;  // its weight in the dispatcher's fair share, 1 to 100
 };
 
 // An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,

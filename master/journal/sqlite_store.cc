@@ -3,6 +3,7 @@
 // AUTOINCREMENT or INSERT OR REPLACE); the SQLite-only parts are the pragmas in open().
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -57,11 +58,14 @@ CREATE TABLE steps (
 )sql",
     // 2: the final URL of a step whose request followed redirects.
     "ALTER TABLE steps ADD COLUMN url TEXT NOT NULL DEFAULT '';",
+    // 3: a run's weight in the fair share between runs.
+    "ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;",
 };
 
 constexpr const char* kPutRun = R"sql(
-INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary,
+                  priority)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
   cancelled = excluded.cancelled, summary = excluded.summary)sql";
 constexpr const char* kBumpSeq = R"sql(
@@ -93,8 +97,8 @@ constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
 constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
 constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
 constexpr const char* kRunColumns =
-    "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary "
-    "FROM runs";
+    "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
+    "priority FROM runs";
 constexpr const char* kInstanceColumns =
     "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
     "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "
@@ -199,7 +203,7 @@ class SqliteStore final : public Store {
     Stmt& s = stmt(kPutRun);
     s.bind(r.id).bind(static_cast<int64_t>(r.seq)).bind(r.scenario).bind(r.vars);
     s.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
-    s.bind(int64_t{r.cancelled}).bind(r.summary);
+    s.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority});
     if (Status st = done(s, "put_run"); !st) return st;
     return done(stmt(kBumpSeq).bind(static_cast<int64_t>(r.seq + 1)), "put_run");
   }
@@ -335,7 +339,8 @@ class SqliteStore final : public Store {
             s.i64(5),
             s.i64(6),
             s.i64(7) != 0,
-            s.text(8)};
+            s.text(8),
+            static_cast<uint32_t>(std::clamp<int64_t>(s.i64(9), 1, 100))};
   }
 
   Status migrate() {

@@ -3,6 +3,8 @@
 // would replace them, over and over).
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
 #include "tests/support/harness_runs.h"
@@ -70,4 +72,25 @@ TEST_CASE("admission: a 10-instance run submitted behind a run that fills the wo
   INFO(counts.dump());
   CHECK(counts["queued"].get<int>() > 90000);  // it went first, the large one still waits
   CHECK(d.api("DELETE", "/runs/" + big).status == 200);
+}
+
+TEST_CASE("admission: a run's priority is checked, kept and shown") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const Json scenario = {{"name", "p"}, {"steps", Json::array({{{"sleep", "10ms"}}})}};
+  ApiResponse bad = d.api("POST", "/runs", Json{{"scenario", scenario}, {"priority", 0}}.dump());
+  CHECK(bad.status == 400);
+  CHECK(bad.json["error"] == "priority: expected an integer from 1 to 100, got 0");
+  const std::string file = home.file("p.json");
+  std::ofstream(file) << scenario.dump();
+  CliResult run = run_cli({"run", file, "-n", "3", "--priority", "7"}, home.path());
+  INFO(run.describe());
+  REQUIRE(run.exit_code == 0);
+  const Json runs = d.api("GET", "/runs").json["runs"];
+  REQUIRE(runs.size() == 1);
+  const std::string id = runs[0]["id"];
+  CHECK(run_of(d, id)["priority"] == 7);
+  CHECK_THAT(run_cli({"show", id}, home.path()).out, Catch::Contains("priority   : 7"));
+  CHECK(run_cli({"run", file, "--priority", "101"}, home.path()).exit_code == 2);
 }

@@ -329,3 +329,27 @@ TEST_CASE("dispatcher: two large runs waiting together share the workers' room e
   CHECK(a.count(InstanceState::kRunning) == 500);
   CHECK(b.count(InstanceState::kRunning) == 500);
 }
+
+TEST_CASE("dispatcher: a run's priority weighs its share: 3 to 1 takes three quarters of the room") {
+  Runs runs;
+  Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/400);
+  auto s = corral::scenario::parse_scenario(json::parse(
+      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  REQUIRE(s.is_ok());
+  Run& low = runs.create(*s, json::object(), 100000, 1000);
+  Run& high = runs.create(*s, json::object(), 100000, 1001, {}, /*priority=*/3);
+  CHECK(high.priority == 3);
+  d.worker_ready(0);
+  d.worker_ready(1);
+  while (d.pump(1000)) {
+  }
+  // 800 places: within one quantum of 600 and 200.
+  CHECK(low.count(InstanceState::kRunning) + high.count(InstanceState::kRunning) == 800);
+  CHECK(high.count(InstanceState::kRunning) >= 500);
+  CHECK(high.count(InstanceState::kRunning) <= 700);
+  // Room that frees up afterwards goes where the shares are furthest from 3 to 1.
+  end_running(high, d, 200);
+  while (d.pump(1000)) {
+  }
+  CHECK(high.count(InstanceState::kRunning) >= 500);
+}

@@ -23,7 +23,7 @@ StoredRun load(Store& s, const std::string& id) {
 // Every field, so that one CHECK compares whole rows and shows both sides on failure.
 std::string describe(const RunRow& r) {
   return join(r.id, r.seq, r.scenario, r.vars, r.instances, r.created_ms, r.finished_ms,
-              r.cancelled, r.summary);
+              r.cancelled, r.summary, r.priority);
 }
 std::string describe(const InstanceRow& r) {
   return join(r.run_id, r.idx, r.state, r.next_step, r.started_ms, r.ended_ms, r.reason, r.resumes,
@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "2/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "3/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta')") == "4");
@@ -75,14 +75,29 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   REQUIRE_OK(store->put_step(step("r1-aaaa", 0, 0, "passed")));
   store.reset();
   sql(path, "ALTER TABLE steps DROP COLUMN url");  // as version 1 made it
+  sql(path, "ALTER TABLE runs DROP COLUMN priority");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "2");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "3");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
   CHECK(sql(path, "SELECT group_concat(seq || ':' || url, ' ') FROM steps") ==
         "0: 1:http://127.0.0.1:1/final");
+}
+
+TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority, 1 for those it has") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  store.reset();
+  sql(path, "ALTER TABLE runs DROP COLUMN priority");  // as version 2 left it
+  sql(path, "UPDATE schema_version SET version = 2");
+  store = open_store(path);
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "3");
+  CHECK(load(*store, "r1-aaaa").run.priority == 1);
+  RunRow weighted = run_row("r2-bbbb", 2);
+  weighted.priority = 40;
+  REQUIRE_OK(store->put_run(weighted));
+  CHECK_SAME(load(*store, "r2-bbbb").run, weighted);
 }
 
 TEST_CASE_METHOD(Db, "journal store: a newer schema version is refused, naming path and version") {
@@ -100,6 +115,7 @@ TEST_CASE_METHOD(Db, "journal store: run, instance and step rows round-trip exac
   RunRow run = run_row("r9-beef", 9);
   run.finished_ms = 1'700'000'500'000;
   run.cancelled = true;
+  run.priority = 7;
   run.summary = R"({"counts":[0,0,1,1,0,3],"failures":[{"reason":"bad \"x\""}]})";
   InstanceRow a = instance(run.id, 3, "failed", 1'700'000'000'900);  // every field set
   a.next_step = 2, a.started_ms = 1'700'000'000'100, a.reason = "≠ 200", a.resumes = 4;

@@ -216,6 +216,14 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   REQUIRE(h.runs->find(next_id) != nullptr);
   CHECK(h.runs->find(next_id)->next_fresh == 0);
   CHECK(h.create(1, 5000).seq == seq + 2);
+
+  // A run's priority comes back with it.
+  const std::string weighted =
+      h.runs->create(scenario(), json::object(), 2, 5100, {}, /*priority=*/9).id;
+  h.restart(6000);
+  REQUIRE(h.runs->find(weighted) != nullptr);
+  CHECK(h.runs->find(weighted)->priority == 9);
+  CHECK(h.runs->find(id)->priority == 1);
 }
 
 TEST_CASE("runs journal: a cancelled run is restored finished, every unpassed instance cancelled") {
