@@ -186,7 +186,7 @@ TEST_CASE("engine: abort_if ends the instance at once, with no retry and no furt
   CHECK(f.of("done")[0]["state"] == "failed");
 }
 
-TEST_CASE("engine: a status in retry.non_retryable is not tried again; others still are") {
+TEST_CASE("engine: a status in retry.non_retryable is not tried again, and others still are") {
   Fixture f;
   const json retry = {{"attempts", 3}, {"initial_interval", "10ms"}, {"non_retryable", {501}}};
   json s = {{"name", "non-retryable"},
