@@ -19,6 +19,14 @@ namespace {
 
 constexpr uint64_t kT = 50000;  // the loop's clock when the tests begin
 
+// A scenario of one request, parsed.
+std::shared_ptr<const corral::scenario::Scenario> one_request() {
+  auto s = corral::scenario::parse_scenario(json::parse(
+      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  REQUIRE(s.is_ok());
+  return *s;
+}
+
 struct Sent {
   int slot;
   MessageType type;
@@ -249,10 +257,8 @@ TEST_CASE("dispatcher: worker_instances caps a worker below its memory, and says
   Runs runs;
   Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/10);
   d.worker_ready(0);
-  auto s = corral::scenario::parse_scenario(json::parse(
-      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
-  REQUIRE(s.is_ok());
-  runs.create(*s, json::object(), 25, 1000);
+  const auto s = one_request();
+  runs.create(s, json::object(), 25, 1000);
   while (d.pump(1000)) {
   }
   CHECK(d.load(0) == 10);
@@ -281,14 +287,12 @@ TEST_CASE("dispatcher: a small run behind a large one that fills the workers sta
   Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/50);
   d.worker_ready(0);
   d.worker_ready(1);
-  auto s = corral::scenario::parse_scenario(json::parse(
-      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
-  REQUIRE(s.is_ok());
-  Run& large = runs.create(*s, json::object(), 10000, 1000);
+  const auto s = one_request();
+  Run& large = runs.create(s, json::object(), 10000, 1000);
   while (d.pump(1000)) {
   }
   CHECK(large.count(InstanceState::kRunning) == 100);
-  Run& small = runs.create(*s, json::object(), 10, 1001);
+  Run& small = runs.create(s, json::object(), 10, 1001);
   while (d.pump(1000)) {
   }
   CHECK(small.count(InstanceState::kRunning) == 0);  // no room: nothing running is moved
@@ -311,11 +315,9 @@ TEST_CASE("dispatcher: a small run behind a large one that fills the workers sta
 TEST_CASE("dispatcher: two large runs waiting together share the workers' room evenly") {
   Runs runs;
   Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/500);
-  auto s = corral::scenario::parse_scenario(json::parse(
-      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
-  REQUIRE(s.is_ok());
-  Run& a = runs.create(*s, json::object(), 100000, 1000);
-  Run& b = runs.create(*s, json::object(), 100000, 1001);
+  const auto s = one_request();
+  Run& a = runs.create(s, json::object(), 100000, 1000);
+  Run& b = runs.create(s, json::object(), 100000, 1001);
   d.worker_ready(0);
   d.worker_ready(1);
   while (d.pump(1000)) {
@@ -333,11 +335,9 @@ TEST_CASE("dispatcher: two large runs waiting together share the workers' room e
 TEST_CASE("dispatcher: a run's priority weighs its share: 3 to 1 takes three quarters of the room") {
   Runs runs;
   Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/400);
-  auto s = corral::scenario::parse_scenario(json::parse(
-      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
-  REQUIRE(s.is_ok());
-  Run& low = runs.create(*s, json::object(), 100000, 1000);
-  Run& high = runs.create(*s, json::object(), 100000, 1001, {}, /*priority=*/3);
+  const auto s = one_request();
+  Run& low = runs.create(s, json::object(), 100000, 1000);
+  Run& high = runs.create(s, json::object(), 100000, 1001, {}, /*priority=*/3);
   CHECK(high.priority == 3);
   d.worker_ready(0);
   d.worker_ready(1);
