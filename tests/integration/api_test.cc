@@ -11,16 +11,6 @@
 namespace corral::test {
 namespace {
 
-// The TCP port from /health "listen" ("127.0.0.1:PORT").
-int tcp_port(Daemon& d) {
-  const std::string listen = d.health().at("listen");
-  INFO("listen: " << listen);
-  REQUIRE(listen.rfind("127.0.0.1:", 0) == 0);
-  int port = std::stoi(listen.substr(10));
-  REQUIRE(port > 0);
-  return port;
-}
-
 bool is_json_error(const ApiResponse& r) {
   return r.json.is_object() && r.json.contains("error") && r.json["error"].is_string() &&
          !r.json["error"].get<std::string>().empty();

@@ -9,11 +9,6 @@ namespace {
 
 const std::string kToken = "it-token-5b1f";
 
-int tcp_port_of(Daemon& d) {
-  const std::string listen = d.health().at("listen");
-  return std::stoi(listen.substr(listen.rfind(':') + 1));
-}
-
 // A raw request over TCP with the given Authorization header (none when empty).
 std::string tcp_request(int port, const std::string& method, const std::string& path,
                         const std::string& authorization) {
@@ -38,7 +33,7 @@ TEST_CASE("auth: with a token, TCP requests need it, the unix socket and the pro
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
   d.wait_ready(1);
-  int port = tcp_port_of(d);
+  int port = tcp_port(d);
 
   // Without the token, or with a wrong one, every route answers the same 401: an existing
   // route and a made-up one cannot be told apart.
@@ -70,7 +65,7 @@ TEST_CASE("auth: the CLI talks TCP to $CORRAL_API with $CORRAL_API_TOKEN") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
   d.wait_ready(1);
-  std::string api = "127.0.0.1:" + std::to_string(tcp_port_of(d));
+  std::string api = "127.0.0.1:" + std::to_string(tcp_port(d));
   TempHome elsewhere;  // no daemon here: the CLI must not fall back to a socket
 
   CliResult ok =

@@ -23,11 +23,6 @@ namespace {
 
 const std::string kToken = "dash-token-7c2e";
 
-int tcp_port_of(Daemon& d) {
-  const std::string listen = d.health().at("listen");
-  return std::stoi(listen.substr(listen.rfind(':') + 1));
-}
-
 // One HTTP exchange over TCP, as a browser would make it, taken apart.
 struct Answer {
   int status = 0;
@@ -138,7 +133,7 @@ TEST_CASE("dashboard: Chromium shows the workers, the runs with progress and fai
   std::filesystem::create_directories(artifacts);
   const std::string png = artifacts + "/dashboard.png";
   std::filesystem::remove(png);
-  const std::string url = "http://127.0.0.1:" + std::to_string(tcp_port_of(d)) + "/";
+  const std::string url = "http://127.0.0.1:" + std::to_string(tcp_port(d)) + "/";
   if (chromium_check(home, {url, "--expect", home.file("expect.json"), "--screenshot", png})) {
     CHECK(std::filesystem::file_size(png) > 10000);
   }
@@ -151,7 +146,7 @@ TEST_CASE("dashboard: Chromium shows a run's instances filtered by state and an 
   d.wait_ready(1);
   const std::string failing = submit_run(d, failing_scenario(), 3, api);
   wait_run_finished(d, failing, seconds(30));
-  const std::string base = "http://127.0.0.1:" + std::to_string(tcp_port_of(d)) + "/#/runs/" + failing;
+  const std::string base = "http://127.0.0.1:" + std::to_string(tcp_port(d)) + "/#/runs/" + failing;
   const std::string reason = "status was 201, expected 418";
   auto check = [&](const std::string& url, const Json& expect) {
     std::ofstream(home.file("expect.json"), std::ios::trunc) << expect.dump();
@@ -173,7 +168,7 @@ TEST_CASE("dashboard: with a token, the page loads without it, its data calls ne
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
   d.wait_ready(1);
-  const int port = tcp_port_of(d);
+  const int port = tcp_port(d);
   const std::string bearer = "Authorization: Bearer " + kToken + "\r\n";
 
   // The page and its files hold no data: open.
@@ -197,7 +192,7 @@ TEST_CASE("dashboard: with a token, the page loads without it, its data calls ne
 TEST_CASE("dashboard: the page and its files answer with their type, an ETag and 304, to HEAD too, 404 else") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1));
-  const int port = tcp_port_of(d);
+  const int port = tcp_port(d);
 
   const Answer page = http_get(port, "/");
   REQUIRE(page.status == 200);

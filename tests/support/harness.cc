@@ -552,4 +552,13 @@ int count_state(const Json& workers, const std::string& state) {
   return n;
 }
 
+int tcp_port(Daemon& d) {
+  const std::string listen = d.health().at("listen");
+  INFO("listen: " << listen);
+  REQUIRE(listen.rfind("127.0.0.1:", 0) == 0);
+  int port = std::stoi(listen.substr(10));
+  REQUIRE(port > 0);
+  return port;
+}
+
 }  // namespace corral::test

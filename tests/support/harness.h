@@ -239,4 +239,7 @@ std::vector<std::string> states_of(const Json& workers);
 // How many entries of a workers array are in `state`.
 int count_state(const Json& workers, const std::string& state);
 
+// The daemon's TCP port, from /health "listen" ("127.0.0.1:PORT").
+int tcp_port(Daemon& d);
+
 }  // namespace corral::test
