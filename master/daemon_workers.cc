@@ -63,7 +63,7 @@ void Daemon::count_step(const ipc::Event& ev) {
   const Run* run = runs_.find(ev.run);
   if (run == nullptr || !run->scenario || ev.step >= run->scenario->steps.size()) return;
   const double seconds = static_cast<double>(std::max<int64_t>(ev.ended_ms - ev.started_ms, 0)) / 1000.0;
-  live_metrics_.step_ended(scenario::to_string(run->scenario->steps[ev.step].kind),
+  live_metrics_.step_ended(run->scenario->steps[ev.step].kind->name,
                            ipc::to_string(ev.outcome), seconds);
 }
 

@@ -110,7 +110,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       // The step began when the previous one ended (or when the instance started): resuming
       // keeps that start, so a sleep ends and a poll times out when they would have.
       cp.step_started_ms = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
-      if (uint64_t limit = scenario::step_limit_ms(run.scenario->steps[in.next_step])) {
+      if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
         cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
       }
       resume[std::to_string(i)] = ipc::to_json(cp);

@@ -30,6 +30,8 @@ std::string subject_text(const Condition& c) {
       return "header " + c.header;
     case Subject::kBody:
       return "body";
+    case Subject::kExitCode:
+      return "exit code";
   }
   return "";
 }
@@ -53,6 +55,14 @@ Observed observe(const Condition& c, const ResponseView& r) {
       break;
     case Subject::kBody:
       o.text = r.body;
+      break;
+    case Subject::kExitCode:
+      if (r.exit_code) {
+        o.owned = *r.exit_code;
+        o.value = &o.owned;
+      } else {
+        o.missing_note = " (not a command's result)";
+      }
       break;
   }
   o.exists = o.value != nullptr || o.text.has_value();
@@ -212,7 +222,10 @@ std::string describe(const Condition& c) {
   std::string operand = describe_value(c.operand);
   switch (c.op) {
     case Op::kEquals:
-      return subject + (c.subject == Subject::kStatus ? " is " : " equals ") + operand;
+      return subject +
+             (c.subject == Subject::kStatus || c.subject == Subject::kExitCode ? " is "
+                                                                               : " equals ") +
+             operand;
     case Op::kNotEquals:
       return subject + " does not equal " + operand;
     case Op::kExists:

@@ -3,7 +3,7 @@
 // Scenario form (the parser builds a Condition from each):
 //   {"status": 200}                      {"status": [200, 201]}
 //   {"json": "/pointer", OP: value}      {"header": "name", OP: value}
-//   {"body_contains": "text"}
+//   {"body_contains": "text"}            {"exit_code": 0}   {"exit_code": [0, 3]}   (exec steps)
 // OP is one of equals, not_equals, exists (true/false), in (array), lt, gt (numbers),
 // matches (an RE2 pattern, found anywhere in the value: RE2::PartialMatch).
 //
@@ -31,7 +31,7 @@ class RE2;
 
 namespace corral::scenario {
 
-enum class Subject { kStatus, kJson, kHeader, kBody };
+enum class Subject { kStatus, kJson, kHeader, kBody, kExitCode };
 enum class Op { kEquals, kNotEquals, kExists, kIn, kLt, kGt, kMatches, kContains };
 
 struct Condition {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,13 +17,10 @@
 
 #include "config/scenario/capture.h"
 #include "config/scenario/condition.h"
+#include "config/scenario/step_kind.h"
 #include "config/scenario/template.h"
 
 namespace corral::scenario {
-
-// Closed: handle every kind in a switch without `default` (-Werror=switch checks it).
-enum class StepKind { kRequest, kPoll, kSleep };
-std::string_view to_string(StepKind kind);
 
 struct RequestSpec {
   std::string method = "GET";  // upper case: GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS
@@ -61,58 +59,40 @@ struct Retry {
   std::vector<int> non_retryable;
 };
 
-// Repeating a request until a condition holds. After each response: if any `fail_if`
-// holds the step fails; else if all of `until` hold it passes (captures are taken from that
-// response); else the next attempt starts `interval` later, where the interval is `every_ms`
-// times backoff_factor^(attempt-1), capped by max_interval_ms. The step fails when
-// `timeout_ms` has passed since the first attempt started or after `max_attempts` attempts.
-// The parser guarantees at least one of timeout_ms and max_attempts is set.
-struct Poll {
-  uint64_t every_ms = 0;           // > 0
-  uint64_t timeout_ms = 0;         // 0 = no time limit
-  std::vector<Condition> until;    // not empty; all must hold
-  std::vector<Condition> fail_if;  // any one holding fails the step
-  int max_attempts = 0;            // 0 = unlimited
-  double backoff_factor = 1.0;     // 1 = a fixed interval
-  uint64_t max_interval_ms = 0;    // 0 = no cap
-  double jitter = 0;               // each interval is scaled by a factor in [1 - jitter, 1 + jitter]
+// A kind's own fields (steps/<kind>/<kind>.h derives its spec from this): what no other kind
+// shares. Immutable once parsed.
+struct KindSpec {
+  virtual ~KindSpec() = default;
 };
 
+// One step of a scenario. Its kind (config/scenario/step_kind.h) reads the fields only it has
+// into `spec`; the fields several kinds share are here, read by the parser for every kind that
+// takes them.
 struct Step {
   std::string name;  // from the file, else e.g. "GET {{base}}/jobs/{{job}}" or "sleep 2s"
   size_t index = 0;  // position in Scenario::steps
-  StepKind kind = StepKind::kRequest;
-  RequestSpec request;            // kRequest, kPoll
-  std::vector<Condition> expect;  // kRequest: all must hold, else the step fails
-  // kRequest, kPoll: checked first on every response; one holding fails the step (and the
-  // instance) at once, with no retry and no further poll.
+  const StepKind* kind = nullptr;         // never null in a parsed scenario
+  std::shared_ptr<const KindSpec> spec;   // the kind's own fields; null for a kind without any
+  RequestSpec request;                    // kinds that send a request (request, poll)
+  std::vector<Condition> expect;          // all must hold, else the step fails
+  // Checked first on every response; one holding fails the step (and the instance) at once,
+  // with no retry and no further attempt.
   std::vector<Condition> abort_if;
-  std::vector<Capture> captures;  // kRequest, kPoll: set after the step passes
-  Retry retry;                    // kRequest, kPoll (each poll attempt's request)
-  Poll poll;                      // kPoll
-  // kRequest: the whole step's limit, every try and every wait between tries, counted from
-  // the first try; 0 = none. (A poll step's limit is poll.timeout_ms.)
-  uint64_t timeout_ms = 0;
-  uint64_t sleep_ms = 0;  // kSleep
-  double sleep_jitter = 0;  // kSleep: the sleep is scaled by a factor in [1 - jitter, 1 + jitter]
+  std::vector<Capture> captures;  // set after the step passes
+  Retry retry;                    // each try of the step's request
+  // The step's limit, counted from its first attempt: every try and every wait between them;
+  // 0 = none. Its kind sets it (a request's "timeout", a poll's "poll.timeout").
+  uint64_t limit_ms = 0;
   // True when a condition or capture reads the body as JSON: the engine need not parse
   // response bodies of the other steps.
   bool reads_json = false;
-};
 
-// The limit a step has, counted from its first attempt: a poll's timeout, or a request step's
-// timeout; 0 = none.
-inline uint64_t step_limit_ms(const Step& s) {
-  switch (s.kind) {
-    case StepKind::kPoll:
-      return s.poll.timeout_ms;
-    case StepKind::kRequest:
-      return s.timeout_ms;
-    case StepKind::kSleep:
-      return 0;
+  // The kind's spec as its type; only the kind's own code asks, and knows the type.
+  template <typename T>
+  const T& spec_as() const {
+    return static_cast<const T&>(*spec);
   }
-  return 0;
-}
+};
 
 struct Scenario {
   std::string name;

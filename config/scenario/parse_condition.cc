@@ -1,4 +1,6 @@
 // Parsing conditions (expect, until, fail_if) and captures.
+#include <algorithm>
+
 #include <re2/re2.h>
 
 #include "config/scenario/parse_internal.h"
@@ -17,7 +19,8 @@ constexpr OpName kOps[] = {
     {"matches", Op::kMatches},
 };
 constexpr std::string_view kOpList = "equals, not_equals, exists, in, lt, gt, matches";
-constexpr std::string_view kSubjects = "\"status\", \"json\", \"header\", \"body_contains\"";
+constexpr std::string_view kSubjects =
+    "\"status\", \"json\", \"header\", \"body_contains\", \"exit_code\"";
 
 std::shared_ptr<const re2::RE2> read_regex(const json& j, const std::string& path) {
   if (!j.is_string()) fail(path, "expected a regular expression string, got " + shown(j));
@@ -38,16 +41,27 @@ bool is_status_code(const json& j) {
   return j.is_number_integer() && j.get<int64_t>() >= 100 && j.get<int64_t>() <= 599;
 }
 
-void read_status(const json& j, const std::string& path, Condition& c) {
-  std::string at = field_path(path, "status");
-  const json& value = j["status"];
-  bool ok = is_status_code(value);
+bool is_exit_code(const json& j) {
+  return j.is_number_integer() && j.get<int64_t>() >= 0 && j.get<int64_t>() <= 255;
+}
+
+// A "status" or "exit_code" condition: one value, or an array of them.
+void read_code(const json& j, const std::string& path, std::string_view subject, Condition& c) {
+  std::string at = field_path(path, subject);
+  const json& value = j[subject];
+  const bool status = subject == "status";
+  auto valid = [&](const json& v) { return status ? is_status_code(v) : is_exit_code(v); };
+  bool ok = valid(value);
   if (value.is_array() && !value.empty()) {
     ok = true;
-    for (const json& v : value) ok = ok && is_status_code(v);
+    for (const json& v : value) ok = ok && valid(v);
   }
-  if (!ok) fail(at, "expected a status code (100-599) or an array of them, got " + shown(value));
-  c.subject = Subject::kStatus;
+  if (!ok) {
+    fail(at, std::string(status ? "expected a status code (100-599)"
+                                : "expected an exit code (0-255)") +
+                 " or an array of them, got " + shown(value));
+  }
+  c.subject = status ? Subject::kStatus : Subject::kExitCode;
   c.op = value.is_array() ? Op::kIn : Op::kEquals;
   c.operand = value;
 }
@@ -95,25 +109,27 @@ void read_op(const json& j, const std::string& path, std::string_view subject, C
 
 Condition parse_condition(const json& j, const std::string& path) {
   check_fields(j, path,
-               {"status", "json", "header", "body_contains", "equals", "not_equals", "exists", "in",
-                "lt", "gt", "matches"});
+               {"status", "json", "header", "body_contains", "exit_code", "equals", "not_equals",
+                "exists", "in", "lt", "gt", "matches"});
   int subjects = 0;
-  for (std::string_view s : {"status", "json", "header", "body_contains"}) {
+  for (std::string_view s : {"status", "json", "header", "body_contains", "exit_code"}) {
     subjects += j.contains(s) ? 1 : 0;
   }
   if (subjects != 1) {
     fail(path, "a condition needs exactly one of " + std::string(kSubjects));
   }
   Condition c;
-  if (j.contains("status") || j.contains("body_contains")) {
-    std::string_view subject = j.contains("status") ? "status" : "body_contains";
+  if (j.contains("status") || j.contains("body_contains") || j.contains("exit_code")) {
+    std::string_view subject = j.contains("status")      ? "status"
+                               : j.contains("exit_code") ? "exit_code"
+                                                         : "body_contains";
     for (const OpName& o : kOps) {
       if (j.contains(o.name)) {
         fail(field_path(path, o.name), "not allowed with \"" + std::string(subject) + "\"");
       }
     }
-    if (j.contains("status")) {
-      read_status(j, path, c);
+    if (subject != "body_contains") {
+      read_code(j, path, subject, c);
     } else {
       c.subject = Subject::kBody;
       c.op = Op::kContains;
@@ -170,6 +186,11 @@ std::vector<Condition> parse_conditions(const json& j, const std::string& path, 
     conditions.push_back(parse_condition(j[i], element_path(path, i)));
   }
   return conditions;
+}
+
+bool any_json(const std::vector<Condition>& conditions) {
+  return std::any_of(conditions.begin(), conditions.end(),
+                     [](const Condition& c) { return c.subject == Subject::kJson; });
 }
 
 std::vector<Capture> parse_captures(const json& j, const std::string& path) {

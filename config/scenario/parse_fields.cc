@@ -28,6 +28,11 @@ std::string shown(const json& value) { return describe_value(value); }
 
 void check_fields(const json& j, const std::string& path,
                   std::initializer_list<std::string_view> known) {
+  check_fields(j, path, std::vector<std::string_view>(known));
+}
+
+void check_fields(const json& j, const std::string& path,
+                  const std::vector<std::string_view>& known) {
   if (!j.is_object()) fail(path, "expected an object");
   for (const auto& [key, value] : j.items()) {
     bool found = false;
@@ -84,7 +89,8 @@ double read_number(const json& j, const std::string& path, double min, double ma
 
 uint64_t read_size(const json& j, const std::string& path, uint64_t max) {
   Result<uint64_t> bytes = j.is_string()            ? config::parse_bytes(j.get<std::string>())
-                           : j.is_number_unsigned() ? Result<uint64_t>(j.get<uint64_t>())
+                           : j.is_number_integer() && j.get<int64_t>() >= 0
+                               ? Result<uint64_t>(j.get<uint64_t>())
                                                     : Result<uint64_t>(invalid_argument(""));
   if (!bytes || *bytes == 0) fail(path, "expected a size like \"64MB\", got " + shown(j));
   if (*bytes > max) fail(path, "at most " + config::format_bytes(max) + ", got " + shown(j));

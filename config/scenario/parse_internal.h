@@ -1,4 +1,5 @@
-// Internal to the scenario parser (parse_*.cc): field readers and the parts of a step.
+// Internal to the scenario parser (parse_*.cc) and the step kinds' parse.cc (steps/*/): field
+// readers and the parts of a step.
 //
 // The readers throw ParseError with the full message (`<path>: <what>`); parse_scenario()
 // catches it and returns it as a Status, so no exception leaves the parser. Throwing keeps
@@ -48,6 +49,8 @@ struct Scope {
 // `steps[0].pol: unknown field (known: name, request, ...)`.
 void check_fields(const json& j, const std::string& path,
                   std::initializer_list<std::string_view> known);
+void check_fields(const json& j, const std::string& path,
+                  const std::vector<std::string_view>& known);
 // `j[name]`, failing with `<path>.<name>: missing, expected <expected>` when absent.
 const json& required(const json& j, const std::string& path, std::string_view name,
                      std::string_view expected);
@@ -75,5 +78,7 @@ void check_scope(const Template& t, const std::string& path, const Scope& scope)
 RequestSpec parse_request(const json& j, const std::string& path, const Scope& scope);
 std::vector<Condition> parse_conditions(const json& j, const std::string& path, bool non_empty);
 std::vector<Capture> parse_captures(const json& j, const std::string& path);
+// Whether a condition among `conditions` reads the body as JSON.
+bool any_json(const std::vector<Condition>& conditions);
 
 }  // namespace corral::scenario::detail

@@ -1,5 +1,7 @@
-// Parsing a scenario document and its steps. The request, conditions and captures are read in
-// parse_request.cc and parse_condition.cc; the field readers are in parse_fields.cc.
+// Parsing a scenario document and its steps. Each step's kind (config/scenario/step_kind.h,
+// steps/<kind>/parse.cc) reads its own fields; the fields kinds share (expect, abort_if, retry,
+// capture) are read here. The request, conditions and captures are read in parse_request.cc and
+// parse_condition.cc; the field readers are in parse_fields.cc.
 #include <algorithm>
 
 #include "config/scenario/parse.h"
@@ -38,13 +40,15 @@ RetryOn read_retry_on(const json& j, const std::string& path) {
 std::vector<int> read_statuses(const json& j, const std::string& path) {
   if (!j.is_array() || j.empty()) fail(path, "expected a non-empty array of HTTP statuses");
   std::vector<int> out;
-  for (size_t i = 0; i < j.size(); ++i) out.push_back(read_int(j[i], element_path(path, i), 100, 599));
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(read_int(j[i], element_path(path, i), 100, 599));
   return out;
 }
 
 Retry parse_retry(const json& j, const std::string& path) {
-  check_fields(j, path, {"attempts", "initial_interval", "backoff", "max_interval", "on",
-                         "non_retryable", "jitter"});
+  check_fields(
+      j, path,
+      {"attempts", "initial_interval", "backoff", "max_interval", "on", "non_retryable", "jitter"});
   Retry r;
   auto at = [&](std::string_view name) { return field_path(path, name); };
   if (j.contains("attempts")) r.attempts = read_int(j["attempts"], at("attempts"), 1, 100);
@@ -67,104 +71,75 @@ Retry parse_retry(const json& j, const std::string& path) {
   return r;
 }
 
-Poll parse_poll(const json& j, const std::string& path) {
-  check_fields(j, path, {"every", "timeout", "until", "fail_if", "max_attempts", "backoff",
-                         "max_interval", "jitter"});
-  Poll p;
-  auto at = [&](std::string_view name) { return field_path(path, name); };
-  p.every_ms =
-      read_positive_duration(required(j, path, "every", "a duration like \"10s\""), at("every"));
-  if (j.contains("timeout")) p.timeout_ms = read_positive_duration(j["timeout"], at("timeout"));
-  p.until = parse_conditions(required(j, path, "until", "a condition or an array of conditions"),
-                             at("until"), true);
-  if (j.contains("fail_if")) p.fail_if = parse_conditions(j["fail_if"], at("fail_if"), false);
-  if (j.contains("max_attempts")) {
-    p.max_attempts = read_int(j["max_attempts"], at("max_attempts"), 1, 1000000);
+// The kind whose mark step `j` holds; when it holds the marks of two kinds, the one that takes
+// the other's mark among its fields (a poll step holds a "request").
+const StepKind& kind_of(const json& j, const std::string& path) {
+  if (!j.is_object()) fail(path, "expected an object");
+  std::vector<const StepKind*> all = step_kinds(), marked;
+  for (const StepKind* k : all) {
+    if (j.contains(k->mark)) marked.push_back(k);
   }
-  if (p.timeout_ms == 0 && p.max_attempts == 0) {
-    fail(path, "a poll needs a \"timeout\" or \"max_attempts\", or it may never end");
-  }
-  if (j.contains("backoff")) p.backoff_factor = read_number(j["backoff"], at("backoff"), 1, 10);
-  if (j.contains("jitter")) p.jitter = read_number(j["jitter"], at("jitter"), 0, 1);
-  if (j.contains("max_interval")) {
-    p.max_interval_ms = read_positive_duration(j["max_interval"], at("max_interval"));
-    if (p.max_interval_ms < p.every_ms) fail(at("max_interval"), "must not be shorter than every");
-  }
-  return p;
+  auto takes = [](const StepKind* k, std::string_view field) {
+    return std::find(k->fields.begin(), k->fields.end(), field) != k->fields.end();
+  };
+  std::erase_if(marked, [&](const StepKind* k) {
+    return std::any_of(marked.begin(), marked.end(),
+                       [&](const StepKind* o) { return o != k && takes(o, k->mark); });
+  });
+  if (marked.size() == 1) return *marked.front();
+  std::string marks;
+  for (const StepKind* k : all)
+    marks += (marks.empty() ? "\"" : ", \"") + std::string(k->mark) + "\"";
+  fail(path, "a step needs exactly one of " + marks);
 }
 
-// Which kind the step's fields make it, checking that they go together.
-StepKind step_kind(const json& j, const std::string& path) {
-  bool request = j.contains("request"), sleep = j.contains("sleep"), poll = j.contains("poll");
-  if (poll && !request && !sleep) {
-    fail(field_path(path, "poll"), "a poll needs a \"request\" to repeat");
-  }
-  if (request == sleep) fail(path, "a step needs exactly one of \"request\", \"sleep\"");
-  if (sleep) {
-    for (std::string_view f : {"expect", "capture", "retry", "poll", "timeout", "abort_if"}) {
-      if (j.contains(f)) {
-        fail(field_path(path, f),
-             "a \"sleep\" step takes only \"name\", \"sleep\" and \"jitter\"");
-      }
+// Fails on a field that `kind` does not take, naming what it takes instead.
+void check_kind_fields(const json& j, const std::string& path, const StepKind& kind) {
+  std::vector<std::string_view> every{"name"};
+  for (const StepKind* k : step_kinds()) {
+    for (std::string_view f : k->fields) {
+      if (std::find(every.begin(), every.end(), f) == every.end()) every.push_back(f);
     }
-    return StepKind::kSleep;
   }
-  if (j.contains("jitter")) {
-    fail(field_path(path, "jitter"),
-         "a step's \"jitter\" is for \"sleep\"; a poll's goes in \"poll\", a retry's in \"retry\"");
+  check_fields(j, path, every);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "name" ||
+        std::find(kind.fields.begin(), kind.fields.end(), key) != kind.fields.end()) {
+      continue;
+    }
+    for (const auto& [field, why] : kind.hints) {
+      if (field == key) fail(field_path(path, key), std::string(why));
+    }
+    std::string takes = "\"name\"";
+    for (std::string_view f : kind.fields) takes += ", \"" + std::string(f) + "\"";
+    fail(field_path(path, key), "a \"" + std::string(kind.name) + "\" step takes only " + takes);
   }
-  if (poll && j.contains("expect")) {
-    fail(field_path(path, "expect"),
-         "a poll step checks responses with \"until\" and \"fail_if\", not \"expect\"");
-  }
-  return poll ? StepKind::kPoll : StepKind::kRequest;
-}
-
-bool any_json(const std::vector<Condition>& conditions) {
-  return std::any_of(conditions.begin(), conditions.end(),
-                     [](const Condition& c) { return c.subject == Subject::kJson; });
 }
 
 bool reads_json(const Step& s) {
   bool captures = std::any_of(s.captures.begin(), s.captures.end(),
                               [](const Capture& c) { return c.source == Capture::Source::kJson; });
-  return captures || any_json(s.expect) || any_json(s.abort_if) || any_json(s.poll.until) ||
-         any_json(s.poll.fail_if);
+  return captures || any_json(s.expect) || any_json(s.abort_if);
 }
 
-// Reads step `index`; adds the variables it captures to `scope` for the steps after it.
+// Reads step `index`; adds the variables it captures to `scope` for the steps after it. The
+// kind reads its own fields; the fields kinds share are read here.
 Step parse_step(const json& j, size_t index, Scope& scope) {
   std::string path = element_path("steps", index);
-  check_fields(j, path,
-               {"name", "request", "expect", "capture", "retry", "poll", "sleep", "timeout",
-                "abort_if", "jitter"});
+  const StepKind& kind = kind_of(j, path);
+  check_kind_fields(j, path, kind);
   auto at = [&](std::string_view name) { return field_path(path, name); };
   Step s;
   s.index = index;
-  s.kind = step_kind(j, path);
-  if (s.kind == StepKind::kSleep) {
-    s.sleep_ms = read_duration(j["sleep"], at("sleep"));
-    if (j.contains("jitter")) s.sleep_jitter = read_number(j["jitter"], at("jitter"), 0, 1);
-    s.name = "sleep " + (j["sleep"].get<std::string>());
-  } else {
-    s.request = parse_request(j["request"], at("request"), scope);
-    s.name = s.request.method + " " + s.request.url.source();
-  }
+  s.kind = &kind;
+  kind.parse(j, path, s, scope);
   if (j.contains("name")) s.name = read_string(j["name"], at("name"));
   if (j.contains("expect")) s.expect = parse_conditions(j["expect"], at("expect"), false);
   if (j.contains("abort_if")) s.abort_if = parse_conditions(j["abort_if"], at("abort_if"), false);
   if (j.contains("retry")) s.retry = parse_retry(j["retry"], at("retry"));
-  if (s.kind == StepKind::kPoll) s.poll = parse_poll(j["poll"], at("poll"));
-  if (j.contains("timeout")) {
-    // (A sleep step with a timeout was refused by step_kind().)
-    if (s.kind == StepKind::kPoll) {
-      fail(at("timeout"), "a poll step's limit is \"poll\": {\"timeout\": ...}");
-    }
-    s.timeout_ms = read_positive_duration(j["timeout"], at("timeout"));
-  }
   if (j.contains("capture")) s.captures = parse_captures(j["capture"], at("capture"));
   for (const Capture& c : s.captures) scope.insert(c.name);
-  s.reads_json = reads_json(s);
+  s.reads_json = s.reads_json || reads_json(s);
   return s;
 }
 
@@ -198,18 +173,6 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
 
 }  // namespace
 }  // namespace detail
-
-std::string_view to_string(StepKind kind) {
-  switch (kind) {
-    case StepKind::kRequest:
-      return "request";
-    case StepKind::kPoll:
-      return "poll";
-    case StepKind::kSleep:
-      return "sleep";
-  }
-  return "?";
-}
 
 Result<std::shared_ptr<const Scenario>> parse_scenario(const nlohmann::json& doc,
                                                        const std::set<std::string>& extra_vars) {

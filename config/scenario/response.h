@@ -22,6 +22,9 @@ struct ResponseView {
   // The body parsed as JSON, or null when it is not JSON (or the engine did not parse it
   // because no condition or capture of the step reads it: see Step::reads_json).
   const nlohmann::json* json = nullptr;
+  // An exec step's result: the command's exit code (then `body` is its stdout and `json` that
+  // parsed); nullopt for a response.
+  std::optional<int> exit_code;
 
   // The first header called `name`, compared case-insensitively; nullopt if there is none.
   std::optional<std::string_view> header(std::string_view name) const;

@@ -21,12 +21,14 @@
 #include <re2/re2.h>
 
 #include "config/scenario/parse.h"
+#include "steps/poll/poll.h"
 #include "tests/fuzz/check.h"
 
 namespace {
 
 using corral::fuzz::valid_utf8;
 using namespace corral::scenario;
+using corral::steps::poll::Poll;
 
 using Scope = std::set<std::string>;
 
@@ -54,8 +56,9 @@ void check_model(const Scenario& s, const Scope& extra) {
     const Step& step = s.steps[i];
     FUZZ_CHECK(step.index == i);
     FUZZ_CHECK(!step.name.empty());
-    FUZZ_CHECK(!to_string(step.kind).empty());
-    if (step.kind != StepKind::kSleep) {
+    FUZZ_CHECK(step.kind != nullptr && find_step_kind(step.kind->name) == step.kind);
+    const std::string_view kind = step.kind->name;
+    if (kind != "sleep") {
       const RequestSpec& r = step.request;
       FUZZ_CHECK(!(r.json && r.body));
       FUZZ_CHECK(r.timeout_ms > 0);
@@ -71,19 +74,21 @@ void check_model(const Scenario& s, const Scope& extra) {
       FUZZ_CHECK(step.retry.attempts >= 1 && step.retry.attempts <= 100);
       FUZZ_CHECK(step.retry.max_interval_ms >= step.retry.initial_interval_ms);
     }
-    if (step.kind == StepKind::kPoll) {
-      FUZZ_CHECK(step.poll.every_ms > 0);
-      FUZZ_CHECK(!step.poll.until.empty());
-      FUZZ_CHECK(step.poll.timeout_ms > 0 || step.poll.max_attempts > 0);
+    if (kind == "poll") {
+      const Poll& poll = step.spec_as<Poll>();
+      FUZZ_CHECK(poll.every_ms > 0);
+      FUZZ_CHECK(!poll.until.empty());
+      FUZZ_CHECK(step.limit_ms > 0 || poll.max_attempts > 0);
       FUZZ_CHECK(step.expect.empty());
-      FUZZ_CHECK(step.poll.max_interval_ms == 0 || step.poll.max_interval_ms >= step.poll.every_ms);
+      FUZZ_CHECK(poll.max_interval_ms == 0 || poll.max_interval_ms >= poll.every_ms);
+      check_conditions(poll.until);
+      check_conditions(poll.fail_if);
     }
-    if (step.kind == StepKind::kSleep) {
+    if (kind == "sleep") {
       FUZZ_CHECK(step.expect.empty() && step.captures.empty());
+      FUZZ_CHECK(step.spec != nullptr);
     }
     check_conditions(step.expect);
-    check_conditions(step.poll.until);
-    check_conditions(step.poll.fail_if);
     for (const Capture& c : step.captures) scope.insert(c.name);
   }
 }

@@ -16,10 +16,9 @@
 #include "shared/uv/handle.h"
 #include "worker/engine/instance.h"
 #include "worker/engine/jitter.h"
+#include "worker/engine/step_runner.h"
 
 namespace corral::worker {
-
-using scenario::StepKind;
 
 Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secrets)
     : loop_(loop),
@@ -72,6 +71,14 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   r->id = run;
   r->jitter_seed = jitter_seed(run);
   r->scenario = *parsed;
+  for (const scenario::Step& step : r->scenario->steps) {
+    const StepRunner* runner = find_step_runner(step.kind->name);
+    if (runner == nullptr) {
+      return invalid_argument("steps[" + std::to_string(step.index) + "]: a \"" +
+                              std::string(step.kind->name) + "\" step cannot run on this worker");
+    }
+    r->runners.push_back(runner);
+  }
   r->vars = (*parsed)->vars;
   if (vars.is_object()) r->vars.update(vars);
   runs_[run] = std::move(r);
@@ -79,8 +86,7 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
 }
 
 Status Engine::define_load_run(const std::string& run, const nlohmann::json& doc,
-                               const nlohmann::json& vars, IterationSink* sink,
-                               uint64_t think_ms) {
+                               const nlohmann::json& vars, IterationSink* sink, uint64_t think_ms) {
   if (Status s = define_run(run, doc, vars); !s) return s;
   runs_[run]->sink = sink;
   runs_[run]->think_ms = think_ms;
@@ -111,9 +117,7 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->cp.vars = nullptr;
   in->vars = std::move(*vars);
   if (in->cp.started_ms == 0) in->cp.started_ms = unix_ms_now();
-  // A poll attempt that was in flight when the instance stopped is lost: the next one is a
-  // new attempt. A request's tries go on counting, so retry.attempts holds across resumes.
-  if (steps[cp.step].kind == StepKind::kPoll) in->cp.tries = 0;
+  it->second->runners[cp.step]->resumed(in->cp);
   Instance& ref = *in;
   instances_[in->serial] = std::move(in);
   ref.run->active += 1;
@@ -123,53 +127,35 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   return Status::ok();
 }
 
-// An instance that moved while it waited for its step's next request waits out the rest of
-// that interval here (never past the step's deadline); any other runs its step now.
+// An instance that moved while its step waited (for its next request, or to the end of a
+// sleep) waits out the rest here (never past the step's deadline); any other runs its step now.
 void Engine::resume_or_run(Instance& in) {
   int64_t wake = in.cp.wake_ms;
   in.cp.wake_ms = 0;
-  const auto kind = in.run->scenario->steps[in.cp.step].kind;
-  if (wake <= unix_ms_now() || in.cp.step_started_ms == 0 || kind == StepKind::kSleep) {
+  if (wake <= unix_ms_now() || in.cp.step_started_ms == 0) {
     run_step(in);
     return;
   }
   if (in.cp.deadline_ms != 0) wake = std::min(wake, in.cp.deadline_ms);
-  in.next = Instance::Next::kSend;
-  wait_until(in, wake);
+  wake_step_at(in, wake);
 }
 
 void Engine::run_step(Instance& in) {
   if (poison_ && in.index == *poison_) std::abort();
-  const auto& step = in.run->scenario->steps[in.cp.step];
-  int64_t now = unix_ms_now();
   if (in.cp.step_started_ms == 0) {
+    int64_t now = unix_ms_now();
     in.cp.step_started_ms = now;
     in.cp.attempts = 0;
     in.cp.tries = 0;
-    uint64_t limit = scenario::step_limit_ms(step);
+    uint64_t limit = in.step().limit_ms;
     in.cp.deadline_ms = limit != 0 ? now + static_cast<int64_t>(limit) : 0;
   }
-  switch (step.kind) {
-    case StepKind::kSleep:
-      in.next = Instance::Next::kStepDone;
-      wait_until(in, in.cp.step_started_ms + sleep_ms(in, step));
-      return;
-    case StepKind::kPoll:
-    case StepKind::kRequest:
-      // A deadline that passed while the instance was not running (resumed late) still counts.
-      if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms) {
-        finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
-        return;
-      }
-      send(in);
-      return;
-  }
+  in.runner().run(*this, in);
 }
 
-// A sleep step's length for this instance, its jitter applied (the same each time it is asked).
-int64_t Engine::sleep_ms(const Instance& in, const scenario::Step& step) {
-  return static_cast<int64_t>(jittered_ms(step.sleep_ms, step.sleep_jitter, in.run->jitter_seed,
-                                          in.index, in.cp.step, 0));
+void Engine::wake_step_at(Instance& in, int64_t at_ms) {
+  in.next = Instance::Next::kStep;
+  wait_until(in, at_ms);
 }
 
 void Engine::wait_until(Instance& in, int64_t at_ms) {
@@ -193,19 +179,8 @@ void Engine::on_wake(uint64_t serial, uint64_t token) {
 
 void Engine::on_timer(Instance& in) {
   switch (in.next) {
-    case Instance::Next::kStepDone: {
-      // The loop's clock and the wall clock round differently: never end a sleep early.
-      const auto& step = in.run->scenario->steps[in.cp.step];
-      int64_t end = in.cp.step_started_ms + sleep_ms(in, step);
-      if (unix_ms_now() < end) {
-        wait_until(in, end);
-        return;
-      }
-      step_passed(in, nullptr, 0);
-      return;
-    }
-    case Instance::Next::kSend:
-      send(in);
+    case Instance::Next::kStep:
+      in.runner().on_wake(*this, in);
       return;
     case Instance::Next::kRunStep:  // a load iteration's think time is over
       run_step(in);
@@ -224,7 +199,6 @@ void Engine::on_timer(Instance& in) {
   }
 }
 
-// Waits for the step's deadline, then fails it with `reason`.
 void Engine::time_out_at(Instance& in, int64_t at_ms, std::string reason) {
   timeout_reasons_[in.serial] = std::move(reason);
   in.next = Instance::Next::kTimedOut;
@@ -232,10 +206,8 @@ void Engine::time_out_at(Instance& in, int64_t at_ms, std::string reason) {
 }
 
 std::string Engine::timed_out_reason(const Instance& in, int64_t in_flight_ms) const {
-  const auto& step = in.run->scenario->steps[in.cp.step];
-  std::string what = step.kind == StepKind::kPoll ? "poll" : "step";
-  std::string reason =
-      what + " timed out after " + config::format_duration_ms(scenario::step_limit_ms(step));
+  std::string reason = std::string(in.runner().limit_word()) + " timed out after " +
+                       config::format_duration_ms(in.step().limit_ms);
   if (in_flight_ms >= 0) {
     reason += " (last request in flight " +
               config::format_duration_ms(static_cast<uint64_t>(in_flight_ms)) + ")";
@@ -244,11 +216,7 @@ std::string Engine::timed_out_reason(const Instance& in, int64_t in_flight_ms) c
 }
 
 void Engine::send(Instance& in) {
-  const auto& step = in.run->scenario->steps[in.cp.step];
-  if (in.cp.tries == 0 && step.kind == StepKind::kPoll) in.cp.attempts += 1;
-  if (step.kind == StepKind::kRequest) in.cp.attempts += 1;
   in.cp.tries += 1;
-  in.next = Instance::Next::kSend;
   if (in.run->sink != nullptr) in.send_ns = uv_hrtime();
   uint64_t serial = in.serial;
   // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
@@ -268,7 +236,8 @@ void Engine::send(Instance& in) {
         if (it == instances_.end()) return;  // cancelled while in flight
         Instance& live = *it->second;
         ipc::InHandScope scope(in_hand_, live.run->id, live.index);
-        guarded(serial, "handling a response", [&] { on_response(live, std::move(resp)); });
+        guarded(serial, "handling a response",
+                [&] { live.runner().on_response(*this, live, std::move(resp)); });
       });
 }
 
@@ -302,10 +271,9 @@ bool Engine::retry_later(Instance& in, const std::string& why) {
   double grown = static_cast<double>(retry.initial_interval_ms) *
                  std::pow(retry.backoff_factor, static_cast<double>(in.cp.tries - 1));
   // (Retries draw their jitter apart from a poll's attempts in the same step: the top bit.)
-  auto delay = static_cast<int64_t>(
-      jittered_ms(static_cast<uint64_t>(std::min(grown, static_cast<double>(retry.max_interval_ms))),
-                  retry.jitter, in.run->jitter_seed, in.index, in.cp.step,
-                  in.cp.tries | 0x80000000u));
+  auto delay = static_cast<int64_t>(jittered_ms(
+      static_cast<uint64_t>(std::min(grown, static_cast<double>(retry.max_interval_ms))),
+      retry.jitter, in.run->jitter_seed, in.index, in.cp.step, in.cp.tries | 0x80000000u));
   spdlog::debug("run {} instance {} step {}: retrying in {} ms: {}", in.run->id, in.index,
                 in.cp.step, delay, secrets_.redact(why));
   int64_t at = unix_ms_now() + delay;
@@ -314,9 +282,23 @@ bool Engine::retry_later(Instance& in, const std::string& why) {
     time_out_at(in, in.cp.deadline_ms, timed_out_reason(in, -1) + ": " + why);
     return true;
   }
-  in.next = Instance::Next::kSend;
-  wait_until(in, at);
+  wake_step_at(in, at);
   return true;
+}
+
+StepRunner::State* Engine::state_of(const StepRunner& runner) {
+  auto it = states_.find(&runner);
+  if (it == states_.end()) it = states_.emplace(&runner, runner.make_state(*this)).first;
+  return it->second.get();
+}
+
+void Engine::with_instance(uint64_t serial, const char* where,
+                           const std::function<void(Instance&)>& fn) {
+  auto it = instances_.find(serial);
+  if (it == instances_.end()) return;
+  Instance& in = *it->second;
+  ipc::InHandScope scope(in_hand_, in.run->id, in.index);
+  guarded(serial, where, [&] { fn(in); });
 }
 
 void Engine::cancel_run(const std::string& run) {
@@ -327,6 +309,7 @@ void Engine::cancel_run(const std::string& run) {
       ++it;
       continue;
     }
+    release(*it->second);
     timeout_reasons_.erase(it->first);
     it = instances_.erase(it);
   }

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,12 +31,14 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
 #include "shared/status.h"
+#include "worker/engine/step_runner.h"
 #include "worker/engine/wake_queue.h"
 #include "worker/http/client.h"
 
 namespace corral::worker {
 
 struct Instance;
+class HttpStepRunner;
 
 // How one HTTP exchange of a load iteration went. kExpect is reported separately, by
 // IterationSink::on_expect_failed, because it is known only once the step judged the response.
@@ -76,7 +79,8 @@ class Engine {
   ~Engine();
 
   // Makes a run known: its scenario document (validated by the master, parsed again here)
-  // and its run-time vars. Fails with the parser's message.
+  // and its run-time vars. Fails with the parser's message, or when a step's kind has no
+  // runner in this worker.
   Status define_run(const std::string& run, const nlohmann::json& scenario,
                     const nlohmann::json& vars);
   // The same for a load run: `sink` (which must outlive the run) hears what happens, and an
@@ -110,16 +114,58 @@ class Engine {
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
- private:
+  // For the step runners (worker/engine/step_runner.h, steps/*/run.cc): what a step may do with
+  // its instance. Loop thread, inside a runner's call.
+  uv_loop_t* loop() const { return loop_; }
+  const Secrets& secrets() const { return secrets_; }
+  // The kind's per-engine state (StepRunner::make_state), made on first use.
+  StepRunner::State* state_of(const StepRunner& runner);
+  // Calls `fn` with the instance `serial` if it is still there, from a callback of the loop
+  // (a child's exit): as a wake-up or a response does, exceptions ending the instance.
+  void with_instance(uint64_t serial, const char* where, const std::function<void(Instance&)>& fn);
   struct Run {
     std::string id;
     std::shared_ptr<const scenario::Scenario> scenario;
-    nlohmann::json vars;  // scenario vars overlaid with run-time vars
+    std::vector<const StepRunner*> runners;  // of each step, by index
+    nlohmann::json vars;                     // scenario vars overlaid with run-time vars
     size_t active = 0;
     IterationSink* sink = nullptr;  // set for a load run
     uint64_t think_ms = 0;          // load runs: the pause between two steps
     uint64_t jitter_seed = 0;       // of the id: the first key of every jitter factor
   };
+  // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
+  // as waiting until then, so it may move to another worker.
+  void wake_step_at(Instance& in, int64_t at_ms);
+  // Sends the step's request (its try counted in in.cp.tries); the answer goes to the runner's
+  // on_response.
+  void send(Instance& in);
+  // The engine's judgement of a response common to every kind that sends: a transport error
+  // (retried or the step's end), `abort_if`, a retryable status. Calls runner.judge() with what
+  // is left.
+  void on_http_response(Instance& in, HttpResponse&& resp, const HttpStepRunner& runner);
+  // Tries the step's request again after its retry interval, when `retry` allows another try;
+  // false when it does not.
+  bool retry_later(Instance& in, const std::string& why);
+  // Waits for the step's deadline, then fails it with `reason`.
+  void time_out_at(Instance& in, int64_t at_ms, std::string reason);
+  // "step timed out after 30s (last request in flight 2s)"; `in_flight_ms` < 0 leaves it out.
+  std::string timed_out_reason(const Instance& in, int64_t in_flight_ms) const;
+  // Sets the step's captures from what `view` shows (`resp`, when it is a response); false
+  // when one failed (the step ended).
+  bool capture_all(Instance& in, const scenario::Step& step, const scenario::ResponseView& view,
+                   const HttpResponse* resp);
+  // The step failed on the response just judged: a load run's sink hears of it.
+  void expect_failed(const Instance& in);
+  // The step passed: on to the next, or the instance passed. `resp` is the response it passed
+  // on, if any; `until_ms` the time a poll's condition took to hold (-1 for other kinds).
+  void step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms);
+  // Reports the checkpoint to the master, so that a counted event survives a crash.
+  void report_progress(Instance& in);
+  // Ends the step and the instance; `resp` is the response the step ended on, if any.
+  void finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
+              const HttpResponse* resp = nullptr);
+
+ private:
   friend struct Instance;
   friend class InstanceVars;
 
@@ -131,33 +177,20 @@ class Engine {
 
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
-  void send(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
   Result<HttpRequest> build_request(const Instance& in) const;
-  void on_response(Instance& in, HttpResponse&& resp);
-  void on_poll_not_held(Instance& in, const scenario::Condition& pending,
-                        const scenario::ResponseView& view, const HttpResponse& resp);
   void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);
-  static int64_t sleep_ms(const Instance& in, const scenario::Step& step);
-  bool retry_later(Instance& in, const std::string& why);
-  void time_out_at(Instance& in, int64_t at_ms, std::string reason);
-  std::string timed_out_reason(const Instance& in, int64_t in_flight_ms) const;
-  bool capture_all(Instance& in, const scenario::Step& step, const scenario::ResponseView& view,
-                   const HttpResponse& resp);
-  void step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms);
   void emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms);
-  void measure(const Instance& in, const HttpResponse& resp);
-  void report_progress(Instance& in);
-  // Ends the step and the instance; `resp` is the response the step ended on, if any.
-  void finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
-              const HttpResponse* resp = nullptr);
+  void measure(const Instance& in, const HttpResponse& resp, const HttpStepRunner& runner);
   void end_instance(Instance& in, ipc::Outcome outcome, const std::string& reason);
-  // With `moving`, a waiting instance's checkpoint says when its next request is due.
+  // With `moving`, a waiting instance's checkpoint says when its step's runner wakes.
   ipc::Checkpoint checkpoint_of(const Instance& in, bool moving = false) const;
   // Whether the instance waits for its wake-up with nothing sent or queued.
   static bool waiting(const Instance& in);
+  // Tells the step's runner that the instance leaves (StepRunner::left), if a step runs.
+  void release(const Instance& in);
   // Forgets the instance, without an event.
   void drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it);
 
@@ -175,6 +208,8 @@ class Engine {
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;
   uint64_t requests_sent_ = 0;
+  // Last, so that a kind's state (which may refer to instances) goes first.
+  std::unordered_map<const StepRunner*, std::unique_ptr<StepRunner::State>> states_;
 };
 
 }  // namespace corral::worker

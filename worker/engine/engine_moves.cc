@@ -9,16 +9,20 @@ namespace corral::worker {
 ipc::Checkpoint Engine::checkpoint_of(const Instance& in, bool moving) const {
   ipc::Checkpoint cp = in.cp;
   cp.vars = ipc::vars_to_wire(in.vars, secrets_);
-  if (moving && waiting(in) && in.next == Instance::Next::kSend) cp.wake_ms = in.wake_ms;
+  if (moving && waiting(in)) cp.wake_ms = in.wake_ms;
   return cp;
 }
 
 bool Engine::waiting(const Instance& in) {
-  return in.wake_token != 0 && in.run->sink == nullptr &&
-         (in.next == Instance::Next::kSend || in.next == Instance::Next::kStepDone);
+  return in.wake_token != 0 && in.run->sink == nullptr && in.next == Instance::Next::kStep;
+}
+
+void Engine::release(const Instance& in) {
+  if (in.cp.step < in.run->runners.size()) in.runner().left(*this, in);
 }
 
 void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it) {
+  release(*it->second);
   it->second->run->active -= 1;
   timeout_reasons_.erase(it->first);
   instances_.erase(it);  // its pending wake-up, if any, finds nothing (on_wake)
@@ -30,6 +34,7 @@ nlohmann::json Engine::take_all() {
     if (in->run->sink != nullptr) continue;
     out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in, true));
   }
+  for (auto& [serial, in] : instances_) release(*in);
   instances_.clear();
   timeout_reasons_.clear();
   for (auto& [id, r] : runs_) r->active = 0;

@@ -1,26 +1,22 @@
-// The engine's requests and responses: building a try's request from its templates, judging
-// the response (expect, until, fail_if, captures, retries), and reporting what happened.
+// The engine's requests and responses: building a try's request from its templates, the
+// judgement every kind that sends shares (transport errors, abort_if, retries, captures), and
+// reporting what happened. Each kind's own judgement is in steps/<kind>/run.cc.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "config/config.h"
 #include "shared/ipc/vars.h"
 #include "shared/proc.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/http_step.h"
 #include "worker/engine/instance.h"
-#include "worker/engine/jitter.h"
 
 namespace corral::worker {
 namespace {
 
-using scenario::StepKind;
-
 // Within this much of a deadline, a request that timed out was cut by the deadline.
 constexpr int64_t kDeadlineSlackMs = 20;
-// A poll with max_attempts reports its attempt count about this often.
-constexpr uint64_t kProgressEveryMs = 60000;
 
 // A header value must stay one line: a captured value could otherwise add headers.
 Status check_header_value(const std::string& name, const std::string& value) {
@@ -59,25 +55,22 @@ Result<HttpRequest> Engine::build_request(const Instance& in) const {
   return req;
 }
 
-// A load iteration's exchange, for its sink. A response of 400 or more is an error unless the
-// step judges it with `expect` (whose failure the sink hears of separately); a poll's answers
-// are judged by `fail_if`.
-void Engine::measure(const Instance& in, const HttpResponse& resp) {
-  const auto& step = in.run->scenario->steps[in.cp.step];
+// A load iteration's exchange, for its sink. A response of 400 or more is an error when the
+// step's kind says so (a step that judges it with conditions hears of a failure separately).
+void Engine::measure(const Instance& in, const HttpResponse& resp, const HttpStepRunner& runner) {
   ExchangeClass cls = ExchangeClass::kOk;
   if (!resp.error.empty()) {
     cls = resp.timed_out ? ExchangeClass::kTimeout : ExchangeClass::kTransport;
-  } else if (resp.status >= 400 && step.kind == StepKind::kRequest && step.expect.empty()) {
+  } else if (resp.status >= 400 && runner.status_is_error(in.step())) {
     cls = ExchangeClass::kStatus;
   }
   in.run->sink->on_exchange(in.index, in.cp.step, resp, cls, uv_hrtime() - in.send_ns);
 }
 
-void Engine::on_response(Instance& in, HttpResponse&& resp) {
-  const auto& step = in.run->scenario->steps[in.cp.step];
+void Engine::on_http_response(Instance& in, HttpResponse&& resp, const HttpStepRunner& runner) {
+  const auto& step = in.step();
   const auto& on = step.retry.on;
-  IterationSink* sink = in.run->sink;
-  if (sink != nullptr) measure(in, resp);
+  if (in.run->sink != nullptr) measure(in, resp, runner);
   int64_t now = unix_ms_now();
   if (!resp.error.empty()) {
     if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms - kDeadlineSlackMs) {
@@ -98,90 +91,29 @@ void Engine::on_response(Instance& in, HttpResponse&& resp) {
   view.json = step.reads_json && !body_json.is_discarded() ? &body_json : nullptr;
 
   if (auto abort = scenario::first_holding(step.abort_if, view)) {
-    if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
+    expect_failed(in);
     finish(in, ipc::Outcome::kFailed, "abort_if held: " + abort->explanation, &resp);
     return;
   }
-  const bool retryable = std::find(step.retry.non_retryable.begin(), step.retry.non_retryable.end(),
-                                   resp.status) == step.retry.non_retryable.end();
   bool server_error = resp.status >= 500, client_error = resp.status >= 400 && resp.status < 500;
-  if (retryable && ((server_error && on.server_error) || (client_error && on.client_error)) &&
+  if (retryable_status(step, resp.status) &&
+      ((server_error && on.server_error) || (client_error && on.client_error)) &&
       retry_later(in, "status " + std::to_string(resp.status))) {
     return;
   }
-
-  if (step.kind == StepKind::kRequest) {
-    auto r = scenario::all_hold(step.expect, view);
-    if (!r.held) {
-      if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
-      if (retryable && on.expect && retry_later(in, r.explanation)) return;
-      finish(in, ipc::Outcome::kFailed, "expect: " + r.explanation, &resp);
-      return;
-    }
-  } else if (step.kind == StepKind::kPoll) {
-    if (auto bad = scenario::first_holding(step.poll.fail_if, view)) {
-      if (sink != nullptr) sink->on_expect_failed(in.index, in.cp.step);
-      finish(in, ipc::Outcome::kFailed, "fail_if held: " + bad->explanation, &resp);
-      return;
-    }
-    if (const scenario::Condition* pending = scenario::first_failing(step.poll.until, view)) {
-      on_poll_not_held(in, *pending, view, resp);
-      return;
-    }
-  }
-  if (!capture_all(in, step, view, resp)) return;
-  step_passed(in, &resp, now - in.cp.step_started_ms);
+  runner.judge(*this, in, view, resp);
 }
 
-// Schedules the next attempt of a poll whose `until` did not hold (`pending` is the first
-// condition that did not), or ends the step. The explanation, which costs more than the
-// check, is worded only when the step ends or its deadline comes before the next attempt.
-void Engine::on_poll_not_held(Instance& in, const scenario::Condition& pending,
-                              const scenario::ResponseView& view, const HttpResponse& resp) {
-  const auto& poll = in.run->scenario->steps[in.cp.step].poll;
-  auto explanation = [&] { return scenario::evaluate(pending, view).explanation; };
-  if (poll.max_attempts != 0 && static_cast<int>(in.cp.attempts) >= poll.max_attempts) {
-    finish(in, ipc::Outcome::kFailed,
-           "until not met after " + std::to_string(in.cp.attempts) + " attempts: " + explanation(),
-           &resp);
-    return;
-  }
-  int64_t now = unix_ms_now();
-  auto timed_out = [&] { return timed_out_reason(in, -1) + ": " + explanation(); };
-  if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms) {
-    finish(in, ipc::Outcome::kFailed, timed_out(), &resp);
-    return;
-  }
-  double grown = static_cast<double>(poll.every_ms) *
-                 std::pow(poll.backoff_factor, static_cast<double>(in.cp.attempts - 1));
-  if (poll.max_interval_ms != 0) grown = std::min(grown, static_cast<double>(poll.max_interval_ms));
-  int64_t next = now + static_cast<int64_t>(jittered_ms(static_cast<uint64_t>(grown), poll.jitter,
-                                                        in.run->jitter_seed, in.index, in.cp.step,
-                                                        in.cp.attempts));
-  in.cp.tries = 0;
-  if (poll.max_attempts != 0) {
-    // Attempts count against max_attempts: report them now and then so a resume continues
-    // the count. After a crash at most a minute's worth, or a tenth of max_attempts, repeats.
-    // Instances started together poll in step: each reports at its own phase (its index), so
-    // that 100,000 of them do not all report in the same second and flood the master.
-    uint64_t every = std::clamp<uint64_t>(kProgressEveryMs / std::max<uint64_t>(1, poll.every_ms),
-                                          1, std::max(1, poll.max_attempts / 10));
-    if ((in.cp.attempts + in.index) % every == 0) report_progress(in);
-  }
-  if (in.cp.deadline_ms != 0 && next >= in.cp.deadline_ms) {
-    time_out_at(in, in.cp.deadline_ms, timed_out());
-    return;
-  }
-  in.next = Instance::Next::kSend;
-  wait_until(in, next);
+void Engine::expect_failed(const Instance& in) {
+  if (in.run->sink != nullptr) in.run->sink->on_expect_failed(in.index, in.cp.step);
 }
 
 bool Engine::capture_all(Instance& in, const scenario::Step& step,
-                         const scenario::ResponseView& view, const HttpResponse& resp) {
+                         const scenario::ResponseView& view, const HttpResponse* resp) {
   for (const auto& c : step.captures) {
     auto v = scenario::capture(c, view);
     if (!v) {
-      finish(in, ipc::Outcome::kFailed, v.status().message(), &resp);
+      finish(in, ipc::Outcome::kFailed, v.status().message(), resp);
       return false;
     }
     if (!in.vars.is_object()) in.vars = nlohmann::json::object();
@@ -193,6 +125,12 @@ bool Engine::capture_all(Instance& in, const scenario::Step& step,
 void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms) {
   const auto& steps = in.run->scenario->steps;
   if (in.run->sink == nullptr) emit_step_passed(in, resp, until_ms);
+  // A step may end before the deadline it waited for (an exec step's command exits): that
+  // wake-up is the old step's, not the next one's.
+  if (in.next == Instance::Next::kTimedOut) {
+    in.wake_token = 0;
+    timeout_reasons_.erase(in.serial);
+  }
   in.cp.step += 1;
   in.cp.step_started_ms = 0;
   in.cp.attempts = 0;
@@ -211,7 +149,7 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
 }
 
 void Engine::emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms) {
-  const auto& step = in.run->scenario->steps[in.cp.step];
+  const auto& step = in.step();
   ipc::Event ev;
   ev.kind = ipc::EventKind::kStep;
   ev.run = in.run->id;
@@ -222,7 +160,7 @@ void Engine::emit_step_passed(const Instance& in, const HttpResponse* resp, int6
   ev.started_ms = in.cp.step_started_ms;
   ev.ended_ms = unix_ms_now();
   ev.status = resp != nullptr ? resp->status : 0;
-  if (step.kind == StepKind::kPoll) ev.until_ms = until_ms;
+  ev.until_ms = until_ms;
   if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
   if (!step.captures.empty()) ev.vars = ipc::vars_to_wire(in.vars, secrets_);
   emit_(std::move(ev));
@@ -264,6 +202,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   if (IterationSink* sink = in.run->sink) {
     uint32_t vu = in.index;
     std::string why = reason.empty() ? std::string() : secrets_.redact(reason);
+    release(in);
     in.run->active -= 1;
     timeout_reasons_.erase(in.serial);
     instances_.erase(in.serial);  // first: the sink may start the VU's next iteration
@@ -279,6 +218,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   ev.started_ms = in.cp.started_ms;
   ev.ended_ms = unix_ms_now();
   emit_(std::move(ev));
+  release(in);
   in.run->active -= 1;
   timeout_reasons_.erase(in.serial);
   instances_.erase(in.serial);  // `in` is gone after this line

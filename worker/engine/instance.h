@@ -12,8 +12,9 @@
 namespace corral::worker {
 
 struct Instance {
-  // What the instance's timer does when it fires.
-  enum class Next : uint8_t { kSend, kStepDone, kTimedOut, kRunStep };
+  // What the instance's timer does when it fires: wake the step's runner, fail the step at its
+  // deadline, or run the step (a load iteration's think time is over).
+  enum class Next : uint8_t { kStep, kTimedOut, kRunStep };
 
   Engine* engine;
   Engine::Run* run;
@@ -23,9 +24,12 @@ struct Instance {
   nlohmann::json vars;  // captured variables, bytes as the server sent them
   int64_t sent_ms = 0;  // when the request in flight was handed to the HTTP client
   uint64_t send_ns = 0;  // load runs: when the step decided to send it (monotonic)
-  Next next = Next::kSend;
+  Next next = Next::kStep;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
   int64_t wake_ms = 0;      // when that wake-up is due (Unix ms)
+
+  const scenario::Step& step() const { return run->scenario->steps[cp.step]; }
+  const StepRunner& runner() const { return *run->runners[cp.step]; }
 };
 
 // The variables one instance's templates read: its captures, then the run's vars; and the

@@ -36,7 +36,7 @@ const std::string kBody =
     R"({"status": "running", "n": 7, "id": "j-1", "tags": ["a", "b"], "nested": {"x": null}})";
 const json kJson = json::parse(kBody);
 
-ResponseView json_response() { return {200, kHeaders, kBody, &kJson}; }
+ResponseView json_response() { return {200, kHeaders, kBody, &kJson, {}}; }
 
 struct Case {
   const char* condition;
@@ -62,9 +62,22 @@ TEST_CASE("scenario conditions: status equals one code or one of several") {
           {R"({"status": [201, 202]})", false, "status was 200, expected one of 201, 202"},
       },
       json_response());
-  ConditionResult r = evaluate(condition(R"({"status": 200})"), {500, {}, "", nullptr});
+  ConditionResult r = evaluate(condition(R"({"status": 200})"), {500, {}, "", nullptr, {}});
   CHECK_FALSE(r.held);
   CHECK(r.explanation == "status was 500, expected 200");
+}
+
+TEST_CASE("scenario conditions: exit_code holds on a command's result, and never on a response") {
+  ResponseView command{0, {}, "out", nullptr, 3};
+  CHECK(evaluate(condition(R"({"exit_code": 3})"), command).held);
+  CHECK(evaluate(condition(R"({"exit_code": [0, 3]})"), command).held);
+  ConditionResult r = evaluate(condition(R"({"exit_code": 0})"), command);
+  CHECK_FALSE(r.held);
+  CHECK(r.explanation == "exit code was 3, expected 0");
+  CHECK(describe(condition(R"({"exit_code": 0})")) == "exit code is 0");
+  r = evaluate(condition(R"({"exit_code": 0})"), json_response());
+  CHECK_FALSE(r.held);
+  CHECK(r.explanation == "exit code does not exist (not a command's result), expected 0");
 }
 
 TEST_CASE("scenario conditions: each operator on a JSON pointer holds or explains why not") {
@@ -124,7 +137,7 @@ TEST_CASE("scenario conditions: a missing JSON path fails every operator but exi
           {R"({"json": "/status/deeper", "exists": false})", true, "/status/deeper does not exist"},
       },
       json_response());
-  ResponseView not_json{200, {}, "<html>", nullptr};
+  ResponseView not_json{200, {}, "<html>", nullptr, {}};
   ConditionResult r = evaluate(condition(R"({"json": "/status", "equals": "done"})"), not_json);
   CHECK_FALSE(r.held);
   CHECK(r.explanation == R"(/status does not exist (the body is not JSON), expected "done")");
@@ -154,7 +167,7 @@ TEST_CASE("scenario conditions: headers are matched by name case-insensitively a
 }
 
 TEST_CASE("scenario conditions: body_contains looks for text anywhere in the body") {
-  ResponseView text{200, {}, "hello world", nullptr};
+  ResponseView text{200, {}, "hello world", nullptr, {}};
   check_cases(
       {
           {R"({"body_contains": "world"})", true, R"(body was "hello world")"},
@@ -163,7 +176,7 @@ TEST_CASE("scenario conditions: body_contains looks for text anywhere in the bod
       },
       text);
   std::string big(10000, 'x');
-  ConditionResult r = evaluate(condition(R"({"body_contains": "y"})"), {200, {}, big, nullptr});
+  ConditionResult r = evaluate(condition(R"({"body_contains": "y"})"), {200, {}, big, nullptr, {}});
   CHECK_FALSE(r.held);
   CHECK(r.explanation == "body was \"" + std::string(119, 'x') + "..., expected to contain \"y\"");
 }
@@ -172,12 +185,12 @@ TEST_CASE("scenario conditions: matches uses RE2 partial matching in linear time
   // (a+)+$ backtracks exponentially in PCRE-style engines; RE2 answers at once.
   std::string hostile(100000, 'a');
   hostile += 'b';
-  ResponseView r{200, {}, hostile, nullptr};
+  ResponseView r{200, {}, hostile, nullptr, {}};
   CHECK_FALSE(evaluate(condition(R"({"header": "none", "matches": "x"})"), r).held);
   Condition c = condition(R"({"body_contains": "b"})");
   CHECK(evaluate(c, r).held);
   json doc = {{"s", hostile}};
-  ResponseView j{200, {}, "", &doc};
+  ResponseView j{200, {}, "", &doc, {}};
   CHECK_FALSE(evaluate(condition(R"({"json": "/s", "matches": "^(a+)+$"})"), j).held);
   CHECK(evaluate(condition(R"({"json": "/s", "matches": "a{3}b"})"), j).held);
   CHECK(evaluate(condition(R"({"json": "/s", "matches": "(?i)A+B$"})"), j).held);
@@ -237,7 +250,7 @@ TEST_CASE("scenario captures: a capture that finds nothing fails naming what it 
       {R"({"json": "/tags/2"})", json_response(),
        R"(capture "v": /tags/2 not found in response body)"},
       {R"({"json": "/id"})",
-       {200, {}, "<html>", nullptr},
+       {200, {}, "<html>", nullptr, {}},
        R"(capture "v": /id not found: the response body is not JSON)"},
       {R"({"header": "X-Job"})", json_response(),
        R"(capture "v": header X-Job not found in response)"},

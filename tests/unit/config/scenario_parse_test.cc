@@ -2,11 +2,15 @@
 #include <catch2/catch.hpp>
 
 #include "config/scenario/parse.h"
+#include "steps/poll/poll.h"
+#include "steps/sleep/sleep.h"
 
 namespace corral::scenario {
 namespace {
 
 using nlohmann::json;
+using steps::poll::Poll;
+using steps::sleep::Sleep;
 
 // The example from issue 3.
 constexpr const char* kExample = R"({
@@ -56,7 +60,7 @@ TEST_CASE("scenario parser: the issue's example parses into the expected model")
   const Step& start = s->steps[0];
   CHECK(start.name == "start A");
   CHECK(start.index == 0);
-  CHECK(start.kind == StepKind::kRequest);
+  CHECK(start.kind->name == "request");
   CHECK(start.request.method == "POST");
   CHECK(start.request.url.source() == "{{base}}/jobs");
   REQUIRE(start.request.json.has_value());
@@ -79,24 +83,24 @@ TEST_CASE("scenario parser: the issue's example parses into the expected model")
 
   const Step& wait = s->steps[1];
   CHECK(wait.name == "wait for A");
-  CHECK(wait.kind == StepKind::kPoll);
+  CHECK(wait.kind->name == "poll");
   CHECK(wait.request.method == "GET");
   CHECK(wait.request.headers.empty());
   CHECK(wait.request.url.variables() == std::vector<std::string>{"base", "job"});
-  CHECK(wait.poll.every_ms == 10000);
-  CHECK(wait.poll.timeout_ms == 600000);
-  CHECK(wait.poll.max_attempts == 0);
-  CHECK(wait.poll.backoff_factor == 1.0);
-  REQUIRE(wait.poll.until.size() == 1);
-  CHECK(describe(wait.poll.until[0]) == "/status equals \"done\"");
-  REQUIRE(wait.poll.fail_if.size() == 1);
-  CHECK(describe(wait.poll.fail_if[0]) == "/status equals \"failed\"");
+  CHECK(wait.spec_as<Poll>().every_ms == 10000);
+  CHECK(wait.limit_ms == 600000);
+  CHECK(wait.spec_as<Poll>().max_attempts == 0);
+  CHECK(wait.spec_as<Poll>().backoff_factor == 1.0);
+  REQUIRE(wait.spec_as<Poll>().until.size() == 1);
+  CHECK(describe(wait.spec_as<Poll>().until[0]) == "/status equals \"done\"");
+  REQUIRE(wait.spec_as<Poll>().fail_if.size() == 1);
+  CHECK(describe(wait.spec_as<Poll>().fail_if[0]) == "/status equals \"failed\"");
   CHECK(wait.reads_json);
 
   const Step& breathe = s->steps[2];
   CHECK(breathe.name == "breathe");
-  CHECK(breathe.kind == StepKind::kSleep);
-  CHECK(breathe.sleep_ms == 2000);
+  CHECK(breathe.kind->name == "sleep");
+  CHECK(breathe.spec_as<Sleep>().ms == 2000);
   CHECK_FALSE(breathe.reads_json);
 }
 
@@ -120,8 +124,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
-       "steps[0].pol: unknown field (known: name, request, expect, capture, retry, poll, sleep, "
-       "timeout, abort_if, jitter)"},
+       "steps[0].pol: unknown field (known: name, exec, expect, abort_if, capture, request, "
+       "poll, retry, timeout, sleep, jitter)"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
        R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
       {one_step(R"({"request": {"method": "GET"}})"),
@@ -156,9 +160,9 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
        R"(steps[0].expect[0]: a "json" condition needs exactly one of equals, not_equals, exists, in, lt, gt, matches)"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/x", "equal": 1}]})"),
        "steps[0].expect[0].equal: unknown field (known: status, json, header, body_contains, "
-       "equals, not_equals, exists, in, lt, gt, matches)"},
+       "exit_code, equals, not_equals, exists, in, lt, gt, matches)"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200, "json": "/x"}]})"),
-       R"(steps[0].expect[0]: a condition needs exactly one of "status", "json", "header", "body_contains")"},
+       R"(steps[0].expect[0]: a condition needs exactly one of "status", "json", "header", "body_contains", "exit_code")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": "200"}]})"),
        R"(steps[0].expect[0].status: expected a status code (100-599) or an array of them, got "200")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200, "equals": 1}]})"),
@@ -178,10 +182,22 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
            R"({"request": {"url": "{{base}}"}, "retry": {"initial_interval": "5s", "max_interval": "1s"}})"),
        "steps[0].retry.max_interval: must not be shorter than initial_interval"},
       {one_step(R"({"sleep": "1s", "expect": []})"),
-       R"(steps[0].expect: a "sleep" step takes only "name", "sleep" and "jitter")"},
+       R"(steps[0].expect: a "sleep" step takes only "name", "sleep", "jitter")"},
+      {one_step(R"({"request": {"url": "{{base}}"}, "expect": {"exit_code": 256}})"),
+       "steps[0].expect.exit_code: expected an exit code (0-255) or an array of them, got 256"},
+      {one_step(R"({"exec": {"argv": []}})"),
+       "steps[0].exec.argv: expected a non-empty array of strings"},
+      {one_step(R"({"exec": {"argv": ["sh", "{{nope}}"]}})"),
+       R"(steps[0].exec.argv[1]: unknown variable "nope" in "{{nope}}")"},
+      {one_step(R"({"exec": {"argv": ["true"], "env": {"A=B": "x"}}})"),
+       R"(steps[0].exec.env.A=B: an environment variable's name may not be empty or hold "=")"},
+      {one_step(R"({"exec": {"argv": ["true"]}, "retry": {"attempts": 2}})"),
+       "steps[0].retry: an exec step runs its command once; it is not retried"},
+      {one_step(R"({"exec": {"argv": ["true"]}, "timeout": "1s"})"),
+       R"(steps[0].timeout: an exec step's limit is "exec": {"timeout": ...})"},
       {one_step(R"({"sleep": 5})"), R"(steps[0].sleep: expected a duration like "10s", got 5)"},
       {one_step(R"({"sleep": "1s", "abort_if": {"status": 500}})"),
-       R"(steps[0].abort_if: a "sleep" step takes only "name", "sleep" and "jitter")"},
+       R"(steps[0].abort_if: a "sleep" step takes only "name", "sleep", "jitter")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "jitter": 0.1})"),
        R"(steps[0].jitter: a step's "jitter" is for "sleep"; a poll's goes in "poll", a retry's in "retry")"},
       {one_step(R"({"sleep": "1s", "jitter": 1.5})"),
@@ -191,11 +207,11 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": []}})"),
        "steps[0].retry.non_retryable: expected a non-empty array of HTTP statuses"},
       {one_step(R"({"name": "x", "request": {"url": "{{base}}"}, "sleep": "1s"})"),
-       R"(steps[0]: a step needs exactly one of "request", "sleep")"},
+       R"(steps[0]: a step needs exactly one of "exec", "poll", "request", "sleep")"},
       {one_step(R"({"poll": {"every": "1s"}})"),
        R"(steps[0].poll: a poll needs a "request" to repeat)"},
       {R"({"name": "t", "steps": [{"sleep": "1s"}, {"sleep": "1s"}, {"name": "x"}]})",
-       R"(steps[2]: a step needs exactly one of "request", "sleep")"},
+       R"(steps[2]: a step needs exactly one of "exec", "poll", "request", "sleep")"},
       {poll_start + R"({"every": 10, "timeout": "1m", "until": {"status": 200}}}]})",
        R"(steps[1].poll.every: expected a duration like "10s", got 10)"},
       {poll_start + R"({"timeout": "1m", "until": {"status": 200}}}]})",
@@ -309,7 +325,7 @@ TEST_CASE("scenario parser: reads retry and poll settings") {
        "poll": {"every": "1s", "max_attempts": 20, "backoff": 1.5, "max_interval": "8s",
                 "until": {"header": "x-state", "matches": "^done"}}})"));
   const Step& step = s->steps[0];
-  CHECK(step.kind == StepKind::kPoll);
+  CHECK(step.kind->name == "poll");
   REQUIRE(step.request.body.has_value());
   CHECK(step.request.body->source() == "id={{instance}}");
   CHECK(step.request.timeout_ms == 2000);
@@ -318,15 +334,14 @@ TEST_CASE("scenario parser: reads retry and poll settings") {
   CHECK(step.retry.backoff_factor == 3.0);
   CHECK(step.retry.max_interval_ms == 60000);
   CHECK(step.retry.on == RetryOn{false, false, true, true});
-  CHECK(step.poll.every_ms == 1000);
-  CHECK(step.poll.timeout_ms == 0);
-  CHECK(step.poll.max_attempts == 20);
-  CHECK(step.poll.backoff_factor == 1.5);
-  CHECK(step.poll.max_interval_ms == 8000);
-  REQUIRE(step.poll.until.size() == 1);
-  CHECK(step.poll.until[0].regex != nullptr);
-  CHECK(describe(step.poll.until[0]) == "header x-state matches \"^done\"");
-  CHECK(to_string(step.kind) == "poll");
+  CHECK(step.spec_as<Poll>().every_ms == 1000);
+  CHECK(step.limit_ms == 0);
+  CHECK(step.spec_as<Poll>().max_attempts == 20);
+  CHECK(step.spec_as<Poll>().backoff_factor == 1.5);
+  CHECK(step.spec_as<Poll>().max_interval_ms == 8000);
+  REQUIRE(step.spec_as<Poll>().until.size() == 1);
+  CHECK(step.spec_as<Poll>().until[0].regex != nullptr);
+  CHECK(describe(step.spec_as<Poll>().until[0]) == "header x-state matches \"^done\"");
 }
 
 TEST_CASE("scenario parser: reads abort_if and retry.non_retryable") {
@@ -347,9 +362,9 @@ TEST_CASE("scenario parser: reads jitter for a poll, a retry and a sleep") {
                  "poll": {"every": "5s", "timeout": "1m", "until": {"status": 200}, "jitter": 0.1}},
                 {"sleep": "2s", "jitter": 0.5}, {"sleep": "1s"}]})");
   CHECK(s->steps[0].retry.jitter == 0.2);
-  CHECK(s->steps[0].poll.jitter == 0.1);
-  CHECK(s->steps[1].sleep_jitter == 0.5);
-  CHECK(s->steps[2].sleep_jitter == 0);
+  CHECK(s->steps[0].spec_as<Poll>().jitter == 0.1);
+  CHECK(s->steps[1].spec_as<Sleep>().jitter == 0.5);
+  CHECK(s->steps[2].spec_as<Sleep>().jitter == 0);
 }
 
 }  // namespace
