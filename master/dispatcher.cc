@@ -82,7 +82,8 @@ int Dispatcher::least_loaded() const {
 bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
   size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
-    json define = {{"run", run.id}, {"scenario", run.scenario->source}, {"vars", run.vars}};
+    json define = {{"run", run.id},     {"scenario", run.scenario->source}, {"vars", run.vars},
+                   {"size", run.size}, {"created_ms", run.created_ms}};
     if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
     w.defined.insert(run.id);
   }

@@ -275,8 +275,11 @@ void Worker::leave(int code, const std::string& why) {
 void Worker::on_define_run(const nlohmann::json& p) {
   if (!engine_) return;
   std::string run = p.value("run", "");
+  RunShape shape;
+  shape.size = p.value("size", uint32_t{0});
+  shape.created_ms = p.value("created_ms", int64_t{0});
   Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
-                                 p.value("vars", nlohmann::json::object()));
+                                 p.value("vars", nlohmann::json::object()), shape);
   if (!s) spdlog::error("run {}: scenario rejected: {}", run, s.message());
 }
 

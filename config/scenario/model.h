@@ -6,6 +6,7 @@
 // step needs no further validation. The file format is described in docs/scenarios.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,9 @@ struct Step {
   std::vector<Condition> abort_if;
   std::vector<Capture> captures;  // set after the step passes
   Retry retry;                    // each try of the step's request
+  // How often the step sends its request while it waits for something (a poll's `every`);
+  // 0 for a step that does not repeat. The default start_spread is read from it.
+  uint64_t repeat_ms = 0;
   // The step's limit, counted from its first attempt: every try and every wait between them;
   // 0 = none. Its kind sets it (a request's "timeout", a poll's "poll.timeout").
   uint64_t limit_ms = 0;
@@ -98,7 +102,24 @@ struct Scenario {
   std::string name;
   nlohmann::json vars = nlohmann::json::object();  // defaults; run-time vars override them
   std::vector<Step> steps;                         // not empty
+  std::optional<uint64_t> start_spread_ms;  // "start_spread"; unset: start_spread_ms() decides
   nlohmann::json source;  // the document as submitted, to forward or show it
 };
+
+// Runs this large or larger spread their starts by default.
+constexpr uint32_t kSpreadFromInstances = 1000;
+constexpr uint64_t kMaxDefaultSpreadMs = 60000;
+
+// The window over which a run of `instances` starts its instances' first steps, evenly: the
+// scenario's "start_spread", else, for a run of kSpreadFromInstances or more, the `every` of its
+// first poll (at most a minute), so that its polls do not arrive as one wave; else 0.
+inline uint64_t start_spread_ms(const Scenario& s, uint32_t instances) {
+  if (s.start_spread_ms) return *s.start_spread_ms;
+  if (instances < kSpreadFromInstances) return 0;
+  for (const Step& step : s.steps) {
+    if (step.repeat_ms != 0) return std::min(step.repeat_ms, kMaxDefaultSpreadMs);
+  }
+  return 0;
+}
 
 }  // namespace corral::scenario

@@ -157,7 +157,7 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_nesting(doc);
   // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
-  check_fields(doc, "", {"name", "vars", "steps", "load"});
+  check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options};
@@ -166,6 +166,9 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   if (!steps.is_array() || steps.empty()) fail("steps", "expected a non-empty array");
   for (size_t i = 0; i < steps.size(); ++i) {
     scenario->steps.push_back(parse_step(steps[i], i, scope));
+  }
+  if (doc.contains("start_spread")) {
+    scenario->start_spread_ms = read_duration(doc["start_spread"], "start_spread");
   }
   scenario->source = doc;
   return scenario;

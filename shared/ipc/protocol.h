@@ -102,8 +102,10 @@ const MessageInfo& message_info(MessageType type);
 //             sent since the worker started); the last two optional}
 //   stop      {"grace_ms": u64}
 //   leaving   {"reason": "memory_soft", "rss_bytes": u64}
-//   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars}}
-//              sent once per worker before the first `start` of that run
+//   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars},
+//               "size": u32 (instances in the run), "created_ms": i64 (its submission)}
+//              sent once per worker before the first `start` of that run; the last two
+//              place each fresh instance's start within the run's start_spread
 //   start     {"run": str, "first": u32, "count": u32}  fresh instances first..first+count-1
 //             or {"run": str, "resume": {"<index>": {checkpoint}, ...}}  (shared/ipc/checkpoint.h)
 //   cancel    {"run": str}  drop every instance of the run, without events

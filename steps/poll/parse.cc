@@ -45,6 +45,7 @@ void parse(const json& j, const std::string& path, Step& s, Scope& scope) {
   s.name = s.request.method + " " + s.request.url.source();
   auto p = parse_poll(j["poll"], field_path(path, "poll"), s);
   s.reads_json = any_json(p->until) || any_json(p->fail_if);
+  s.repeat_ms = p->every_ms;
   s.spec = std::move(p);
 }
 

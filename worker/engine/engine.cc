@@ -60,7 +60,7 @@ void Engine::fail_internal(uint64_t serial, const char* where, const std::string
 }
 
 Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
-                          const nlohmann::json& vars) {
+                          const nlohmann::json& vars, RunShape shape) {
   std::set<std::string> extra;
   if (vars.is_object()) {
     for (const auto& [k, v] : vars.items()) extra.insert(k);
@@ -71,6 +71,8 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   r->id = run;
   r->jitter_seed = jitter_seed(run);
   r->scenario = *parsed;
+  r->shape = shape;
+  if (shape.size != 0) r->start_spread_ms = scenario::start_spread_ms(**parsed, shape.size);
   for (const scenario::Step& step : r->scenario->steps) {
     const StepRunner* runner = find_step_runner(step.kind->name);
     if (runner == nullptr) {
@@ -116,7 +118,6 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->cp = cp;
   in->cp.vars = nullptr;
   in->vars = std::move(*vars);
-  if (in->cp.started_ms == 0) in->cp.started_ms = unix_ms_now();
   it->second->runners[cp.step]->resumed(in->cp);
   Instance& ref = *in;
   instances_[in->serial] = std::move(in);
@@ -130,6 +131,17 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
 // An instance that moved while its step waited (for its next request, or to the end of a
 // sleep) waits out the rest here (never past the step's deadline); any other runs its step now.
 void Engine::resume_or_run(Instance& in) {
+  const Run& run = *in.run;
+  if (run.start_spread_ms != 0 && in.cp.step == 0 && in.cp.step_started_ms == 0) {
+    // A fresh instance's place in its run's start spread (the same on any worker).
+    int64_t at = run.shape.created_ms +
+                 static_cast<int64_t>(run.start_spread_ms * in.index / run.shape.size);
+    if (at > unix_ms_now()) {
+      in.next = Instance::Next::kRunStep;
+      wait_until(in, at);
+      return;
+    }
+  }
   int64_t wake = in.cp.wake_ms;
   in.cp.wake_ms = 0;
   if (wake <= unix_ms_now() || in.cp.step_started_ms == 0) {
@@ -144,6 +156,7 @@ void Engine::run_step(Instance& in) {
   if (poison_ && in.index == *poison_) std::abort();
   if (in.cp.step_started_ms == 0) {
     int64_t now = unix_ms_now();
+    if (in.cp.started_ms == 0) in.cp.started_ms = now;  // its first step
     in.cp.step_started_ms = now;
     in.cp.attempts = 0;
     in.cp.tries = 0;
@@ -182,7 +195,7 @@ void Engine::on_timer(Instance& in) {
     case Instance::Next::kStep:
       in.runner().on_wake(*this, in);
       return;
-    case Instance::Next::kRunStep:  // a load iteration's think time is over
+    case Instance::Next::kRunStep:  // think time over, or its place in the start spread
       run_step(in);
       return;
     case Instance::Next::kTimedOut: {

@@ -70,6 +70,12 @@ class IterationSink {
   virtual void on_request(uint32_t /*vu*/, HttpRequest& /*req*/) {}
 };
 
+// What the master says of a run's size, for spreading its starts (ipc define_run).
+struct RunShape {
+  uint32_t size = 0;       // instances in the run; 0: unknown, no spread
+  int64_t created_ms = 0;  // when it was submitted
+};
+
 class Engine {
  public:
   using Emit = std::function<void(ipc::Event&&)>;
@@ -79,10 +85,11 @@ class Engine {
   ~Engine();
 
   // Makes a run known: its scenario document (validated by the master, parsed again here)
-  // and its run-time vars. Fails with the parser's message, or when a step's kind has no
+  // and its run-time vars. A fresh instance i of a run with a start spread S waits until
+  // created_ms + S * i / size before its first step. Fails with the parser's message, or when a step's kind has no
   // runner in this worker.
   Status define_run(const std::string& run, const nlohmann::json& scenario,
-                    const nlohmann::json& vars);
+                    const nlohmann::json& vars, RunShape shape = {});
   // The same for a load run: `sink` (which must outlive the run) hears what happens, and an
   // iteration pauses `think_ms` between two steps.
   Status define_load_run(const std::string& run, const nlohmann::json& scenario,
@@ -132,6 +139,8 @@ class Engine {
     IterationSink* sink = nullptr;  // set for a load run
     uint64_t think_ms = 0;          // load runs: the pause between two steps
     uint64_t jitter_seed = 0;       // of the id: the first key of every jitter factor
+    RunShape shape;
+    uint64_t start_spread_ms = 0;  // scenario::start_spread_ms() of the run
   };
   // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
   // as waiting until then, so it may move to another worker.

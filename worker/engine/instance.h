@@ -13,7 +13,8 @@ namespace corral::worker {
 
 struct Instance {
   // What the instance's timer does when it fires: wake the step's runner, fail the step at its
-  // deadline, or run the step (a load iteration's think time is over).
+  // deadline, or run the step (a load iteration's think time is over, or a fresh instance's
+  // place in its run's start spread came).
   enum class Next : uint8_t { kStep, kTimedOut, kRunStep };
 
   Engine* engine;

@@ -118,7 +118,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "steps": []})", "steps: expected a non-empty array"},
       {R"({"name": "t", "steps": {}})", "steps: expected a non-empty array"},
       {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
-      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps, load)"},
+      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps, load, start_spread)"},
       {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.uuid: "uuid" is a built-in variable)"},
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
@@ -365,6 +365,26 @@ TEST_CASE("scenario parser: reads jitter for a poll, a retry and a sleep") {
   CHECK(s->steps[0].spec_as<Poll>().jitter == 0.1);
   CHECK(s->steps[1].spec_as<Sleep>().jitter == 0.5);
   CHECK(s->steps[2].spec_as<Sleep>().jitter == 0);
+}
+
+TEST_CASE("scenario parser: start_spread is read, and large runs spread over their first poll") {
+  auto poll_every = [](const std::string& every, const std::string& extra) {
+    return parse_ok(R"({"name": "t", "vars": {"base": "http://h"},)" + extra + R"( "steps": [
+        {"request": {"url": "{{base}}"}},
+        {"request": {"url": "{{base}}"}, "poll": {"every": ")" + every +
+                    R"(", "timeout": "1h", "until": {"status": 200}}}]})");
+  };
+  auto s = poll_every("5s", "");
+  CHECK_FALSE(s->start_spread_ms.has_value());
+  CHECK(s->steps[1].repeat_ms == 5000);
+  CHECK(start_spread_ms(*s, kSpreadFromInstances - 1) == 0);  // a small run starts at once
+  CHECK(start_spread_ms(*s, kSpreadFromInstances) == 5000);
+  CHECK(start_spread_ms(*poll_every("5m", ""), 100000) == kMaxDefaultSpreadMs);
+  CHECK(start_spread_ms(*poll_every("5s", R"( "start_spread": "2s",)"), 10) == 2000);
+  CHECK(start_spread_ms(*poll_every("5s", R"( "start_spread": "0s",)"), 100000) == 0);
+  CHECK(start_spread_ms(*parse_ok(one_step(R"({"sleep": "1s"})")), 100000) == 0);  // no poll
+  CHECK(parse_error(R"({"name": "t", "start_spread": 5, "steps": [{"sleep": "1s"}]})") ==
+        R"(start_spread: expected a duration like "10s", got 5)");
 }
 
 }  // namespace

@@ -353,3 +353,14 @@ TEST_CASE("dispatcher: a run's priority weighs its share: 3 to 1 takes three qua
   }
   CHECK(high.count(InstanceState::kRunning) >= 500);
 }
+
+TEST_CASE("dispatcher: define_run tells each worker the run's size and creation, for the spread") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  Run& run = b.submit(1200);
+  b.pump();
+  auto defined = b.take(MessageType::kDefineRun);
+  REQUIRE(defined.size() == 1);
+  CHECK(defined[0].payload["size"] == 1200);
+  CHECK(defined[0].payload["created_ms"] == run.created_ms);
+}

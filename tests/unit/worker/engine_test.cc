@@ -224,3 +224,31 @@ TEST_CASE("engine: a sleep with jitter lasts its own time for each instance, wit
   }
   CHECK(took.size() >= 4);  // not one length for all
 }
+
+TEST_CASE("engine: fresh instances start their first step at their place in the start spread") {
+  Fixture f;
+  json s = {{"name", "spread"}, {"start_spread", "400ms"}, {"steps", {{{"sleep", "0s"}}}}};
+  const int64_t created = corral::unix_ms_now();
+  REQUIRE(f.engine->define_run("r1", s, {}, {.size = 8, .created_ms = created}).is_ok());
+  for (uint32_t i = 0; i < 8; ++i) REQUIRE(f.engine->start("r1", i, Checkpoint{}).is_ok());
+  REQUIRE(f.run_until([&] { return f.done_count() == 8; }));
+  for (uint32_t i = 0; i < 8; ++i) {
+    INFO("instance " << i);
+    auto step = f.of("step", i).back();
+    CHECK(step["started_ms"].get<int64_t>() >= created + 50 * i);  // 400 ms * i / 8
+    CHECK(f.of("done", i).back()["started_ms"] == step["started_ms"]);  // from its first step
+  }
+  // A resumed instance has its place behind it and goes on at once; a fresh one waits for it.
+  json slow = {{"name", "slow"}, {"start_spread", "1h"}, {"steps", {{{"sleep", "0s"}}}}};
+  REQUIRE(f.engine->define_run("r2", slow, {}, {.size = 2, .created_ms = created}).is_ok());
+  Checkpoint cp;
+  cp.step_started_ms = created;
+  REQUIRE(f.engine->start("r2", 1, cp).is_ok());
+  REQUIRE(f.engine->start("r2", 0, Checkpoint{}).is_ok());  // its place is now
+  REQUIRE(f.run_until([&] { return f.done_count() == 10; }));
+  CHECK(f.engine->active("r2") == 0);
+  Checkpoint fresh;
+  REQUIRE(f.engine->start("r2", 1, fresh).is_ok());  // its place is half an hour away
+  CHECK_FALSE(f.run_until([&] { return f.done_count() == 11; }, 300));
+  CHECK(f.engine->active("r2") == 1);
+}
