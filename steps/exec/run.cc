@@ -45,7 +45,9 @@ class Children final : public worker::StepRunner::State {
  private:
   void start_queued() {
     while (running_.size() < max_running_ && !queued_.empty()) {
-      auto [serial, cmd] = std::move(queued_.front());
+      // (Not a structured binding: clang 14 cannot capture one in a lambda.)
+      const uint64_t serial = queued_.front().first;
+      Command cmd = std::move(queued_.front().second);
       queued_.pop_front();
       auto child =
           Child::start(loop_, cmd, [this, serial](Outcome&& o) { done(serial, std::move(o)); });
