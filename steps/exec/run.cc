@@ -100,10 +100,7 @@ std::string describe(const Outcome& o) {
 class ExecRunner final : public worker::StepRunner {
  public:
   void run(Engine& engine, Instance& in) const override {
-    if (in.cp.deadline_ms != 0 && unix_ms_now() >= in.cp.deadline_ms) {
-      engine.finish(in, ipc::Outcome::kFailed, engine.timed_out_reason(in, -1));
-      return;
-    }
+    if (engine.ended_past_deadline(in)) return;
     const Exec& spec = in.step().spec_as<Exec>();
     worker::InstanceVars vars(in, engine.secrets());
     Status error;

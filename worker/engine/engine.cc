@@ -166,6 +166,12 @@ void Engine::run_step(Instance& in) {
   in.runner().run(*this, in);
 }
 
+bool Engine::ended_past_deadline(Instance& in) {
+  if (in.cp.deadline_ms == 0 || unix_ms_now() < in.cp.deadline_ms) return false;
+  finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
+  return true;
+}
+
 void Engine::wake_step_at(Instance& in, int64_t at_ms) {
   in.next = Instance::Next::kStep;
   wait_until(in, at_ms);

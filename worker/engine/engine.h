@@ -155,6 +155,9 @@ class Engine {
   // Tries the step's request again after its retry interval, when `retry` allows another try;
   // false when it does not.
   bool retry_later(Instance& in, const std::string& why);
+  // Fails the step, and returns true, when its deadline passed while it did not run (it
+  // resumed late, or waited for its turn).
+  bool ended_past_deadline(Instance& in);
   // Waits for the step's deadline, then fails it with `reason`.
   void time_out_at(Instance& in, int64_t at_ms, std::string reason);
   // "step timed out after 30s (last request in flight 2s)"; `in_flight_ms` < 0 leaves it out.

@@ -13,11 +13,7 @@ bool retryable_status(const scenario::Step& step, int status) {
 }
 
 void HttpStepRunner::run(Engine& engine, Instance& in) const {
-  if (in.cp.deadline_ms != 0 && unix_ms_now() >= in.cp.deadline_ms) {
-    engine.finish(in, ipc::Outcome::kFailed, engine.timed_out_reason(in, -1));
-    return;
-  }
-  send_try(engine, in);
+  if (!engine.ended_past_deadline(in)) send_try(engine, in);
 }
 
 void HttpStepRunner::on_wake(Engine& engine, Instance& in) const { send_try(engine, in); }

@@ -51,6 +51,14 @@ bool alive(pid_t pid) {
   return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
 }
 
+// Starts one instance whose command writes its pid and sleeps; returns the pid once written.
+pid_t start_sleeper(Fixture& f, const TempDir& dir) {
+  std::string pids = dir.file("pids");
+  f.start(exec_scenario(json::array({sh("echo $$ > " + pids + "; sleep 30")})));
+  REQUIRE(f.run_until([&] { return !read_file(pids).empty(); }));
+  return std::atoi(read_file(pids).c_str());
+}
+
 TEST_CASE("exec step: exit 0 passes, and captures from its JSON stdout feed the next step") {
   Fixture f;
   f.start(
@@ -123,10 +131,7 @@ TEST_CASE("exec step: at its timeout the command and what it started are killed"
 TEST_CASE("exec step: cancelling the run kills the command's process group") {
   Fixture f;
   TempDir dir;
-  std::string pids = dir.file("pids");
-  f.start(exec_scenario(json::array({sh("echo $$ > " + pids + "; sleep 30")})));
-  REQUIRE(f.run_until([&] { return !read_file(pids).empty(); }));
-  pid_t pid = std::atoi(read_file(pids).c_str());
+  pid_t pid = start_sleeper(f, dir);
   REQUIRE(alive(pid));
   f.engine->cancel_run("r1");
   CHECK(f.run_until([&] { return !alive(pid); }, 5000));
@@ -136,13 +141,10 @@ TEST_CASE("exec step: cancelling the run kills the command's process group") {
 TEST_CASE("exec step: a running command is never moved, but a hand-back kills it and resumes") {
   Fixture f;
   TempDir dir;
-  std::string pids = dir.file("pids");
-  f.start(exec_scenario(json::array({sh("echo $$ > " + pids + "; sleep 30")})));
-  REQUIRE(f.run_until([&] { return !read_file(pids).empty(); }));
+  pid_t pid = start_sleeper(f, dir);
   size_t taken = 0;
   CHECK(f.engine->take_waiting(10, taken).empty());
   CHECK(taken == 0);
-  pid_t pid = std::atoi(read_file(pids).c_str());
   json back = f.engine->take_all();
   REQUIRE(back.contains("r1"));
   auto cp = ipc::checkpoint_from_json(back["r1"]["0"]);
