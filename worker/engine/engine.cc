@@ -178,9 +178,10 @@ void Engine::wake_step_at(Instance& in, int64_t at_ms) {
 }
 
 void Engine::wait_until(Instance& in, int64_t at_ms) {
-  // The queue counts from the loop's clock, refreshed when scheduling: a delay taken from the
-  // wall clock read here is never cut short.
-  int64_t delay = std::max<int64_t>(0, at_ms - unix_ms_now());
+  // The queue counts from the loop's clock (monotonic, coarse, in whole ms), which can run up to
+  // a couple of ms ahead of the wall clock's ms: one more ms makes an early wake-up rare, and
+  // on_wake puts back one that still comes early.
+  int64_t delay = std::max<int64_t>(0, at_ms - unix_ms_now() + 1);
   in.wake_ms = at_ms;
   in.wake_token = wakes_.schedule(in.serial, static_cast<uint64_t>(delay));
 }
@@ -192,6 +193,10 @@ void Engine::on_wake(uint64_t serial, uint64_t token) {
   if (it == instances_.end() || it->second->wake_token != token) return;
   Instance& in = *it->second;
   in.wake_token = 0;
+  if (in.wake_ms > unix_ms_now()) {  // never before its time on the wall clock
+    wait_until(in, in.wake_ms);
+    return;
+  }
   ipc::InHandScope scope(in_hand_, in.run->id, in.index);
   guarded(serial, "a timer", [&] { on_timer(in); });
 }
