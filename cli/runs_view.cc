@@ -114,6 +114,11 @@ std::string render_instance(const json& in, TableStyle style) {
   json reasons = json_field(in, "resume_reasons");
   if (reasons.is_array() && !reasons.empty()) out << " " << reasons.dump();
   out << "\n";
+  json callback = json_field(in, "callback");
+  if (callback.is_object()) {
+    out << "callback of step " << static_cast<long>(json_number(callback, "step"))
+        << ": called, not used yet\n";
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : json_field(in, "steps")) {
     std::string until = s.contains("until_ms") ? human_ms(json_number(s, "until_ms")) : "-";

@@ -64,6 +64,10 @@ struct Config {
   // Required on TCP requests as "Authorization: Bearer <token>" when set; a TCP listener off
   // loopback refuses to start without one. Defaults to $CORRAL_API_TOKEN.
   std::string api_token;
+  // Where systems under test reach the daemon: callback steps' URLs are
+  // <callback_base>/callbacks/<token>. "" = http://<listen> (its port as bound; a wildcard
+  // address replaced by the host's name).
+  std::string callback_base;
   Hooks hooks;  // webhooks and commands run on daemon events (config/hooks.h)
 
   bool operator==(const Config&) const = default;

@@ -124,6 +124,9 @@ const Field kFields[] = {
                "group or others"),
   string_field("api_token", &Config::api_token, {},
                "TCP requests need \"Authorization: Bearer <token>\"; default $CORRAL_API_TOKEN"),
+  string_field("callback_base", &Config::callback_base, {},
+               "the URL callback steps' URLs start with (e.g. https://corral.example.com); "
+               "default http://<listen>"),
   hooks_field("hooks", &Config::hooks,
               "webhooks and commands run on worker_exit, run_finished, journal_failed and "
               "journal_recovered (docs/operations.md, Hooks)"),

@@ -56,6 +56,12 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "the last lines of `master.log` and the `worker-<slot>.log` files merged in time order:"
        " `{\"dir\",\"files\",\"lines\"}`; `?lines=200` (at most 1,000), `&source=master` or"
        " `worker-0` for one file"},
+      {"POST", "/callbacks/{token}", &Daemon::api_callback, true,
+       "completes an instance's callback step with the JSON body: 202 once journaled; 404 for"
+       " a token this daemon did not make, 409 when called already, 410 when the step has ended"
+       " ([docs/scenarios.md](docs/scenarios.md#callback))"},
+      {"POST", "/callbacks/{token}/heartbeat", &Daemon::api_callback_heartbeat, true,
+       "keeps a callback step with a `heartbeat` waiting: 202"},
       {"GET", "/", &Daemon::api_dashboard_page, true,
        "the web dashboard ([docs/operations.md](docs/operations.md#the-web-dashboard)); it asks"
        " for the token when its data calls need one"},

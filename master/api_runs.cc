@@ -95,6 +95,10 @@ void Daemon::api_run_submit(const ApiCall& c) {
     respond.send(Response::error(400, "scenario." + parsed.status().message()));
     return;
   }
+  if (auto problem = callback_problem(**parsed)) {
+    respond.send(Response::error(400, "scenario." + *problem));
+    return;
+  }
   auto count = n.get<uint32_t>();
   const size_t waiting = runs_.pending() + submitted_instances();
   if (waiting + count > kMaxQueued + dispatcher_.capacity()) {

@@ -108,6 +108,9 @@ Status Daemon::start() {
   if (!image) return image.status();
   image_ = std::move(*image);
   start_hooks();
+  auto key = callback::load_or_make_key(cfg_.home + "/callback.key");
+  if (!key) return key.status();
+  callback_key_ = std::move(*key);
   if (Status s = open_journal(); !s) return s;
   api_ = std::make_unique<http::Server>(
       loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });

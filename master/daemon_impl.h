@@ -28,6 +28,7 @@
 #include "master/supervisor.h"
 #include "master/worker_image.h"
 #include "master/worker_process.h"
+#include "shared/callback/token.h"
 #include "shared/cpu_meter.h"
 #include "shared/http/server.h"
 #include "shared/ipc/http_errors.h"
@@ -147,6 +148,14 @@ class Daemon {
   void api_logs(const ApiCall& c);
   void api_dashboard_page(const ApiCall& c);
   void api_dashboard_file(const ApiCall& c);
+  void api_callback(const ApiCall& c);
+  void api_callback_heartbeat(const ApiCall& c);
+  // Callback steps (api_callbacks.cc): the URL their tokens go under for workers started from
+  // `cfg`; why a scenario's callback steps cannot run here, if they cannot; the instance and
+  // step a call's token is for, when it may still be called (else it answers the call).
+  std::string callback_base(const config::Config& cfg) const;
+  std::optional<std::string> callback_problem(const scenario::Scenario& s) const;
+  std::optional<callback::Address> callback_target(const ApiCall& c);
   // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
   // 400 or 503 and returns nullopt otherwise.
   std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
@@ -212,6 +221,7 @@ class Daemon {
   config::Config cfg_;
   std::string config_file_;
   Secrets secrets_;  // workers expand them; the master only knows which names exist
+  std::string callback_key_;  // makes and checks callback tokens (shared/callback/token.h)
   std::string executable_;
   std::shared_ptr<const WorkerImage> image_;  // new slots start from it
   std::map<int, std::shared_ptr<const WorkerImage>> slot_images_;  // when not image_

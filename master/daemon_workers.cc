@@ -201,7 +201,8 @@ nlohmann::json Daemon::welcome_payload(int slot, const WorkerImage& image) const
           {"response_memory_bytes", cfg.response_memory_bytes},
           {"http_client", cfg.http_client},
           {"max_connections_per_host", cfg.max_connections_per_host},
-          {"secrets", image.secrets().all()}};
+          {"secrets", image.secrets().all()},
+          {"callback", {{"base", callback_base(cfg)}, {"key", callback_key_}}}};
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
@@ -292,6 +293,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kLoadStart:
     case ipc::MessageType::kLoadStop:
     case ipc::MessageType::kRelease:
+    case ipc::MessageType::kCallback:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }

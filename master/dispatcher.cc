@@ -79,6 +79,15 @@ int Dispatcher::least_loaded() const {
   return best;
 }
 
+namespace {
+// A checkpoint with the call of the instance's callback step that the master holds, if any: the
+// worker that dies after it heard of it takes it along.
+json with_callback(const Run& run, uint32_t i, json cp) {
+  if (auto c = run.callbacks.find(i); c != run.callbacks.end()) cp["callback"] = c->second;
+  return cp;
+}
+}  // namespace
+
 bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
   size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
@@ -100,7 +109,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
         // Handed back by a stopping worker, or the last progress report of the step: its
         // attempt and retry counts, deadline and start go on from there. It is kept until the
         // step ends: if this worker dies too, the next resume starts from it again.
-        resume[std::to_string(i)] = in.checkpoint;
+        resume[std::to_string(i)] = with_callback(run, i, in.checkpoint);
         taken.push_back(i);
         continue;
       }
@@ -114,7 +123,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
         cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
       }
-      resume[std::to_string(i)] = ipc::to_json(cp);
+      resume[std::to_string(i)] = with_callback(run, i, ipc::to_json(cp));
       taken.push_back(i);
     }
     start["resume"] = std::move(resume);

@@ -112,6 +112,7 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
                            int64_t started_ms, int64_t ended_ms) {
   InstanceRecord& in = run.instances[index];
   run.set_state(index, state);
+  run.callbacks.erase(index);
   in.reason = reason;
   in.worker = -1;
   if (in.started_ms == 0) in.started_ms = started_ms;
@@ -126,6 +127,7 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
 
 void Runs::on_finished(Run& run, int64_t now_ms) {
   run.finished_ms = now_ms;
+  run.callbacks.clear();
   run.summary = make_summary(run);
   prune_due_ = true;
   journal_write([id = run.id, now_ms, cancelled = run.cancelled, summary = run.summary.dump()](
@@ -173,6 +175,9 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
   if (ev.vars.is_object()) in.vars = ev.vars;
   in.checkpoint = nullptr;  // the step it described has ended
+  if (auto c = run.callbacks.find(i); c != run.callbacks.end() && c->second["step"] <= r.step) {
+    run.callbacks.erase(c);  // used
+  }
   in.steps.push_back(std::move(r));
   // The step and the instance's new position go in one write: a restart never sees one
   // without the other.

@@ -101,6 +101,9 @@ struct Run {
   uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
   bool whole = true;       // false: a finished run whose instances are only in the journal
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
+  // Calls of callback steps' URLs the instances have not used yet, by index:
+  // {"step": n, "body": <JSON>} (journaled; each placement hands it on in the checkpoint).
+  std::map<uint32_t, nlohmann::json> callbacks;
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
   // Moves instance `index` to state `to`, keeping `counts` in step.

@@ -112,6 +112,13 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
     run.instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
                                           r.status, r.until_ms, r.reason, r.url});
   }
+  // A call the instance has not used yet goes to the worker that resumes it.
+  for (const journal::CallbackRow& r : rows.callbacks) {
+    if (r.idx >= run.size) continue;
+    const InstanceRecord& in = run.instances[r.idx];
+    if (is_terminal(in.state) || in.next_step > r.step) continue;
+    run.callbacks[r.idx] = {{"step", r.step}, {"body", parse_or(r.body, json())}};
+  }
 }
 
 Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool whole) {
@@ -201,7 +208,7 @@ Result<size_t> Runs::restore(int64_t now_ms) {
     bool finished = row.finished_ms != 0;
     // An unfinished run starts whole with every instance queued; its rows come next, a page
     // at a time, so that a run of a million is never held twice (rows and records) at once.
-    auto built = run_from_journal(journal::StoredRun{std::move(row), {}, {}}, !finished);
+    auto built = run_from_journal(journal::StoredRun{std::move(row), {}, {}, {}}, !finished);
     if (built && !finished) {
       if (Status s = restore_rows(**built); !s) {
         if (s.code() == Code::kIo) return s;

@@ -84,6 +84,9 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
             {"ended_at", time_or_null(in.ended_ms)},
             {"duration_ms", elapsed_ms(in.started_ms, in.ended_ms)}};
   if (in.worker >= 0) j["worker"] = in.worker;
+  if (auto c = run.callbacks.find(index); c != run.callbacks.end()) {
+    j["callback"] = {{"step", c->second["step"]}, {"called", true}};  // not used yet
+  }
   if (!with_steps) return j;
   j["vars"] = ipc::vars_for_display(in.vars);
   j["steps"] = json::array();

@@ -120,6 +120,9 @@ void Worker::on_frame(ipc::Frame&& f) {
     case ipc::MessageType::kCancel:
       if (engine_) engine_->cancel_run(f.payload.value("run", ""));
       return;
+    case ipc::MessageType::kCallback:
+      on_callback(f.payload);
+      return;
     case ipc::MessageType::kLoadStart:
       on_load_start(f.payload);
       return;
@@ -196,6 +199,9 @@ void Worker::on_welcome(const nlohmann::json& p) {
   }
   engine_ = std::make_unique<Engine>(
       loop_, *client, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
+  if (auto it = p.find("callback"); it != p.end() && it->is_object()) {
+    engine_->set_callbacks(it->value("base", ""), it->value("key", ""));
+  }
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
@@ -281,6 +287,15 @@ void Worker::on_define_run(const nlohmann::json& p) {
   Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
                                  p.value("vars", nlohmann::json::object()), shape);
   if (!s) spdlog::error("run {}: scenario rejected: {}", run, s.message());
+}
+
+// A call of an instance's callback URL, or a heartbeat, that the master journaled.
+void Worker::on_callback(const nlohmann::json& p) {
+  if (!engine_) return;
+  std::optional<nlohmann::json> body;
+  if (!p.value("heartbeat", false)) body = p.at("body");
+  engine_->callback(p.at("run").get<std::string>(), p.at("index").get<uint32_t>(),
+                    p.at("step").get<uint32_t>(), std::move(body));
 }
 
 void Worker::on_start(const nlohmann::json& p) {

@@ -41,6 +41,7 @@ class Worker {
   void start_fault();
   void on_define_run(const nlohmann::json& p);
   void on_start(const nlohmann::json& p);
+  void on_callback(const nlohmann::json& p);
   void on_load_start(const nlohmann::json& p);
   // Reports a load test that could not start as done, with the reason.
   void load_failed(const std::string& id, const std::string& why);

@@ -160,6 +160,11 @@ std::string check_variable_name(const std::string& name, const std::string& path
 }
 
 void check_scope(const Template& t, const std::string& path, const Scope& scope) {
+  for (const Template::Segment& s : t.segments()) {
+    if (s.kind == Template::Kind::kCallbackUrl && scope.callback_url_at.empty()) {
+      scope.callback_url_at = path;
+    }
+  }
   for (const std::string& name : t.variables()) {
     if (!scope.contains(name)) {
       fail(path, "unknown variable " + shown(name) + " in " + shown(t.source()));

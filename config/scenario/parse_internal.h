@@ -41,6 +41,9 @@ std::string_view trim(std::string_view s);
 struct Scope {
   std::set<std::string, std::less<>> vars;
   const ParseOptions* options = nullptr;
+  // Where a template used {{callback_url}} since the last callback step: a callback step must
+  // follow (parse_document checks at the end; the callback kind clears it).
+  mutable std::string callback_url_at;
   bool contains(std::string_view name) const { return vars.contains(name); }
   void insert(std::string name) { vars.insert(std::move(name)); }
 };

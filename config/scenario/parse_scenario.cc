@@ -167,6 +167,9 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   for (size_t i = 0; i < steps.size(); ++i) {
     scenario->steps.push_back(parse_step(steps[i], i, scope));
   }
+  if (!scope.callback_url_at.empty()) {
+    fail(scope.callback_url_at, "{{callback_url}} needs a callback step after this one");
+  }
   if (doc.contains("start_spread")) {
     scenario->start_spread_ms = read_duration(doc["start_spread"], "start_spread");
   }

@@ -41,6 +41,7 @@ std::optional<Template::Segment> reference(std::string_view name) {
   if (name == "instance") return Template::Segment{Kind::kInstance, ""};
   if (name == "run") return Template::Segment{Kind::kRun, ""};
   if (name == "uuid") return Template::Segment{Kind::kUuid, ""};
+  if (name == "callback_url") return Template::Segment{Kind::kCallbackUrl, ""};
   if (name.starts_with(kEnvPrefix)) {
     std::string_view env = name.substr(kEnvPrefix.size());
     if (!is_identifier(env)) return std::nullopt;
@@ -96,6 +97,12 @@ void expand_reference(const Template::Segment& s, const Vars& vars, std::string&
     case Template::Kind::kUuid:
       out += make_uuid();
       return;
+    case Template::Kind::kCallbackUrl: {
+      std::string url = vars.callback_url();
+      if (url.empty()) report(error, "no callback step follows, so there is no {{callback_url}}");
+      out += url;
+      return;
+    }
     case Template::Kind::kEnv:
       if (const char* value = std::getenv(s.text.c_str())) {
         out += value;
@@ -162,7 +169,8 @@ void compile_json(const nlohmann::json& node, const nlohmann::json::json_pointer
 }  // namespace
 
 bool is_builtin_name(std::string_view name) {
-  return name == "instance" || name == "run" || name == "uuid" || name == "env" || name == "secret";
+  return name == "instance" || name == "run" || name == "uuid" || name == "env" ||
+         name == "secret" || name == "callback_url";
 }
 
 const nlohmann::json* JsonVars::find(std::string_view name) const {

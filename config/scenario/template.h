@@ -3,13 +3,14 @@
 // A template is compiled once, when the scenario is parsed, into literal and variable segments,
 // so expanding it for each request is one pass of concatenation. Names inside the braces may be
 // padded with spaces (`{{ base }}`). Besides the scenario's own variables (vars, run-time vars,
-// captures) five built-ins exist:
+// captures) six built-ins exist:
 //   {{instance}}     the instance number (a JSON number)
 //   {{run}}          the run id
 //   {{uuid}}         a fresh random version-4 UUID at every expansion
 //   {{env.NAME}}     the environment variable NAME of the process that expands (the worker)
 //   {{secret.NAME}}  the secret NAME (shared/secrets.h): its value is masked wherever it
 //                    would leave the worker
+//   {{callback_url}} the URL that completes the instance's next callback step (steps/callback)
 // A string variable expands to its text, whatever its bytes; any other JSON value to its
 // compact JSON text. In a JSON body every text must be UTF-8: see JsonTemplate::expand.
 //
@@ -41,6 +42,8 @@ class Vars {
   virtual std::string_view run() const = 0;
   // The value of secret `name`, or nullptr when there is no such secret.
   virtual const std::string* secret(std::string_view) const { return nullptr; }
+  // The URL of the instance's next callback step; "" when none follows.
+  virtual std::string callback_url() const { return ""; }
 };
 
 // Vars over a JSON object of variables. Borrows `values`, which must outlive it.
@@ -60,7 +63,7 @@ class JsonVars final : public Vars {
 
 class Template {
  public:
-  enum class Kind { kLiteral, kVariable, kInstance, kRun, kUuid, kEnv, kSecret };
+  enum class Kind { kLiteral, kVariable, kInstance, kRun, kUuid, kEnv, kSecret, kCallbackUrl };
   struct Segment {
     Kind kind;
     std::string text;  // the literal, or the name of the variable, environment variable or secret

@@ -51,11 +51,22 @@ struct StepRow {
   std::string url;  // the final URL, when redirects were followed
 };
 
+// A call of a callback step's URL (steps/callback), kept until its run is deleted: the
+// instance uses it when it reaches the step, on whichever worker, after any restart.
+struct CallbackRow {
+  std::string run_id;
+  uint32_t idx = 0;
+  uint32_t step = 0;
+  std::string body;  // the caller's JSON
+  int64_t received_ms = 0;
+};
+
 // One run with everything the journal holds about it.
 struct StoredRun {
   RunRow run;
   std::vector<InstanceRow> instances;  // by idx
   std::vector<StepRow> steps;          // by idx, then seq
+  std::vector<CallbackRow> callbacks;  // by idx, then step
 };
 
 }  // namespace corral::master::journal

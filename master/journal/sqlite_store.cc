@@ -60,6 +60,16 @@ CREATE TABLE steps (
     "ALTER TABLE steps ADD COLUMN url TEXT NOT NULL DEFAULT '';",
     // 3: a run's weight in the fair share between runs.
     "ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;",
+    // 4: calls of callback steps' URLs.
+    R"sql(
+CREATE TABLE callbacks (
+  run_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  received_ms BIGINT NOT NULL,
+  PRIMARY KEY (run_id, idx, step));
+)sql",
 };
 
 constexpr const char* kPutRun = R"sql(
@@ -93,6 +103,13 @@ constexpr const char* kFinishRun =
 constexpr const char* kCancelOpen =
     "UPDATE instances SET state = 'cancelled', ended_ms = ? "
     "WHERE run_id = ? AND state IN ('queued', 'running')";
+constexpr const char* kPutCallback = R"sql(
+INSERT INTO callbacks (run_id, idx, step, body, received_ms) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, idx, step) DO NOTHING)sql";
+constexpr const char* kCallbackColumns =
+    "SELECT run_id, idx, step, body, received_ms FROM callbacks "
+    "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, step";
+constexpr const char* kDeleteCallbacks = "DELETE FROM callbacks WHERE run_id = ?";
 constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
 constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
 constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
@@ -236,6 +253,12 @@ class SqliteStore final : public Store {
     return done(s, "put_step");
   }
 
+  Status put_callback(const CallbackRow& r) override {
+    Stmt& s = stmt(kPutCallback);
+    s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.step}).bind(r.body).bind(r.received_ms);
+    return done(s, "put_callback");
+  }
+
   Status finish_run(const std::string& run_id, int64_t finished_ms, bool cancelled,
                     const std::string& summary) override {
     Stmt& s = stmt(kFinishRun);
@@ -246,7 +269,7 @@ class SqliteStore final : public Store {
   }
 
   Status delete_run(const std::string& run_id) override {
-    for (const char* sql : {kDeleteSteps, kDeleteInstances, kDeleteRun}) {
+    for (const char* sql : {kDeleteCallbacks, kDeleteSteps, kDeleteInstances, kDeleteRun}) {
       if (Status s = done(stmt(sql).bind(run_id), "delete_run"); !s) return s;
     }
     return Status::ok();
@@ -325,6 +348,14 @@ class SqliteStore final : public Store {
       out.steps.push_back(std::move(row));
     }
     st.reset();
+    if (rc != SQLITE_DONE) return error("load_run");
+    Stmt& cb = stmt(kCallbackColumns);
+    cb.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
+    while ((rc = cb.step()) == SQLITE_ROW) {
+      out.callbacks.push_back({cb.text(0), static_cast<uint32_t>(cb.i64(1)),
+                               static_cast<uint32_t>(cb.i64(2)), cb.text(3), cb.i64(4)});
+    }
+    cb.reset();
     if (rc != SQLITE_DONE) return error("load_run");
     return out;
   }

@@ -48,6 +48,8 @@ class Store {
                               int64_t started_ms) = 0;
   // Adds a step to an instance's history (again: no-op).
   virtual Status put_step(const StepRow& row) = 0;
+  // Records a call of an instance's callback step (again for the same step: no-op).
+  virtual Status put_callback(const CallbackRow& row) = 0;
   // The run finished: every instance that is still queued or running is cancelled.
   virtual Status finish_run(const std::string& run_id, int64_t finished_ms, bool cancelled,
                             const std::string& summary) = 0;
@@ -60,9 +62,10 @@ class Store {
   virtual Result<uint64_t> next_run_seq() = 0;
   // Every run row, oldest first.
   virtual Result<std::vector<RunRow>> runs() = 0;
-  // One run with its instances and steps; kNotFound when there is no such run.
+  // One run with its instances, steps and callbacks; kNotFound when there is no such run.
   virtual Result<StoredRun> load_run(const std::string& run_id) = 0;
-  // The same, with only the instances of index from..to-1 and their steps: a page of a large run.
+  // The same, with only the instances of index from..to-1 and their steps and callbacks: a
+  // page of a large run.
   virtual Result<StoredRun> load_run_page(const std::string& run_id, uint32_t from,
                                           uint32_t to) = 0;
 };

@@ -13,6 +13,7 @@ nlohmann::json to_json(const Checkpoint& c) {
                       {"started_ms", c.started_ms}};
   if (c.wake_ms != 0) j["wake_ms"] = c.wake_ms;
   if (c.vars.is_object() && !c.vars.empty()) j["vars"] = c.vars;
+  if (!c.callback.is_null()) j["callback"] = c.callback;
   return j;
 }
 
@@ -28,7 +29,15 @@ Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j, const std::stri
   r.i64("started_ms", c.started_ms);
   r.i64("wake_ms", c.wake_ms);
   r.object("vars", c.vars);
+  r.object("callback", c.callback);
   if (!r.ok()) return r.status();
+  if (c.callback.is_object()) {
+    const auto step = c.callback.find("step");
+    if (step == c.callback.end() || !step->is_number_integer() || step->get<int64_t>() < 0 ||
+        step->get<int64_t>() > int64_t{UINT32_MAX}) {
+      return protocol_error(path + ".callback.step: expected a step index");
+    }
+  }
   // No vars has one form, the one to_json writes: none (found by fuzz_ipc_payloads).
   if (c.vars.is_object() && c.vars.empty()) c.vars = nullptr;
   return c;

@@ -30,6 +30,10 @@ struct Checkpoint {
   // waiting out when it moved between workers); 0 = at once. Written only when non-zero.
   int64_t wake_ms = 0;
   nlohmann::json vars;          // captured variables in their wire form (shared/ipc/vars.h)
+  // What reached the instance's next callback step (steps/callback) before it moved:
+  // {"step": u32, "body": <the caller's JSON> (once called), "heartbeat_ms": i64 (last ping)}.
+  // Null when nothing did. Written only when set.
+  nlohmann::json callback;
 
   bool operator==(const Checkpoint&) const = default;
 };

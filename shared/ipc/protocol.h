@@ -47,7 +47,7 @@
 
 namespace corral::ipc {
 
-constexpr uint32_t kProtocolVersion = 2;  // 2: release, checkpoints with wake_ms
+constexpr uint32_t kProtocolVersion = 3;  // 2: release, checkpoints with wake_ms; 3: callback
 constexpr uint32_t kMaxFrameBytes = 8u << 20;  // type byte + payload
 constexpr size_t kHeaderBytes = 5;             // length + type
 
@@ -71,7 +71,8 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kLoadStart, 12, ::corral::ipc::Sender::kMaster, "load_start")  \
   X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")    \
   X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")  \
-  X(kRelease, 15, ::corral::ipc::Sender::kMaster, "release")
+  X(kRelease, 15, ::corral::ipc::Sender::kMaster, "release")      \
+  X(kCallback, 16, ::corral::ipc::Sender::kMaster, "callback")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -95,7 +96,8 @@ const MessageInfo& message_info(MessageType type);
 //              "kernel_memory_bytes": u64, "log_max_bytes": u64, "log_files": int,
 //              "log_level": str, "max_response_bytes": u64, "response_memory_bytes": u64,
 //              "http_client": "lean"|"curl", "max_connections_per_host": int,
-//              "secrets": {"NAME": "value", ...}}  (the pipe is the only place secrets travel)
+//              "secrets": {"NAME": "value", ...},  (the pipe is the only place secrets travel)
+//              "callback": {"base": "http://host:port", "key": "<64 hex>"}}  (shared/callback)
 //   ready     {}
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64,
 //             "idle_rss_bytes": u64 (RSS when it said ready), "requests": u64 (HTTP requests
@@ -115,6 +117,9 @@ const MessageInfo& message_info(MessageType type);
 //             the last `events` frame, 500 checkpoints per frame;
 //             with "released": true, the one answer to a `release` (it may hold none)
 //   release   {"count": u32}  hand back up to `count` (at most 500) waiting instances
+//   callback  {"run": str, "index": u32, "step": u32, "body": <JSON>} the instance's callback
+//             step was called (journaled by the master first), or, with "heartbeat": true and
+//             no body, pinged (steps/callback)
 //   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
 //              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
 //              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms

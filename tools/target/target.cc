@@ -59,7 +59,8 @@ void Target::handle(http::Request&& req, http::Responder respond) {
         Response::json(200, {{"requests", requests_},
                              {"polls", polls_},
                              {"jobs", jobs_.size()},
-                             {"connections", server_.connection_count()}}));
+                             {"connections", server_.connection_count()},
+                             {"callbacks", callbacks_delivered_}}));
   } else {
     respond.send(Response::error(404, "no route for " + req.method + " " + p));
   }
@@ -80,6 +81,14 @@ Response Target::jobs(const http::Request& req) {
       job.polls_to_done = body.value("polls_to_done", 3u);
     }
     uint64_t id = next_job_++;
+    if (body.contains("callback")) {
+      if (!body["callback"].is_string()) return Response::error(400, "callback: expected a URL");
+      job.polls_to_done = 0;
+      const uint64_t after = body.value("done_after_ms", uint64_t{100});
+      job.done_at_ms = uv_now(loop_) + after;
+      call_back(body["callback"].get<std::string>(),
+                {{"id", std::to_string(id)}, {"status", job.fail ? "failed" : "done"}}, after);
+    }
     jobs_[id] = job;
     return Response::json(201, {{"id", std::to_string(id)}, {"status", "running"}});
   }

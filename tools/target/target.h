@@ -3,6 +3,9 @@
 //
 //   POST /jobs {"polls_to_done": 3} or {"done_after_ms": 500}, optional "fail": true
 //                          -> 201 {"id": "7", "status": "running"}
+//             with "callback": URL, the job ends after done_after_ms (default 100) and the
+//             target POSTs {"id", "status"} to URL, trying again while it gets no answer or
+//             a 5xx (callbacks.cc)
 //   GET  /jobs/<id>        -> 200 {"id","status": "running"|"done"|"failed","polls": n}
 //                             (each GET counts as one poll; the job ends after polls_to_done
 //                             polls, or once done_after_ms has passed: done, or failed when
@@ -12,7 +15,8 @@
 //   GET  /delay?ms=N       -> 200 after N milliseconds
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
-//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n}
+//   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n,
+//                              "callbacks": n (delivered: answered 2xx)}
 //                             (requests other than /stats and /metrics; connections open now,
 //                             this one too)
 //   GET  /metrics          -> the same counts as Prometheus text: corral_target_requests_total,
@@ -49,6 +53,9 @@ struct Job {
 class Target {
  public:
   explicit Target(uv_loop_t* loop);
+  ~Target();
+  Target(const Target&) = delete;
+  Target& operator=(const Target&) = delete;
   Status listen(const std::string& host, int port, bool reuse_port = false) {
     return server_.listen_tcp(host, port, reuse_port);
   }
@@ -57,6 +64,21 @@ class Target {
   uint64_t requests() const { return requests_; }
   uint64_t polls() const { return polls_; }
   uint64_t hanging() const { return hanging_; }  // /hang requests received
+  uint64_t callbacks_delivered() const { return callbacks_delivered_; }
+
+  // A callback being sent (callbacks.cc).
+  struct Call {
+    uv_work_t work{};
+    uv::Timer timer;
+    std::shared_ptr<bool> target_alive;
+    Target* target = nullptr;
+    uint64_t id = 0;
+    std::string url, body;
+    int tries_left = 50;
+    long status = 0;  // of the last try; 0: no answer
+
+    explicit Call(uv_loop_t* loop) : timer(loop) {}
+  };
 
  private:
   void handle(http::Request&& req, http::Responder respond);
@@ -64,6 +86,10 @@ class Target {
   http::Response flaky(const http::Request& req);
   http::Response status(const http::Request& req);
   void delay(const http::Request& req, const http::Responder& respond);
+  // POSTs `body` to `url` in `after_ms`, trying again as callbacks.cc says.
+  void call_back(std::string url, nlohmann::json body, uint64_t after_ms);
+  void schedule(std::unique_ptr<Call> call, uint64_t after_ms);
+  static void on_posted(uv_work_t* w, int status);
   // The misbehaving routes; false when `req` is not one of them.
   bool misbehave(const http::Request& req, const http::Responder& respond);
 
@@ -79,6 +105,12 @@ class Target {
   // /delay answers waiting for their timer, by a number of their own; each removes itself.
   std::unordered_map<uint64_t, std::unique_ptr<uv::Timer>> delays_;
   uint64_t next_delay_ = 0;
+  // Callbacks waiting for their time or for a retry; one on the thread pool owns itself, and
+  // finds through `alive_` whether the target is still there when it comes back.
+  std::unordered_map<uint64_t, std::unique_ptr<Call>> calls_;
+  uint64_t next_call_ = 0;
+  uint64_t callbacks_delivered_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace corral::target

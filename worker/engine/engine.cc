@@ -81,6 +81,7 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
     }
     r->runners.push_back(runner);
   }
+  index_callbacks(*r);
   r->vars = (*parsed)->vars;
   if (vars.is_object()) r->vars.update(vars);
   runs_[run] = std::move(r);
@@ -120,6 +121,7 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->vars = std::move(*vars);
   it->second->runners[cp.step]->resumed(in->cp);
   Instance& ref = *in;
+  if (!ref.run->next_callback.empty()) ref.run->serials[index] = ref.serial;
   instances_[in->serial] = std::move(in);
   ref.run->active += 1;
   uint64_t serial = ref.serial;

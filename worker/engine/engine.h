@@ -118,6 +118,17 @@ class Engine {
   HttpClient& http() { return http_; }
   // The shared page that tells the master which instance the loop is in (may be null).
   void set_in_hand(ipc::InHand* page) { in_hand_ = page; }
+  // Callback steps (steps/callback): the URL their tokens are put under (the daemon's, as its
+  // systems under test reach it) and the key the tokens are made with (shared/callback).
+  void set_callbacks(std::string base_url, std::string key);
+  // The master passes on a call of the callback URL of step `step` of instance `index` of `run`
+  // (its JSON body), or with no body a heartbeat. The instance keeps it until it reaches that
+  // step, or uses it at once when it waits there; unknown instances and steps it has passed
+  // ignore it.
+  void callback(const std::string& run, uint32_t index, uint32_t step,
+                std::optional<nlohmann::json> body);
+  // {{callback_url}} for the instance: its next callback step's URL; "" when none follows.
+  std::string callback_url(const Instance& in) const;
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
@@ -141,6 +152,10 @@ class Engine {
     uint64_t jitter_seed = 0;       // of the id: the first key of every jitter factor
     RunShape shape;
     uint64_t start_spread_ms = 0;  // scenario::start_spread_ms() of the run
+    // Runs with callback steps only: for each step, the next callback step at or after it
+    // (-1: none); and the serial of each instance here, so that a call finds its instance.
+    std::vector<int32_t> next_callback;
+    std::unordered_map<uint32_t, uint64_t> serials;
   };
   // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
   // as waiting until then, so it may move to another worker.
@@ -187,6 +202,7 @@ class Engine {
   void guarded(uint64_t serial, const char* where, Fn&& fn) noexcept;
   void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
+  static void index_callbacks(Run& run);
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
@@ -220,6 +236,7 @@ class Engine {
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;
   uint64_t requests_sent_ = 0;
+  std::string callback_base_, callback_key_;
   // Last, so that a kind's state (which may refer to instances) goes first.
   std::unordered_map<const StepRunner*, std::unique_ptr<StepRunner::State>> states_;
 };

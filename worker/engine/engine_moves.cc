@@ -24,6 +24,7 @@ void Engine::release(const Instance& in) {
 void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it) {
   release(*it->second);
   it->second->run->active -= 1;
+  if (!it->second->run->next_callback.empty()) it->second->run->serials.erase(it->second->index);
   timeout_reasons_.erase(it->first);
   instances_.erase(it);  // its pending wake-up, if any, finds nothing (on_wake)
 }

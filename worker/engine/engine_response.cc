@@ -131,6 +131,9 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
     in.wake_token = 0;
     timeout_reasons_.erase(in.serial);
   }
+  if (in.cp.callback.is_object() && in.cp.callback.value("step", uint64_t{0}) <= in.cp.step) {
+    in.cp.callback = nullptr;  // used, or for a step it passed
+  }
   in.cp.step += 1;
   in.cp.step_started_ms = 0;
   in.cp.attempts = 0;

@@ -49,6 +49,7 @@ class InstanceVars final : public scenario::Vars {
   uint64_t instance() const override { return in_.index; }
   std::string_view run() const override { return in_.run->id; }
   const std::string* secret(std::string_view name) const override { return secrets_.find(name); }
+  std::string callback_url() const override { return in_.engine->callback_url(in_); }
 
  private:
   const Instance& in_;

@@ -115,6 +115,14 @@ TEST_CASE("cli show run: a run without failures has no failures section and dash
   CHECK(line_of(text, "finished ") == "finished   : -");
 }
 
+TEST_CASE("cli show instance: a call its callback step has not used yet is shown") {
+  json in = failed_instance();
+  CHECK(render_instance(in, TableStyle::kAscii).find("callback") == std::string::npos);
+  in["callback"] = {{"step", 2}, {"called", true}};
+  CHECK(line_of(render_instance(in, TableStyle::kAscii), "callback") ==
+        "callback of step 2: called, not used yet");
+}
+
 TEST_CASE("cli show instance: the header says the state, reason and resumes, and a row per step") {
   const std::string text = render_instance(failed_instance(), TableStyle::kAscii);
   CHECK(line_of(text, "instance") ==

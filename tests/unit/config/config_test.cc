@@ -27,7 +27,7 @@ constexpr const char* kKnownFields =
     "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, max_connections_per_host, "
-    "load_connections_per_worker, secrets_file, api_token, hooks";
+    "load_connections_per_worker, secrets_file, api_token, callback_base, hooks";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -88,6 +88,7 @@ Config all_changed() {
   c.load_connections_per_worker = 500;
   c.secrets_file = "/etc/corral/secrets.json";
   c.api_token = "t0ken";
+  c.callback_base = "https://corral.example.com";
   Hook hook;
   hook.url = "http://127.0.0.1:9000/corral";
   hook.headers = {{"X-Team", "qa"}};

@@ -364,3 +364,35 @@ TEST_CASE("dispatcher: define_run tells each worker the run's size and creation,
   CHECK(defined[0].payload["size"] == 1200);
   CHECK(defined[0].payload["created_ms"] == run.created_ms);
 }
+
+TEST_CASE("dispatcher: a call the master holds goes with its instance to the next worker, until "
+          "the step that used it ends") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  Run& run = b.submit(3);
+  b.pump();
+  b.take(MessageType::kStart);
+  run.callbacks[1] = {{"step", 0}, {"body", {{"status", "done"}}}};
+  REQUIRE(b.runs.requeue_worker(0, "signal", std::nullopt, false) == 3);
+  b.dispatcher.worker_gone(0);
+  b.dispatcher.worker_ready(2);
+  b.pump();
+  auto starts = b.take(MessageType::kStart);
+  REQUIRE(starts.size() == 1);
+  const json& resume = starts[0].payload["resume"];
+  REQUIRE(resume.size() == 3);
+  CHECK(resume["1"]["callback"] == run.callbacks[1]);
+  CHECK_FALSE(resume["0"].contains("callback"));
+  auto cp = corral::ipc::checkpoint_from_json(resume["1"]);
+  REQUIRE(cp.is_ok());  // a checkpoint the worker reads
+  CHECK(cp->callback["body"]["status"] == "done");
+  // The worker reports the step that used it: the master forgets it.
+  corral::ipc::Event ev;
+  ev.kind = corral::ipc::EventKind::kStep;
+  ev.run = run.id;
+  ev.index = 1;
+  ev.step = 0;
+  ev.outcome = corral::ipc::Outcome::kPassed;
+  b.runs.apply(2, ev, 2000);
+  CHECK(run.callbacks.empty());
+}

@@ -20,6 +20,7 @@
 
 namespace corral::test {
 
+using master::journal::CallbackRow;
 using master::journal::InstanceRow;
 using master::journal::Journal;
 using master::journal::RunRow;
@@ -106,6 +107,7 @@ class FlakyStore final : public Store {
   Status put_instance(const InstanceRow& r) override { return in_->put_instance(r); }
   Status mark_running(S r, const Ids& i, int64_t t) override { return in_->mark_running(r, i, t); }
   Status put_step(const StepRow& r) override { return in_->put_step(r); }
+  Status put_callback(const CallbackRow& r) override { return in_->put_callback(r); }
   Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
   Status delete_run(S id) override { return in_->delete_run(id); }
   Status reclaim() override { return in_->reclaim(); }

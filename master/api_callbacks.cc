@@ -1,0 +1,117 @@
+// POST /callbacks/<token>: a system under test completes an instance's callback step
+// (steps/callback). The token is the credential (shared/callback/token.h), so the route is
+// open: it needs no API token. A call is journaled before it is answered 202 and before the
+// worker hears of it: from then on it survives a worker's death (the master hands it to the
+// next worker with the instance's checkpoint) and a restart of the master (it is read back
+// with the run). A caller that got no answer calls again; a repeated call is answered 409.
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config.h"
+#include "master/daemon_impl.h"
+#include "shared/callback/token.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+using http::Response;
+using nlohmann::json;
+
+// The host's name, for a listener on every address (0.0.0.0, ::).
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+}  // namespace
+
+std::string Daemon::callback_base(const config::Config& cfg) const {
+  if (!cfg.callback_base.empty()) return cfg.callback_base;
+  if (cfg_.listen == "off" || !api_) return "";
+  auto hp = config::parse_host_port(cfg_.listen);
+  if (!hp) return "";
+  std::string host = hp->first;
+  if (host == "0.0.0.0" || host == "::") host = host_name();
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(api_->tcp_port());
+}
+
+std::optional<std::string> Daemon::callback_problem(const scenario::Scenario& s) const {
+  for (const scenario::Step& step : s.steps) {
+    if (step.kind->name != "callback") continue;
+    if (callback_base(image_->config()).empty()) {
+      return "steps[" + std::to_string(step.index) +
+             "]: a callback step needs a URL the system under test can call: set listen, or "
+             "callback_base";
+    }
+  }
+  return std::nullopt;
+}
+
+// The instance and step a token is for, when it may still be called; else answers and nullopt.
+std::optional<callback::Address> Daemon::callback_target(const ApiCall& c) {
+  auto a = callback::check(callback_key_, c.args[0]);
+  Run* run = a ? runs_.find(a->run) : nullptr;
+  if (run == nullptr || a->index >= run->size || a->step >= run->scenario->steps.size() ||
+      run->scenario->steps[a->step].kind->name != "callback") {
+    c.respond.send(Response::error(404, "no such callback"));
+    return std::nullopt;
+  }
+  if (run->finished() || !run->whole || is_terminal(run->instances[a->index].state) ||
+      run->instances[a->index].next_step > a->step) {
+    c.respond.send(Response::error(410, "this callback's step has ended"));
+    return std::nullopt;
+  }
+  return a;
+}
+
+void Daemon::api_callback(const ApiCall& c) {
+  auto a = callback_target(c);
+  if (!a) return;
+  Run& run = *runs_.find(a->run);
+  if (auto held = run.callbacks.find(a->index);
+      held != run.callbacks.end() && held->second["step"] == a->step) {
+    c.respond.send(Response::error(409, "this callback was called already"));
+    return;
+  }
+  json body = c.req.body.empty() ? json() : json::parse(c.req.body, nullptr, false);
+  if (body.is_discarded()) {
+    c.respond.send(Response::error(400, "the body must be JSON (or empty)"));
+    return;
+  }
+  run.callbacks[a->index] = {{"step", a->step}, {"body", body}};
+  spdlog::info("run {} instance {}: callback of step {} called", a->run, a->index, a->step);
+  json frame = {{"run", a->run}, {"index", a->index}, {"step", a->step}, {"body", body}};
+  auto deliver = [this, frame = std::move(frame), respond = c.respond]() {
+    respond.send(Response::json(202, {{"accepted", true}}));
+    Run* r = runs_.find(frame["run"].get<std::string>());
+    if (r == nullptr) return;
+    const InstanceRecord& in = r->instances[frame["index"].get<uint32_t>()];
+    if (in.state == InstanceState::kRunning) send_to(in.worker, ipc::MessageType::kCallback, frame);
+  };
+  if (!journal_) {
+    deliver();
+    return;
+  }
+  journal::CallbackRow row{a->run, a->index, a->step, body.dump(), unix_ms_now()};
+  journal_->write([row](journal::Store& s) { return s.put_callback(row); },
+                  {a->run, a->index});
+  // Answered, and passed on, once it is in the journal (writes commit in order).
+  journal_->read([](journal::Store&) {}, std::move(deliver));
+}
+
+void Daemon::api_callback_heartbeat(const ApiCall& c) {
+  auto a = callback_target(c);
+  if (!a) return;
+  const InstanceRecord& in = runs_.find(a->run)->instances[a->index];
+  if (in.state == InstanceState::kRunning) {
+    send_to(in.worker, ipc::MessageType::kCallback,
+            {{"run", a->run}, {"index", a->index}, {"step", a->step}, {"heartbeat", true}});
+  }
+  c.respond.send(Response::json(202, {{"accepted", true}}));
+}
+
+}  // namespace corral::master
