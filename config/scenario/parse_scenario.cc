@@ -116,6 +116,34 @@ void check_kind_fields(const json& j, const std::string& path, const StepKind& k
   }
 }
 
+std::string_view subject_name(Subject s) {
+  switch (s) {
+    case Subject::kStatus: return "status";
+    case Subject::kJson: return "json";
+    case Subject::kHeader: return "header";
+    case Subject::kBody: return "body_contains";
+    case Subject::kExitCode: return "exit_code";
+  }
+  return "";
+}
+
+// Refuses a condition on what steps of this kind never have (an exit code in a response):
+// `steps[0].expect[1]: a "request" step has no "exit_code" to check (its conditions read ...)`.
+void check_subjects(const StepKind& kind, const json& j, const std::string& path,
+                    const std::vector<Condition>& conditions) {
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    std::string_view subject = subject_name(conditions[i].subject);
+    const auto& can = kind.subjects;
+    if (std::find(can.begin(), can.end(), subject) != can.end()) continue;
+    std::string reads;
+    for (std::string_view s : can) reads += (reads.empty() ? "" : ", ") + shown(std::string(s));
+    const bool vowel = std::string_view("aeiou").find(kind.name.front()) != std::string_view::npos;
+    fail(j.is_array() ? element_path(path, i) : path,
+         std::string(vowel ? "an " : "a ") + shown(std::string(kind.name)) + " step has no " +
+             shown(std::string(subject)) + " to check (its conditions read " + reads + ")");
+  }
+}
+
 bool reads_json(const Step& s) {
   bool captures = std::any_of(s.captures.begin(), s.captures.end(),
                               [](const Capture& c) { return c.source == Capture::Source::kJson; });
@@ -136,6 +164,8 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   if (j.contains("name")) s.name = read_string(j["name"], at("name"));
   if (j.contains("expect")) s.expect = parse_conditions(j["expect"], at("expect"), false);
   if (j.contains("abort_if")) s.abort_if = parse_conditions(j["abort_if"], at("abort_if"), false);
+  if (j.contains("expect")) check_subjects(kind, j["expect"], at("expect"), s.expect);
+  if (j.contains("abort_if")) check_subjects(kind, j["abort_if"], at("abort_if"), s.abort_if);
   if (j.contains("retry")) s.retry = parse_retry(j["retry"], at("retry"));
   if (j.contains("capture")) s.captures = parse_captures(j["capture"], at("capture"));
   for (const Capture& c : s.captures) scope.insert(c.name);
@@ -160,7 +190,7 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
-  Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options};
+  Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, ""};
   scenario->vars = parse_vars(doc, scope);
   const json& steps = required(doc, "", "steps", "a non-empty array");
   if (!steps.is_array() || steps.empty()) fail("steps", "expected a non-empty array");

@@ -32,6 +32,9 @@ struct StepKind {
   // Why a field of another kind is refused here, where a plain "takes only" would mislead:
   // {"expect", "a poll step checks responses with \"until\" and \"fail_if\", not \"expect\""}.
   std::vector<std::pair<std::string_view, std::string_view>> hints;
+  // What its `expect` and `abort_if` conditions may read ("status", "json", "header",
+  // "body_contains", "exit_code"): a condition on anything else could never hold.
+  std::vector<std::string_view> subjects;
   // Reads the kind's fields of step `j` (at `path`, fields already checked against `fields`)
   // into `step`, whose kind and index are set. Sets step.name unless the file names the step;
   // throws detail::ParseError (through detail::fail) on anything wrong. The variables the step

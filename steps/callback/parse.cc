@@ -35,6 +35,7 @@ CORRAL_REGISTER_STEP_KIND({
     .fields = {"callback", "expect", "abort_if", "capture"},
     .hints = {{"timeout", "a callback step's limit is \"callback\": {\"timeout\": ...}"},
               {"retry", "a callback step waits for one call; it is not retried"}},
+    .subjects = {"json", "body_contains"},
     .parse = parse,
 })
 

@@ -60,6 +60,7 @@ CORRAL_REGISTER_STEP_KIND({
     .fields = {"exec", "expect", "abort_if", "capture"},
     .hints = {{"timeout", "an exec step's limit is \"exec\": {\"timeout\": ...}"},
               {"retry", "an exec step runs its command once; it is not retried"}},
+    .subjects = {"exit_code", "json", "body_contains"},
     .parse = parse,
 })
 

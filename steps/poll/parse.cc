@@ -62,6 +62,7 @@ CORRAL_REGISTER_STEP_KIND({
               {"jitter",
                "a step's \"jitter\" is for \"sleep\"; a poll's goes in \"poll\", "
                "a retry's in \"retry\""}},
+    .subjects = {"status", "json", "header", "body_contains"},
     .parse = parse,
 })
 

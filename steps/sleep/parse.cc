@@ -25,6 +25,7 @@ CORRAL_REGISTER_STEP_KIND({
     .mark = "sleep",
     .fields = {"sleep", "jitter"},
     .hints = {},
+    .subjects = {},
     .parse = parse,
 })
 

@@ -21,6 +21,16 @@ std::vector<Condition> conditions(const std::string& list) {
 
 Condition condition(const std::string& text) { return conditions("[" + text + "]").at(0); }
 
+// A condition as an exec step's `expect` holds it (exit_code is for commands only).
+Condition exec_condition(const std::string& text) {
+  auto doc = json::parse(R"({"name": "t", "steps": [{"exec": {"argv": ["true"]}, "expect": )" +
+                         text + "}]}");
+  Result<std::shared_ptr<const Scenario>> s = parse_scenario(doc);
+  INFO((s ? "" : s.status().message()));
+  REQUIRE(s.is_ok());
+  return (*s)->steps[0].expect.at(0);
+}
+
 Capture capture_spec(const std::string& text) {
   auto doc =
       json::parse(R"({"name": "t", "steps": [{"request": {"url": "http://h"}, "capture": {"v": )" +
@@ -69,13 +79,13 @@ TEST_CASE("scenario conditions: status equals one code or one of several") {
 
 TEST_CASE("scenario conditions: exit_code holds on a command's result, and never on a response") {
   ResponseView command{0, {}, "out", nullptr, 3};
-  CHECK(evaluate(condition(R"({"exit_code": 3})"), command).held);
-  CHECK(evaluate(condition(R"({"exit_code": [0, 3]})"), command).held);
-  ConditionResult r = evaluate(condition(R"({"exit_code": 0})"), command);
+  CHECK(evaluate(exec_condition(R"({"exit_code": 3})"), command).held);
+  CHECK(evaluate(exec_condition(R"({"exit_code": [0, 3]})"), command).held);
+  ConditionResult r = evaluate(exec_condition(R"({"exit_code": 0})"), command);
   CHECK_FALSE(r.held);
   CHECK(r.explanation == "exit code was 3, expected 0");
-  CHECK(describe(condition(R"({"exit_code": 0})")) == "exit code is 0");
-  r = evaluate(condition(R"({"exit_code": 0})"), json_response());
+  CHECK(describe(exec_condition(R"({"exit_code": 0})")) == "exit code is 0");
+  r = evaluate(exec_condition(R"({"exit_code": 0})"), json_response());
   CHECK_FALSE(r.held);
   CHECK(r.explanation == "exit code does not exist (not a command's result), expected 0");
 }
