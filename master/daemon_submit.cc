@@ -80,7 +80,8 @@ void Daemon::publish_run(Submission& sub) {
 void Daemon::release_when_journaled(const std::string& run_id) {
   auto committed = std::make_shared<bool>(false);
   // The read runs on the journal's thread right after the writes queued before it were tried.
-  journal_->read([this, committed](journal::Store&) { *committed = journal_->health().ok; },
+  journal::Journal* journal = journal_.get();
+  journal_->read([journal, committed](journal::Store&) { *committed = journal->health().ok; },
                  [this, committed, run_id] {
                    Run* run = runs_.find(run_id);
                    if (run == nullptr || !run->held) return;

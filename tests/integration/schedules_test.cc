@@ -30,8 +30,9 @@ Json ping_scenario() {
 
 // GET /schedules as a map by name.
 std::map<std::string, Json> schedules_of(Daemon& d) {
+  const Json list = d.api("GET", "/schedules").json.at("schedules");
   std::map<std::string, Json> out;
-  for (const Json& s : d.api("GET", "/schedules").json.at("schedules")) out[s.at("name")] = s;
+  for (const Json& s : list) out[s.at("name").get<std::string>()] = s;
   return out;
 }
 

@@ -418,3 +418,16 @@ TEST_CASE("schedules: add, pause, resume and remove survive a restart") {
   CHECK(m.schedules->find("c") == nullptr);
   CHECK(m.schedules->next_due() == at("2026-03-01 11:30"));
 }
+
+TEST_CASE("schedules: a tick refused for a full queue is skipped for good, also after a restart") {
+  Master m;
+  REQUIRE_OK(m.schedules->add(schedule("five", "*/5 * * * *", true), at("2026-03-01 10:00")));
+  auto ticks = m.schedules->due(at("2026-03-01 10:05"));
+  REQUIRE(ticks.size() == 1);
+  m.schedules->skipped(ticks[0], "queue full: 2000000 instances are waiting for a worker");
+  CHECK(m.schedules->find("five")->last_run.empty());
+  // catch_up is on, but the tick was not missed: it was refused, and that is final.
+  CHECK(m.restart(at("2026-03-01 10:06")).empty());
+  CHECK(m.schedules->find("five")->after_ms == at("2026-03-01 10:05"));
+  CHECK(m.count("runs") == "0");
+}
