@@ -29,9 +29,9 @@ std::string render_schedules_table(const nlohmann::json& schedules, TableStyle s
                     paused ? "paused" : "active", minute_cell(s, "next_at"),
                     minute_cell(s, "last_tick_at"), run.empty() ? "-" : run});
   }
-  return render_table({"name", "cron (UTC)", "scenario", "instances", "state", "next",
-                       "last tick", "last run"},
-                      rows, style);
+  return render_table(
+      {"name", "cron (UTC)", "scenario", "instances", "state", "next", "last tick", "last run"},
+      rows, style);
 }
 
 }  // namespace corral::cli

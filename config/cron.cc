@@ -99,7 +99,8 @@ Result<uint64_t> item_bits(std::string_view item, int field) {
       auto b = value_of(range.substr(dash + 1), field);
       if (!b) return b.status();
       to = *b;
-      if (to < from) return invalid_argument(prefix(field) + std::string(range) + " goes backwards");
+      if (to < from)
+        return invalid_argument(prefix(field) + std::string(range) + " goes backwards");
     }
   }
   uint64_t bits = 0;
@@ -198,7 +199,7 @@ bool some_day_exists(uint32_t days, uint16_t months) {
 // using-directive would reach the files batched after this one.
 
 Result<Cron> Cron::parse(std::string_view text) {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const std::vector<std::string_view> fields = split_fields(text);
   if (fields.size() != 5) {
     return invalid_argument(
@@ -230,14 +231,14 @@ Result<Cron> Cron::parse(std::string_view text) {
 }
 
 bool Cron::day_matches(unsigned day_of_month, unsigned weekday) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const bool dom = has(days_, day_of_month);
   const bool dow = has(weekdays_, weekday);
   return days_star_ || weekdays_star_ ? dom && dow : dom || dow;
 }
 
 int Cron::first_minute_from(int minute_of_day) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const int h0 = minute_of_day / 60;
   for (int h = bit_from(hours_, h0); h >= 0; h = h < 23 ? bit_from(hours_, h + 1) : -1) {
     const int m = bit_from(minutes_, h == h0 ? minute_of_day % 60 : 0);
@@ -247,7 +248,7 @@ int Cron::first_minute_from(int minute_of_day) const {
 }
 
 int Cron::last_minute_upto(int minute_of_day) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const int h0 = minute_of_day / 60;
   for (int h = bit_upto(hours_, h0); h >= 0; h = h > 0 ? bit_upto(hours_, h - 1) : -1) {
     const int m = bit_upto(minutes_, h == h0 ? minute_of_day % 60 : 59);
@@ -257,7 +258,7 @@ int Cron::last_minute_upto(int minute_of_day) const {
 }
 
 std::optional<int64_t> Cron::next_after(int64_t unix_ms) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const int64_t start = floor_div(unix_ms, kMinuteMs) + 1;  // minutes since the epoch
   int64_t day = floor_div(start, kDayMinutes);
   auto from = static_cast<int>(start - day * kDayMinutes);
@@ -274,7 +275,7 @@ std::optional<int64_t> Cron::next_after(int64_t unix_ms) const {
 }
 
 std::optional<int64_t> Cron::last_at_or_before(int64_t unix_ms) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const int64_t end = floor_div(unix_ms, kMinuteMs);
   int64_t day = floor_div(end, kDayMinutes);
   auto upto = static_cast<int>(end - day * kDayMinutes);
@@ -291,7 +292,7 @@ std::optional<int64_t> Cron::last_at_or_before(int64_t unix_ms) const {
 }
 
 bool Cron::matches(int64_t unix_ms) const {
-  using namespace cron_detail;  // NOLINT
+  using namespace cron_detail;
   const int64_t minute = floor_div(unix_ms, kMinuteMs);
   const int64_t day = floor_div(minute, kDayMinutes);
   const auto of_day = static_cast<int>(minute - day * kDayMinutes);

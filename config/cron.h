@@ -57,11 +57,11 @@ class Cron {
   // The last matching minute of the day at or before `minute_of_day`, or -1.
   int last_minute_upto(int minute_of_day) const;
 
-  uint64_t minutes_ = 0;   // bit m: minute m
-  uint32_t hours_ = 0;     // bit h: hour h
-  uint32_t days_ = 0;      // bit d: day of the month d (1-31)
-  uint16_t months_ = 0;    // bit m: month m (1-12)
-  uint8_t weekdays_ = 0;   // bit w: day of the week w, 0 Sunday to 6 Saturday (7 is put on 0)
+  uint64_t minutes_ = 0;        // bit m: minute m
+  uint32_t hours_ = 0;          // bit h: hour h
+  uint32_t days_ = 0;           // bit d: day of the month d (1-31)
+  uint16_t months_ = 0;         // bit m: month m (1-12)
+  uint8_t weekdays_ = 0;        // bit w: day of the week w, 0 Sunday to 6 Saturday (7 is put on 0)
   bool days_star_ = false;      // day-of-month starts with '*': not restricted
   bool weekdays_star_ = false;  // day-of-week starts with '*'
   std::string text_;

@@ -72,8 +72,7 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body) const {
   if (!vars.is_object()) return invalid_argument("vars: expected an object, got " + vars.dump());
   json priority = body.value("priority", json(1));
   if (!priority.is_number_integer() || priority.get<int64_t>() < 1 || priority.get<int64_t>() > 100) {
-    return invalid_argument("priority: expected an integer from 1 to 100, got " +
-                            priority.dump());
+    return invalid_argument("priority: expected an integer from 1 to 100, got " + priority.dump());
   }
   scenario::ParseOptions options;
   for (const auto& [k, v] : vars.items()) options.extra_vars.insert(k);

@@ -1,7 +1,8 @@
-// Submitted runs become runs here: those of POST /runs and those a schedule fires. A run's table of instance records is built a slice per loop
-// turn: in one callback, a million records (150 MB) held the loop for 0.6 to 1 s (page faults,
-// on a VM) while probes, heartbeats and other requests waited. Runs are created in the order
-// they were submitted, so a small run sent after a large one waits for it (a few turns).
+// Submitted runs become runs here: those of POST /runs and those a schedule fires. A run's table
+// of instance records is built a slice per loop turn: in one callback, a million records (150 MB)
+// held the loop for 0.6 to 1 s (page faults, on a VM) while probes, heartbeats and other requests
+// waited. Runs are created in the order they were submitted, so a small run sent after a large
+// one waits for it (a few turns).
 #include <spdlog/spdlog.h>
 
 #include "master/daemon_impl.h"
@@ -34,7 +35,8 @@ void Daemon::build_submissions() {
   if (supervisor_.shutting_down()) {
     for (Submission& s : submissions_) {
       if (s.respond) {
-        s.respond->send(http::Response::error(503, "the daemon is stopping; runs are not accepted"));
+        s.respond->send(
+            http::Response::error(503, "the daemon is stopping; runs are not accepted"));
       } else if (s.tick) {
         // Not journaled: at the next start, the tick counts as missed.
         spdlog::warn("schedule {}: the tick at {} did not fire: the daemon is stopping",
@@ -70,7 +72,9 @@ void Daemon::publish_run(Submission& sub) {
     }
   }
   schedule_pump();
-  if (sub.respond) respond_journaled(*sub.respond, 201, {{"run", run.id}, {"instances", sub.count}});
+  if (sub.respond) {
+    respond_journaled(*sub.respond, 201, {{"run", run.id}, {"instances", sub.count}});
+  }
 }
 
 // A schedule's run starts only once the journal holds it with its tick: should the daemon die

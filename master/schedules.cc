@@ -61,8 +61,7 @@ std::vector<ScheduleTick> Schedules::restore(const std::vector<journal::Schedule
   for (const journal::ScheduleRow& row : rows) {
     auto built = schedule_from_row(row);
     if (!built) {
-      spdlog::error("journal: schedule {}: {}; it is left out", row.name,
-                    built.status().message());
+      spdlog::error("journal: schedule {}: {}; it is left out", row.name, built.status().message());
       continue;
     }
     Schedule& s = schedules_[row.name] = std::move(*built);
@@ -172,8 +171,8 @@ void Schedules::fired(const ScheduleTick& tick, const std::string& run_id, int64
 }
 
 void Schedules::skipped(const ScheduleTick& tick, const std::string& why) {
-  spdlog::warn("schedule {}: the tick at {} is skipped: {}", tick.name,
-               iso8601_utc(tick.tick_ms), why);
+  spdlog::warn("schedule {}: the tick at {} is skipped: {}", tick.name, iso8601_utc(tick.tick_ms),
+               why);
   if (const Schedule* s = find(tick.name)) journal_state(*s);
 }
 
@@ -209,10 +208,10 @@ void Schedules::journal_write(std::function<Status(journal::Store&)> op) {
 }
 
 journal::ScheduleRow schedule_row(const Schedule& s) {
-  return {s.name,       s.cron.text(),  s.scenario->source.dump(),
-          s.vars.dump(), s.instances,   s.priority,
-          s.catch_up,   s.paused,       s.created_ms,
-          s.after_ms,   s.last_tick_ms, s.last_fired_ms,
+  return {s.name,        s.cron.text(),  s.scenario->source.dump(),
+          s.vars.dump(), s.instances,    s.priority,
+          s.catch_up,    s.paused,       s.created_ms,
+          s.after_ms,    s.last_tick_ms, s.last_fired_ms,
           s.last_run};
 }
 
@@ -231,8 +230,7 @@ Result<Schedule> schedule_from_row(const journal::ScheduleRow& row) {
                             scenario.status().message());
   }
   if (row.instances == 0 || row.instances > kMaxRunInstances) {
-    return invalid_argument("the journal gives it " + std::to_string(row.instances) +
-                            " instances");
+    return invalid_argument("the journal gives it " + std::to_string(row.instances) + " instances");
   }
   Schedule s;
   s.name = row.name;

@@ -70,7 +70,7 @@ Status check_schedule_name(const std::string& name);
 // The journal write that records `tick` as fired by run `run_id` at `fired_ms`, to run in the
 // same write as the run's row (Runs::create's `with_run`).
 std::function<Status(journal::Store&, const std::string& run_id)> fire_write(ScheduleTick tick,
-                                                                            int64_t fired_ms);
+                                                                             int64_t fired_ms);
 
 class Schedules {
  public:

@@ -29,8 +29,9 @@ class ScheduleVerb : public Verb {
     add_->add_option("name", name_, "the schedule's name: letters, digits, '.', '_' and '-'")
         ->required();
     add_->add_option("file", file_, "scenario file (JSON)")->required();
-    add_->add_option("--cron", cron_,
-                     "when, in UTC: minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\"")
+    add_->add_option(
+            "--cron", cron_,
+            "when, in UTC: minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\"")
         ->required();
     add_->add_option("-n,--instances", instances_, "instances of each run")
         ->check(CLI::Range(1, 1000000));
@@ -75,8 +76,8 @@ class ScheduleVerb : public Verb {
     if (!scenario) return usage(scenario.status().message());
     auto vars = vars_from_flags(vars_);
     if (!vars) return usage(vars.status().message());
-    const json body = {{"name", name_},         {"cron", cron_},         {"scenario", *scenario},
-                       {"instances", instances_}, {"vars", *vars},       {"priority", priority_},
+    const json body = {{"name", name_},           {"cron", cron_}, {"scenario", *scenario},
+                       {"instances", instances_}, {"vars", *vars}, {"priority", priority_},
                        {"catch_up", catch_up_}};
     auto answer = api.post("/schedules", body);
     if (!answer) {

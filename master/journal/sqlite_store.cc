@@ -142,7 +142,8 @@ constexpr const char* kFireAdvance =
     "UPDATE schedules SET after_ms = ? WHERE name = ? AND after_ms < ?";
 constexpr const char* kPruneFires = R"sql(
 DELETE FROM schedule_fires WHERE schedule = ? AND tick_ms < (
-  SELECT tick_ms FROM schedule_fires WHERE schedule = ? ORDER BY tick_ms DESC LIMIT 1 OFFSET 99))sql";
+  SELECT tick_ms FROM schedule_fires WHERE schedule = ?
+  ORDER BY tick_ms DESC LIMIT 1 OFFSET 99))sql";
 constexpr const char* kSchedules = R"sql(
 SELECT s.name, s.cron, s.scenario, s.vars, s.instances, s.priority, s.catch_up, s.paused,
   s.created_ms, s.after_ms, f.tick_ms, f.fired_ms, f.run_id

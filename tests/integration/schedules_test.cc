@@ -149,7 +149,8 @@ TEST_CASE("schedule cli: add, ls, pause, resume and rm, kept across a restart") 
   CHECK(d->api("GET", "/runs").json.at("runs").empty());  // nothing fired meanwhile
 }
 
-TEST_CASE("schedule cli: a refused schedule exits 2 naming what is wrong, an unknown name exits 1") {
+TEST_CASE(
+    "schedule cli: a refused schedule exits 2 naming what is wrong, an unknown name exits 1") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1));
   const std::string file = write_file(home, "ping.json", ping_scenario());
@@ -168,7 +169,8 @@ TEST_CASE("schedule cli: a refused schedule exits 2 naming what is wrong, an unk
   };
   const Case cases[] = {
       {{"x", "--cron", "0 3 * * *", file}, "corral: a schedule named \"x\" exists\n"},
-      {{"y", "--cron", "0 24 * * *", file}, "corral: cron: field 2 (hour): 24 is out of range 0-23\n"},
+      {{"y", "--cron", "0 24 * * *", file},
+       "corral: cron: field 2 (hour): 24 is out of range 0-23\n"},
       {{"y", "--cron", "0 3 * *", file},
        "corral: cron: expected 5 fields (minute hour day-of-month month day-of-week), got 4\n"},
       {{"y/z", "--cron", "0 3 * * *", file},
@@ -191,7 +193,9 @@ TEST_CASE("schedule cli: a refused schedule exits 2 naming what is wrong, an unk
     CHECK(r.err == "corral: no schedule \"nope\"\n");
   }
   // The API says the same, with its status codes.
-  const Json body = {{"name", "x"}, {"cron", "* * * * *"}, {"scenario", ping_scenario()},
+  const Json body = {{"name", "x"},
+                     {"cron", "* * * * *"},
+                     {"scenario", ping_scenario()},
                      {"vars", {{"base", "http://127.0.0.1:1"}}}};
   CHECK(d.api("POST", "/schedules", body.dump()).status == 409);
   Json bad = body;
@@ -199,7 +203,8 @@ TEST_CASE("schedule cli: a refused schedule exits 2 naming what is wrong, an unk
   bad["cron"] = "*/0 * * * *";
   ApiResponse r = d.api("POST", "/schedules", bad.dump());
   CHECK(r.status == 400);
-  CHECK(r.json.at("error") == "cron: field 1 (minute): the step of */0 is not a number from 1 to 59");
+  CHECK(r.json.at("error") ==
+        "cron: field 1 (minute): the step of */0 is not a number from 1 to 59");
   bad["cron"] = "* * * * *";
   bad["catch_up"] = "yes";
   CHECK(d.api("POST", "/schedules", bad.dump()).json.at("error") ==
@@ -214,14 +219,15 @@ TEST_CASE("schedule cli: a refused schedule exits 2 naming what is wrong, an unk
   CHECK(schedules_of(d).size() == 1);
 }
 
-TEST_CASE("schedule: a tick fires one run as POST /runs would, and a kill -9 neither loses nor "
-          "repeats it") {
+TEST_CASE(
+    "schedule: a tick fires one run as POST /runs would, and a kill -9 neither loses nor "
+    "repeats it") {
   TempHome home;
   JobApi target;
   auto d = std::make_unique<Daemon>(home, DaemonOptions().with_workers(1));
-  const Json body = {{"name", "every-minute"}, {"cron", "* * * * *"}, {"catch_up", true},
-                     {"scenario", ping_scenario()}, {"instances", 2},
-                     {"vars", {{"base", target.base()}}}};
+  const Json body = {{"name", "every-minute"}, {"cron", "* * * * *"},
+                     {"catch_up", true},       {"scenario", ping_scenario()},
+                     {"instances", 2},         {"vars", {{"base", target.base()}}}};
   ApiResponse added = d->api("POST", "/schedules", body.dump());
   INFO(added.body);
   REQUIRE(added.status == 201);
@@ -237,7 +243,8 @@ TEST_CASE("schedule: a tick fires one run as POST /runs would, and a kill -9 nei
         s = schedules_of(*d).at("every-minute");
         return !s.at("last_run").is_null();
       },
-      seconds(75), "the schedule to fire at " + added.json["schedule"]["next_at"].get<std::string>());
+      seconds(75),
+      "the schedule to fire at " + added.json["schedule"]["next_at"].get<std::string>());
   CHECK(unix_ms(s.at("last_tick_at")) == next);
   CHECK(unix_ms(s.at("last_fired_at")) >= next);
   CHECK(unix_ms(s.at("last_fired_at")) <= next + 5000);
@@ -268,8 +275,8 @@ TEST_CASE("schedule: a tick fires one run as POST /runs would, and a kill -9 nei
   CHECK(again.at("last_fired_at") == s.at("last_fired_at"));
   CHECK(d->api("GET", "/runs/" + id).json.at("counts").at("passed") == 2);
   if (now_ms() + 2000 < next + 60000) {
-    hold_for([&] { return d->api("GET", "/runs").json.at("runs").size() == 1; },
-             milliseconds(1000), "one run: the fired tick fires no second run");
+    hold_for([&] { return d->api("GET", "/runs").json.at("runs").size() == 1; }, milliseconds(1000),
+             "one run: the fired tick fires no second run");
   } else {
     WARN("the next minute came during the restart: the no-repeat check was skipped");
   }

@@ -9,23 +9,22 @@ namespace {
 using nlohmann::json;
 
 TEST_CASE("schedules view: a row per schedule, times in UTC to the minute, - for none") {
-  const json schedules = json::array(
-      {{{"name", "nightly"},
-        {"cron", "0 3 * * *"},
-        {"scenario", "a-b-c-chain"},
-        {"instances", 10},
-        {"paused", false},
-        {"next_at", "2026-12-04T03:00:00Z"},
-        {"last_tick_at", "2026-12-03T03:00:00Z"},
-        {"last_run", "r12-ab34"}},
-       {{"name", "five"},
-        {"cron", "*/5 * * * *"},
-        {"scenario", "ping"},
-        {"instances", 1},
-        {"paused", true},
-        {"next_at", nullptr},
-        {"last_tick_at", nullptr},
-        {"last_run", nullptr}}});
+  const json schedules = json::array({{{"name", "nightly"},
+                                       {"cron", "0 3 * * *"},
+                                       {"scenario", "a-b-c-chain"},
+                                       {"instances", 10},
+                                       {"paused", false},
+                                       {"next_at", "2026-12-04T03:00:00Z"},
+                                       {"last_tick_at", "2026-12-03T03:00:00Z"},
+                                       {"last_run", "r12-ab34"}},
+                                      {{"name", "five"},
+                                       {"cron", "*/5 * * * *"},
+                                       {"scenario", "ping"},
+                                       {"instances", 1},
+                                       {"paused", true},
+                                       {"next_at", nullptr},
+                                       {"last_tick_at", nullptr},
+                                       {"last_run", nullptr}}});
   const std::string rule =
       "+---------+-------------+-------------+-----------+--------+------------------+"
       "------------------+----------+\n";

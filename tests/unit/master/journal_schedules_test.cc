@@ -13,8 +13,9 @@ using namespace corral::test;  // NOLINT: the journal's test bench
 namespace {
 
 ScheduleRow schedule_row(const std::string& name) {
-  return {name, "*/5 * * * *", kScenario, R"({"base":"ü"})", 3, 7, true, false,
-          1'700'000'000'000, 1'700'000'000'000, 0, 0, ""};
+  return {name, "*/5 * * * *", kScenario,         R"({"base":"ü"})", 3, 7,
+          true, false,         1'700'000'000'000, 1'700'000'000'000, 0, 0,
+          ""};
 }
 
 std::string describe(const ScheduleRow& r) {
@@ -34,8 +35,10 @@ struct Db : File {
   std::unique_ptr<Store> store = open_store(path);
   // "tick:run" of a schedule's fires, oldest first.
   std::string fires(const std::string& name) {
-    return sql(path, "SELECT group_concat(tick_ms || ':' || run_id, ' ') FROM (SELECT * FROM "
-                     "schedule_fires WHERE schedule = '" + name + "' ORDER BY tick_ms)");
+    return sql(path,
+               "SELECT group_concat(tick_ms || ':' || run_id, ' ') FROM (SELECT * FROM "
+               "schedule_fires WHERE schedule = '" +
+                   name + "' ORDER BY tick_ms)");
   }
 };
 
@@ -98,8 +101,9 @@ TEST_CASE_METHOD(Db, "journal store: a tick fires once: another run for it is re
         "put_fire: schedule a already fired its tick at 2023-11-14T22:18:20Z as run r1-aaaa");
   CHECK(fires("a") == "1700000300000:r1-aaaa");
   // The key is in the schema itself, for any writer.
-  CHECK(sql(path, "SELECT COUNT(*) FROM pragma_index_list('schedule_fires') WHERE \"unique\" = 1") ==
-        "1");
+  CHECK(
+      sql(path, "SELECT COUNT(*) FROM pragma_index_list('schedule_fires') WHERE \"unique\" = 1") ==
+      "1");
 }
 
 TEST_CASE_METHOD(Db, "journal store: a fire moves after_ms up, never back") {
@@ -137,8 +141,9 @@ TEST_CASE_METHOD(Db, "journal store: a schedule keeps its newest 100 fires") {
     REQUIRE_OK(store->put_fire({"a", t * 60000, "r" + std::to_string(t), t}));
   }
   REQUIRE_OK(store->commit());
-  CHECK(sql(path, "SELECT COUNT(*) || ' ' || MIN(tick_ms) || ' ' || MAX(tick_ms) FROM "
-                  "schedule_fires WHERE schedule = 'a'") == "100 1860000 7800000");
+  CHECK(sql(path,
+            "SELECT COUNT(*) || ' ' || MIN(tick_ms) || ' ' || MAX(tick_ms) FROM "
+            "schedule_fires WHERE schedule = 'a'") == "100 1860000 7800000");
   CHECK(fires("b") == "5:r0-0000");  // another schedule's are its own
 }
 

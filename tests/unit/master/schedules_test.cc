@@ -66,8 +66,19 @@ using Ticks = std::vector<std::string>;
 
 // A row as the journal would hold it for a schedule added at `after_ms`.
 ScheduleRow row(const std::string& name, const char* cron, int64_t after_ms, bool catch_up) {
-  return {name, cron, kScenarioText, R"({"base":"http://127.0.0.1:1"})", 3, 1, catch_up, false,
-          after_ms, after_ms, 0, 0, ""};
+  return {name,
+          cron,
+          kScenarioText,
+          R"({"base":"http://127.0.0.1:1"})",
+          3,
+          1,
+          catch_up,
+          false,
+          after_ms,
+          after_ms,
+          0,
+          0,
+          ""};
 }
 
 }  // namespace
@@ -231,9 +242,9 @@ TEST_CASE("schedules: at start, a schedule whose record no longer parses is left
   bad_scenario.scenario = R"({"name": "x"})";
   ScheduleRow bad_vars = row("bad-vars", "* * * * *", 0, true);
   bad_vars.vars = "[]";
-  auto fire = table.restore({bad_cron, bad_scenario, bad_vars,
-                             row("good", "* * * * *", at("2026-03-01 10:00"), false)},
-                            at("2026-03-01 10:00"));
+  auto fire = table.restore(
+      {bad_cron, bad_scenario, bad_vars, row("good", "* * * * *", at("2026-03-01 10:00"), false)},
+      at("2026-03-01 10:00"));
   CHECK(fire.empty());
   REQUIRE(table.all().size() == 1);
   CHECK(table.all().begin()->first == "good");
@@ -284,11 +295,11 @@ struct Master : corral::test::File {
   }
   void open() {
     journal = std::make_unique<Journal>(&loop, corral::test::open_store(path));
-    journal->set_on_rejected([this](const corral::master::journal::WriteTag& tag,
-                                    const std::string& error) {
-      rejected.push_back(tag.run + ": " + error);
-      runs->on_journal_rejected(tag, error);
-    });
+    journal->set_on_rejected(
+        [this](const corral::master::journal::WriteTag& tag, const std::string& error) {
+          rejected.push_back(tag.run + ": " + error);
+          runs->on_journal_rejected(tag, error);
+        });
     runs = std::make_unique<Runs>(corral::master::RunsOptions{}, journal.get());
     schedules = std::make_unique<Schedules>(journal.get());
   }
@@ -323,7 +334,8 @@ struct Master : corral::test::File {
     journal->flush();
     uv_timer_t t;
     uv_timer_init(&loop, &t);
-    uv_timer_start(&t, [](uv_timer_t*) {}, 20, 0);
+    uv_timer_start(
+        &t, [](uv_timer_t*) {}, 20, 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_close(reinterpret_cast<uv_handle_t*>(&t), nullptr);
     uv_run(&loop, UV_RUN_NOWAIT);
@@ -388,8 +400,10 @@ TEST_CASE("schedules: the journal refuses a second run for one tick, and that ru
   const std::string second = m.fire(tick, at("2026-03-01 10:05") + 7);
   m.settle();
   REQUIRE(m.rejected.size() == 1);
-  CHECK(m.rejected[0] == second + ": put_fire: schedule five already fired its tick at "
-                                 "2026-03-01T10:05:00Z as run " + first);
+  CHECK(m.rejected[0] == second +
+                             ": put_fire: schedule five already fired its tick at "
+                             "2026-03-01T10:05:00Z as run " +
+                             first);
   CHECK(m.count("runs") == "1");
   CHECK(m.count("schedule_fires") == "1");
   // The refused run goes no further: its instances ended errored.
