@@ -1,7 +1,8 @@
 // Schedules seen from outside: `corral schedule` against the real daemon, the API's answers to
-// bad input, a restart that keeps everything, and one real tick that fires a run (the next whole
-// minute: under a minute of waiting). Which ticks fire when is unit-tested with a clock of the
-// tests' own (tests/unit/master/schedules_test.cc).
+// bad input, restarts that keep everything, and one real tick (the next whole minute: under a
+// minute of waiting) that a running daemon fires and a daemon down across it catches up or
+// skips. Which ticks fire when is unit-tested with a clock of the tests' own
+// (tests/unit/master/schedules_test.cc).
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -219,22 +220,35 @@ TEST_CASE(
   CHECK(schedules_of(d).size() == 1);
 }
 
+// One real tick serves two daemons: one that runs through it, one that is down across it.
 TEST_CASE(
-    "schedule: a tick fires one run as POST /runs would, and a kill -9 neither loses nor "
-    "repeats it") {
-  TempHome home;
+    "schedule: a real tick fires a run as POST /runs would, a daemon down across it catches "
+    "it up once or skips it, and a kill -9 repeats nothing") {
   JobApi target;
+  // The daemon that is down across the tick must be stopped before it: not at a minute's end.
+  wait_for([] { return 60000 - now_ms() % 60000 >= 8000; }, seconds(10),
+           "a minute with 8 s left in it");
+  auto schedule = [&](const std::string& name, bool catch_up) {
+    return Json{{"name", name},         {"cron", "* * * * *"},
+                {"catch_up", catch_up}, {"scenario", ping_scenario()},
+                {"instances", 2},       {"vars", {{"base", target.base()}}}}
+        .dump();
+  };
+  TempHome home, down_home;
   auto d = std::make_unique<Daemon>(home, DaemonOptions().with_workers(1));
-  const Json body = {{"name", "every-minute"}, {"cron", "* * * * *"},
-                     {"catch_up", true},       {"scenario", ping_scenario()},
-                     {"instances", 2},         {"vars", {{"base", target.base()}}}};
-  ApiResponse added = d->api("POST", "/schedules", body.dump());
+  ApiResponse added = d->api("POST", "/schedules", schedule("every-minute", true));
   INFO(added.body);
   REQUIRE(added.status == 201);
   const int64_t next = unix_ms(added.json.at("schedule").at("next_at"));
   CHECK(next % 60000 == 0);
   CHECK(next > now_ms() - 1000);
   CHECK(next <= now_ms() + 61000);
+  auto down = std::make_unique<Daemon>(down_home, DaemonOptions().with_workers(1));
+  REQUIRE(down->api("POST", "/schedules", schedule("catch-up", true)).status == 201);
+  REQUIRE(down->api("POST", "/schedules", schedule("skip", false)).status == 201);
+  down->signal(SIGTERM);
+  REQUIRE(down->wait_exit(seconds(20)) == 0);
+  REQUIRE(now_ms() < next);
 
   // The next whole minute: at most 60 s away.
   Json s;
@@ -262,7 +276,26 @@ TEST_CASE(
   CHECK(run.at("instances") == 2);
   CHECK(run.at("counts").at("passed") == 2);
   CHECK(run.at("vars") == Json{{"base", target.base()}});
-  CHECK(target.stats().at("jobs") == 2);
+
+  // The daemon that was down: at its start, catch-up fires the tick once, skip skips it.
+  down = std::make_unique<Daemon>(down_home, DaemonOptions().with_workers(1));
+  auto caught = schedules_of(*down);
+  CHECK(unix_ms(caught.at("catch-up").at("last_tick_at")) == next);
+  CHECK(caught.at("skip").at("last_run").is_null());
+  CHECK(unix_ms(caught.at("skip").at("next_at")) == next + 60000);
+  const std::string caught_id = caught.at("catch-up").at("last_run");
+  down->wait_until(
+      [&] { return down->api("GET", "/runs/" + caught_id).json.value("state", "") == "finished"; },
+      seconds(20), "run " + caught_id + " to finish");
+  CHECK(down->api("GET", "/runs/" + caught_id).json.at("counts").at("passed") == 2);
+  CHECK(down->api("GET", "/runs").json.at("runs").size() == 1);
+  const std::string tick = caught.at("catch-up").at("last_tick_at");
+  CHECK_THAT(read_file(down_home.master_log()),
+             Catch::Contains("schedule catch-up: the tick at " + tick +
+                             " passed while the daemon was down; catch_up fires it now") &&
+                 Catch::Contains("schedule skip: the tick at " + tick +
+                                 " passed while the daemon was down; skipped (catch_up is off)"));
+  CHECK(target.stats().at("jobs") == 4);
 
   // kill -9, then a new daemon: the fire is remembered, and with catch_up on the tick that fired
   // does not fire again.
