@@ -4,13 +4,16 @@
 // in UTC): the daemon's timer (daemon_schedules.cc) calls due() when the next tick comes, and
 // tests call it with a clock of their own.
 //
-// Exactly once per tick, across restarts. A schedule keeps `after_ms`: its ticks strictly after
+// Each tick fires at most once, across restarts; with catch_up, a tick that a crash cut short
+// fires at the next start, so exactly once. A schedule keeps `after_ms`: its ticks strictly after
 // that time are still to come. due() moves it to the tick that fires, in memory only. The
 // journal learns of the fire from fire_write(), which the daemon runs inside the same journal
 // write as the run's own row (Runs::create's `with_run`), so that one transaction holds both
 // or neither:
-//  - the daemon dies before that transaction commits: neither is in the journal, so at the next
-//    start the tick counts as missed (below): it never fires twice;
+//  - the daemon dies before that transaction commits: neither is in the journal, and none of the
+//    run's instances had started (the daemon places them only once it has committed:
+//    daemon_submit.cc), so at the next start the tick counts as missed (below): it never fires
+//    twice;
 //  - it dies after: both are there, and after_ms is past the tick, which never fires again.
 // Besides, the fire's key (schedule, tick) is unique in the journal: a second run for one tick is
 // refused there, and set aside with that run (the backstop for several hosts on one database).
