@@ -86,7 +86,12 @@ void Daemon::api_callback(const ApiCall& c) {
   spdlog::info("run {} instance {}: callback of step {} called", a->run, a->index, a->step);
   json frame = {{"run", a->run}, {"index", a->index}, {"step", a->step}, {"body", body}};
   auto deliver = [this, frame = std::move(frame), respond = c.respond]() {
-    respond.send(Response::json(202, {{"accepted", true}}));
+    json answer = {{"accepted", true}};
+    if (journal_ && !journal_->health().ok) {
+      // Held in memory and retried, as a run is: lost only if the master dies first.
+      answer["warning"] = "the journal cannot be written: " + journal_->health().error;
+    }
+    respond.send(Response::json(202, answer));
     Run* r = runs_.find(frame["run"].get<std::string>());
     if (r == nullptr) return;
     const InstanceRecord& in = r->instances[frame["index"].get<uint32_t>()];
@@ -99,7 +104,7 @@ void Daemon::api_callback(const ApiCall& c) {
   journal::CallbackRow row{a->run, a->index, a->step, body.dump(), unix_ms_now()};
   journal_->write([row](journal::Store& s) { return s.put_callback(row); },
                   {a->run, a->index});
-  // Answered, and passed on, once it is in the journal (writes commit in order).
+  // Answered, and passed on, once the journal has tried it (writes are tried in order).
   journal_->read([](journal::Store&) {}, std::move(deliver));
 }
 

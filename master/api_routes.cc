@@ -1,7 +1,7 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
 // here and its handler (api.cc: probes, workers, config; api_runs.cc; api_loads.cc;
-// api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit test
-// "control API: the README lists every route" prints it when they differ.
+// api_schedules.cc; api_logs.cc; api_dashboard.cc). The README's "Control API" table is this
+// list: the unit test "control API: the README lists every route" prints it when they differ.
 #include "master/daemon_impl.h"
 
 namespace corral::master {
@@ -52,6 +52,20 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/loads", &Daemon::api_loads_list, false, "load tests, running and recent"},
       {"GET", "/loads/{id}", &Daemon::api_load_get, false, "one load test with its series"},
       {"DELETE", "/loads/{id}", &Daemon::api_load_stop, false, "stops a load test"},
+      {"POST", "/schedules", &Daemon::api_schedule_add, false,
+       "`{\"name\":\"nightly\",\"cron\":\"0 3 * * *\",\"catch_up\":false,\"scenario\":{...},"
+       "\"instances\":N,\"vars\":{...},\"priority\":P}`: a run at each tick, in UTC"
+       " ([docs/schedules.md](docs/schedules.md)); 201 `{\"schedule\":{...}}`; 400 names the"
+       " field at fault (the cron field and token too); 409 when the name is taken"},
+      {"GET", "/schedules", &Daemon::api_schedules_list, false,
+       "every schedule by name: cron, scenario, `paused`, `next_at`, `last_tick_at`,"
+       " `last_fired_at`, `last_run`"},
+      {"DELETE", "/schedules/{name}", &Daemon::api_schedule_remove, false,
+       "forgets a schedule (its runs stay)"},
+      {"POST", "/schedules/{name}/pause", &Daemon::api_schedule_pause, false,
+       "no tick fires until it is resumed"},
+      {"POST", "/schedules/{name}/resume", &Daemon::api_schedule_resume, false,
+       "ticks fire again from now on; those of the pause do not come back"},
       {"GET", "/logs", &Daemon::api_logs, false,
        "the last lines of `master.log` and the `worker-<slot>.log` files merged in time order:"
        " `{\"dir\",\"files\",\"lines\"}`; `?lines=200` (at most 1,000), `&source=master` or"

@@ -58,32 +58,21 @@ std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what) 
   return body;
 }
 
-void Daemon::api_run_submit(const ApiCall& c) {
-  const http::Responder& respond = c.respond;
-  auto submitted = submission_body(c, "runs");
-  if (!submitted) return;
-  json& body = *submitted;
+Result<Daemon::RunRequest> Daemon::run_request(const json& body) const {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
-    respond.send(Response::error(400, "scenario: expected a scenario object"));
-    return;
+    return invalid_argument("scenario: expected a scenario object");
   }
   json n = body.value("instances", json(1));
   if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxInstances) {
-    respond.send(Response::error(400, "instances: expected an integer from 1 to " +
-                                          std::to_string(kMaxInstances) + ", got " + n.dump()));
-    return;
+    return invalid_argument("instances: expected an integer from 1 to " +
+                            std::to_string(kMaxInstances) + ", got " + n.dump());
   }
   json vars = body.value("vars", json::object());
-  if (!vars.is_object()) {
-    respond.send(Response::error(400, "vars: expected an object, got " + vars.dump()));
-    return;
-  }
+  if (!vars.is_object()) return invalid_argument("vars: expected an object, got " + vars.dump());
   json priority = body.value("priority", json(1));
   if (!priority.is_number_integer() || priority.get<int64_t>() < 1 || priority.get<int64_t>() > 100) {
-    respond.send(Response::error(400, "priority: expected an integer from 1 to 100, got " +
-                                          priority.dump()));
-    return;
+    return invalid_argument("priority: expected an integer from 1 to 100, got " + priority.dump());
   }
   scenario::ParseOptions options;
   for (const auto& [k, v] : vars.items()) options.extra_vars.insert(k);
@@ -91,23 +80,32 @@ void Daemon::api_run_submit(const ApiCall& c) {
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
   auto parsed = scenario::parse_scenario(*sc, options);
-  if (!parsed) {
-    respond.send(Response::error(400, "scenario." + parsed.status().message()));
-    return;
-  }
-  if (auto problem = callback_problem(**parsed)) {
-    respond.send(Response::error(400, "scenario." + *problem));
-    return;
-  }
-  auto count = n.get<uint32_t>();
+  if (!parsed) return invalid_argument("scenario." + parsed.status().message());
+  if (auto problem = callback_problem(**parsed)) return invalid_argument("scenario." + *problem);
+  return RunRequest{*parsed, std::move(vars), n.get<uint32_t>(), priority.get<uint32_t>()};
+}
+
+std::optional<std::string> Daemon::queue_full(uint32_t count) const {
   const size_t waiting = runs_.pending() + submitted_instances();
-  if (waiting + count > kMaxQueued + dispatcher_.capacity()) {
-    respond.send(Response::error(
-        429, "queue full: " + std::to_string(waiting) +
-                 " instances are waiting for a worker; try again when some have finished"));
+  if (waiting + count <= kMaxQueued + dispatcher_.capacity()) return std::nullopt;
+  return "queue full: " + std::to_string(waiting) +
+         " instances are waiting for a worker; try again when some have finished";
+}
+
+void Daemon::api_run_submit(const ApiCall& c) {
+  auto submitted = submission_body(c, "runs");
+  if (!submitted) return;
+  auto req = run_request(*submitted);
+  if (!req) {
+    c.respond.send(Response::error(400, req.status().message()));
     return;
   }
-  submit_run({*parsed, std::move(vars), count, {}, respond, priority.get<uint32_t>()});
+  if (auto full = queue_full(req->count)) {
+    c.respond.send(Response::error(429, *full));
+    return;
+  }
+  submit_run({std::move(req->scenario), std::move(req->vars), req->count, {}, c.respond,
+              req->priority, std::nullopt});
 }
 
 void Daemon::api_runs_list(const ApiCall& c) {

@@ -90,10 +90,17 @@ Status Daemon::open_journal() {
     runs_.on_journal_rejected(tag, error);
   });
   runs_.attach(journal_.get());
-  auto resumed = runs_.restore(unix_ms_now());
+  schedules_.attach(journal_.get());
+  // Read before the runs' restore, which starts writing (and from then on the store belongs to
+  // the journal's thread).
+  auto schedule_rows = journal_->load_now([](journal::Store& s) { return s.schedules(); });
+  if (!schedule_rows) return schedule_rows.status();
+  const int64_t now = unix_ms_now();
+  auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();
-  spdlog::info("journal {}: {} runs, {} instances resume", journal_path(), runs_.all().size(),
-               *resumed);
+  catch_up_ = schedules_.restore(*schedule_rows, now);
+  spdlog::info("journal {}: {} runs, {} instances resume, {} schedules", journal_path(),
+               runs_.all().size(), *resumed, schedules_.all().size());
   return Status::ok();
 }
 
@@ -144,6 +151,7 @@ Status Daemon::start() {
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
   build_ = std::make_unique<uv::NextTurn>(loop_);
+  start_schedules();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
     if (const char* v = std::getenv(name)) {
@@ -308,6 +316,7 @@ void Daemon::finish() {
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();
+  schedule_timer_.reset();
   pump_.reset();
   build_.reset();
   signals_.clear();

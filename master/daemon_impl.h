@@ -25,6 +25,7 @@
 #include "master/loads.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
+#include "master/schedules.h"
 #include "master/supervisor.h"
 #include "master/worker_image.h"
 #include "master/worker_process.h"
@@ -122,8 +123,8 @@ class Daemon {
   nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_logs.cc, api_dashboard.cc; the
-  // table is api_routes.cc).
+  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_schedules.cc, api_logs.cc,
+  // api_dashboard.cc; the table is api_routes.cc).
   void api_health(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);
@@ -145,6 +146,11 @@ class Daemon {
   void api_loads_list(const ApiCall& c);
   void api_load_get(const ApiCall& c);
   void api_load_stop(const ApiCall& c);
+  void api_schedule_add(const ApiCall& c);
+  void api_schedules_list(const ApiCall& c);
+  void api_schedule_remove(const ApiCall& c);
+  void api_schedule_pause(const ApiCall& c);
+  void api_schedule_resume(const ApiCall& c);
   void api_logs(const ApiCall& c);
   void api_dashboard_page(const ApiCall& c);
   void api_dashboard_file(const ApiCall& c);
@@ -159,6 +165,23 @@ class Daemon {
   // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
   // 400 or 503 and returns nullopt otherwise.
   std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
+  // What POST /runs takes, and POST /schedules for each run: a checked scenario, its vars,
+  // instances and priority (api_runs.cc).
+  struct RunRequest {
+    std::shared_ptr<const scenario::Scenario> scenario;
+    nlohmann::json vars;
+    uint32_t count = 1;
+    uint32_t priority = 1;
+  };
+  // Reads and checks those fields of a request body; the error is the 400 answer's message,
+  // naming the field at fault.
+  Result<RunRequest> run_request(const nlohmann::json& body) const;
+  // The 429 answer's message when `count` more instances do not fit in the queue.
+  std::optional<std::string> queue_full(uint32_t count) const;
+  // Answers `status` with `body` once every journal write queued before has been tried: what the
+  // caller was told about then survives a crash of the master. The body gets a "warning" while
+  // the journal cannot be written.
+  void respond_journaled(const http::Responder& respond, int status, nlohmann::json body);
   Run* run_of(const ApiCall& c);
   LoadTest* load_of(const ApiCall& c);
   // GET /runs/<id>/instances (api_run_instances.cc).
@@ -189,22 +212,32 @@ class Daemon {
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
-  // A run accepted by POST /runs, waiting for its instance records (daemon_submit.cc).
+  // A run accepted by POST /runs or fired by a schedule, waiting for its instance records
+  // (daemon_submit.cc).
   struct Submission {
     std::shared_ptr<const scenario::Scenario> scenario;
     nlohmann::json vars;
     uint32_t count = 0;
     std::vector<InstanceRecord> instances;  // built so far
-    http::Responder respond;
+    std::optional<http::Responder> respond;  // none for a schedule's run
     uint32_t priority = 1;
+    std::optional<ScheduleTick> tick;  // the schedule's tick that fired it, journaled with it
   };
   // Creates the run now when it is small and nothing waits before it; else queues it and
   // builds its records a slice per turn. Answers the request once the run is journaled.
   void submit_run(Submission sub);
   void build_submissions();
   void publish_run(Submission& sub);
+  // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
+  void release_when_journaled(const std::string& run_id);
   size_t submitted_instances() const;  // in runs not created yet
   Status open_journal();
+  // Schedules (daemon_schedules.cc): at start, the ticks that catch_up fires, then the timer,
+  // armed for the next tick of any schedule and again after each change.
+  void start_schedules();
+  void arm_schedules();
+  void fire_schedules();
+  void fire_schedule(const ScheduleTick& tick);
   std::string journal_path() const;
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
@@ -246,6 +279,8 @@ class Daemon {
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
+  Schedules schedules_;
+  std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()
   Dispatcher dispatcher_;
   Loads loads_;
   uint64_t load_seq_ = 0;
@@ -275,6 +310,7 @@ class Daemon {
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;
+  std::unique_ptr<uv::Timer> schedule_timer_;
   std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request

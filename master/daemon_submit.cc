@@ -1,7 +1,8 @@
-// Submitted runs become runs here. A run's table of instance records is built a slice per loop
-// turn: in one callback, a million records (150 MB) held the loop for 0.6 to 1 s (page faults,
-// on a VM) while probes, heartbeats and other requests waited. Runs are created in the order
-// they were submitted, so a small run sent after a large one waits for it (a few turns).
+// Submitted runs become runs here: those of POST /runs and those a schedule fires. A run's table
+// of instance records is built a slice per loop turn: in one callback, a million records (150 MB)
+// held the loop for 0.6 to 1 s (page faults, on a VM) while probes, heartbeats and other requests
+// waited. Runs are created in the order they were submitted, so a small run sent after a large
+// one waits for it (a few turns).
 #include <spdlog/spdlog.h>
 
 #include "master/daemon_impl.h"
@@ -33,7 +34,14 @@ void Daemon::build_submissions() {
   Submission& sub = submissions_.front();
   if (supervisor_.shutting_down()) {
     for (Submission& s : submissions_) {
-      s.respond.send(http::Response::error(503, "the daemon is stopping; runs are not accepted"));
+      if (s.respond) {
+        s.respond->send(
+            http::Response::error(503, "the daemon is stopping; runs are not accepted"));
+      } else if (s.tick) {
+        // Not journaled: at the next start, the tick counts as missed.
+        spdlog::warn("schedule {}: the tick at {} did not fire: the daemon is stopping",
+                     s.tick->name, iso8601_utc(s.tick->tick_ms));
+      }
     }
     submissions_.clear();
     return;
@@ -48,22 +56,58 @@ void Daemon::build_submissions() {
 }
 
 void Daemon::publish_run(Submission& sub) {
-  Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, unix_ms_now(),
-                          std::move(sub.instances), sub.priority);
+  const int64_t now = unix_ms_now();
+  // A schedule's tick is recorded in the same journal write as the run's row (schedules.h).
+  Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, now,
+                          std::move(sub.instances), sub.priority,
+                          sub.tick ? fire_write(*sub.tick, now) : nullptr);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
+  if (sub.tick) {
+    schedules_.fired(*sub.tick, run.id, now);
+    spdlog::info("schedule {}: the tick at {} fired run {}", sub.tick->name,
+                 iso8601_utc(sub.tick->tick_ms), run.id);
+    if (journal_) {
+      run.held = true;
+      release_when_journaled(run.id);
+    }
+  }
   schedule_pump();
-  nlohmann::json created = {{"run", run.id}, {"instances", sub.count}};
+  if (sub.respond) {
+    respond_journaled(*sub.respond, 201, {{"run", run.id}, {"instances", sub.count}});
+  }
+}
+
+// A schedule's run starts only once the journal holds it with its tick: should the daemon die
+// before, none of its instances has reached a target, and at the next start the tick is a missed
+// one (schedules.h). While the journal cannot be written, the run waits, looking again after
+// each of the journal's retries.
+void Daemon::release_when_journaled(const std::string& run_id) {
+  auto committed = std::make_shared<bool>(false);
+  // The read runs on the journal's thread right after the writes queued before it were tried.
+  journal::Journal* journal = journal_.get();
+  journal_->read([journal, committed](journal::Store&) { *committed = journal->health().ok; },
+                 [this, committed, run_id] {
+                   Run* run = runs_.find(run_id);
+                   if (run == nullptr || !run->held) return;
+                   if (!*committed) {
+                     release_when_journaled(run_id);
+                     return;
+                   }
+                   run->held = false;
+                   schedule_pump();
+                 });
+}
+
+void Daemon::respond_journaled(const http::Responder& respond, int status, nlohmann::json body) {
   if (!journal_) {
-    sub.respond.send(http::Response::json(201, created));
+    respond.send(http::Response::json(status, body));
     return;
   }
-  // Answer once the run is in the journal: a run the caller was told about survives a crash of
-  // the master from then on.
   journal_->read([](journal::Store&) {},
-                 [this, created, respond = sub.respond]() mutable {
+                 [this, status, body = std::move(body), respond]() mutable {
                    journal::Journal::Health h = journal_->health();
-                   if (!h.ok) created["warning"] = "the journal cannot be written: " + h.error;
-                   respond.send(http::Response::json(201, created));
+                   if (!h.ok) body["warning"] = "the journal cannot be written: " + h.error;
+                   respond.send(http::Response::json(status, body));
                  });
 }
 

@@ -58,7 +58,8 @@ const char* Run::state() const {
 }
 
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
-                  int64_t now_ms, std::vector<InstanceRecord> built, uint32_t priority) {
+                  int64_t now_ms, std::vector<InstanceRecord> built, uint32_t priority,
+                  WithRun with_run) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
   run->id = numbered_id('r', run->seq);  // the journal keeps the sequence
@@ -81,7 +82,12 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   row.instances = ref.size;
   row.created_ms = now_ms;
   row.priority = priority;
-  journal_write([row](journal::Store& s) { return s.put_run(row); }, {ref.id});
+  journal_write(
+      [row, with_run = std::move(with_run)](journal::Store& s) {
+        Status st = s.put_run(row);
+        return st && with_run ? with_run(s, row.id) : st;
+      },
+      {ref.id});
   return ref;
 }
 

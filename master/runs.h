@@ -99,6 +99,9 @@ struct Run {
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
   uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
+  // The dispatcher places none of its instances while set: a schedule's run waits until it is in
+  // the journal with its tick (daemon_submit.cc).
+  bool held = false;
   bool whole = true;       // false: a finished run whose instances are only in the journal
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
   // Calls of callback steps' URLs the instances have not used yet, by index:
@@ -150,9 +153,13 @@ class Runs {
   // `built`: the run's instance records when the caller built them already (a slice at a time,
   // for a large run); otherwise, or when its size is not `instances`, they are built here.
   // `priority`: the run's weight in the dispatcher's fair share, 1 to 100.
+  // `with_run`: a journal write that must commit with the run's row or not at all (a schedule's
+  // record of the tick that fired the run): it runs in the same write, after put_run(), with the
+  // run's id. Should it fail as wrong in itself, the run's row is set aside with it.
+  using WithRun = std::function<Status(journal::Store&, const std::string& run_id)>;
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
               uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {},
-              uint32_t priority = 1);
+              uint32_t priority = 1, WithRun with_run = nullptr);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

@@ -61,6 +61,32 @@ struct CallbackRow {
   int64_t received_ms = 0;
 };
 
+// A schedule (docs/schedules.md): a run submitted at each tick of a cron expression.
+struct ScheduleRow {
+  std::string name;
+  std::string cron;      // the five fields
+  std::string scenario;  // the scenario's JSON source
+  std::string vars;      // run-time vars (JSON object)
+  uint32_t instances = 1;
+  uint32_t priority = 1;
+  bool catch_up = false;  // a tick missed while the daemon was down fires once at start
+  bool paused = false;
+  int64_t created_ms = 0;
+  int64_t after_ms = 0;  // its ticks strictly after this time are still to come
+  // From its newest fire, when it has one (read by schedules(); put_schedule ignores them).
+  int64_t last_tick_ms = 0;
+  int64_t last_fired_ms = 0;
+  std::string last_run;
+};
+
+// One tick of a schedule that fired: the run it submitted. (schedule, tick_ms) is unique.
+struct FireRow {
+  std::string schedule;
+  int64_t tick_ms = 0;
+  std::string run_id;
+  int64_t fired_ms = 0;
+};
+
 // One run with everything the journal holds about it.
 struct StoredRun {
   RunRow run;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "master/journal/store.h"
+#include "shared/proc.h"
 
 namespace corral::master::journal {
 namespace {
@@ -70,6 +71,27 @@ CREATE TABLE callbacks (
   received_ms BIGINT NOT NULL,
   PRIMARY KEY (run_id, idx, step));
 )sql",
+    // 5: schedules, and the ticks they fired: the key (schedule, tick_ms) lets a tick fire once,
+    // also when several hosts share one database.
+    R"sql(
+CREATE TABLE schedules (
+  name TEXT PRIMARY KEY,
+  cron TEXT NOT NULL,
+  scenario TEXT NOT NULL,
+  vars TEXT NOT NULL,
+  instances INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  catch_up INTEGER NOT NULL,
+  paused INTEGER NOT NULL,
+  created_ms BIGINT NOT NULL,
+  after_ms BIGINT NOT NULL);
+CREATE TABLE schedule_fires (
+  schedule TEXT NOT NULL,
+  tick_ms BIGINT NOT NULL,
+  run_id TEXT NOT NULL,
+  fired_ms BIGINT NOT NULL,
+  PRIMARY KEY (schedule, tick_ms));
+)sql",
 };
 
 constexpr const char* kPutRun = R"sql(
@@ -113,6 +135,38 @@ constexpr const char* kDeleteCallbacks = "DELETE FROM callbacks WHERE run_id = ?
 constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
 constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
 constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
+constexpr const char* kPutSchedule = R"sql(
+INSERT INTO schedules (name, cron, scenario, vars, instances, priority, catch_up, paused,
+  created_ms, after_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, scenario = excluded.scenario,
+  vars = excluded.vars, instances = excluded.instances, priority = excluded.priority,
+  catch_up = excluded.catch_up, paused = excluded.paused, created_ms = excluded.created_ms,
+  after_ms = excluded.after_ms)sql";
+constexpr const char* kSetSchedule =
+    "UPDATE schedules SET paused = ?, after_ms = ? WHERE name = ?";
+constexpr const char* kDeleteFires = "DELETE FROM schedule_fires WHERE schedule = ?";
+constexpr const char* kDeleteSchedule = "DELETE FROM schedules WHERE name = ?";
+// The casts give PostgreSQL the parameters' types, which a bare SELECT list does not.
+constexpr const char* kPutFire = R"sql(
+INSERT INTO schedule_fires (schedule, tick_ms, run_id, fired_ms)
+SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)
+WHERE EXISTS (SELECT 1 FROM schedules WHERE name = ?)
+ON CONFLICT (schedule, tick_ms) DO NOTHING)sql";
+constexpr const char* kFireRun =
+    "SELECT run_id FROM schedule_fires WHERE schedule = ? AND tick_ms = ?";
+constexpr const char* kFireAdvance =
+    "UPDATE schedules SET after_ms = ? WHERE name = ? AND after_ms < ?";
+constexpr const char* kPruneFires = R"sql(
+DELETE FROM schedule_fires WHERE schedule = ? AND tick_ms < (
+  SELECT tick_ms FROM schedule_fires WHERE schedule = ?
+  ORDER BY tick_ms DESC LIMIT 1 OFFSET 99))sql";
+constexpr const char* kSchedules = R"sql(
+SELECT s.name, s.cron, s.scenario, s.vars, s.instances, s.priority, s.catch_up, s.paused,
+  s.created_ms, s.after_ms, f.tick_ms, f.fired_ms, f.run_id
+FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
+  AND f.tick_ms = (SELECT MAX(tick_ms) FROM schedule_fires WHERE schedule = s.name)
+ORDER BY s.name)sql";
 constexpr const char* kRunColumns =
     "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
     "priority FROM runs";
@@ -273,6 +327,64 @@ class SqliteStore final : public Store {
       if (Status s = done(stmt(sql).bind(run_id), "delete_run"); !s) return s;
     }
     return Status::ok();
+  }
+
+  Status put_schedule(const ScheduleRow& r) override {
+    Stmt& s = stmt(kPutSchedule);
+    s.bind(r.name).bind(r.cron).bind(r.scenario).bind(r.vars).bind(int64_t{r.instances});
+    s.bind(int64_t{r.priority}).bind(int64_t{r.catch_up}).bind(int64_t{r.paused});
+    s.bind(r.created_ms).bind(r.after_ms);
+    return done(s, "put_schedule");
+  }
+
+  Status set_schedule(const std::string& name, bool paused, int64_t after_ms) override {
+    return done(stmt(kSetSchedule).bind(int64_t{paused}).bind(after_ms).bind(name),
+                "set_schedule");
+  }
+
+  Status delete_schedule(const std::string& name) override {
+    for (const char* sql : {kDeleteFires, kDeleteSchedule}) {
+      if (Status s = done(stmt(sql).bind(name), "delete_schedule"); !s) return s;
+    }
+    return Status::ok();
+  }
+
+  // ON CONFLICT DO NOTHING, then a look at the row that holds the key: the same fire again (a
+  // batch retried after a failed commit) is a no-op, while another run for the tick is refused.
+  Status put_fire(const FireRow& r) override {
+    Stmt& ins = stmt(kPutFire);
+    ins.bind(r.schedule).bind(r.tick_ms).bind(r.run_id).bind(r.fired_ms).bind(r.schedule);
+    if (Status s = done(ins, "put_fire"); !s) return s;
+    Stmt& q = stmt(kFireRun);
+    int rc = q.bind(r.schedule).bind(r.tick_ms).step();
+    std::string holder = rc == SQLITE_ROW ? q.text(0) : "";
+    q.reset();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error(rc, "put_fire");
+    if (rc == SQLITE_DONE) return Status::ok();  // the schedule is gone
+    if (holder != r.run_id) {
+      return invalid_argument("put_fire: schedule " + r.schedule + " already fired its tick at " +
+                              iso8601_utc(r.tick_ms) + " as run " + holder);
+    }
+    Stmt& up = stmt(kFireAdvance);
+    if (Status s = done(up.bind(r.tick_ms).bind(r.schedule).bind(r.tick_ms), "put_fire"); !s) {
+      return s;
+    }
+    return done(stmt(kPruneFires).bind(r.schedule).bind(r.schedule), "put_fire");
+  }
+
+  Result<std::vector<ScheduleRow>> schedules() override {
+    std::vector<ScheduleRow> out;
+    Stmt& s = stmt(kSchedules);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      out.push_back({s.text(0), s.text(1), s.text(2), s.text(3),
+                     static_cast<uint32_t>(std::clamp<int64_t>(s.i64(4), 0, UINT32_MAX)),
+                     static_cast<uint32_t>(std::clamp<int64_t>(s.i64(5), 1, 100)), s.i64(6) != 0,
+                     s.i64(7) != 0, s.i64(8), s.i64(9), s.i64(10), s.i64(11), s.text(12)});
+    }
+    s.reset();
+    if (rc != SQLITE_DONE) return error("schedules");
+    return out;
   }
 
   // Runs inside the writer's transaction: frees the pages of deleted rows from the file (the

@@ -58,6 +58,25 @@ class Store {
   // Gives the space of deleted rows back to the file system, as far as the store can.
   virtual Status reclaim() = 0;
 
+  // Schedules (docs/schedules.md). Inserts or replaces a schedule's row (its last_* fields are
+  // not written: they come from its fires).
+  virtual Status put_schedule(const ScheduleRow& row) = 0;
+  // Pauses or resumes a schedule and sets the time after which its ticks are still to come.
+  // No-op when there is no such schedule.
+  virtual Status set_schedule(const std::string& name, bool paused, int64_t after_ms) = 0;
+  // Forgets a schedule and its fires.
+  virtual Status delete_schedule(const std::string& name) = 0;
+  // Records that a schedule's tick fired as a run, and moves the schedule's after_ms up to the
+  // tick; keeps the schedule's newest 100 fires. Write it in the same transaction as the run's
+  // put_run(): then a tick is recorded exactly when its run is. A tick fires once: the key
+  // (schedule, tick_ms) is unique, and a tick already recorded for another run fails with
+  // kInvalidArgument ("put_fire: schedule S already fired its tick at T as run R"), which undoes
+  // the run with it; the same row again is a no-op. No-op when there is no such schedule (it
+  // was removed since).
+  virtual Status put_fire(const FireRow& row) = 0;
+  // Every schedule, by name, each with its newest fire.
+  virtual Result<std::vector<ScheduleRow>> schedules() = 0;
+
   // The next run number: one more than any run ever stored, deleted ones included.
   virtual Result<uint64_t> next_run_seq() = 0;
   // Every run row, oldest first.

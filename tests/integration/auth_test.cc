@@ -39,7 +39,7 @@ TEST_CASE("auth: with a token, TCP requests need it, the unix socket and the pro
   // route and a made-up one cannot be told apart.
   for (const std::string& auth : std::vector<std::string>{
            "", "Bearer wrong", "Bearer " + kToken + "x", "Basic " + kToken, "Bearer"}) {
-    for (const char* path : {"/workers", "/runs", "/no/such/route"}) {
+    for (const char* path : {"/workers", "/runs", "/schedules", "/no/such/route"}) {
       std::string answer = tcp_request(port, "GET", path, auth);
       INFO(auth << " " << path << ": " << answer);
       CHECK(answer.rfind("HTTP/1.1 401", 0) == 0);
@@ -73,6 +73,12 @@ TEST_CASE("auth: the CLI talks TCP to $CORRAL_API with $CORRAL_API_TOKEN") {
   INFO(ok.describe());
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.out, Catch::Contains("ready"));
+
+  CliResult schedules = run_cli({"schedule", "ls", "--json"}, elsewhere.path(),
+                                {{"CORRAL_API", api}, {"CORRAL_API_TOKEN", kToken}});
+  INFO(schedules.describe());
+  CHECK(schedules.exit_code == 0);
+  CHECK_THAT(schedules.out, Catch::Contains("\"schedules\": []"));
 
   CliResult refused = run_cli({"status"}, elsewhere.path(), {{"CORRAL_API", api}});
   INFO(refused.describe());

@@ -226,6 +226,21 @@ TEST_CASE("dispatcher: a run smaller than a start frame is spread over the ready
   CHECK(b.dispatcher.load(2) == 67);  // the least loaded takes it
 }
 
+TEST_CASE("dispatcher: a held run places nothing until it is let go, and others pass it") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  Run& held = b.submit(5);
+  held.held = true;  // a schedule's run, not yet in the journal
+  Run& other = b.submit(3);
+  b.pump();
+  CHECK(held.count(InstanceState::kQueued) == 5);
+  CHECK(other.count(InstanceState::kRunning) == 3);
+  held.held = false;
+  b.pump();
+  CHECK(held.count(InstanceState::kRunning) == 5);
+  CHECK(b.dispatcher.load(0) == 8);
+}
+
 TEST_CASE("dispatcher: workers take no more than fits in their memory, and the rest waits, with why") {
   Bench b;
   constexpr uint64_t kMiB = 1 << 20;

@@ -111,6 +111,15 @@ class FlakyStore final : public Store {
   Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
   Status delete_run(S id) override { return in_->delete_run(id); }
   Status reclaim() override { return in_->reclaim(); }
+  Status put_schedule(const master::journal::ScheduleRow& r) override {
+    return in_->put_schedule(r);
+  }
+  Status set_schedule(S n, bool p, int64_t a) override { return in_->set_schedule(n, p, a); }
+  Status delete_schedule(S n) override { return in_->delete_schedule(n); }
+  Status put_fire(const master::journal::FireRow& r) override { return in_->put_fire(r); }
+  Result<std::vector<master::journal::ScheduleRow>> schedules() override {
+    return in_->schedules();
+  }
   Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
   Result<std::vector<RunRow>> runs() override { return in_->runs(); }
   Result<StoredRun> load_run(S id) override { return in_->load_run(id); }

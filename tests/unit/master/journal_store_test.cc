@@ -59,10 +59,11 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "4/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "5/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
-              "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks')") == "5");
+              "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
+              "'schedule_fires')") == "7");
     CHECK(sql(path, "PRAGMA journal_mode") == "wal");
     store = open_store(path);
     CHECK_SAME(load(*store, "r1-aaaa").run, run_row("r1-aaaa", 1));  // kept what was written
@@ -76,10 +77,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   store.reset();
   sql(path, "ALTER TABLE steps DROP COLUMN url");  // as version 1 made it
   sql(path, "ALTER TABLE runs DROP COLUMN priority");
-  sql(path, "DROP TABLE callbacks");
+  sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "4");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "5");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -91,10 +92,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   sql(path, "ALTER TABLE runs DROP COLUMN priority");  // as version 2 left it
-  sql(path, "DROP TABLE callbacks");
+  sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "4");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "5");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
