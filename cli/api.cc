@@ -30,10 +30,15 @@ Result<nlohmann::json> Api::post(const std::string& path, const nlohmann::json& 
 
 Result<nlohmann::json> Api::del(const std::string& path) const { return call("DELETE", path, ""); }
 
+Result<http::HttpResult> Api::send(const char* method, const std::string& path,
+                                   const std::string& body, long timeout_ms) const {
+  if (!bad_address_.empty()) return invalid_argument(bad_address_);
+  return http::request(target_, method, path, body, timeout_ms);
+}
+
 Result<nlohmann::json> Api::call(const char* method, const std::string& path,
                                  const std::string& body) const {
-  if (!bad_address_.empty()) return invalid_argument(bad_address_);
-  auto result = http::request(target_, method, path, body, timeout_ms_);
+  auto result = send(method, path, body, timeout_ms_);
   if (!result) return result.status();
   nlohmann::json json = result->json();
   const int status = result->status;

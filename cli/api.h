@@ -25,6 +25,10 @@ class Api {
   Result<nlohmann::json> get(const std::string& path) const;
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body) const;
   Result<nlohmann::json> del(const std::string& path) const;
+  // The response whatever its status, for a caller that tells statuses apart (a 400 from a
+  // 429); errors only when no response came.
+  Result<http::HttpResult> send(const char* method, const std::string& path,
+                                const std::string& body, long timeout_ms) const;
 
   // Where the daemon is asked: "unix:/path/corral.sock" or "HOST:PORT", for messages.
   const std::string& socket_path() const { return where_; }

@@ -87,8 +87,7 @@ class RunVerb : public Verb {
   int submit(const Api& api, const json& scenario, const json& vars, std::string& id) const {
     const json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars},
                        {"priority", priority_}};
-    auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/runs",
-                                body.dump(), kSubmitTimeoutMs);
+    auto answer = api.send("POST", "/runs", body.dump(), kSubmitTimeoutMs);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
     if (answer->status == 201) {

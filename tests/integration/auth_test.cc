@@ -1,6 +1,8 @@
 // Who may use the control API: the unix socket's owner, and over TCP whoever has the token.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "tests/support/harness.h"
 
 using namespace corral::test;
@@ -79,6 +81,14 @@ TEST_CASE("auth: the CLI talks TCP to $CORRAL_API with $CORRAL_API_TOKEN") {
   INFO(schedules.describe());
   CHECK(schedules.exit_code == 0);
   CHECK_THAT(schedules.out, Catch::Contains("\"schedules\": []"));
+
+  Json scenario = {{"name", "tcp"}, {"steps", {{{"sleep", "0s"}}}}};
+  std::ofstream(elsewhere.file("s.json")) << scenario.dump();
+  CliResult run = run_cli({"run", elsewhere.file("s.json"), "-n", "3"}, elsewhere.path(),
+                          {{"CORRAL_API", api}, {"CORRAL_API_TOKEN", kToken}});
+  INFO(run.describe());
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.out, Catch::Contains("  passed     : 3"));
 
   CliResult refused = run_cli({"status"}, elsewhere.path(), {{"CORRAL_API", api}});
   INFO(refused.describe());
