@@ -9,12 +9,14 @@ namespace corral::worker {
 ipc::Checkpoint Engine::checkpoint_of(const Instance& in, bool moving) const {
   ipc::Checkpoint cp = in.cp;
   cp.vars = ipc::vars_to_wire(in.vars, secrets_);
-  if (moving && waiting(in)) cp.wake_ms = in.wake_ms;
+  // (A fresh instance waiting for its start-spread place finds it again from the run's shape.)
+  if (moving && waiting(in) && in.next == Instance::Next::kStep) cp.wake_ms = in.wake_ms;
   return cp;
 }
 
 bool Engine::waiting(const Instance& in) {
-  return in.wake_token != 0 && in.run->sink == nullptr && in.next == Instance::Next::kStep;
+  // kRunStep outside a load run: a fresh instance waiting for its place in the start spread.
+  return in.wake_token != 0 && in.run->sink == nullptr && in.next != Instance::Next::kTimedOut;
 }
 
 void Engine::release(const Instance& in) {

@@ -78,3 +78,23 @@ TEST_CASE("engine: a moved poll waits for its next attempt until the time its ch
   CHECK(f.run_until([&] { return polls(f) > before; }, 2000));
   CHECK(f.of("step").size() == 1);  // only step 0 ended: the poll goes on
 }
+
+TEST_CASE("engine: a fresh instance waiting for its start-spread place can move, and waits for "
+          "the same place on its new worker") {
+  Fixture f;
+  json s = {{"name", "spread"}, {"start_spread", "1h"}, {"steps", {{{"sleep", "0s"}}}}};
+  const int64_t created = corral::unix_ms_now();
+  REQUIRE(f.engine->define_run("r1", s, {}, {.size = 2, .created_ms = created}).is_ok());
+  REQUIRE(f.engine->start("r1", 1, Checkpoint{}).is_ok());  // its place is half an hour away
+  size_t taken = 0;
+  json moved = f.engine->take_waiting(10, taken);
+  REQUIRE(taken == 1);
+  CHECK(f.engine->active("r1") == 0);
+  auto cp = corral::ipc::checkpoint_from_json(moved["r1"]["1"]);
+  REQUIRE(cp.is_ok());
+  CHECK(cp->step_started_ms == 0);  // it has not started: its place is still ahead of it
+  REQUIRE(f.engine->start("r1", 1, *cp).is_ok());
+  CHECK_FALSE(f.run_until([&] { return f.done_count() == 1; }, 300));
+  CHECK(f.engine->active("r1") == 1);
+  CHECK(f.events.empty());
+}
