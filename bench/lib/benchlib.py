@@ -561,11 +561,15 @@ class Corral:
                      # corral-target answers {"status":"N"}: the condition never holds.
                      "until": [{"json": "/status", "equals": "Y"}]}}]}
 
-    def trigger(self, target_base, n, interval_s, max_polls=240):
-        """Sends POST /runs now; returns a PendingRequest to read later."""
+    def trigger(self, target_base, n, interval_s, max_polls=240, scenario_extra=None):
+        """Sends POST /runs now; returns a PendingRequest to read later. `scenario_extra`: top-level
+        keys added to the scenario (e.g. {"start_spread": "0s"}); none by default, so that a build
+        from before such a key runs the same document."""
         self.instances = n
         timeout_s = max(3600, interval_s * max_polls * 2)
-        body = {"scenario": self.scenario(target_base, interval_s, max_polls, timeout_s), "instances": n}
+        scenario = self.scenario(target_base, interval_s, max_polls, timeout_s)
+        scenario.update(scenario_extra or {})
+        body = {"scenario": scenario, "instances": n}
         return PendingRequest(UnixHTTPConnection(self.sock, timeout=60), "POST", "/runs", body)
 
     def accept_trigger(self, pending):
@@ -674,6 +678,77 @@ def ensure_node_modules(d):
     r = subprocess.run(["npm", "ci", "--prefix", d, "--no-audit", "--no-fund"], capture_output=True, text=True)
     if r.returncode != 0:
         raise BenchError(f"npm ci failed: {r.stderr[-2000:]}")
+
+
+class PollSampler(threading.Thread):
+    """corral-target's GET /stats "polls" counter read once a second, on a thread of its own, over
+    one keep-alive connection (/stats counts neither as a poll nor as a request). Deadline-driven:
+    sample k is taken at t0 + k * every_s, never drifting by the time a read takes; a sample that
+    is late (the driver or the target waited for a CPU) keeps its real time, and its bucket is
+    divided by the real time between two reads. At most max_samples reads, then it stops."""
+
+    def __init__(self, port, every_s=1.0, max_samples=3600):
+        super().__init__(daemon=True)
+        self.port = port
+        self.every_s = every_s
+        self.max_samples = max_samples
+        self.samples = []  # (time.time() when read, polls)
+        self.errors = 0
+        self.stop_flag = threading.Event()
+
+    def run(self):
+        get = KeepAliveGet(self.port, timeout=2.0)
+        t0 = time.time()
+        k = 0
+        try:
+            while not self.stop_flag.is_set() and k < self.max_samples:
+                due = t0 + k * self.every_s
+                wait = due - time.time()
+                if wait > 0 and self.stop_flag.wait(wait):
+                    break
+                try:
+                    st, data = get.get("/stats")
+                    if st == 200:
+                        self.samples.append((time.time(), json.loads(data)["polls"]))
+                    else:
+                        self.errors += 1
+                except (OSError, http.client.HTTPException, ValueError, KeyError):
+                    self.errors += 1
+                k += 1
+                # a read that overran whole periods skips them instead of firing a catch-up burst
+                if time.time() > t0 + k * self.every_s + self.every_s:
+                    k = int((time.time() - t0) / self.every_s) + 1
+        finally:
+            get.close()
+
+    def stop(self):
+        self.stop_flag.set()
+        self.join(10)
+
+    def buckets(self, a=None, b=None):
+        """Polls per second between consecutive reads taken within [a, b]."""
+        s = [(t, p) for t, p in self.samples if (a is None or t >= a) and (b is None or t <= b)]
+        return [(t1, (p1 - p0) / (t1 - t0)) for (t0, p0), (t1, p1) in zip(s, s[1:]) if t1 > t0]
+
+
+def rate_buckets_summary(buckets, every_s=1.0):
+    """max/mean and p99/mean of per-second poll rates: 1.0 is an even rate; a run whose instances
+    poll together shows one tall bucket per interval."""
+    rates = [r for _, r in buckets]
+    if not rates:
+        return None
+    mean = sum(rates) / len(rates)
+    gaps = [t1 - t0 for (t0, _), (t1, _) in zip(buckets, buckets[1:])]
+    return {
+        "buckets": len(rates), "every_s": every_s,
+        "mean_per_s": round(mean, 1), "max_per_s": round(max(rates), 1), "min_per_s": round(min(rates), 1),
+        "p99_per_s": round(pct(rates, 0.99), 1), "p50_per_s": round(pct(rates, 0.50), 1),
+        "max_over_mean": round(max(rates) / mean, 3) if mean else None,
+        "p99_over_mean": round(pct(rates, 0.99) / mean, 3) if mean else None,
+        "stdev_over_mean": round(statistics.pstdev(rates) / mean, 3) if mean else None,
+        "longest_gap_s": round(max(gaps), 3) if gaps else None,
+        "series_per_s": [round(r) for r in rates],
+    }
 
 
 # --------------------------------------------------------------------------- probing
