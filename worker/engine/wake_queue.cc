@@ -16,7 +16,9 @@ WakeQueue::~WakeQueue() { timer_.close(); }
 
 uint64_t WakeQueue::schedule(uint64_t id, uint64_t delay_ms) {
   uv_update_time(loop_);
-  heap_.push_back({uv_now(loop_) + delay_ms, ++last_token_, id});
+  uint64_t at = uv_now(loop_) + delay_ms;
+  if (delay_ms >= kCoarseFromMs) at = (at + kGrainMs - 1) / kGrainMs * kGrainMs;
+  heap_.push_back({at, ++last_token_, id});
   std::push_heap(heap_.begin(), heap_.end(), later);
   if (armed_at_ == 0 || heap_.front().at_ms < armed_at_) arm(0);
   return last_token_;

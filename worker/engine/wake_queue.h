@@ -4,6 +4,12 @@
 // each new wait would walk a path of cold cache lines. Here a wake-up is 24 bytes in one
 // contiguous array. Internal to worker/engine; loop thread only.
 //
+// Wake-ups of a second or more are due on a grid of kGrainMs (rounded up: late by less than
+// that, never early), so that those due within one grain fire in one turn of the loop. Without
+// it, instances whose polls are spread evenly over their interval (a run's start_spread) woke
+// the worker 500 times a second for two polls each, and a poll cost 1.5 to 1.8 times the CPU of
+// polls due in batches (BENCHMARKS.md, seed-polling, 2026-12-03).
+//
 // A wake-up is never removed: a newer one for the same id replaces it (schedule returns a
 // token, and the owner ignores a wake-up whose token is not the latest), and one for an id that
 // is gone is ignored by the owner. Both are dropped when their time comes.
@@ -30,8 +36,11 @@ class WakeQueue {
   WakeQueue& operator=(const WakeQueue&) = delete;
 
   // Wakes `id` once `delay_ms` have passed on the loop's clock (refreshed here, so a wake-up
-  // is never early against a clock read before this call). Returns the wake-up's token: never
-  // 0, and larger than every token returned before.
+  // is never early against a clock read before this call); from kCoarseFromMs on, at the next
+  // multiple of kGrainMs. Returns the wake-up's token: never 0, and larger than every token
+  // returned before.
+  static constexpr uint64_t kCoarseFromMs = 1000;
+  static constexpr uint64_t kGrainMs = 20;
   uint64_t schedule(uint64_t id, uint64_t delay_ms);
   // Wake-ups held, including replaced ones whose time has not come.
   size_t size() const { return heap_.size(); }

@@ -60,6 +60,27 @@ TEST_CASE("wake queue: wake-ups fire in order of time, then of scheduling, never
   CHECK(q.size() == 0);
 }
 
+TEST_CASE("wake queue: waits of a second or more end on a 20 ms grid, together, never early") {
+  Loop l;
+  std::vector<uint64_t> at;
+  Fired fired;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) {
+    fired.emplace_back(id, token);
+    at.push_back(now_ms(&l.loop));
+  });
+  // Three waits due within one grain, whatever the clock's phase: 1,000 ms past a multiple of
+  // 20 ms, then 5 and 15 ms later than that.
+  uint64_t start = now_ms(&l.loop);
+  uint64_t to_grid = (WakeQueue::kGrainMs - start % WakeQueue::kGrainMs) % WakeQueue::kGrainMs;
+  uint64_t a = q.schedule(1, WakeQueue::kCoarseFromMs + to_grid + 1);
+  uint64_t b = q.schedule(2, WakeQueue::kCoarseFromMs + to_grid + 6);
+  uint64_t c = q.schedule(3, WakeQueue::kCoarseFromMs + to_grid + 16);
+  REQUIRE(run_until(&l.loop, [&] { return fired.size() == 3; }));
+  CHECK(fired == Fired{{1, a}, {2, b}, {3, c}});
+  CHECK(at[0] >= start + WakeQueue::kCoarseFromMs + to_grid + 16);  // none early: the grain's end
+  CHECK(at[0] == at[2]);  // one turn of the loop for the three
+}
+
 TEST_CASE("wake queue: an earlier wake-up scheduled later re-arms the timer") {
   Loop l;
   Fired fired;
