@@ -181,6 +181,10 @@ class Engine {
   // when one failed (the step ended).
   bool capture_all(Instance& in, const scenario::Step& step, const scenario::ResponseView& view,
                    const HttpResponse* resp);
+  // Judges what a step that sends nothing got (a command's end, a caller's body): `abort_if`,
+  // then `expect` (a failure's reason ends with `detail`), then the captures; the step passes
+  // or the instance ends.
+  void judge_result(Instance& in, const scenario::ResponseView& view, const std::string& detail);
   // The step failed on the response just judged: a load run's sink hears of it.
   void expect_failed(const Instance& in);
   // The step passed: on to the next, or the instance passed. `resp` is the response it passed

@@ -108,6 +108,21 @@ void Engine::expect_failed(const Instance& in) {
   if (in.run->sink != nullptr) in.run->sink->on_expect_failed(in.index, in.cp.step);
 }
 
+void Engine::judge_result(Instance& in, const scenario::ResponseView& view,
+                          const std::string& detail) {
+  const scenario::Step& step = in.step();
+  if (auto abort = scenario::first_holding(step.abort_if, view)) {
+    finish(in, ipc::Outcome::kFailed, "abort_if held: " + abort->explanation);
+    return;
+  }
+  if (auto r = scenario::all_hold(step.expect, view); !r.held) {
+    finish(in, ipc::Outcome::kFailed, "expect: " + r.explanation + detail);
+    return;
+  }
+  if (!capture_all(in, step, view, nullptr)) return;
+  step_passed(in, nullptr, -1);
+}
+
 bool Engine::capture_all(Instance& in, const scenario::Step& step,
                          const scenario::ResponseView& view, const HttpResponse* resp) {
   for (const auto& c : step.captures) {
