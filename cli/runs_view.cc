@@ -119,12 +119,27 @@ std::string render_instance(const json& in, TableStyle style) {
     out << "callback of step " << static_cast<long>(json_number(callback, "step"))
         << ": called, not used yet\n";
   }
+  json branches = json_field(in, "branches");
+  if (branches.is_array() && !branches.empty()) {
+    out << "branches of step " << static_cast<long>(json_number(in, "step")) << ":";
+    for (const auto& b : branches) {
+      out << " " << json_string(b, "name") << " " << json_string(b, "state");
+      if (b.contains("step")) {
+        out << " (step " << static_cast<long>(json_number(b, "step")) << " "
+            << json_string(b, "step_name") << ")";
+      }
+      out << (&b == &branches.back() ? "\n" : ";");
+    }
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : json_field(in, "steps")) {
+    // A step of a parallel step's branch is named after its branch: "eu: GET ...".
+    std::string name = json_string(s, "name");
+    if (!json_string(s, "branch").empty()) name = json_string(s, "branch") + ": " + name;
     std::string until = s.contains("until_ms") ? human_ms(json_number(s, "until_ms")) : "-";
     long status = static_cast<long>(json_number(s, "status"));
     rows.push_back({std::to_string(static_cast<long>(json_number(s, "step"))),
-                    json_string(s, "name"), json_string(s, "state"),
+                    name, json_string(s, "state"),
                     std::to_string(static_cast<long>(json_number(s, "attempts"))),
                     human_ms(json_number(s, "duration_ms")), until,
                     status != 0 ? std::to_string(status) : "-", text_or_dash(s, "reason")});

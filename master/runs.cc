@@ -178,9 +178,15 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   r.reason = ev.reason;
   r.url = ev.url;
   if (in.started_ms == 0) in.started_ms = r.started_ms;
-  if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
-  if (ev.vars.is_object()) in.vars = ev.vars;
-  in.checkpoint = nullptr;  // the step it described has ended
+  if (ev.in_branch) {
+    // A step of a parallel step's branch: the instance is still at the parallel step, and
+    // its checkpoint says where each branch is.
+    in.checkpoint = ipc::to_json(ev.checkpoint);
+  } else {
+    if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
+    if (ev.vars.is_object()) in.vars = ev.vars;
+    in.checkpoint = nullptr;  // the step it described has ended
+  }
   if (auto c = run.callbacks.find(i); c != run.callbacks.end() && c->second["step"] <= r.step) {
     run.callbacks.erase(c);  // used
   }

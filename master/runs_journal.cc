@@ -84,14 +84,14 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   json cp = parse_or(r.checkpoint, json());
   if (cp.is_object()) {
     auto decoded = ipc::checkpoint_from_json(cp, "checkpoint");
-    if (decoded && decoded->step < run.scenario->steps.size()) {
+    if (decoded && decoded->step < run.scenario->top_steps()) {
       in.checkpoint = ipc::to_json(*decoded);
     } else {
       spdlog::warn("journal: run {} instance {}: its checkpoint is damaged and is dropped ({})",
                    run.id, r.idx, decoded ? "step out of range" : decoded.status().message());
     }
   }
-  if (!is_terminal(in.state) && in.next_step >= run.scenario->steps.size()) {
+  if (!is_terminal(in.state) && in.next_step >= run.scenario->top_steps()) {
     run.set_state(r.idx, InstanceState::kErrored);
     in.reason = "its record in the journal names step " + std::to_string(in.next_step) +
                 ", past the scenario's last step";

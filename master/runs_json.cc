@@ -19,6 +19,43 @@ int64_t percentile(std::vector<int64_t> v, double p) {
   return v[k];
 }
 
+// Where each branch of the parallel step an instance is at stands, from its checkpoint
+// (Checkpoint::branches): [{"name", "state", "step"?, "step_name"?, "reason"?}]; null when it is
+// at no parallel step.
+json branches_json(const scenario::Scenario& scenario, const json& checkpoint) {
+  if (!checkpoint.is_object()) return nullptr;
+  auto b = checkpoint.find("branches");
+  uint64_t at = checkpoint.value("step", uint64_t{0});
+  if (b == checkpoint.end() || !b->is_array() || at >= scenario.steps.size()) return nullptr;
+  const auto& steps = scenario.steps;
+  const auto& branches = steps[at].branches;
+  json out = json::array();
+  for (size_t i = 0; i < b->size() && i < branches.size(); ++i) {
+    const json& e = (*b)[i];
+    json row = {{"name", branches[i].name}, {"state", "waiting"}};
+    if (!e.is_object()) {
+      out.push_back(std::move(row));
+      continue;
+    }
+    if (e.contains("passed")) row["state"] = "passed";
+    if (auto f = e.find("failed"); f != e.end()) {
+      row["state"] = e.value("outcome", "failed");
+      row["reason"] = *f;
+    }
+    if (auto c = e.find("checkpoint"); c != e.end() && c->is_object()) {
+      uint64_t step = c->value("step", uint64_t{0});
+      bool done = step >= steps[branches[i].first].list_end;
+      row["state"] = done ? "passed" : "running";
+      if (!done && step < steps.size()) {
+        row["step"] = step;
+        row["step_name"] = steps[step].name;
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace
 
 json Runs::make_summary(const Run& run) const {
@@ -87,6 +124,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
   if (auto c = run.callbacks.find(index); c != run.callbacks.end()) {
     j["callback"] = {{"step", c->second["step"]}, {"called", true}};  // not used yet
   }
+  if (json b = branches_json(*run.scenario, in.checkpoint); !b.is_null()) j["branches"] = b;
   if (!with_steps) return j;
   j["vars"] = ipc::vars_for_display(in.vars);
   j["steps"] = json::array();
@@ -99,6 +137,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
               {"ended_at", time_or_null(r.ended_ms)},
               {"duration_ms", elapsed_ms(r.started_ms, r.ended_ms)},
               {"status", r.status}};
+    if (r.step < steps.size() && !steps[r.step].branch.empty()) s["branch"] = steps[r.step].branch;
     if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
     if (!r.reason.empty()) s["reason"] = r.reason;
     if (!r.url.empty()) s["url"] = r.url;

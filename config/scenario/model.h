@@ -72,6 +72,19 @@ struct KindSpec {
 struct Step {
   std::string name;  // from the file, else e.g. "GET {{base}}/jobs/{{job}}" or "sleep 2s"
   size_t index = 0;  // position in Scenario::steps
+  // One past the last step of the list this step is in: the step after this one is index + 1
+  // unless that is list_end, where the list (the scenario, or a parallel step's branch) ends.
+  size_t list_end = 0;
+  // A step that runs lists of steps (parallel): each list, a branch, by name and first step
+  // (its others follow it, to that step's list_end). Empty for the other kinds.
+  struct Branch {
+    std::string name;  // its captures are "<name>.<capture>" after the join
+    size_t first = 0;
+  };
+  std::vector<Branch> branches;
+  // The branch the step is in, as `corral show` names it: "" for the scenario's own steps,
+  // "fan out/eu" for one in branch "eu" of the parallel step "fan out".
+  std::string branch;
   const StepKind* kind = nullptr;         // never null in a parsed scenario
   std::shared_ptr<const KindSpec> spec;   // the kind's own fields; null for a kind without any
   RequestSpec request;                    // kinds that send a request (request, poll)
@@ -90,6 +103,11 @@ struct Step {
   // True when a condition or capture reads the body as JSON: the engine need not parse
   // response bodies of the other steps.
   bool reads_json = false;
+  // True for a step that sets variables besides its captures (a parallel step: its branches').
+  bool exports = false;
+
+  // Whether passing the step may change the instance's variables.
+  bool sets_vars() const { return exports || !captures.empty(); }
 
   // The kind's spec as its type; only the kind's own code asks, and knows the type.
   template <typename T>
@@ -101,9 +119,14 @@ struct Step {
 struct Scenario {
   std::string name;
   nlohmann::json vars = nlohmann::json::object();  // defaults; run-time vars override them
-  std::vector<Step> steps;                         // not empty
+  // Every step, flat: the scenario's own steps first, [0, top_steps()), then the steps of
+  // parallel steps' branches, each branch's steps in a row (steps/parallel). Not empty.
+  std::vector<Step> steps;
   std::optional<uint64_t> start_spread_ms;  // "start_spread"; unset: start_spread_ms() decides
   nlohmann::json source;  // the document as submitted, to forward or show it
+
+  // How many steps the scenario's own list has: an instance passes after step top_steps() - 1.
+  size_t top_steps() const { return steps.front().list_end; }
 };
 
 // Runs this large or larger spread their starts by default.

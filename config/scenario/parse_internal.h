@@ -44,9 +44,22 @@ struct Scope {
   // Where a template used {{callback_url}} since the last callback step: a callback step must
   // follow (parse_document checks at the end; the callback kind clears it).
   mutable std::string callback_url_at;
+  // The scenario's steps so far, flat (Scenario::steps): a kind that holds steps (parallel)
+  // adds its branches' steps here through parse_steps().
+  std::vector<Step>* steps = nullptr;
+  // The variables the steps parsed in this scope captured (a parallel step's branch exports
+  // them after the join as "<branch>.<name>").
+  std::set<std::string, std::less<>> captured;
+  // The parallel branch being parsed, as Step::branch names it; "" for the scenario's steps.
+  std::string branch;
   bool contains(std::string_view name) const { return vars.contains(name); }
-  void insert(std::string name) { vars.insert(std::move(name)); }
+  void insert(std::string name) { vars.insert(name), captured.insert(std::move(name)); }
 };
+
+// Parses `list` (at `path`: a non-empty array of steps) into scope.steps as one run of
+// consecutive indices, each step's list_end set to the end of that run and its branch to
+// scope.branch; returns the first index. Each step's captures are added to `scope`.
+size_t parse_steps(const json& list, const std::string& path, Scope& scope);
 
 // Fails unless `j` is an object whose keys are all in `known`:
 // `steps[0].pol: unknown field (known: name, request, ...)`.

@@ -150,10 +150,9 @@ bool reads_json(const Step& s) {
   return captures || any_json(s.expect) || any_json(s.abort_if);
 }
 
-// Reads step `index`; adds the variables it captures to `scope` for the steps after it. The
-// kind reads its own fields; the fields kinds share are read here.
-Step parse_step(const json& j, size_t index, Scope& scope) {
-  std::string path = element_path("steps", index);
+// Reads step `index` at `path`; adds the variables it captures to `scope` for the steps after
+// it. The kind reads its own fields; the fields kinds share are read here.
+Step parse_step(const json& j, const std::string& path, size_t index, Scope& scope) {
   const StepKind& kind = kind_of(j, path);
   check_kind_fields(j, path, kind);
   auto at = [&](std::string_view name) { return field_path(path, name); };
@@ -173,6 +172,24 @@ Step parse_step(const json& j, size_t index, Scope& scope) {
   return s;
 }
 
+}  // namespace
+
+size_t parse_steps(const json& list, const std::string& path, Scope& scope) {
+  if (!list.is_array() || list.empty()) fail(path, "expected a non-empty array of steps");
+  std::vector<Step>& steps = *scope.steps;
+  size_t first = steps.size();
+  steps.resize(first + list.size());  // the run of indices is the list's, whatever it holds
+  for (size_t i = 0; i < list.size(); ++i) {
+    Step s = parse_step(list[i], element_path(path, i), first + i, scope);
+    s.list_end = first + list.size();
+    s.branch = scope.branch;
+    steps[first + i] = std::move(s);  // (parse_step may have grown `steps`)
+  }
+  return first;
+}
+
+namespace {
+
 nlohmann::json parse_vars(const json& doc, Scope& scope) {
   if (!doc.contains("vars")) return json::object();
   const json& vars = doc["vars"];
@@ -190,13 +207,10 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
-  Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, ""};
+  Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, "",
+              &scenario->steps, {}, ""};
   scenario->vars = parse_vars(doc, scope);
-  const json& steps = required(doc, "", "steps", "a non-empty array");
-  if (!steps.is_array() || steps.empty()) fail("steps", "expected a non-empty array");
-  for (size_t i = 0; i < steps.size(); ++i) {
-    scenario->steps.push_back(parse_step(steps[i], i, scope));
-  }
+  parse_steps(required(doc, "", "steps", "a non-empty array"), "steps", scope);
   if (!scope.callback_url_at.empty()) {
     fail(scope.callback_url_at, "{{callback_url}} needs a callback step after this one");
   }

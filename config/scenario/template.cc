@@ -52,7 +52,15 @@ std::optional<Template::Segment> reference(std::string_view name) {
     if (!is_identifier(secret)) return std::nullopt;
     return Template::Segment{Kind::kSecret, std::string(secret)};
   }
-  if (!is_identifier(name) || is_builtin_name(name)) return std::nullopt;
+  // "eu.job": a variable a parallel step's branch "eu" captured, named after the join.
+  std::string_view first = name.substr(0, name.find('.'));
+  if (name.empty() || is_builtin_name(first)) return std::nullopt;
+  for (std::string_view rest = name; !rest.empty();) {
+    size_t dot = rest.find('.');
+    if (!is_identifier(rest.substr(0, dot))) return std::nullopt;
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+    if (dot != std::string_view::npos && rest.empty()) return std::nullopt;
+  }
   return Template::Segment{Kind::kVariable, std::string(name)};
 }
 

@@ -2,7 +2,8 @@
 //
 // A template is compiled once, when the scenario is parsed, into literal and variable segments,
 // so expanding it for each request is one pass of concatenation. Names inside the braces may be
-// padded with spaces (`{{ base }}`). Besides the scenario's own variables (vars, run-time vars,
+// padded with spaces (`{{ base }}`), and a name may have dotted parts (`{{eu.job}}`: what branch
+// "eu" of a parallel step captured as "job"). Besides the scenario's own variables (vars, run-time vars,
 // captures) six built-ins exist:
 //   {{instance}}     the instance number (a JSON number)
 //   {{run}}          the run id

@@ -14,6 +14,7 @@ nlohmann::json to_json(const Checkpoint& c) {
   if (c.wake_ms != 0) j["wake_ms"] = c.wake_ms;
   if (c.vars.is_object() && !c.vars.empty()) j["vars"] = c.vars;
   if (!c.callback.is_null()) j["callback"] = c.callback;
+  if (!c.branches.is_null()) j["branches"] = c.branches;
   return j;
 }
 
@@ -30,6 +31,16 @@ Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j, const std::stri
   r.i64("wake_ms", c.wake_ms);
   r.object("vars", c.vars);
   r.object("callback", c.callback);
+  if (const auto b = j.find("branches"); j.is_object() && b != j.end() && !b->is_null()) {
+    if (!b->is_array()) return protocol_error(path + ".branches: expected an array");
+    for (size_t i = 0; i < b->size(); ++i) {
+      if (!(*b)[i].is_null() && !(*b)[i].is_object()) {
+        return protocol_error(path + ".branches[" + std::to_string(i) +
+                              "]: expected an object or null");
+      }
+    }
+    c.branches = *b;
+  }
   if (!r.ok()) return r.status();
   if (c.callback.is_object()) {
     const auto step = c.callback.find("step");

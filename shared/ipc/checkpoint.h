@@ -34,6 +34,11 @@ struct Checkpoint {
   // {"step": u32, "body": <the caller's JSON> (once called), "heartbeat_ms": i64 (last ping)}.
   // Null when nothing did. Written only when set.
   nlohmann::json callback;
+  // Inside a parallel step (steps/parallel): where each of its branches is, in branch order.
+  // Each is null (not started), {"checkpoint": {...}} (this form, for the branch's own
+  // position and captures), {"passed": {wire vars}} or {"failed": "why", "outcome": "errored"}.
+  // Null outside a parallel step. Written only when set.
+  nlohmann::json branches;
 
   bool operator==(const Checkpoint&) const = default;
 };

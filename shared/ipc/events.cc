@@ -58,6 +58,17 @@ void read_outcome(detail::FieldReader& r, Event& e, bool step) {
   e.outcome = *o;
 }
 
+// The event's "checkpoint" (required) into e.checkpoint.
+Status read_checkpoint(detail::FieldReader& r, Event& e) {
+  json cp;
+  r.object("checkpoint", cp, true);
+  if (!r.ok()) return r.status();
+  auto c = checkpoint_from_json(cp, r.path("checkpoint"));
+  if (!c) return c.status();
+  e.checkpoint = std::move(*c);
+  return Status::ok();
+}
+
 }  // namespace
 
 json to_json(const Event& e) {
@@ -74,6 +85,7 @@ json to_json(const Event& e) {
       if (!e.reason.empty()) j["reason"] = e.reason;
       if (!e.url.empty()) j["url"] = e.url;
       if (!e.vars.is_null()) j["vars"] = e.vars;
+      if (e.in_branch) j["checkpoint"] = to_json(e.checkpoint);
       return j;
     case EventKind::kDone:
       j["state"] = to_string(e.outcome);
@@ -114,21 +126,19 @@ Result<Event> event_from_json(const json& j, const std::string& path) {
       r.text("reason", e.reason);
       r.text("url", e.url);
       r.object("vars", e.vars);
+      if (j.contains("checkpoint")) {
+        if (Status s = read_checkpoint(r, e); !s) return s;
+        e.in_branch = true;
+      }
       break;
     case EventKind::kDone:
       r.text("reason", e.reason);
       r.i64("started_ms", e.started_ms);
       r.i64("ended_ms", e.ended_ms);
       break;
-    case EventKind::kProgress: {
-      json cp;
-      r.object("checkpoint", cp, true);
-      if (!r.ok()) return r.status();
-      auto c = checkpoint_from_json(cp, r.path("checkpoint"));
-      if (!c) return c.status();
-      e.checkpoint = std::move(*c);
+    case EventKind::kProgress:
+      if (Status s = read_checkpoint(r, e); !s) return s;
       return e;
-    }
   }
   if (r.ok()) read_outcome(r, e, e.kind == EventKind::kStep);
   if (!r.ok()) return r.status();

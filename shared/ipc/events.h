@@ -5,7 +5,9 @@
 //   step      a step ended: {"t":"step","run","i","step","state","attempts","started_ms",
 //             "ended_ms","status","until_ms"?,"reason"?,"url"?,"vars"?}
 //             `url` is the final URL when redirects were followed; `vars` (wire form, see
-//             vars.h) is present when the step captured something.
+//             vars.h) is present when the step captured something. A step inside a parallel
+//             step's branch has "checkpoint": the instance's position (still at the parallel
+//             step), its branches included; its captures are in there, not in `vars`.
 //   done      an instance ended: {"t":"done","run","i","state","reason","started_ms","ended_ms"}
 //   progress  a step's counters moved and must survive a crash (retries, and the attempts of
 //             a poll that has max_attempts): {"t":"progress","run","i","checkpoint":{...}}
@@ -64,7 +66,8 @@ struct Event {
   int64_t until_ms = -1;  // poll steps: time until the condition held; -1 = not a poll
   std::string url;        // the final URL after redirects; empty when none were followed
   nlohmann::json vars;    // wire form; null when the step captured nothing
-  // progress
+  bool in_branch = false;  // a step of a parallel step's branch: `checkpoint` is set
+  // progress, and step events in a branch
   Checkpoint checkpoint;
 
   bool operator==(const Event&) const = default;

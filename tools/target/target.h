@@ -65,6 +65,7 @@ class Target {
   uint64_t polls() const { return polls_; }
   uint64_t hanging() const { return hanging_; }  // /hang requests received
   uint64_t callbacks_delivered() const { return callbacks_delivered_; }
+  size_t jobs() const { return jobs_.size(); }  // jobs created since it started
 
   // A callback being sent (callbacks.cc).
   struct Call {

@@ -91,6 +91,11 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
 Status Engine::define_load_run(const std::string& run, const nlohmann::json& doc,
                                const nlohmann::json& vars, IterationSink* sink, uint64_t think_ms) {
   if (Status s = define_run(run, doc, vars); !s) return s;
+  const scenario::Scenario& parsed = *runs_[run]->scenario;
+  if (parsed.steps.size() != parsed.top_steps()) {
+    runs_.erase(run);
+    return invalid_argument("a load run cannot run a step with branches (parallel)");
+  }
   runs_[run]->sink = sink;
   runs_[run]->think_ms = think_ms;
   return Status::ok();
@@ -104,8 +109,7 @@ size_t Engine::active(const std::string& run) const {
 Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoint& cp) {
   auto it = runs_.find(run);
   if (it == runs_.end()) return invalid_argument("unknown run \"" + run + "\"");
-  const auto& steps = it->second->scenario->steps;
-  if (cp.step >= steps.size()) {
+  if (cp.step >= it->second->scenario->top_steps()) {
     return invalid_argument("instance " + std::to_string(index) + " checkpoint step " +
                             std::to_string(cp.step) + " is past the last step");
   }
@@ -117,8 +121,7 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->serial = next_serial_++;
   in->index = index;
   in->cp = cp;
-  in->cp.vars = nullptr;
-  in->vars = std::move(*vars);
+  in->cp.vars = std::move(*vars);
   it->second->runners[cp.step]->resumed(in->cp);
   Instance& ref = *in;
   if (!ref.run->next_callback.empty()) ref.run->serials[index] = ref.serial;
@@ -330,14 +333,15 @@ void Engine::with_instance(uint64_t serial, const char* where,
 void Engine::cancel_run(const std::string& run) {
   auto r = runs_.find(run);
   if (r == runs_.end()) return;
-  for (auto it = instances_.begin(); it != instances_.end();) {
-    if (it->second->run != r->second.get()) {
-      ++it;
-      continue;
-    }
-    release(*it->second);
-    timeout_reasons_.erase(it->first);
-    it = instances_.erase(it);
+  // (Releasing an instance in a parallel step drops its branches: not while iterating.)
+  std::vector<uint64_t> serials;
+  for (const auto& [serial, in] : instances_) {
+    if (in->run == r->second.get() && !in->branch) serials.push_back(serial);
+  }
+  for (uint64_t serial : serials) {
+    release(*instances_.at(serial));
+    timeout_reasons_.erase(serial);
+    instances_.erase(serial);
   }
   runs_.erase(r);
 }

@@ -112,7 +112,7 @@ class Engine {
   // that no request is sent twice; nor is a load iteration. `taken` is how many were.
   nlohmann::json take_waiting(size_t max, size_t& taken);
 
-  size_t active() const { return instances_.size(); }
+  size_t active() const { return instances_.size() - branch_of_.size(); }
   // HTTP requests built and handed to the client since the engine started (retries included).
   uint64_t requests_sent() const { return requests_sent_; }
   HttpClient& http() { return http_; }
@@ -129,6 +129,35 @@ class Engine {
                 std::optional<nlohmann::json> body);
   // {{callback_url}} for the instance: its next callback step's URL; "" when none follows.
   std::string callback_url(const Instance& in) const;
+  // Branches (steps/parallel): a step that runs lists of steps at once runs each list as a
+  // branch, an Instance of its own with the same run and index, its own position and
+  // captures, that reads the instance's variables too. A branch's step events go to the master
+  // with the instance's checkpoint (every branch's position in it); its end goes to the step's
+  // runner (StepRunner::branch_ended), not to the master.
+  struct Branch {
+    enum class State : uint8_t { kWaiting, kRunning, kPassed, kFailed };
+    State state = State::kWaiting;
+    size_t first = 0;     // its first step
+    uint64_t serial = 0;  // kRunning: its instance
+    nlohmann::json from;  // kWaiting: the checkpoint (wire form) it resumes from; null: fresh
+    nlohmann::json vars;  // kPassed: what it captured
+    ipc::Outcome outcome = ipc::Outcome::kFailed;  // kFailed: failed or errored, and why
+    std::string reason;
+  };
+  // Opens the branches of the instance's current step, one per first step: where its
+  // checkpoint left them (cp.branches), else fresh. Starts none. Throws when the checkpoint's
+  // branches do not fit the step.
+  std::vector<Branch>& fork(Instance& in, const std::vector<size_t>& first);
+  // The instance's open branches; nullptr when it has none.
+  std::vector<Branch>* branches(const Instance& in);
+  // Starts waiting branch `b`. Its step runs from the loop, after this call returns.
+  void start_branch(Instance& in, size_t b);
+  // Ends the branches still running, without events (an answer to a request in flight is
+  // dropped when it comes), and forgets all of them.
+  void close_fork(const Instance& in);
+  // The instance a branch belongs to; nullptr for an instance that is no branch.
+  const Instance* parent_of(const Instance& in) const;
+
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
@@ -214,13 +243,26 @@ class Engine {
   void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
   void wait_until(Instance& in, int64_t at_ms);
-  void emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms);
+  // A step event for the instance's current step, as it ends now.
+  ipc::Event step_event(const Instance& in, ipc::Outcome outcome, const HttpResponse* resp) const;
+  // Emits a step event of `in`; a branch's carries the checkpoint of the instance it is part of.
+  void emit_step(const Instance& in, ipc::Event&& ev);
+  void emit_in_branch(const Instance& owner, ipc::Event&& ev);
+  // A branch's last step passed, or one of its steps ended it: its branch records how, its
+  // step event `ev` goes out, and the step that runs the branch hears of it.
+  void branch_done(Instance& child, ipc::Outcome outcome, const std::string& reason,
+                   std::optional<ipc::Event> ev);
+  // Forgets branch `serial`, without an event (its own branches too).
+  void drop_branch(uint64_t serial);
+  const Instance& root_of(const Instance& in) const;
+  nlohmann::json branches_to_json(const std::vector<Branch>& list) const;
   void measure(const Instance& in, const HttpResponse& resp, const HttpStepRunner& runner);
   void end_instance(Instance& in, ipc::Outcome outcome, const std::string& reason);
   // With `moving`, a waiting instance's checkpoint says when its step's runner wakes.
   ipc::Checkpoint checkpoint_of(const Instance& in, bool moving = false) const;
-  // Whether the instance waits for its wake-up with nothing sent or queued.
-  static bool waiting(const Instance& in);
+  // Whether the instance waits for its wake-up with nothing sent or queued, and holds no
+  // branches and is none.
+  bool waiting(const Instance& in) const;
   // Tells the step's runner that the instance leaves (StepRunner::left), if a step runs.
   void release(const Instance& in);
   // Forgets the instance, without an event.
@@ -235,6 +277,14 @@ class Engine {
   // Instances waiting for their step's deadline, with the reason they will fail with. Kept
   // aside so that the many instances that are not in this state pay nothing for it.
   std::unordered_map<uint64_t, std::string> timeout_reasons_;
+  // The branches of instances in a parallel step, by the instance's serial; and which
+  // instance and branch each branch's serial is.
+  std::unordered_map<uint64_t, std::vector<Branch>> forks_;
+  struct BranchOf {
+    uint64_t parent;
+    size_t b;
+  };
+  std::unordered_map<uint64_t, BranchOf> branch_of_;
   WakeQueue wakes_;
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;

@@ -8,15 +8,19 @@ namespace corral::worker {
 
 ipc::Checkpoint Engine::checkpoint_of(const Instance& in, bool moving) const {
   ipc::Checkpoint cp = in.cp;
-  cp.vars = ipc::vars_to_wire(in.vars, secrets_);
+  cp.vars = ipc::vars_to_wire(in.cp.vars, secrets_);
+  if (auto it = forks_.find(in.serial); it != forks_.end()) {
+    cp.branches = branches_to_json(it->second);
+  }
   // (A fresh instance waiting for its start-spread place finds it again from the run's shape.)
   if (moving && waiting(in) && in.next == Instance::Next::kStep) cp.wake_ms = in.wake_ms;
   return cp;
 }
 
-bool Engine::waiting(const Instance& in) {
+bool Engine::waiting(const Instance& in) const {
   // kRunStep outside a load run: a fresh instance waiting for its place in the start spread.
-  return in.wake_token != 0 && in.run->sink == nullptr && in.next != Instance::Next::kTimedOut;
+  return in.wake_token != 0 && in.run->sink == nullptr && in.next != Instance::Next::kTimedOut &&
+         !in.branch && !forks_.contains(in.serial);
 }
 
 void Engine::release(const Instance& in) {
@@ -24,6 +28,10 @@ void Engine::release(const Instance& in) {
 }
 
 void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it) {
+  if (it->second->branch) {
+    drop_branch(it->first);
+    return;
+  }
   release(*it->second);
   it->second->run->active -= 1;
   if (!it->second->run->next_callback.empty()) it->second->run->serials.erase(it->second->index);
@@ -33,13 +41,18 @@ void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::itera
 
 nlohmann::json Engine::take_all() {
   nlohmann::json out = nlohmann::json::object();
+  std::vector<uint64_t> serials;  // (releasing an instance drops its branches)
   for (auto& [serial, in] : instances_) {
+    if (in->branch) continue;  // in its instance's checkpoint
+    serials.push_back(serial);
     if (in->run->sink != nullptr) continue;
     out[in->run->id][std::to_string(in->index)] = ipc::to_json(checkpoint_of(*in, true));
   }
-  for (auto& [serial, in] : instances_) release(*in);
+  for (uint64_t serial : serials) release(*instances_.at(serial));
   instances_.clear();
   timeout_reasons_.clear();
+  forks_.clear();
+  branch_of_.clear();
   for (auto& [id, r] : runs_) r->active = 0;
   return out;
 }

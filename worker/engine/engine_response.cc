@@ -131,15 +131,20 @@ bool Engine::capture_all(Instance& in, const scenario::Step& step,
       finish(in, ipc::Outcome::kFailed, v.status().message(), resp);
       return false;
     }
-    if (!in.vars.is_object()) in.vars = nlohmann::json::object();
-    in.vars[c.name] = std::move(*v);
+    if (!in.cp.vars.is_object()) in.cp.vars = nlohmann::json::object();
+    in.cp.vars[c.name] = std::move(*v);
   }
   return true;
 }
 
 void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_ms) {
-  const auto& steps = in.run->scenario->steps;
-  if (in.run->sink == nullptr) emit_step_passed(in, resp, until_ms);
+  const scenario::Step& step = in.step();
+  std::optional<ipc::Event> ev;
+  if (in.run->sink == nullptr) {
+    ev = step_event(in, ipc::Outcome::kPassed, resp);
+    ev->until_ms = until_ms;
+    if (step.sets_vars()) ev->vars = ipc::vars_to_wire(in.cp.vars, secrets_);
+  }
   // A step may end before the deadline it waited for (an exec step's command exits): that
   // wake-up is the old step's, not the next one's.
   if (in.next == Instance::Next::kTimedOut) {
@@ -154,7 +159,13 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
   in.cp.attempts = 0;
   in.cp.tries = 0;
   in.cp.deadline_ms = 0;
-  if (in.cp.step >= steps.size()) {
+  const bool list_ended = in.cp.step >= step.list_end;
+  if (in.branch && list_ended) {
+    branch_done(in, ipc::Outcome::kPassed, "", std::move(ev));
+    return;
+  }
+  if (ev) emit_step(in, std::move(*ev));
+  if (list_ended) {
     end_instance(in, ipc::Outcome::kPassed, "");
     return;
   }
@@ -166,40 +177,8 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
   run_step(in);
 }
 
-void Engine::emit_step_passed(const Instance& in, const HttpResponse* resp, int64_t until_ms) {
-  const auto& step = in.step();
-  ipc::Event ev;
-  ev.kind = ipc::EventKind::kStep;
-  ev.run = in.run->id;
-  ev.index = in.index;
-  ev.step = in.cp.step;
-  ev.outcome = ipc::Outcome::kPassed;
-  ev.attempts = in.cp.attempts;
-  ev.started_ms = in.cp.step_started_ms;
-  ev.ended_ms = unix_ms_now();
-  ev.status = resp != nullptr ? resp->status : 0;
-  ev.until_ms = until_ms;
-  if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
-  if (!step.captures.empty()) ev.vars = ipc::vars_to_wire(in.vars, secrets_);
-  emit_(std::move(ev));
-}
-
-void Engine::report_progress(Instance& in) {
-  if (in.run->sink != nullptr) return;  // an iteration does not resume elsewhere
-  ipc::Event ev;
-  ev.kind = ipc::EventKind::kProgress;
-  ev.run = in.run->id;
-  ev.index = in.index;
-  ev.checkpoint = checkpoint_of(in);
-  emit_(std::move(ev));
-}
-
-void Engine::finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
-                    const HttpResponse* resp) {
-  if (in.run->sink != nullptr) {
-    end_instance(in, outcome, reason);
-    return;
-  }
+ipc::Event Engine::step_event(const Instance& in, ipc::Outcome outcome,
+                              const HttpResponse* resp) const {
   ipc::Event ev;
   ev.kind = ipc::EventKind::kStep;
   ev.run = in.run->id;
@@ -211,7 +190,39 @@ void Engine::finish(Instance& in, ipc::Outcome outcome, const std::string& reaso
   ev.ended_ms = unix_ms_now();
   ev.status = resp != nullptr ? resp->status : 0;
   if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
+  return ev;
+}
+
+void Engine::emit_step(const Instance& in, ipc::Event&& ev) {
+  if (in.branch) {
+    emit_in_branch(in, std::move(ev));
+    return;
+  }
+  emit_(std::move(ev));
+}
+
+void Engine::report_progress(Instance& in) {
+  if (in.run->sink != nullptr) return;  // an iteration does not resume elsewhere
+  ipc::Event ev;
+  ev.kind = ipc::EventKind::kProgress;
+  ev.run = in.run->id;
+  ev.index = in.index;
+  ev.checkpoint = checkpoint_of(root_of(in));  // a branch's is in its instance's
+  emit_(std::move(ev));
+}
+
+void Engine::finish(Instance& in, ipc::Outcome outcome, const std::string& reason,
+                    const HttpResponse* resp) {
+  if (in.run->sink != nullptr) {
+    end_instance(in, outcome, reason);
+    return;
+  }
+  ipc::Event ev = step_event(in, outcome, resp);
   ev.reason = secrets_.redact(reason);
+  if (in.branch) {
+    branch_done(in, outcome, reason, std::move(ev));
+    return;
+  }
   emit_(std::move(ev));
   end_instance(in, outcome, reason);
 }

@@ -21,11 +21,15 @@ struct Instance {
   Engine::Run* run;
   uint64_t serial;
   uint32_t index;
-  ipc::Checkpoint cp;   // its position; cp.vars is unused (see `vars`)
-  nlohmann::json vars;  // captured variables, bytes as the server sent them
+  // Its position. In the engine cp.vars holds the captured variables as the server sent
+  // them (bytes, secrets), not their wire form; cp.branches is unused (Engine::Branch).
+  ipc::Checkpoint cp;
   int64_t sent_ms = 0;  // when the request in flight was handed to the HTTP client
   uint64_t send_ns = 0;  // load runs: when the step decided to send it (monotonic)
   Next next = Next::kStep;
+  // A branch of a parallel step (steps/parallel): it belongs to the instance running that
+  // step (Engine::parent_of), has the same index, and ends into it instead of the master.
+  bool branch = false;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
   int64_t wake_ms = 0;      // when that wake-up is due (Unix ms)
 
@@ -39,8 +43,11 @@ class InstanceVars final : public scenario::Vars {
  public:
   InstanceVars(const Instance& in, const Secrets& secrets) : in_(in), secrets_(secrets) {}
   const nlohmann::json* find(std::string_view name) const override {
-    if (in_.vars.is_object()) {
-      if (auto it = in_.vars.find(name); it != in_.vars.end()) return &*it;
+    // Its own captures; in a branch, then those of the instance it belongs to, and up.
+    for (const Instance* at = &in_; at != nullptr; at = at->engine->parent_of(*at)) {
+      if (at->cp.vars.is_object()) {
+        if (auto it = at->cp.vars.find(name); it != at->cp.vars.end()) return &*it;
+      }
     }
     const auto& vars = in_.run->vars;
     if (auto it = vars.find(name); it != vars.end()) return &*it;

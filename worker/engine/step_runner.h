@@ -40,6 +40,9 @@ class StepRunner {
   virtual void resumed(ipc::Checkpoint& /*cp*/) const {}
   // The word for the step in "<word> timed out after 30s".
   virtual std::string_view limit_word() const { return "step"; }
+  // Branch `b` of the instance's step (Engine::fork) ended: its state says how. Called from
+  // the loop, after the branch's last step event went out.
+  virtual void branch_ended(Engine& /*engine*/, Instance& /*in*/, size_t /*b*/) const {}
   // The instance leaves the engine while its step is this kind's (it ended, was cancelled, or
   // is handed to another worker): release what the step holds for it.
   virtual void left(Engine& /*engine*/, const Instance& /*in*/) const {}

@@ -123,6 +123,20 @@ TEST_CASE("cli show instance: a call its callback step has not used yet is shown
         "callback of step 2: called, not used yet");
 }
 
+TEST_CASE("cli show instance: where each branch of a parallel step is, and branch steps by branch") {
+  json in = failed_instance();
+  in["step"] = 1;
+  in["branches"] = json::parse(R"([{"name": "eu", "state": "passed"},
+      {"name": "us", "state": "running", "step": 6, "step_name": "wait"},
+      {"name": "ap", "state": "waiting"}])");
+  in["steps"].push_back({{"step", 5}, {"name", "start"}, {"branch", "us"}, {"state", "passed"},
+                         {"attempts", 1}, {"duration_ms", 3}, {"status", 201}});
+  const std::string text = render_instance(in, TableStyle::kAscii);
+  CHECK(line_of(text, "branches") ==
+        "branches of step 1: eu passed; us running (step 6 wait); ap waiting");
+  CHECK(text.find("| us: start ") != std::string::npos);
+}
+
 TEST_CASE("cli show instance: the header says the state, reason and resumes, and a row per step") {
   const std::string text = render_instance(failed_instance(), TableStyle::kAscii);
   CHECK(line_of(text, "instance") ==

@@ -73,7 +73,11 @@ TEST_CASE("scenario templates: reject unclosed and malformed references") {
       {"{{1a}}", R"(invalid variable reference "{{1a}}" in "{{1a}}")"},
       {"{{env}}", R"(invalid variable reference "{{env}}" in "{{env}}")"},
       {"{{env.}}", R"(invalid variable reference "{{env.}}" in "{{env.}}")"},
-      {"{{a.b}}", R"(invalid variable reference "{{a.b}}" in "{{a.b}}")"},
+      {"{{a.}}", R"(invalid variable reference "{{a.}}" in "{{a.}}")"},
+      {"{{.a}}", R"(invalid variable reference "{{.a}}" in "{{.a}}")"},
+      {"{{a..b}}", R"(invalid variable reference "{{a..b}}" in "{{a..b}}")"},
+      {"{{a.1b}}", R"(invalid variable reference "{{a.1b}}" in "{{a.1b}}")"},
+      {"{{uuid.x}}", R"(invalid variable reference "{{uuid.x}}" in "{{uuid.x}}")"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);
@@ -144,6 +148,20 @@ TEST_CASE("scenario templates: json body errors name the path inside the documen
   REQUIRE(ok->slots().size() == 1);
   CHECK(ok->slots()[0].path == ".a[1].b");
   CHECK(ok->slots()[0].where.to_string() == "/a/1/b");
+}
+
+}  // namespace
+}  // namespace corral::scenario
+
+namespace corral::scenario {
+namespace {
+
+TEST_CASE("scenario templates: a dotted name is one variable, as a parallel branch's captures are") {
+  Result<Template> t = Template::compile("{{eu.job}}/{{ eu.inner.id }}");
+  REQUIRE(t.is_ok());
+  CHECK(t->variables() == std::vector<std::string>{"eu.job", "eu.inner.id"});
+  nlohmann::json values = {{"eu.job", "j-1"}, {"eu.inner.id", 7}};
+  CHECK(t->expand(JsonVars(values, 0, "r1")) == "j-1/7");
 }
 
 }  // namespace

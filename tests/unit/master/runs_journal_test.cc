@@ -226,6 +226,43 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   CHECK(h.runs->find(id)->priority == 1);
 }
 
+TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpoint kept, the instance stays at the parallel step") {
+  Home h;
+  h.open();
+  auto par = corral::scenario::parse_scenario(json::parse(R"({"name": "par", "steps": [
+      {"parallel": [{"name": "a", "steps": [{"sleep": "1s"}, {"sleep": "1s"}]},
+                    {"name": "b", "steps": [{"sleep": "1s"}]}]},
+      {"sleep": "1s"}]})"));
+  REQUIRE(par.is_ok());
+  Run& run = h.runs->create(*par, json::object(), 1, 1000);
+  const std::string id = run.id;
+  run.next_fresh = 1;
+  h.runs->mark_running(run, {0}, 0, 1100);
+  json cp = {{"step", 0}, {"step_started_ms", 1100}, {"started_ms", 1100},
+             {"branches", {{{"checkpoint", {{"step", 3}, {"vars", {{"x", "1"}}}}}}, nullptr}}};
+  h.runs->apply(0,
+                event({{"t", "step"}, {"run", id}, {"i", 0}, {"step", 2}, {"state", "passed"},
+                       {"started_ms", 1100}, {"ended_ms", 1200}, {"checkpoint", cp}}),
+                1200);
+  const InstanceRecord& in = run.instances[0];
+  CHECK(in.next_step == 0);  // still at the parallel step
+  REQUIRE(in.steps.size() == 1);
+  CHECK(in.steps[0].step == 2);
+  CHECK(in.checkpoint["branches"][0]["checkpoint"]["step"] == 3);
+  json shown = h.runs->instance_json(run, 0, true);
+  CHECK(shown["steps"][0]["branch"] == "a");
+  CHECK(shown["branches"] == json::parse(R"([{"name": "a", "state": "running", "step": 3,
+      "step_name": "sleep 1s"}, {"name": "b", "state": "waiting"}])"));
+
+  h.restart(2000);  // the journal has both: the step, and where each branch is
+  Run* r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  CHECK(brief(r->instances[0]) == "queued@0 resumes 1/0 1100 | master_restart");
+  CHECK(r->instances[0].checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
+  REQUIRE(r->instances[0].steps.size() == 1);
+  CHECK(r->instances[0].steps[0].step == 2);
+}
+
 TEST_CASE("runs journal: a cancelled run is restored finished, every unpassed instance cancelled") {
   Home h;
   h.open();

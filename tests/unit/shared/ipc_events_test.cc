@@ -60,6 +60,19 @@ TEST_CASE("events: a step, a done and a progress event survive the round trip") 
   progress.checkpoint.attempts = 12;
   progress.checkpoint.tries = 1;
   CHECK(round_trip(progress) == progress);
+
+  Event branch = step;  // a step of a parallel step's branch carries the instance's checkpoint
+  branch.vars = nullptr;
+  branch.in_branch = true;
+  branch.checkpoint.step = 1;
+  branch.checkpoint.branches = {{{"checkpoint", {{"step", 4}}}}, nullptr, {{"passed", {{"a", 1}}}}};
+  CHECK(to_json(branch)["checkpoint"]["branches"].size() == 3);
+  CHECK(round_trip(branch) == branch);
+  CHECK_FALSE(to_json(step).contains("checkpoint"));
+  auto bad = event_from_json({{"t", "progress"}, {"run", "r"}, {"i", 0},
+                              {"checkpoint", {{"step", 1}, {"branches", {1}}}}});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message() == "event.checkpoint.branches[0]: expected an object or null");
 }
 
 TEST_CASE("events: an unknown kind or state, or a field of the wrong type, is a protocol error") {
