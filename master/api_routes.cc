@@ -32,7 +32,8 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "\"slot\":1,\"error\":\"...\"}}`"},
       {"POST", "/shutdown", &Daemon::api_shutdown, false, "stops the daemon gracefully"},
       {"POST", "/runs", &Daemon::api_run_submit, false,
-       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...},\"priority\":P}`: 201"
+       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...},\"priority\":P}`, or"
+       " `\"data\":{\"path\":...}` for one instance per row of a file: 201"
        " `{\"run\":\"r1-c034\",\"instances\":N}`; 400 names the field at fault; 429 when the"
        " queue is full"},
       {"GET", "/runs", &Daemon::api_runs_list, false, "recent runs with counts, newest first; `?limit=200`"},

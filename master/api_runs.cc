@@ -1,7 +1,8 @@
 // The runs API: submit a scenario with N instances, watch it, read each instance's history,
 // cancel it, prune old runs.
 //   POST   /runs                         {"scenario": {...}, "instances": N, "vars": {...},
-//                                          "priority": P}
+//                                          "priority": P}; or "data" for one instance per row
+//                                          of a file (api_run_data.cc)
 //   GET    /runs?limit=200               recent runs with counts, newest first
 //   DELETE /runs?older_than=7d           forgets finished runs older than that (default: the
 //                                        configured retention)
@@ -58,7 +59,8 @@ std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what) 
   return body;
 }
 
-Result<Daemon::RunRequest> Daemon::run_request(const json& body) const {
+Result<Daemon::RunRequest> Daemon::run_request(const json& body,
+                                               const std::set<std::string>& extra) const {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
     return invalid_argument("scenario: expected a scenario object");
@@ -76,6 +78,7 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body) const {
   }
   scenario::ParseOptions options;
   for (const auto& [k, v] : vars.items()) options.extra_vars.insert(k);
+  options.extra_vars.insert(extra.begin(), extra.end());
   // Workers inherit the daemon's environment and get its secrets: check against those.
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
@@ -95,6 +98,10 @@ std::optional<std::string> Daemon::queue_full(uint32_t count) const {
 void Daemon::api_run_submit(const ApiCall& c) {
   auto submitted = submission_body(c, "runs");
   if (!submitted) return;
+  if (submitted->contains("data")) {
+    api_run_submit_data(c, std::move(*submitted));
+    return;
+  }
   auto req = run_request(*submitted);
   if (!req) {
     c.respond.send(Response::error(400, req.status().message()));
@@ -105,7 +112,7 @@ void Daemon::api_run_submit(const ApiCall& c) {
     return;
   }
   submit_run({std::move(req->scenario), std::move(req->vars), req->count, {}, c.respond,
-              req->priority, std::nullopt});
+              req->priority, std::nullopt, nullptr});
 }
 
 void Daemon::api_runs_list(const ApiCall& c) {

@@ -25,6 +25,7 @@
 #include "master/loads.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
+#include "shared/data/rows.h"
 #include "master/schedules.h"
 #include "master/supervisor.h"
 #include "master/worker_image.h"
@@ -175,7 +176,15 @@ class Daemon {
   };
   // Reads and checks those fields of a request body; the error is the 400 answer's message,
   // naming the field at fault.
-  Result<RunRequest> run_request(const nlohmann::json& body) const;
+  // `extra` are variables the scenario may use besides vars (a data run's "row.<column>").
+  Result<RunRequest> run_request(const nlohmann::json& body,
+                                 const std::set<std::string>& extra = {}) const;
+  // POST /runs with "data" (api_run_data.cc): scans the file off the loop, then submits.
+  void api_run_submit_data(const ApiCall& c, nlohmann::json body);
+  std::optional<std::string> data_run_problem(const Result<data::Scan>& scan) const;
+  void submit_data_run(nlohmann::json body, const data::Scan& scan, const std::string& path,
+                       std::string_view format, const std::string& key, const std::string& index,
+                       const http::Responder& respond);
   // The 429 answer's message when `count` more instances do not fit in the queue.
   std::optional<std::string> queue_full(uint32_t count) const;
   // Answers `status` with `body` once every journal write queued before has been tried: what the
@@ -222,6 +231,7 @@ class Daemon {
     std::optional<http::Responder> respond;  // none for a schedule's run
     uint32_t priority = 1;
     std::optional<ScheduleTick> tick;  // the schedule's tick that fired it, journaled with it
+    nlohmann::json data = nullptr;     // a run over data rows: Run::data
   };
   // Creates the run now when it is small and nothing waits before it; else queues it and
   // builds its records a slice per turn. Answers the request once the run is journaled.

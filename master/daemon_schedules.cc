@@ -56,7 +56,7 @@ void Daemon::fire_schedule(const ScheduleTick& tick) {
     schedules_.skipped(tick, *full);
     return;
   }
-  submit_run({s->scenario, s->vars, s->instances, {}, std::nullopt, s->priority, tick});
+  submit_run({s->scenario, s->vars, s->instances, {}, std::nullopt, s->priority, tick, nullptr});
 }
 
 }  // namespace corral::master

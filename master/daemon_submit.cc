@@ -60,7 +60,7 @@ void Daemon::publish_run(Submission& sub) {
   // A schedule's tick is recorded in the same journal write as the run's row (schedules.h).
   Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, now,
                           std::move(sub.instances), sub.priority,
-                          sub.tick ? fire_write(*sub.tick, now) : nullptr);
+                          sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
   if (sub.tick) {
     schedules_.fired(*sub.tick, run.id, now);
@@ -73,7 +73,12 @@ void Daemon::publish_run(Submission& sub) {
   }
   schedule_pump();
   if (sub.respond) {
-    respond_journaled(*sub.respond, 201, {{"run", run.id}, {"instances", sub.count}});
+    nlohmann::json answer = {{"run", run.id}, {"instances", sub.count}};
+    if (sub.data.is_object()) {
+      answer["data"] = {{"rows", sub.data["rows"]}, {"skipped", sub.data["skipped"]},
+                        {"bad", sub.data["bad"]}};
+    }
+    respond_journaled(*sub.respond, 201, std::move(answer));
   }
 }
 

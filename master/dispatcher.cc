@@ -93,6 +93,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   if (!w.defined.count(run.id)) {
     json define = {{"run", run.id},     {"scenario", run.scenario->source}, {"vars", run.vars},
                    {"size", run.size}, {"created_ms", run.created_ms}};
+    if (run.data.is_object()) define["data"] = run.data;
     if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
     w.defined.insert(run.id);
   }

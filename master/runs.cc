@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 #include "master/ids.h"
 #include "shared/proc.h"
@@ -59,7 +60,7 @@ const char* Run::state() const {
 
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
                   int64_t now_ms, std::vector<InstanceRecord> built, uint32_t priority,
-                  WithRun with_run) {
+                  WithRun with_run, json data) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
   run->id = numbered_id('r', run->seq);  // the journal keeps the sequence
@@ -68,6 +69,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   run->vars = std::move(vars);
   run->created_ms = now_ms;
   run->priority = priority;
+  run->data = std::move(data);
   run->instances = std::move(built);
   run->instances.resize(instances);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = instances;
@@ -82,6 +84,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   row.instances = ref.size;
   row.created_ms = now_ms;
   row.priority = priority;
+  if (!ref.data.is_null()) row.data = ref.data.dump();
   journal_write(
       [row, with_run = std::move(with_run)](journal::Store& s) {
         Status st = s.put_run(row);
@@ -336,6 +339,9 @@ size_t Runs::prune_finished_before(int64_t before_ms) {
 
 Runs::RunList::iterator Runs::forget(RunList::iterator it) {
   journal_write([id = (*it)->id](journal::Store& s) { return s.delete_run(id); });
+  if ((*it)->data.is_object()) {
+    std::remove((*it)->data.value("index", "").c_str());  // the index of its data rows
+  }
   by_id_.erase((*it)->id);
   return runs_.erase(it);
 }

@@ -107,6 +107,9 @@ struct Run {
   // Calls of callback steps' URLs the instances have not used yet, by index:
   // {"step": n, "body": <JSON>} (journaled; each placement hands it on in the checkpoint).
   std::map<uint32_t, nlohmann::json> callbacks;
+  // A run over data rows (shared/data/rows.h), as workers get it in define_run: {"path",
+  // "format", "index", "columns", "key"?, "rows", "skipped", "bad"}. Null for other runs.
+  nlohmann::json data;
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
   // Moves instance `index` to state `to`, keeping `counts` in step.
@@ -159,7 +162,8 @@ class Runs {
   using WithRun = std::function<Status(journal::Store&, const std::string& run_id)>;
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
               uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {},
-              uint32_t priority = 1, WithRun with_run = nullptr);
+              uint32_t priority = 1, WithRun with_run = nullptr,
+              nlohmann::json data = nullptr);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

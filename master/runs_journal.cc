@@ -146,6 +146,7 @@ Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool wh
   run->finished_ms = row.finished_ms;
   run->cancelled = row.cancelled;
   run->priority = row.priority;
+  if (!row.data.empty()) run->data = parse_or(row.data, json());
   run->summary = parse_or(row.summary, json());
   run->whole = whole;
   run->next_fresh = run->size;

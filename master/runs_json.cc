@@ -105,6 +105,10 @@ json Runs::detail_json(const Run& run) const {
   j["failures"] = parts["failures"];
   j["vars"] = run.vars;
   j["priority"] = run.priority;
+  if (run.data.is_object()) {  // a run over data rows: the file, and the rows it skipped
+    j["data"] = run.data;
+    j["data"].erase("index");
+  }
   return j;
 }
 

@@ -284,6 +284,7 @@ void Worker::on_define_run(const nlohmann::json& p) {
   RunShape shape;
   shape.size = p.value("size", uint32_t{0});
   shape.created_ms = p.value("created_ms", int64_t{0});
+  if (auto d = p.find("data"); d != p.end() && d->is_object()) shape.data = *d;
   Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
                                  p.value("vars", nlohmann::json::object()), shape);
   if (!s) spdlog::error("run {}: scenario rejected: {}", run, s.message());

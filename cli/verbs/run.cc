@@ -33,6 +33,7 @@ using Clock = std::chrono::steady_clock;
 constexpr milliseconds kPollEvery{500};
 constexpr milliseconds kPipeLineGap{1000};    // progress lines when stdout is not a TTY
 constexpr long kSubmitTimeoutMs = 30000;      // a large submission is still one quick answer
+constexpr long kDataSubmitTimeoutMs = 600000;  // the daemon scans a --data file first
 constexpr long kInstancesTimeoutMs = 120000;  // every instance with its steps, for --junit
 
 int usage_error(const std::string& message) {
@@ -44,8 +45,16 @@ class RunVerb : public Verb {
  public:
   void setup(CLI::App& app) override {
     app.add_option("file", file_, "scenario file (JSON)")->required();
-    app.add_option("-n,--instances", instances_, "instances to run at once")
-        ->check(CLI::Range(1, 1000000));
+    auto* n = app.add_option("-n,--instances", instances_, "instances to run at once")
+                  ->check(CLI::Range(1, 1000000));
+    auto* data = app.add_option("--data", data_,
+                                "a CSV or JSON Lines file: one instance per row, read as "
+                                "{{row.COLUMN}} (the daemon reads it: a path on its host)")
+                     ->type_name("FILE")
+                     ->excludes(n);
+    app.add_option("--key", key_, "the --data column that names each instance")
+        ->type_name("COLUMN")
+        ->needs(data);
     app.add_option("--var", vars_,
                    "a run-time variable, NAME=VALUE (repeatable; JSON values keep their type)");
     app.add_option("--priority", priority_,
@@ -75,8 +84,9 @@ class RunVerb : public Verb {
     std::string id;
     if (int code = submit(api, *scenario, *vars, id); code != 0) return code;
     std::cout << "corral: run " << id << ": " << instances_ << " instances of "
-              << json_string(*scenario, "name") << "\n"
-              << std::flush;
+              << json_string(*scenario, "name");
+    if (!data_.empty()) std::cout << ", one per row of " << data_;
+    std::cout << "\n" << std::flush;
     if (detach_) return 0;
     return follow(ctx, api, id, started);
   }
@@ -84,20 +94,47 @@ class RunVerb : public Verb {
  private:
   // POST /runs. A 400 is the daemon rejecting the scenario (the message names the field): a
   // usage error, unlike a full queue (429) or a daemon that is not there.
-  int submit(const Api& api, const json& scenario, const json& vars, std::string& id) const {
-    const json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars},
-                       {"priority", priority_}};
-    auto answer = api.send("POST", "/runs", body.dump(), kSubmitTimeoutMs);
+  int submit(const Api& api, const json& scenario, const json& vars, std::string& id) {
+    json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars},
+                 {"priority", priority_}};
+    if (!data_.empty()) {
+      body.erase("instances");  // one per row
+      body["data"] = {{"path", std::filesystem::absolute(data_).lexically_normal().string()}};
+      if (!key_.empty()) body["data"]["key"] = key_;
+    }
+    // The daemon reads a data file through before it answers.
+    auto answer = api.send("POST", "/runs", body.dump(),
+                           data_.empty() ? kSubmitTimeoutMs : kDataSubmitTimeoutMs);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
     if (answer->status == 201) {
       id = json_string(reply, "run");
+      if (reply.contains("data")) report_skipped(json_field(reply, "data"));
+      instances_ = static_cast<long>(json_number(reply, "instances"));
       if (!id.empty()) return 0;
     }
     std::string message = json_string(reply, "error");
     if (message.empty()) message = "POST /runs failed with HTTP " + std::to_string(answer->status);
     if (answer->status == 400) return usage_error(file_ + ": " + message);
     return fail(message);
+  }
+
+  // The rows of the --data file that did not parse, on stderr: they do not run.
+  void report_skipped(const json& data) const {
+    const auto skipped = static_cast<long>(json_number(data, "skipped"));
+    if (skipped == 0) return;
+    std::cerr << "corral: " << data_ << ": " << skipped << " rows skipped:\n";
+    const json bad = json_field(data, "bad");
+    size_t shown = 0;
+    for (const json& b : bad) {
+      if (++shown > 10) break;
+      std::cerr << "  line " << static_cast<long>(json_number(b, "line")) << ": "
+                << json_string(b, "error") << "\n";
+    }
+    if (static_cast<long>(std::min<size_t>(shown, 10)) < skipped) {
+      std::cerr << "  (and " << skipped - static_cast<long>(std::min<size_t>(shown, 10))
+                << " more: GET /runs/<id> has the first 100)\n";
+    }
   }
 
   int follow(const Context& ctx, const Api& api, const std::string& id,
@@ -146,6 +183,7 @@ class RunVerb : public Verb {
 
   std::string file_;
   long instances_ = 1;
+  std::string data_, key_;
   long priority_ = 1;
   std::vector<std::string> vars_;
   bool detach_ = false;

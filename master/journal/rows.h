@@ -20,6 +20,7 @@ struct RunRow {
   bool cancelled = false;
   std::string summary;  // a finished run's counts, durations and failures (JSON)
   uint32_t priority = 1;  // its weight in the dispatcher's fair share, 1 to 100
+  std::string data;       // the data rows its instances read (JSON, Run::data); "" for none
 };
 
 // An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,

@@ -92,12 +92,14 @@ CREATE TABLE schedule_fires (
   fired_ms BIGINT NOT NULL,
   PRIMARY KEY (schedule, tick_ms));
 )sql",
+    // 6: the data rows a run's instances read (shared/data/rows.h), as JSON; '' for none.
+    "ALTER TABLE runs ADD COLUMN data TEXT NOT NULL DEFAULT '';",
 };
 
 constexpr const char* kPutRun = R"sql(
 INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary,
-                  priority)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  priority, data)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
   cancelled = excluded.cancelled, summary = excluded.summary)sql";
 constexpr const char* kBumpSeq = R"sql(
@@ -169,7 +171,7 @@ FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
 ORDER BY s.name)sql";
 constexpr const char* kRunColumns =
     "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
-    "priority FROM runs";
+    "priority, data FROM runs";
 constexpr const char* kInstanceColumns =
     "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
     "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "
@@ -274,7 +276,7 @@ class SqliteStore final : public Store {
     Stmt& s = stmt(kPutRun);
     s.bind(r.id).bind(static_cast<int64_t>(r.seq)).bind(r.scenario).bind(r.vars);
     s.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
-    s.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority});
+    s.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
     if (Status st = done(s, "put_run"); !st) return st;
     return done(stmt(kBumpSeq).bind(static_cast<int64_t>(r.seq + 1)), "put_run");
   }
@@ -483,7 +485,8 @@ class SqliteStore final : public Store {
             s.i64(6),
             s.i64(7) != 0,
             s.text(8),
-            static_cast<uint32_t>(std::clamp<int64_t>(s.i64(9), 1, 100))};
+            static_cast<uint32_t>(std::clamp<int64_t>(s.i64(9), 1, 100)),
+            s.text(10)};
   }
 
   Status migrate() {

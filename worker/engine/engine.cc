@@ -65,9 +65,17 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   if (vars.is_object()) {
     for (const auto& [k, v] : vars.items()) extra.insert(k);
   }
+  std::unique_ptr<data::RowFile> rows;
+  if (shape.data.is_object()) {
+    auto opened = open_rows(shape.data);
+    if (!opened) return opened.status();
+    rows = std::move(*opened);
+    for (const auto& c : shape.data["columns"]) extra.insert("row." + c.get<std::string>());
+  }
   auto parsed = scenario::parse_scenario(doc, extra);
   if (!parsed) return parsed.status();
   auto r = std::make_unique<Run>();
+  r->rows = std::move(rows);
   r->id = run;
   r->jitter_seed = jitter_seed(run);
   r->scenario = *parsed;
@@ -129,7 +137,17 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   ref.run->active += 1;
   uint64_t serial = ref.serial;
   ipc::InHandScope scope(in_hand_, ref.run->id, ref.index);
-  guarded(serial, "start", [&] { resume_or_run(ref); });
+  guarded(serial, "start", [&] {
+    if (ref.run->rows) {
+      auto row = ref.run->rows->row(index);  // read again on every start: it never travels
+      if (!row) {
+        finish(ref, ipc::Outcome::kErrored, row.status().message());
+        return;
+      }
+      rows_[serial] = std::move(*row);
+    }
+    resume_or_run(ref);
+  });
   return Status::ok();
 }
 
@@ -341,6 +359,7 @@ void Engine::cancel_run(const std::string& run) {
   for (uint64_t serial : serials) {
     release(*instances_.at(serial));
     timeout_reasons_.erase(serial);
+    rows_.erase(serial);
     instances_.erase(serial);
   }
   runs_.erase(r);

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
+#include "shared/data/rows.h"
 #include "shared/ipc/checkpoint.h"
 #include "shared/ipc/events.h"
 #include "shared/ipc/in_hand.h"
@@ -74,6 +75,9 @@ class IterationSink {
 struct RunShape {
   uint32_t size = 0;       // instances in the run; 0: unknown, no spread
   int64_t created_ms = 0;  // when it was submitted
+  // A run over data rows (shared/data/rows.h): {"path", "format", "index", "columns": [...]};
+  // instance i reads row i as {{row.<column>}}. Null for other runs.
+  nlohmann::json data = nullptr;
 };
 
 class Engine {
@@ -157,6 +161,9 @@ class Engine {
   void close_fork(const Instance& in);
   // The instance a branch belongs to; nullptr for an instance that is no branch.
   const Instance* parent_of(const Instance& in) const;
+  // {{row.<column>}} of the instance (of the instance it is a branch of); nullptr when its run
+  // has no data rows or the row has no such column.
+  const nlohmann::json* row_value(const Instance& in, std::string_view column) const;
 
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
@@ -185,6 +192,7 @@ class Engine {
     // (-1: none); and the serial of each instance here, so that a call finds its instance.
     std::vector<int32_t> next_callback;
     std::unordered_map<uint32_t, uint64_t> serials;
+    std::unique_ptr<data::RowFile> rows;  // a run over data rows: its file
   };
   // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
   // as waiting until then, so it may move to another worker.
@@ -236,6 +244,8 @@ class Engine {
   void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
   static void index_callbacks(Run& run);
+  // The row file a run's data spec (RunShape::data) names.
+  static Result<std::unique_ptr<data::RowFile>> open_rows(const nlohmann::json& spec);
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
@@ -285,6 +295,8 @@ class Engine {
     size_t b;
   };
   std::unordered_map<uint64_t, BranchOf> branch_of_;
+  // The data row of each instance of a run over data rows, by serial, read when it starts.
+  std::unordered_map<uint64_t, nlohmann::json> rows_;
   WakeQueue wakes_;
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;

@@ -36,6 +36,7 @@ void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::itera
   it->second->run->active -= 1;
   if (!it->second->run->next_callback.empty()) it->second->run->serials.erase(it->second->index);
   timeout_reasons_.erase(it->first);
+  rows_.erase(it->first);
   instances_.erase(it);  // its pending wake-up, if any, finds nothing (on_wake)
 }
 
@@ -53,6 +54,7 @@ nlohmann::json Engine::take_all() {
   timeout_reasons_.clear();
   forks_.clear();
   branch_of_.clear();
+  rows_.clear();
   for (auto& [id, r] : runs_) r->active = 0;
   return out;
 }

@@ -250,6 +250,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   release(in);
   in.run->active -= 1;
   timeout_reasons_.erase(in.serial);
+  rows_.erase(in.serial);
   instances_.erase(in.serial);  // `in` is gone after this line
 }
 

@@ -49,6 +49,7 @@ class InstanceVars final : public scenario::Vars {
         if (auto it = at->cp.vars.find(name); it != at->cp.vars.end()) return &*it;
       }
     }
+    if (name.starts_with("row.") && in_.run->rows) return in_.engine->row_value(in_, name.substr(4));
     const auto& vars = in_.run->vars;
     if (auto it = vars.find(name); it != vars.end()) return &*it;
     return nullptr;

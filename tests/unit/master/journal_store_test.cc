@@ -23,7 +23,7 @@ StoredRun load(Store& s, const std::string& id) {
 // Every field, so that one CHECK compares whole rows and shows both sides on failure.
 std::string describe(const RunRow& r) {
   return join(r.id, r.seq, r.scenario, r.vars, r.instances, r.created_ms, r.finished_ms,
-              r.cancelled, r.summary, r.priority);
+              r.cancelled, r.summary, r.priority, r.data);
 }
 std::string describe(const InstanceRow& r) {
   return join(r.run_id, r.idx, r.state, r.next_step, r.started_ms, r.ended_ms, r.reason, r.resumes,
@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "5/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "6/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -77,10 +77,11 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   store.reset();
   sql(path, "ALTER TABLE steps DROP COLUMN url");  // as version 1 made it
   sql(path, "ALTER TABLE runs DROP COLUMN priority");
+  sql(path, "ALTER TABLE runs DROP COLUMN data");
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "5");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "6");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -92,15 +93,30 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   sql(path, "ALTER TABLE runs DROP COLUMN priority");  // as version 2 left it
+  sql(path, "ALTER TABLE runs DROP COLUMN data");
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "5");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "6");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
   REQUIRE_OK(store->put_run(weighted));
   CHECK_SAME(load(*store, "r2-bbbb").run, weighted);
+}
+
+TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data file, none for those it has") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  store.reset();
+  sql(path, "ALTER TABLE runs DROP COLUMN data");  // as version 5 left it
+  sql(path, "UPDATE schema_version SET version = 5");
+  store = open_store(path);
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "6");
+  CHECK(load(*store, "r1-aaaa").run.data.empty());
+  RunRow over_rows = run_row("r2-bbbb", 2);
+  over_rows.data = R"({"path":"/srv/rows.csv"})";
+  REQUIRE_OK(store->put_run(over_rows));
+  CHECK_SAME(load(*store, "r2-bbbb").run, over_rows);
 }
 
 TEST_CASE_METHOD(Db, "journal store: callbacks round-trip by page, once each, and go with their run") {

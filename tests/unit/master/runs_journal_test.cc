@@ -263,6 +263,22 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
   CHECK(r->instances[0].steps[0].step == 2);
 }
 
+TEST_CASE("runs journal: a run over data rows comes back with its data file") {
+  Home h;
+  h.open();
+  json data = {{"path", "/srv/rows.csv"}, {"format", "csv"}, {"index", "/home/data/1.idx"},
+               {"columns", {"email"}}, {"rows", 3}, {"skipped", 0}, {"bad", json::array()}};
+  const std::string id = h.runs->create(scenario(), json::object(), 3, 1000, {}, 1, nullptr, data).id;
+  const std::string plain = h.create(1, 1100).id;
+  h.restart(2000);
+  REQUIRE(h.runs->find(id) != nullptr);
+  CHECK(h.runs->find(id)->data == data);
+  CHECK(h.runs->find(plain)->data.is_null());
+  CHECK(h.runs->detail_json(*h.runs->find(id))["data"]["path"] == "/srv/rows.csv");
+  CHECK_FALSE(h.runs->detail_json(*h.runs->find(id))["data"].contains("index"));
+  CHECK_FALSE(h.runs->detail_json(*h.runs->find(plain)).contains("data"));
+}
+
 TEST_CASE("runs journal: a cancelled run is restored finished, every unpassed instance cancelled") {
   Home h;
   h.open();
@@ -487,6 +503,8 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
            1000,
            0,
            false,
+           "",
+           1,
            ""};
   auto row = [&](uint32_t idx, const char* state, uint32_t next, const char* reasons,
                  const char* vars, const char* cp) {
