@@ -119,6 +119,9 @@ std::string render_instance(const json& in, TableStyle style) {
     out << "callback of step " << static_cast<long>(json_number(callback, "step"))
         << ": called, not used yet\n";
   }
+  json row = json_field(in, "row");  // a run over data rows
+  if (row.is_object()) out << "row: " << row.dump() << "\n";
+  if (!json_string(in, "row_error").empty()) out << "row: " << json_string(in, "row_error") << "\n";
   json branches = json_field(in, "branches");
   if (branches.is_array() && !branches.empty()) {
     out << "branches of step " << static_cast<long>(json_number(in, "step")) << ":";

@@ -131,4 +131,56 @@ void Daemon::submit_data_run(json body, const data::Scan& scan, const std::strin
               req->priority, std::nullopt, std::move(data)});
 }
 
+namespace {
+
+Result<std::unique_ptr<data::RowFile>> open_rows(const json& d) {
+  std::vector<std::string> columns;
+  for (const auto& c : d.value("columns", json::array())) columns.push_back(c.get<std::string>());
+  return data::RowFile::open(d.value("path", ""), *data::format_named(d.value("format", "csv")),
+                             d.value("index", ""), std::move(columns));
+}
+
+}  // namespace
+
+json Daemon::with_row(const Run& run, uint32_t i, json j) const {
+  if (!run.data.is_object()) return j;
+  auto file = open_rows(run.data);
+  auto row = file ? (*file)->row(i) : Result<json>(file.status());
+  if (!row) {
+    j["row_error"] = row.status().message();
+    return j;
+  }
+  if (auto key = run.data.find("key"); key != run.data.end() && row->contains(key->get<std::string>())) {
+    j["key"] = (*row)[key->get<std::string>()];
+  }
+  j["row"] = std::move(*row);
+  return j;
+}
+
+void Daemon::find_instance_by_key(const ApiCall& c, const Run& run) {
+  const std::string key = http::percent_decode(c.args.at(1), false);
+  auto found = std::make_shared<Result<std::optional<uint64_t>>>(std::optional<uint64_t>());
+  Status queued = uv::queue_work(
+      loop_,
+      [found, d = run.data, key] {
+        auto file = open_rows(d);
+        *found = file ? (*file)->find(d.value("key", ""), key) : file.status();
+      },
+      [this, found, id = run.id, column = run.data.value("key", ""), key, respond = c.respond] {
+        Run* now = runs_.find(id);  // (it may have been forgotten meanwhile)
+        if (now == nullptr) {
+          respond.send(Response::error(404, "no run \"" + id + "\""));
+        } else if (!*found) {
+          respond.send(Response::error(503, "the run's data file cannot be read: " +
+                                                found->status().message()));
+        } else if (!**found || ***found >= now->size) {
+          respond.send(Response::error(404, "run " + id + " has no instance with " + column +
+                                                " \"" + key + "\""));
+        } else {
+          answer_instance(respond, *now, static_cast<uint32_t>(***found));
+        }
+      });
+  if (!queued) c.respond.send(Response::error(500, queued.message()));
+}
+
 }  // namespace corral::master

@@ -111,23 +111,32 @@ void Daemon::api_run_instance(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   auto i = index_param(c.args.at(1));
+  if (!i && run->data.is_object() && run->data.contains("key")) {
+    find_instance_by_key(c, *run);  // api_run_data.cc
+    return;
+  }
   if (!i || *i >= run->size) {
     c.respond.send(Response::error(404, "run " + run->id + " has no instance " + c.args[1]));
     return;
   }
-  if (run->whole) {
-    c.respond.send(Response::json(200, runs_.instance_json(*run, *i, true)));
+  answer_instance(c.respond, *run, *i);
+}
+
+void Daemon::answer_instance(const http::Responder& respond, Run& run, uint32_t i) {
+  if (run.whole) {
+    respond.send(Response::json(200, with_row(run, i, runs_.instance_json(run, i, true))));
     return;
   }
-  runs_.read_page(run->id, *i, *i + 1, [this, n = *i, respond = c.respond](Runs::Page page) {
+  runs_.read_page(run.id, i, i + 1, [this, id = run.id, i, respond](Runs::Page page) {
     if (!page) {
       respond.send(Response::error(503, "the run's instance cannot be read from the journal: " +
                                             page.status().message()));
       return;
     }
     json j = runs_.instance_json(**page, 0, true);
-    j["i"] = n;
-    respond.send(Response::json(200, j));
+    j["i"] = i;
+    Run* now = runs_.find(id);
+    respond.send(Response::json(200, now != nullptr ? with_row(*now, i, std::move(j)) : j));
   });
 }
 

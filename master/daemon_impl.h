@@ -179,6 +179,13 @@ class Daemon {
   // `extra` are variables the scenario may use besides vars (a data run's "row.<column>").
   Result<RunRequest> run_request(const nlohmann::json& body,
                                  const std::set<std::string>& extra = {}) const;
+  // GET /runs/<id>/instances/<n>: instance n's record (with its data row, for a run over one).
+  void answer_instance(const http::Responder& respond, Run& run, uint32_t i);
+  // For a run over data rows with a key column: the instance whose row has key <n>
+  // (api_run_data.cc), found by reading the file off the loop.
+  void find_instance_by_key(const ApiCall& c, const Run& run);
+  // `j` with "row" and "key" from the run's data file, when it has one (api_run_data.cc).
+  nlohmann::json with_row(const Run& run, uint32_t i, nlohmann::json j) const;
   // POST /runs with "data" (api_run_data.cc): scans the file off the loop, then submits.
   void api_run_submit_data(const ApiCall& c, nlohmann::json body);
   std::optional<std::string> data_run_problem(const Result<data::Scan>& scan) const;

@@ -329,4 +329,16 @@ Result<json> RowFile::row(uint64_t i) const {
   return out;
 }
 
+Result<std::optional<uint64_t>> RowFile::find(const std::string& column,
+                                               const std::string& value) const {
+  for (uint64_t i = 0; i < rows_; ++i) {
+    auto r = row(i);
+    if (!r) return r.status();
+    auto v = r->find(column);
+    if (v == r->end()) continue;
+    if ((v->is_string() ? v->get_ref<const std::string&>() : v->dump()) == value) return {i};
+  }
+  return std::optional<uint64_t>();
+}
+
 }  // namespace corral::data

@@ -72,6 +72,9 @@ class RowFile {
   // {"<column>": value, ...}; fails naming the row and its line when the file changed since
   // the scan and the row no longer reads.
   Result<nlohmann::json> row(uint64_t i) const;
+  // The first row whose `column` reads `value` (a text value, or the JSON text of another),
+  // reading the rows in order: the time a scan of the file takes.
+  Result<std::optional<uint64_t>> find(const std::string& column, const std::string& value) const;
 
  private:
   RowFile() = default;

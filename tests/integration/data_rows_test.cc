@@ -120,3 +120,32 @@ TEST_CASE("data rows: corral run --data runs a row each and says which rows it s
   CHECK(run_cli({"run", scenario, "--data", rows, "-n", "2"}, home.path()).exit_code == 2);
   CHECK(run_cli({"run", scenario, "--key", "email"}, home.path()).exit_code == 2);
 }
+
+TEST_CASE("data rows: the key column names instances, for the API and corral show RUN/KEY") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const std::string file = home.file("rows.csv");
+  std::ofstream(file) << "email,ms\na+1@x.org,1\nb@x.org,2\n";
+  ApiResponse r = post_data_run(d, sleep_per_row(), {{"path", file}, {"key", "email"}}, api);
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  const std::string id = r.json["run"];
+  wait_run_finished(d, id, seconds(30));
+  ApiResponse one = d.api("GET", "/runs/" + id + "/instances/b%40x.org");
+  INFO(one.body);
+  REQUIRE(one.status == 200);
+  CHECK(one.json["i"] == 1);
+  CHECK(one.json["key"] == "b@x.org");
+  CHECK(one.json["row"] == Json{{"email", "b@x.org"}, {"ms", "2"}});
+  CHECK(d.api("GET", "/runs/" + id + "/instances/0").json["key"] == "a+1@x.org");
+  ApiResponse none = d.api("GET", "/runs/" + id + "/instances/zz%40x.org");
+  CHECK(none.status == 404);
+  CHECK(none.json["error"] == "run " + id + " has no instance with email \"zz@x.org\"");
+  CliResult show = run_cli({"show", id + "/a+1@x.org"}, home.path());
+  INFO(show.describe());
+  CHECK(show.exit_code == 0);
+  CHECK_THAT(show.out, Catch::StartsWith("instance 0: passed"));
+  CHECK_THAT(show.out, Catch::Contains("row: {\"email\":\"a+1@x.org\",\"ms\":\"1\"}"));
+}

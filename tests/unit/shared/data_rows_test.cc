@@ -70,6 +70,8 @@ TEST_CASE("data rows: CSV records follow RFC 4180, and bad ones are reported by 
   CHECK(row(s, 3)["note"] == "kept spaces");
   CHECK(row(s, 4)["note"] == "no newline at the end");
   CHECK_FALSE(s.file->row(5).is_ok());
+  CHECK(s.file->find("email", "f@x.org").value() == std::optional<uint64_t>(3));  // a key's row
+  CHECK(s.file->find("email", "c@x.org").value() == std::nullopt);  // on a bad row: none
 }
 
 TEST_CASE("data rows: an open quote costs one reported row, not the rest of the file") {
