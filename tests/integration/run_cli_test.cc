@@ -130,7 +130,11 @@ TEST_CASE(
   CHECK(show.exit_code == 0);
   CHECK_THAT(show.out, Catch::StartsWith("instance 29: passed"));
   CHECK_THAT(show.out, Catch::Contains("| 29       |"));  // attempts of the poll step
-  CHECK(run_cli({"show", id + "/x"}, home.path()).exit_code == 2);
+  CHECK(run_cli({"show", id + "/"}, home.path()).exit_code == 2);
+  // Not a number: a key, which a run without data rows does not have.
+  CliResult by_key = run_cli({"show", id + "/x"}, home.path());
+  CHECK(by_key.exit_code == 1);
+  CHECK_THAT(by_key.err, Catch::Contains("has no instance x"));
 }
 
 TEST_CASE("run cli: a failing run exits 1, groups its failures and reports each in JUnit") {

@@ -24,7 +24,11 @@ bool Engine::waiting(const Instance& in) const {
 }
 
 void Engine::release(const Instance& in) {
-  if (in.cp.step < in.run->runners.size()) in.runner().left(*this, in);
+  // Only a step that started holds anything; and once an instance passed the last step of its
+  // list, cp.step names the first step of another list (Scenario::steps is flat).
+  if (in.cp.step_started_ms != 0 && in.cp.step < in.run->runners.size()) {
+    in.runner().left(*this, in);
+  }
 }
 
 void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it) {
