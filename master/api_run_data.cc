@@ -131,20 +131,9 @@ void Daemon::submit_data_run(json body, const data::Scan& scan, const std::strin
               req->priority, std::nullopt, std::move(data)});
 }
 
-namespace {
-
-Result<std::unique_ptr<data::RowFile>> open_rows(const json& d) {
-  std::vector<std::string> columns;
-  for (const auto& c : d.value("columns", json::array())) columns.push_back(c.get<std::string>());
-  return data::RowFile::open(d.value("path", ""), *data::format_named(d.value("format", "csv")),
-                             d.value("index", ""), std::move(columns));
-}
-
-}  // namespace
-
 json Daemon::with_row(const Run& run, uint32_t i, json j) const {
   if (!run.data.is_object()) return j;
-  auto file = open_rows(run.data);
+  auto file = data::RowFile::open(run.data);
   auto row = file ? (*file)->row(i) : Result<json>(file.status());
   if (!row) {
     j["row_error"] = row.status().message();
@@ -163,7 +152,7 @@ void Daemon::find_instance_by_key(const ApiCall& c, const Run& run) {
   Status queued = uv::queue_work(
       loop_,
       [found, d = run.data, key] {
-        auto file = open_rows(d);
+        auto file = data::RowFile::open(d);
         *found = file ? (*file)->find(d.value("key", ""), key) : file.status();
       },
       [this, found, id = run.id, column = run.data.value("key", ""), key, respond = c.respond] {

@@ -295,6 +295,20 @@ Result<std::unique_ptr<RowFile>> RowFile::open(const std::string& path, Format f
   return f;
 }
 
+Result<std::unique_ptr<RowFile>> RowFile::open(const json& spec) {
+  const auto columns = spec.is_object() ? spec.find("columns") : spec.end();
+  auto format = spec.is_object() ? format_named(spec.value("format", "")) : std::nullopt;
+  if (!format || columns == spec.end() || !columns->is_array()) {
+    return invalid_argument("data: expected {\"path\", \"format\", \"index\", \"columns\"}");
+  }
+  std::vector<std::string> names;
+  for (const auto& c : *columns) {
+    if (!c.is_string()) return invalid_argument("data.columns: expected names");
+    names.push_back(c.get<std::string>());
+  }
+  return open(spec.value("path", ""), *format, spec.value("index", ""), std::move(names));
+}
+
 RowFile::~RowFile() {
   if (data_fd_ >= 0) ::close(data_fd_);
   if (index_fd_ >= 0) ::close(index_fd_);

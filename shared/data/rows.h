@@ -64,6 +64,9 @@ class RowFile {
   static Result<std::unique_ptr<RowFile>> open(const std::string& path, Format format,
                                                const std::string& index_path,
                                                std::vector<std::string> columns);
+  // The same from a run's data spec, as the master keeps it and workers get it:
+  // {"path", "format", "index", "columns": [...]}. Fails on a spec of another shape.
+  static Result<std::unique_ptr<RowFile>> open(const nlohmann::json& spec);
   ~RowFile();
   RowFile(const RowFile&) = delete;
   RowFile& operator=(const RowFile&) = delete;

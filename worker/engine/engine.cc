@@ -67,7 +67,7 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
   }
   std::unique_ptr<data::RowFile> rows;
   if (shape.data.is_object()) {
-    auto opened = open_rows(shape.data);
+    auto opened = data::RowFile::open(shape.data);
     if (!opened) return opened.status();
     rows = std::move(*opened);
     for (const auto& c : shape.data["columns"]) extra.insert("row." + c.get<std::string>());

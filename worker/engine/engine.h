@@ -244,8 +244,6 @@ class Engine {
   void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
   static void index_callbacks(Run& run);
-  // The row file a run's data spec (RunShape::data) names.
-  static Result<std::unique_ptr<data::RowFile>> open_rows(const nlohmann::json& spec);
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
