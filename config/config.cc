@@ -30,6 +30,7 @@ std::string show_bound(const Field& f, double bound) {
     case Kind::kInt:
     case Kind::kString:
     case Kind::kHooks:
+    case Kind::kLimits:
       return std::to_string(static_cast<long long>(bound));
   }
   return "?";
@@ -97,6 +98,13 @@ Hooks read_hooks(const json& v) {
   return std::move(*hooks);
 }
 
+// The limits report their own path ("limits[\"http://a:1\"].rate: ...").
+TargetLimits read_limits(const Field& f, const json& v) {
+  Result<TargetLimits> limits = parse_limits(v, std::string(f.name));
+  if (!limits) throw ConfigError(limits.status().message());
+  return std::move(*limits);
+}
+
 void apply_field(Config& cfg, const Field& f, const json& v) {
   switch (f.kind) {
     case Kind::kInt:
@@ -117,6 +125,9 @@ void apply_field(Config& cfg, const Field& f, const json& v) {
     case Kind::kHooks:
       cfg.*std::get<Hooks Config::*>(f.member) = read_hooks(v);
       return;
+    case Kind::kLimits:
+      cfg.*std::get<TargetLimits Config::*>(f.member) = read_limits(f, v);
+      return;
   }
 }
 
@@ -134,6 +145,8 @@ json field_to_json(const Config& cfg, const Field& f) {
       return format_bytes(cfg.*std::get<uint64_t Config::*>(f.member));
     case Kind::kHooks:
       return hooks_to_json(cfg.*std::get<Hooks Config::*>(f.member));
+    case Kind::kLimits:
+      return limits_to_json(cfg.*std::get<TargetLimits Config::*>(f.member));
   }
   return nullptr;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/hooks.h"
+#include "config/limits.h"
 #include "shared/status.h"
 
 namespace corral::config {
@@ -69,6 +70,7 @@ struct Config {
   // address replaced by the host's name).
   std::string callback_base;
   Hooks hooks;  // webhooks and commands run on daemon events (config/hooks.h)
+  TargetLimits limits;  // per origin, across workers, for every run (config/limits.h)
 
   bool operator==(const Config&) const = default;
 };

@@ -48,6 +48,11 @@ constexpr Field hooks_field(std::string_view name, Hooks Config::*m, std::string
   return {name, Kind::kHooks, m, 0, 0, {}, help};
 }
 
+constexpr Field limits_field(std::string_view name, TargetLimits Config::*m,
+                             std::string_view help) {
+  return {name, Kind::kLimits, m, 0, 0, {}, help};
+}
+
 constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 constexpr std::array<std::string_view, 2> kHttpClients = {"lean", "curl"};
 
@@ -130,6 +135,9 @@ const Field kFields[] = {
   hooks_field("hooks", &Config::hooks,
               "webhooks and commands run on worker_exit, run_finished, journal_failed and "
               "journal_recovered (docs/operations.md, Hooks)"),
+  limits_field("limits", &Config::limits,
+               "per origin, max_in_flight and rate across all workers, for every run's requests "
+               "(docs/scenarios.md, Per-target limits)"),
 };
 // clang-format on
 
@@ -148,6 +156,7 @@ std::string_view kind_name(Kind kind) {
     case Kind::kBytes:
       return "size";
     case Kind::kHooks:
+    case Kind::kLimits:
       return "object";
   }
   return "?";

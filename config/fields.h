@@ -22,12 +22,13 @@ enum class Kind {
   kDuration,  // "250ms", "10s", ... stored as milliseconds
   kBytes,     // "512MB" or a JSON integer, stored as bytes
   kHooks,     // the `hooks` object (config/hooks.h)
+  kLimits,    // the `limits` object (config/limits.h)
 };
 
 std::string_view kind_name(Kind kind);
 
 using Member = std::variant<int Config::*, double Config::*, std::string Config::*,
-                            uint64_t Config::*, Hooks Config::*>;
+                            uint64_t Config::*, Hooks Config::*, TargetLimits Config::*>;
 
 struct Field {
   std::string_view name;  // as written in a config file

@@ -60,6 +60,10 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
   for (const auto& [k, v] : out.vars.items()) options.extra_vars.insert(k);
   auto parsed = scenario::parse_scenario(*sc, options);
   if (!parsed) return Response::error(400, "scenario." + parsed.status().message());
+  if (!(*parsed)->limits.empty()) {
+    return Response::error(400, "scenario.limits: a load test measures its target unthrottled; "
+                                "per-target limits are for scenario runs");
+  }
   auto spec = load::parse_load(out.load);
   if (!spec) return Response::error(400, spec.status().message());
   for (const load::Threshold& th : spec->thresholds) {

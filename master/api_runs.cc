@@ -85,6 +85,9 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body,
   auto parsed = scenario::parse_scenario(*sc, options);
   if (!parsed) return invalid_argument("scenario." + parsed.status().message());
   if (auto problem = callback_problem(**parsed)) return invalid_argument("scenario." + *problem);
+  if (auto limits = scenario::run_limits(**parsed, vars); !limits) {
+    return invalid_argument("scenario." + limits.status().message());
+  }
   return RunRequest{*parsed, std::move(vars), n.get<uint32_t>(), priority.get<uint32_t>()};
 }
 

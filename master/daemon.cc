@@ -23,6 +23,7 @@ constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
 constexpr uint64_t kCpuSampleMs = 1000;  // the CPU use shown in GET /workers is over this long
 constexpr size_t kPumpBudget = 1000;       // instances placed per loop iteration
+constexpr uint64_t kLimitsEveryMs = 1000;  // the limits of runs that finished go this often
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
 }  // namespace
@@ -64,6 +65,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
           static_cast<uint32_t>(cfg_.worker_instances)) {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
+  dispatcher_.set_before_define([this](const Run& run) { before_define(run); });
 }
 
 Daemon::~Daemon() = default;
@@ -213,6 +215,10 @@ void Daemon::on_tick() {
   }
   reconcile();
   watch_journal();
+  if (now - last_limits_ms_ >= kLimitsEveryMs) {
+    last_limits_ms_ = now;
+    refresh_limits();
+  }
   if (!supervisor_.shutting_down()) dispatcher_.rebalance(now);
   start_pending_loads();
   maybe_start_spare(now);
@@ -260,6 +266,7 @@ void Daemon::execute(const Action& a) {
       http_errors_.erase(a.slot);
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
       dispatcher_.worker_ready(a.slot);
+      limits_worker_ready(a.slot);
       schedule_pump();
       return;
     case Action::Kind::kSignal:

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "master/dispatcher.h"
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
+#include "master/limit_shares.h"
 #include "master/journal/journal.h"
 #include "master/live_metrics.h"
 #include "master/load_watch.h"
@@ -74,6 +76,15 @@ class Daemon {
 
  private:
   void on_tick();
+  // Per-target limits (daemon_limits.cc).
+  void limits_worker_ready(int slot);
+  void limits_worker_gone(int slot);
+  Status on_limit_use(int slot, const nlohmann::json& use, uint64_t now_ms);
+  void before_define(const Run& run);
+  // The limits in force again (the config's, and those of the runs that have them and are not
+  // finished), and the shares that changed sent.
+  void refresh_limits();
+  void push_limits();
   void reconcile();
   void execute(const Action& a);
   // Starts the slot's process (the spare when it fits), or with `successor` its reload's new
@@ -299,6 +310,10 @@ class Daemon {
   Schedules schedules_;
   std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()
   Dispatcher dispatcher_;
+  // Per-target limits (daemon_limits.cc): the shares of every worker, and the runs whose
+  // scenarios have limits, from their first definition on a worker until they finish.
+  LimitShares limit_shares_;
+  std::set<std::string> limited_runs_;
   Loads loads_;
   uint64_t load_seq_ = 0;
   // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
@@ -340,6 +355,7 @@ class Daemon {
   };
   std::map<int, CpuUse> cpu_use_;  // by slot
   uint64_t last_prune_ms_ = 0;
+  uint64_t last_limits_ms_ = 0;
   bool kick_pending_ = false;
   bool finished_ = false;
   int shutdown_requests_ = 0;

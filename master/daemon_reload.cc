@@ -57,6 +57,7 @@ void Daemon::apply_master_config() {
   supervisor_.set_wanted(cfg_.workers > 0 ? cfg_.workers : config::usable_cpus());
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   hooks_.set_hooks(cfg_.hooks);
+  refresh_limits();
 }
 
 // What a worker may fill, idle RSS included: 80 % of max_memory, leaving room under the soft

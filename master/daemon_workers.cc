@@ -171,6 +171,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   dispatcher_.worker_gone(slot);
+  limits_worker_gone(slot);
   loads_.worker_gone(slot, unix_ms_now());
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
   if (culprit) {
@@ -231,6 +232,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       supervisor_.on_ready(slot, now);
       if (supervisor_.slot(slot)->state == SlotState::kReady) {
         dispatcher_.worker_ready(slot);
+        limits_worker_ready(slot);
         schedule_pump();
       }
       kick();
@@ -252,6 +254,9 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
         http_errors_[slot] = std::move(*counts);
       }
       requests_sent_[slot] = p.value("requests", uint64_t{0});
+      if (auto it = p.find("limits"); it != p.end()) {
+        if (Status st = on_limit_use(slot, *it, now); !st) w->fail_protocol(st);
+      }
       return;
     case ipc::MessageType::kLeaving:
       spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());
@@ -294,6 +299,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     case ipc::MessageType::kLoadStop:
     case ipc::MessageType::kRelease:
     case ipc::MessageType::kCallback:
+    case ipc::MessageType::kLimits:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }

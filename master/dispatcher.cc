@@ -91,8 +91,10 @@ json with_callback(const Run& run, uint32_t i, json cp) {
 bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
   size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
-    json define = {{"run", run.id},     {"scenario", run.scenario->source}, {"vars", run.vars},
-                   {"size", run.size}, {"created_ms", run.created_ms}};
+    if (before_define_) before_define_(run);
+    json define = {{"run", run.id},         {"scenario", run.scenario->source},
+                   {"vars", run.vars},      {"size", run.size},
+                   {"created_ms", run.created_ms}, {"priority", run.priority}};
     if (run.data.is_object()) define["data"] = run.data;
     if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
     w.defined.insert(run.id);

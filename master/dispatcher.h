@@ -38,6 +38,10 @@ class Dispatcher {
   Dispatcher(Runs& runs, Send send, uint32_t per_worker_limit, uint32_t chunk = 500)
       : runs_(runs), send_(std::move(send)), limit_(per_worker_limit), chunk_(chunk) {}
 
+  // Called before a run is first defined on a worker: what the worker must know first (its
+  // shares of the run's per-target limits) goes out then.
+  void set_before_define(std::function<void(const Run&)> fn) { before_define_ = std::move(fn); }
+
   // A worker that said ready may take work; a worker that is stopping, draining or gone may not.
   void worker_ready(int slot);
   void worker_gone(int slot);
@@ -98,6 +102,7 @@ class Dispatcher {
 
   Runs& runs_;
   Send send_;
+  std::function<void(const Run&)> before_define_;
   uint32_t limit_;  // worker_instances; 0: only memory limits it
   uint32_t chunk_;
   MemoryModel memory_;

@@ -231,6 +231,7 @@ std::string Daemon::metrics_text() const {
       .Set(static_cast<double>(hooks_.queued()));
 
   add_load_metrics(registry, loads_);
+  add_limit_metrics(registry, limit_shares_);
   std::vector<prometheus::MetricFamily> families = registry.Collect();
   for (auto& f : live_metrics_.collect()) families.push_back(std::move(f));
   return prometheus::TextSerializer().Serialize(families);

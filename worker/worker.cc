@@ -12,6 +12,7 @@
 #include "config/load/parse.h"
 #include "shared/exit_codes.h"
 #include "shared/ipc/http_errors.h"
+#include "shared/ipc/limits.h"
 #include "shared/log.h"
 #include "shared/proc.h"
 
@@ -122,6 +123,13 @@ void Worker::on_frame(ipc::Frame&& f) {
       return;
     case ipc::MessageType::kCallback:
       on_callback(f.payload);
+      return;
+    case ipc::MessageType::kLimits:
+      if (auto shares = ipc::limit_shares_from_json(f.payload); !shares) {
+        leave(kExitProtocol, "bad \"limits\" payload from master");
+      } else if (engine_) {
+        engine_->apply_limits(*shares);
+      }
       return;
     case ipc::MessageType::kLoadStart:
       on_load_start(f.payload);
@@ -237,6 +245,7 @@ void Worker::on_heartbeat_timer() {
     }
     if (!counts.empty()) beat["http_errors"] = ipc::http_errors_to_json(counts);
   }
+  if (engine_ && engine_->has_limits()) beat["limits"] = ipc::to_json(engine_->limit_use());
   send(ipc::MessageType::kHeartbeat, beat);
   check_memory();
 }
@@ -284,6 +293,7 @@ void Worker::on_define_run(const nlohmann::json& p) {
   RunShape shape;
   shape.size = p.value("size", uint32_t{0});
   shape.created_ms = p.value("created_ms", int64_t{0});
+  shape.priority = p.value("priority", uint32_t{1});
   if (auto d = p.find("data"); d != p.end() && d->is_object()) shape.data = *d;
   Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
                                  p.value("vars", nlohmann::json::object()), shape);

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/limits.h"
 #include "config/scenario/capture.h"
 #include "config/scenario/condition.h"
 #include "config/scenario/step_kind.h"
@@ -123,11 +124,17 @@ struct Scenario {
   // parallel steps' branches, each branch's steps in a row (steps/parallel). Not empty.
   std::vector<Step> steps;
   std::optional<uint64_t> start_spread_ms;  // "start_spread"; unset: start_spread_ms() decides
+  config::TargetLimits limits;  // "limits": per origin, for this run's requests (config/limits.h)
   nlohmann::json source;  // the document as submitted, to forward or show it
 
   // How many steps the scenario's own list has: an instance passes after step top_steps() - 1.
   size_t top_steps() const { return steps.front().list_end; }
 };
+
+// The scenario's `limits` for a run with run-time vars `run_vars`: each origin written as a
+// template ("{{base}}") expanded with them over the scenario's vars, and reduced to its origin.
+// Fails naming the key whose expansion is no http(s) URL, or that names an origin twice.
+Result<config::TargetLimits> run_limits(const Scenario& s, const nlohmann::json& run_vars);
 
 // Runs this large or larger spread their starts by default.
 constexpr uint32_t kSpreadFromInstances = 1000;

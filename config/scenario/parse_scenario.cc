@@ -200,16 +200,35 @@ nlohmann::json parse_vars(const json& doc, Scope& scope) {
   return vars;
 }
 
+// `limits` (config/limits.h): an origin may be a template of the run's variables ("{{base}}"),
+// which scenario::run_limits() expands; so it is read before the steps add their captures.
+config::TargetLimits parse_limits(const json& j, const Scope& scope) {
+  Result<config::TargetLimits> limits = config::parse_limits(j, "limits", /*templates=*/true);
+  if (!limits) throw ParseError{limits.status().message()};
+  for (const config::TargetLimit& l : *limits) {
+    if (l.origin.find("{{") == std::string::npos) continue;
+    const std::string at = "limits[" + shown(l.origin) + "]";
+    Template t = read_template(json(l.origin), at, scope);
+    for (const Template::Segment& s : t.segments()) {
+      bool per_run = s.kind == Template::Kind::kLiteral ||
+                     (s.kind == Template::Kind::kVariable && !s.text.starts_with("row."));
+      if (!per_run) fail(at, "an origin may use the run's variables only, as in \"{{base}}\"");
+    }
+  }
+  return std::move(*limits);
+}
+
 std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptions& options) {
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_nesting(doc);
   // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
-  check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread"});
+  check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread", "limits"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, "",
               &scenario->steps, {}, ""};
   scenario->vars = parse_vars(doc, scope);
+  if (doc.contains("limits")) scenario->limits = parse_limits(doc["limits"], scope);
   parse_steps(required(doc, "", "steps", "a non-empty array"), "steps", scope);
   if (!scope.callback_url_at.empty()) {
     fail(scope.callback_url_at, "{{callback_url}} needs a callback step after this one");

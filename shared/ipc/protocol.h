@@ -47,7 +47,8 @@
 
 namespace corral::ipc {
 
-constexpr uint32_t kProtocolVersion = 3;  // 2: release, checkpoints with wake_ms; 3: callback
+// 2: release, checkpoints with wake_ms; 3: callback; 4: limits
+constexpr uint32_t kProtocolVersion = 4;
 constexpr uint32_t kMaxFrameBytes = 8u << 20;  // type byte + payload
 constexpr size_t kHeaderBytes = 5;             // length + type
 
@@ -72,7 +73,8 @@ enum class Sender : uint8_t { kMaster, kWorker };
   X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")    \
   X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")  \
   X(kRelease, 15, ::corral::ipc::Sender::kMaster, "release")      \
-  X(kCallback, 16, ::corral::ipc::Sender::kMaster, "callback")
+  X(kCallback, 16, ::corral::ipc::Sender::kMaster, "callback")    \
+  X(kLimits, 17, ::corral::ipc::Sender::kMaster, "limits")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -101,11 +103,13 @@ const MessageInfo& message_info(MessageType type);
 //   ready     {}
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64,
 //             "idle_rss_bytes": u64 (RSS when it said ready), "requests": u64 (HTTP requests
-//             sent since the worker started); the last two optional}
+//             sent since the worker started), "limits": {...} (shared/ipc/limits.h) while it
+//             has per-target limits; the last three optional}
 //   stop      {"grace_ms": u64}
 //   leaving   {"reason": "memory_soft", "rss_bytes": u64}
 //   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars},
-//               "size": u32 (instances in the run), "created_ms": i64 (its submission)}
+//               "size": u32 (instances in the run), "created_ms": i64 (its submission),
+//               "priority": u32 (its weight in per-target limits' fair share)}
 //              sent once per worker before the first `start` of that run; the last two
 //              place each fresh instance's start within the run's start_spread
 //   start     {"run": str, "first": u32, "count": u32}  fresh instances first..first+count-1
@@ -120,6 +124,8 @@ const MessageInfo& message_info(MessageType type);
 //   callback  {"run": str, "index": u32, "step": u32, "body": <JSON>} the instance's callback
 //             step was called (journaled by the master first), or, with "heartbeat": true and
 //             no body, pinged (steps/callback)
+//   limits    this worker's shares of the per-target limits (shared/ipc/limits.h); sent before
+//             the define_run of a run whose scenario has limits, and whenever they change
 //   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
 //              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
 //              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms

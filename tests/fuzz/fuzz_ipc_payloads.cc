@@ -1,8 +1,9 @@
-// Fuzz target: the payloads inside IPC frames (shared/ipc/events.h, checkpoint.h, vars.h), the
-// master's and the workers' one definition of what a worker reports and what it resumes from.
+// Fuzz target: the payloads inside IPC frames (shared/ipc/events.h, checkpoint.h, vars.h,
+// limits.h), the master's and the workers' one definition of what a worker reports and what it
+// resumes from.
 //
 // Input: any bytes. Parsed as JSON (non-JSON inputs stop there), then decoded as an event, a
-// checkpoint and wire vars. For each one that decodes, checks that:
+// checkpoint, wire vars, and limit shares and uses. For each one that decodes, checks that:
 // - encoding it and decoding the result gives back an equal value (one format, both ways);
 // - its JSON text is UTF-8, so it fits a frame and a journal row;
 // - wire vars survive to_wire(from_wire(x)) and the display form never fails.
@@ -17,6 +18,7 @@
 
 #include "shared/ipc/checkpoint.h"
 #include "shared/ipc/events.h"
+#include "shared/ipc/limits.h"
 #include "shared/ipc/vars.h"
 #include "shared/text/utf8.h"
 #include "tests/fuzz/check.h"
@@ -73,6 +75,19 @@ void check_bytes(const std::string& bytes) {
   (void)corral::ipc::vars_for_display(wire).dump();
 }
 
+void check_limits(const json& j) {
+  if (auto s = corral::ipc::limit_shares_from_json(j)) {
+    auto back = corral::ipc::limit_shares_from_json(json::parse(text_of(corral::ipc::to_json(*s))));
+    FUZZ_CHECK(back.has_value());
+    FUZZ_CHECK(back->version == s->version && back->shares == s->shares);
+  }
+  if (auto u = corral::ipc::limit_uses_from_json(j)) {
+    auto back = corral::ipc::limit_uses_from_json(json::parse(text_of(corral::ipc::to_json(*u))));
+    FUZZ_CHECK(back.has_value());
+    FUZZ_CHECK(back->version == u->version && back->use == u->use);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -85,6 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_event(j);
   check_checkpoint(j);
   check_wire_vars(j, secrets);
+  check_limits(j);
   if (j.is_object()) {
     for (const auto& [key, value] : j.items()) {
       check_event(value);

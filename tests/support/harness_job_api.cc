@@ -36,8 +36,10 @@ void JobApi::kill_now() {
   child_->process.wait();
 }
 
-Json JobApi::stats() const {
-  auto r = try_tcp_request("127.0.0.1", port_, "GET", "/stats");
+Json JobApi::stats() const { return get("/stats"); }
+
+Json JobApi::get(const std::string& path) const {
+  auto r = try_tcp_request("127.0.0.1", port_, "GET", path);
   REQUIRE(r);
   return r->json;
 }

@@ -24,6 +24,8 @@ class JobApi {
   void kill_now();
   // GET /stats: {"requests", "polls", "jobs", "connections"}.
   Json stats() const;
+  // GET `path`'s JSON body (e.g. "/delay-stats").
+  Json get(const std::string& path) const;
 
  private:
   struct Child;

@@ -1,5 +1,6 @@
 #include "tools/target/target.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "shared/uv/timer.h"
@@ -40,6 +41,9 @@ void Target::handle(http::Request&& req, http::Responder respond) {
     respond.send(flaky(req));
   } else if (p == "/delay") {
     delay(req, respond);
+  } else if (p == "/delay-stats") {
+    respond.send(Response::json(200, {{"most_at_once", most_delays_},
+                                      {"arrivals_ms", delay_arrivals_ms_}}));
   } else if (p == "/fail") {
     uint64_t code = to_u64(req.query_param("status").value_or("500")).value_or(500);
     if (code < 100 || code > 599) code = 500;
@@ -133,6 +137,8 @@ void Target::delay(const http::Request& req, const http::Responder& respond) {
   // Owned by the target, not by its own callback: a timer holding itself would never be freed.
   const uint64_t id = ++next_delay_;
   auto& timer = delays_[id] = std::make_unique<uv::Timer>(loop_);
+  most_delays_ = std::max(most_delays_, delays_.size());
+  if (delay_arrivals_ms_.size() < 100000) delay_arrivals_ms_.push_back(uv_hrtime() / 1000000);
   timer->start(ms, 0, [this, id, respond, ms] {
     respond.send(Response::json(200, {{"slept_ms", ms}}));
     delays_.erase(id);  // destroys the timer inside its callback, which uv::Timer allows

@@ -13,6 +13,9 @@
 //   GET  /status/<id>      -> 200 {"status": "N"}; with ?done_after=K, "Y" from the K-th poll of
 //                             that id on (the benchmark's poll endpoint)
 //   GET  /delay?ms=N       -> 200 after N milliseconds
+//   GET  /delay-stats      -> {"most_at_once": n, "arrivals_ms": [t, ...]}: the most /delay
+//                             requests that were waiting at once, and when each arrived (the
+//                             loop's clock, ms; the first 100,000), to check per-target limits
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
 //   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n,
@@ -37,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "shared/http/server.h"
 #include "shared/uv/timer.h"
@@ -106,6 +110,8 @@ class Target {
   // /delay answers waiting for their timer, by a number of their own; each removes itself.
   std::unordered_map<uint64_t, std::unique_ptr<uv::Timer>> delays_;
   uint64_t next_delay_ = 0;
+  size_t most_delays_ = 0;
+  std::vector<uint64_t> delay_arrivals_ms_;
   // Callbacks waiting for their time or for a retry; one on the thread pool owns itself, and
   // finds through `alive_` whether the target is still there when it comes back.
   std::unordered_map<uint64_t, std::unique_ptr<Call>> calls_;

@@ -25,7 +25,10 @@ Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secr
       http_(http),
       emit_(std::move(emit)),
       secrets_(secrets),
-      wakes_(loop, [this](uint64_t serial, uint64_t token) { on_wake(serial, token); }) {}
+      wakes_(loop, [this](uint64_t serial, uint64_t token) { on_wake(serial, token); }),
+      gates_(loop, [this](uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
+        dispatch(serial, std::move(pass));
+      }) {}
 
 Engine::~Engine() = default;
 
@@ -103,6 +106,11 @@ Status Engine::define_load_run(const std::string& run, const nlohmann::json& doc
   if (parsed.steps.size() != parsed.top_steps()) {
     runs_.erase(run);
     return invalid_argument("a load run cannot run a step with branches (parallel)");
+  }
+  if (!parsed.limits.empty()) {
+    runs_.erase(run);
+    return invalid_argument("limits: a load test measures its target unthrottled; per-target "
+                            "limits are for scenario runs");
   }
   runs_[run]->sink = sink;
   runs_[run]->think_ms = think_ms;
@@ -260,32 +268,6 @@ std::string Engine::timed_out_reason(const Instance& in, int64_t in_flight_ms) c
               config::format_duration_ms(static_cast<uint64_t>(in_flight_ms)) + ")";
   }
   return reason;
-}
-
-void Engine::send(Instance& in) {
-  in.cp.tries += 1;
-  if (in.run->sink != nullptr) in.send_ns = uv_hrtime();
-  uint64_t serial = in.serial;
-  // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
-  // have been cancelled or handed back.
-  http_.send_lazy(
-      [this, serial]() -> std::optional<HttpRequest> {
-        auto it = instances_.find(serial);
-        if (it == instances_.end()) return std::nullopt;
-        Instance& due = *it->second;
-        ipc::InHandScope scope(in_hand_, due.run->id, due.index);
-        std::optional<HttpRequest> req;
-        guarded(serial, "building a request", [&] { req = make_request(due); });
-        return req;
-      },
-      [this, serial](HttpResponse&& resp) {
-        auto it = instances_.find(serial);
-        if (it == instances_.end()) return;  // cancelled while in flight
-        Instance& live = *it->second;
-        ipc::InHandScope scope(in_hand_, live.run->id, live.index);
-        guarded(serial, "handling a response",
-                [&] { live.runner().on_response(*this, live, std::move(resp)); });
-      });
 }
 
 // The request for the instance's current try, its timeout cut to the time left before the

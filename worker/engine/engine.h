@@ -32,6 +32,7 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
 #include "shared/status.h"
+#include "worker/engine/gates.h"
 #include "worker/engine/step_runner.h"
 #include "worker/engine/wake_queue.h"
 #include "worker/http/client.h"
@@ -78,6 +79,7 @@ struct RunShape {
   // A run over data rows (shared/data/rows.h): {"path", "format", "index", "columns": [...]};
   // instance i reads row i as {{row.<column>}}. Null for other runs.
   nlohmann::json data = nullptr;
+  uint32_t priority = 1;  // its weight in the fair share of per-target limits (1 to 100)
 };
 
 class Engine {
@@ -165,6 +167,12 @@ class Engine {
   // has no data rows or the row has no such column.
   const nlohmann::json* row_value(const Instance& in, std::string_view column) const;
 
+  // Per-target limits (worker/engine/gates.h): this worker's shares, from the master, and what
+  // each limit's requests do here, for the heartbeat. Load runs pass no gate.
+  void apply_limits(const ipc::LimitShares& shares) { gates_.apply(shares); }
+  ipc::LimitUses limit_use() const { return gates_.use(); }
+  bool has_limits() const { return !gates_.empty(); }
+
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
@@ -247,6 +255,11 @@ class Engine {
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
+  // Hands the request of instance `serial` to the client, once its gates let it through
+  // (`pass`: the places it holds there, released when it ends; null when it passed none).
+  void dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass);
+  // The origin of the instance's request, "" when its URL does not expand.
+  std::string request_origin(const Instance& in) const;
   Result<HttpRequest> build_request(const Instance& in) const;
   void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
@@ -296,6 +309,7 @@ class Engine {
   // The data row of each instance of a run over data rows, by serial, read when it starts.
   std::unordered_map<uint64_t, nlohmann::json> rows_;
   WakeQueue wakes_;
+  Gates gates_;  // per-target limits (engine_send.cc)
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;

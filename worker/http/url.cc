@@ -6,6 +6,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "shared/http/origin.h"
+
 namespace corral::worker {
 namespace {
 
@@ -68,14 +70,6 @@ std::string HttpUrl::host_header() const {
   return port == 80 ? bracketed(host) : bracketed(host) + ":" + std::to_string(port);
 }
 
-std::string origin_label(const std::string& url) {
-  http_parser_url u;
-  if (!parse(url, u)) return "";
-  std::string scheme = lower(field(url, u, UF_SCHEMA));
-  std::string host = bracketed(lower(field(url, u, UF_HOST)));
-  uint16_t port = u.port;
-  if (!(u.field_set & (1 << UF_PORT))) port = scheme == "https" ? 443 : 80;
-  return scheme + "://" + host + ":" + std::to_string(port);
-}
+std::string origin_label(const std::string& url) { return http::origin_of(url); }
 
 }  // namespace corral::worker

@@ -27,7 +27,7 @@ constexpr const char* kKnownFields =
     "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, max_connections_per_host, "
-    "load_connections_per_worker, secrets_file, api_token, callback_base, hooks";
+    "load_connections_per_worker, secrets_file, api_token, callback_base, hooks, limits";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
 std::string sorted_known_fields() {
@@ -93,6 +93,7 @@ Config all_changed() {
   hook.url = "http://127.0.0.1:9000/corral";
   hook.headers = {{"X-Team", "qa"}};
   c.hooks.by_event[static_cast<size_t>(HookEvent::kWorkerExit)].push_back(hook);
+  c.limits = {{"http://a:80", 5, 2.5, 3}};
   return c;
 }
 

@@ -1,0 +1,58 @@
+// Sending a step's request: through the gates of per-target limits (worker/engine/gates.h),
+// then to the HTTP client.
+#include <utility>
+
+#include "shared/http/origin.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/instance.h"
+
+namespace corral::worker {
+
+void Engine::send(Instance& in) {
+  in.cp.tries += 1;
+  if (in.run->sink != nullptr) {
+    in.send_ns = uv_hrtime();
+  } else if (!gates_.empty()) {
+    std::string origin = request_origin(in);
+    if (!origin.empty() && gates_.limits(in.run->id, origin)) {
+      gates_.submit(in.run->id, in.run->shape.priority, origin, in.serial);
+      return;
+    }
+  }
+  dispatch(in.serial, nullptr);
+}
+
+std::string Engine::request_origin(const Instance& in) const {
+  InstanceVars vars(in, secrets_);
+  Status error;
+  std::string url = in.step().request.url.expand(vars, &error);
+  // (A URL that does not expand passes no gate: building the request ends the instance.)
+  return error.is_ok() ? http::origin_of(url) : "";
+}
+
+void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
+  // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
+  // have been cancelled or handed back.
+  http_.send_lazy(
+      [this, serial, pass]() -> std::optional<HttpRequest> {
+        std::optional<HttpRequest> req;
+        if (auto it = instances_.find(serial); it != instances_.end()) {
+          Instance& due = *it->second;
+          ipc::InHandScope scope(in_hand_, due.run->id, due.index);
+          guarded(serial, "building a request", [&] { req = make_request(due); });
+        }
+        if (!req && pass) gates_.done(*pass, false);
+        return req;
+      },
+      [this, serial, pass](HttpResponse&& resp) {
+        if (pass) gates_.done(*pass, true);
+        auto it = instances_.find(serial);
+        if (it == instances_.end()) return;  // cancelled while in flight
+        Instance& live = *it->second;
+        ipc::InHandScope scope(in_hand_, live.run->id, live.index);
+        guarded(serial, "handling a response",
+                [&] { live.runner().on_response(*this, live, std::move(resp)); });
+      });
+}
+
+}  // namespace corral::worker
