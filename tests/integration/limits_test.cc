@@ -98,6 +98,27 @@ TEST_CASE("limits: the daemon's rate holds over every run and both workers") {
   CHECK(metric_sample(m, "corral_limit_in_flight" + labels) == 0);
 }
 
+TEST_CASE("limits: a small run behind a large one at the same limit takes turns with it") {
+  TempHome home;
+  JobApi api;
+  Json config = {{"limits", {{api.base(), {{"max_in_flight", 2}}}}}};
+  Daemon d(home, DaemonOptions().with_workers(2).with_config(config));
+  d.wait_ready(2);
+  // 100 requests of 100 ms, 2 at a time: the large run takes 5 s at least.
+  std::string large = submit_run(d, delayed(nullptr, 100), 100, api);
+  d.wait_until([&] { return api.get("/delay-stats")["arrivals_ms"].size() >= 4; }, seconds(20),
+               "the large run to start");
+  std::string small = submit_run(d, delayed(nullptr, 100), 4, api);
+  wait_run_finished(d, small, seconds(30));
+  CHECK(run_of(d, small)["counts"]["passed"] == 4);
+  Json big = run_of(d, large);
+  INFO(big.dump());
+  CHECK(big["state"] != "finished");
+  CHECK(big["counts"]["passed"] < 90);
+  wait_run_finished(d, large, seconds(60));
+  CHECK(api.get("/delay-stats")["most_at_once"] <= 2);
+}
+
 TEST_CASE("limits: the example passes, its limit holding requests back") {
   TempHome home;
   JobApi api;
