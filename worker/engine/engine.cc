@@ -289,6 +289,8 @@ std::optional<HttpRequest> Engine::make_request(Instance& in) {
     req->timeout_ms = std::min<uint64_t>(req->timeout_ms, static_cast<uint64_t>(left));
   }
   in.sent_ms = now;
+  in.requesting = true;
+  req->tag = in.serial;
   ++requests_sent_;
   if (in.run->sink != nullptr) in.run->sink->on_request(in.index, *req);
   return std::move(*req);

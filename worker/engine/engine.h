@@ -158,8 +158,8 @@ class Engine {
   std::vector<Branch>* branches(const Instance& in);
   // Starts waiting branch `b`. Its step runs from the loop, after this call returns.
   void start_branch(Instance& in, size_t b);
-  // Ends the branches still running, without events (an answer to a request in flight is
-  // dropped when it comes), and forgets all of them.
+  // Ends the branches still running, without events (a request of theirs in flight is
+  // aborted: abandon_request), and forgets all of them.
   void close_fork(const Instance& in);
   // The instance a branch belongs to; nullptr for an instance that is no branch.
   const Instance* parent_of(const Instance& in) const;
@@ -208,6 +208,10 @@ class Engine {
   // Sends the step's request (its try counted in in.cp.tries); the answer goes to the runner's
   // on_response.
   void send(Instance& in);
+  // The instance leaves with its request in flight: the request is aborted (its connection
+  // closes) instead of being answered to no one. Load runs' requests are left to end: the end
+  // of a load run closes its held connections itself.
+  void abandon_request(const Instance& in);
   // The engine's judgement of a response common to every kind that sends: a transport error
   // (retried or the step's end), `abort_if`, a retryable status. Calls runner.judge() with what
   // is left.

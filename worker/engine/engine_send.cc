@@ -22,6 +22,10 @@ void Engine::send(Instance& in) {
   dispatch(in.serial, nullptr);
 }
 
+void Engine::abandon_request(const Instance& in) {
+  if (in.requesting && in.run->sink == nullptr) http_.cancel(in.serial);
+}
+
 std::string Engine::request_origin(const Instance& in) const {
   InstanceVars vars(in, secrets_);
   Status error;
@@ -49,6 +53,7 @@ void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
         auto it = instances_.find(serial);
         if (it == instances_.end()) return;  // cancelled while in flight
         Instance& live = *it->second;
+        live.requesting = false;
         ipc::InHandScope scope(in_hand_, live.run->id, live.index);
         guarded(serial, "handling a response",
                 [&] { live.runner().on_response(*this, live, std::move(resp)); });

@@ -18,6 +18,9 @@ class HttpStepRunner : public StepRunner {
   // The next try or attempt is due.
   void on_wake(Engine& engine, Instance& in) const override;
   void on_response(Engine& engine, Instance& in, HttpResponse&& resp) const final;
+  // Leaving (a cancelled branch or run, a step past its deadline, handed on): a request in
+  // flight is aborted.
+  void left(Engine& engine, const Instance& in) const final { engine.abandon_request(in); }
 
   // Counts what starts as a try is sent (in.cp.attempts; the engine counts in.cp.tries).
   virtual void count_attempt(ipc::Checkpoint& cp) const = 0;

@@ -30,6 +30,7 @@ struct Instance {
   // A branch of a parallel step (steps/parallel): it belongs to the instance running that
   // step (Engine::parent_of), has the same index, and ends into it instead of the master.
   bool branch = false;
+  bool requesting = false;  // its request is with the HTTP client (tagged with its serial)
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
   int64_t wake_ms = 0;      // when that wake-up is due (Unix ms)
 

@@ -35,6 +35,8 @@ struct HttpRequest {
   // The local IPv4 address a pinned connection connects from ("127.0.0.2"); empty: the
   // kernel's choice.
   std::string source;
+  // Names the request for HttpClient::cancel; 0: none. Unique among requests in flight.
+  uint64_t tag = 0;
 };
 
 struct HttpResponse {
@@ -116,6 +118,13 @@ class HttpClient {
   virtual void unpin(uint64_t /*pin*/) {}
   // The pinned connections of `group`, and forgets the group's counts when `forget` is set.
   virtual HeldCounts held(uint32_t /*group*/, bool /*forget*/ = false) { return {}; }
+  // Aborts the started request tagged `tag` (HttpRequest::tag), if any: its connection is
+  // closed (the server sees the client go) and its callback gets the transport error
+  // "request cancelled", from the loop as always. A request still waiting for room is not
+  // built yet, so has no tag: its Make decides whether it goes; nor is a pinned one (unpin
+  // closes its connection). Costs a scan of the requests started, for the rare request
+  // abandoned on the way (a cancelled branch or run).
+  virtual void cancel(uint64_t /*tag*/) {}
 };
 
 }  // namespace corral::worker

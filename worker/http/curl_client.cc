@@ -318,6 +318,21 @@ void CurlClient::schedule_rebalance() {
   });
 }
 
+// Removing a transfer's handle before it is done makes curl close its connection.
+void CurlClient::cancel(uint64_t tag) {
+  if (tag == 0) return;
+  for (Transfer* t : live_) {
+    if (t->req.tag != tag) continue;
+    if (std::find(failed_.begin(), failed_.end(), t) != failed_.end()) return;  // ending now
+    if (t->paused) std::erase(paused_, t);
+    t->paused = false;
+    curl_multi_remove_handle(multi_, t->easy);
+    release_body(t);
+    fail_soon(t, "request cancelled");
+    return;
+  }
+}
+
 // Resumes the paused transfers whose waiting bytes fit in the budget. When every transfer in
 // curl is paused and none fits, none can finish and free memory: the one holding the most
 // fails, so the others go on.

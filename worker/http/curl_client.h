@@ -44,6 +44,7 @@ class CurlClient final : public QueuedClient {
   uint64_t completed() const override { return completed_; }
   uint64_t body_bytes() const override { return body_bytes_; }
   std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
+  void cancel(uint64_t tag) override;
 
  public:
   struct Transfer;  // public to the file's C callbacks

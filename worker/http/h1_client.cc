@@ -259,6 +259,14 @@ void H1Client::unpin(uint64_t pin) {
   for (auto& [key, o] : origins_) o->unpin(pin);
 }
 
+void H1Client::cancel(uint64_t tag) {
+  if (tag == 0) return;
+  for (auto& [key, o] : origins_) {
+    if (o->cancel(tag)) return;
+  }
+  fallback_.cancel(tag);  // https, a proxy, or a redirect that went there
+}
+
 HeldCounts H1Client::held(uint32_t group, bool forget) {
   auto it = held_.find(group);
   if (it == held_.end()) return {};

@@ -55,6 +55,7 @@ class H1Client final : public QueuedClient {
   std::vector<std::pair<std::string, OriginErrors>> origin_errors() const override;
   void unpin(uint64_t pin) override;
   HeldCounts held(uint32_t group, bool forget = false) override;
+  void cancel(uint64_t tag) override;
 
   // Idle pooled connections and origins known, for tests and benchmarks.
   size_t idle_connections() const;

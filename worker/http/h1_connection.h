@@ -56,6 +56,8 @@ class Connection {
   // Closes the connection; the origin forgets it and the client frees it later.
   void close();
   bool idle() const { return ready_ && !ex_; }
+  // Whether the exchange on this connection is the request tagged `tag`.
+  bool carries(uint64_t tag) const { return ex_ && ex_->req.tag == tag; }
   bool connected() const { return ready_; }
   // A held connection's pin (HttpRequest::pin); 0 for a pooled one.
   uint64_t pin() const { return pin_; }
@@ -139,6 +141,10 @@ class Origin {
   void submit(std::unique_ptr<Exchange> ex);
   // Closes the connection `pin` owns here, if any (HttpClient::unpin).
   void unpin(uint64_t pin);
+  // Ends the exchange tagged `tag` if it is here, queued or on a pooled connection, which
+  // closes (HttpClient::cancel). False when it is not here. (A pinned request is not looked
+  // for: unpin() closes its connection.)
+  bool cancel(uint64_t tag);
   // `c` is ready for its next exchange (connected, or done with one).
   void on_ready(Connection* c);
   // `c` is gone (closed or failed): forget it, and open another for the queue if needed.

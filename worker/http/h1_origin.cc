@@ -181,6 +181,25 @@ void Origin::fail_queue(const std::string& error) {
   }
 }
 
+bool Origin::cancel(uint64_t tag) {
+  static const std::string kCancelled = "request cancelled";
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if ((*it)->req.tag != tag) continue;
+    std::unique_ptr<Exchange> ex = std::move(*it);
+    queue_.erase(it);
+    ex->resp.status = 0;
+    ex->resp.error = kCancelled;
+    client_.exchange_failed(std::move(ex));
+    return true;
+  }
+  for (auto& c : conns_) {
+    if (!c->carries(tag)) continue;
+    c->fail(kCancelled, -1);  // closes it: `conns_` changes, so return at once
+    return true;
+  }
+  return false;
+}
+
 void Origin::sweep_queue() {
   uint64_t now = uv_now(client_.loop());
   std::vector<std::unique_ptr<Exchange>> late;

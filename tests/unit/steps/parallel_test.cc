@@ -3,11 +3,15 @@
 // time out, and carry every branch's position in the instance's checkpoint.
 #include "config/scenario/parse.h"
 #include "steps/parallel/parallel.h"
+#include "tests/support/raw_http_server.h"
 #include "tests/unit/worker/engine_fixture.h"
 
 namespace corral::test::engine {
 namespace {
 
+using corral::test::RawHttpServer;
+using corral::test::RawRequest;
+using corral::test::Script;
 using steps::parallel::Parallel;
 
 json sleep_step(const std::string& d) { return {{"sleep", d}}; }
@@ -173,6 +177,27 @@ TEST_CASE("parallel step: with join any the first to pass wins and the others ar
   REQUIRE(g.run_until([&] { return g.done_count() == 1; }, 5000));
   CHECK(g.of("done")[0]["state"] == "errored");
   CHECK(g.of("done")[0]["reason"].get<std::string>().find("\"slow.job\"") != std::string::npos);
+}
+
+TEST_CASE("parallel step: a cancelled branch's request in flight is aborted, its connection closed") {
+  // A server that never answers and sees its connections close (corral-target's server stops
+  // reading while it holds a request, so it would not see the client go).
+  Fixture f;
+  RawHttpServer never(&f.loop, [](const RawRequest&) { return Script{}; });
+  json hang = {{"request", {{"url", never.url("/hang")}, {"timeout", "60s"}}}};
+  f.start(scenario({parallel({branch("slow", {hang}), branch("fast", {sleep_step("200ms")})},
+                             {{"join", "any"}})}));
+  REQUIRE(f.run_until([&] { return never.requests().size() == 1; }));
+  CHECK(never.open_connections() == 1);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }, 5000));
+  CHECK(f.of("done")[0]["state"] == "passed");
+  // The server sees the client go: the request is not left to run out its 60 s.
+  CHECK(f.run_until([&] { return never.open_connections() == 0; }, 5000));
+  CHECK(f.http->in_flight() == 0);
+  for (const auto& [origin, errors] : f.http->origin_errors()) {  // a cancel is no error
+    CHECK(errors.timeout + errors.reset + errors.connect == 0);
+  }
+  never.close();
 }
 
 TEST_CASE("parallel step: join all fails on the first failed branch and cancels the rest") {

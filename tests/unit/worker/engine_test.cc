@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "tests/support/raw_http_server.h"
 #include "tests/unit/worker/engine_fixture.h"
 
 using namespace corral::test::engine;
@@ -155,6 +156,22 @@ TEST_CASE("engine: cancelling a run drops its instances without events") {
   CHECK(f.events.size() == before);
   CHECK(f.target->requests() <= requests + 50);  // at most the transfers already in flight
   CHECK_FALSE(f.engine->has_run("r1"));
+}
+
+TEST_CASE("engine: a cancelled run's requests in flight are aborted, their connections closed") {
+  Fixture f;
+  corral::test::RawHttpServer never(&f.loop, [](const corral::test::RawRequest&) {
+    return corral::test::Script{};  // never answers
+  });
+  json s = {{"name", "hang"},
+            {"steps", {{{"request", {{"url", never.url("/hang")}, {"timeout", "60s"}}}}}}};
+  f.start(s, 3);
+  REQUIRE(f.run_until([&] { return never.open_connections() == 3; }));
+  f.engine->cancel_run("r1");
+  CHECK(f.run_until([&] { return never.open_connections() == 0; }, 5000));
+  CHECK(f.http->in_flight() == 0);
+  CHECK(f.events.empty());
+  never.close();
 }
 
 TEST_CASE("engine: take_all hands back every running instance's checkpoint") {

@@ -680,6 +680,67 @@ TEST_CASE("http conformance: a request past its timeout fails in time, and the c
   }
 }
 
+TEST_CASE("http conformance: a cancelled request ends at once, its connection closes, the client goes on") {
+  for (const Impl& impl : kClients) {
+    DYNAMIC_SECTION(impl.name) {
+      Fixture f(impl);
+      auto& server = f.serve(route("/hang", {}));  // an empty script never answers
+      auto req = get(server.url("/hang"));
+      req.timeout_ms = 60000;
+      req.tag = 7;
+      std::optional<HttpResponse> got;
+      f.http->send(req, [&](HttpResponse&& r) { got = std::move(r); });
+      REQUIRE(f.run_until([&] { return server.requests().size() == 1; }));
+      f.http->cancel(0);  // untagged: nothing
+      f.http->cancel(8);  // no such request: nothing
+      CHECK_FALSE(got.has_value());
+      f.http->cancel(7);
+      CHECK_FALSE(got.has_value());  // never from inside cancel()
+      REQUIRE(f.run_until([&] { return got.has_value(); }, 5000));
+      CHECK(got->status == 0);
+      CHECK(got->error == "request cancelled");
+      CHECK_FALSE(got->timed_out);
+      CHECK(f.run_until([&] { return server.open_connections() == 0; }, 5000));
+      CHECK(f.http->in_flight() == 0);
+      CHECK(errors_of(*f.http, server.url("")).timeout == 0);
+      CHECK(errors_of(*f.http, server.url("")).reset == 0);
+      f.http->cancel(7);  // ended already: nothing
+      CHECK(f.fetch(get(server.url("/"))).body == "fine");
+    }
+  }
+}
+
+TEST_CASE("http conformance: a cancelled request still waiting for a connection is never sent") {
+  ClientOptions opts;
+  opts.max_connections_per_host = 1;
+  for (const Impl& impl : kClients) {
+    DYNAMIC_SECTION(impl.name) {
+      Fixture f(impl, opts);
+      auto& server = f.serve(route("/hang", {}));
+      auto hang = get(server.url("/hang"));
+      hang.timeout_ms = 60000;
+      hang.tag = 1;
+      auto queued = get(server.url("/queued"));
+      queued.tag = 2;
+      std::vector<std::string> ended;
+      f.http->send(hang, [&](HttpResponse&& r) { ended.push_back("hang: " + r.error); });
+      f.http->send(queued, [&](HttpResponse&& r) { ended.push_back("queued: " + r.error); });
+      REQUIRE(f.run_until([&] { return server.requests().size() == 1; }));
+      f.http->cancel(2);
+      REQUIRE(f.run_until([&] { return ended.size() == 1; }, 5000));
+      CHECK(ended[0] == "queued: request cancelled");
+      f.http->cancel(1);
+      REQUIRE(f.run_until([&] { return ended.size() == 2; }, 5000));
+      CHECK(ended[1] == "hang: request cancelled");
+      // The connection is free again: the next request is answered, and it is the second the
+      // server ever read.
+      CHECK(f.fetch(get(server.url("/after"))).body == "fine");
+      REQUIRE(server.requests().size() == 2);
+      CHECK(server.requests()[1].target == "/after");
+    }
+  }
+}
+
 TEST_CASE("http conformance: an exception thrown by a response callback goes no further") {
   for (const Impl& impl : kClients) {
     DYNAMIC_SECTION(impl.name) {
