@@ -14,8 +14,7 @@ void Engine::send(Instance& in) {
     in.send_ns = uv_hrtime();
   } else if (!gates_.empty()) {
     std::string origin = request_origin(in);
-    if (!origin.empty() && gates_.limits(in.run->id, origin)) {
-      gates_.submit(in.run->id, in.run->shape.priority, origin, in.serial);
+    if (!origin.empty() && gates_.submit(in.run->id, in.run->shape.priority, origin, in.serial)) {
       return;
     }
   }

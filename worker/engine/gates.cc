@@ -20,7 +20,7 @@ void refill(Gates::Gate& g, uint64_t now_ns) {
 }
 
 // The queue of the run let through least per unit of weight (the first on a tie).
-std::map<std::string, Gates::Queue>::iterator fairest(Gates::Gate& g) {
+std::map<std::string, Gates::Queue, std::less<>>::iterator fairest(Gates::Gate& g) {
   auto best = g.queues.begin();
   for (auto it = g.queues.begin(); it != g.queues.end(); ++it) {
     if (it->second.served < best->second.served) best = it;
@@ -34,13 +34,15 @@ Gates::Gates(uv_loop_t* loop, Go go) : go_(std::move(go)), timer_(loop) {}
 
 Gates::~Gates() { timer_.close(); }
 
-bool Gates::limits(const std::string& run, const std::string& origin) const {
-  return table_.count({run, origin}) != 0 || table_.count({"", origin}) != 0;
+const std::shared_ptr<Gates::Gate>* Gates::find(std::string_view run,
+                                                 std::string_view origin) const {
+  auto it = table_.find(KeyLess::View{run, origin});
+  return it == table_.end() ? nullptr : &it->second;
 }
 
 void Gates::apply(const ipc::LimitShares& shares) {
   uint64_t now = uv_hrtime();
-  std::map<ipc::LimitKey, std::shared_ptr<Gate>> next;
+  Table next;
   for (const ipc::LimitShare& s : shares.shares) {
     auto it = table_.find(s.key);
     std::shared_ptr<Gate> g;
@@ -75,41 +77,42 @@ void Gates::apply(const ipc::LimitShares& shares) {
   pump();
 }
 
-void Gates::submit(const std::string& run, uint32_t weight, const std::string& origin,
+bool Gates::submit(std::string_view run, uint32_t weight, std::string_view origin,
                    uint64_t serial) {
-  Waiter w{serial, std::make_shared<Pass>(), 0};
-  if (auto it = table_.find({run, origin}); it != table_.end()) {
-    enter(it->second, run, weight, std::move(w));
-  } else if (auto all = table_.find({"", origin}); all != table_.end()) {
-    w.stage = 1;
-    enter(all->second, run, weight, std::move(w));
-  } else {
-    go_(w.serial, std::move(w.pass));
+  size_t stage = 0;
+  const std::shared_ptr<Gate>* gate = find(run, origin);
+  if (gate == nullptr) {
+    stage = 1;
+    gate = find("", origin);
+    if (gate == nullptr) return false;
   }
+  enter(*gate, run, weight, Waiter{serial, std::make_shared<Pass>(), stage});
+  return true;
 }
 
-void Gates::advance(const std::string& run, uint32_t weight, const std::string& origin,
+void Gates::advance(std::string_view run, uint32_t weight, std::string_view origin,
                     Waiter w) {
   if (w.stage == 0) {
     // Past its run's gate: on to the daemon's on the same origin, if there is one.
     w.stage = 1;
-    if (auto it = table_.find({"", origin}); it != table_.end()) {
-      enter(it->second, run, weight, std::move(w));
+    if (const std::shared_ptr<Gate>* all = find("", origin)) {
+      enter(*all, run, weight, std::move(w));
       return;
     }
   }
   go_(w.serial, std::move(w.pass));
 }
 
-void Gates::enter(const std::shared_ptr<Gate>& gate, const std::string& run, uint32_t weight,
+void Gates::enter(const std::shared_ptr<Gate>& gate, std::string_view run, uint32_t weight,
                   Waiter w) {
   if (gate->queues.empty() && may_pass(*gate, uv_hrtime())) {
     let_through(gate, w);
     advance(run, weight, gate->share.key.origin, std::move(w));
     return;
   }
-  auto [it, fresh] = gate->queues.try_emplace(run);
-  if (fresh) {
+  auto it = gate->queues.find(run);
+  if (it == gate->queues.end()) {
+    it = gate->queues.emplace(std::string(run), Queue{}).first;
     // It starts level with the others, not behind all they were let through.
     double level = std::numeric_limits<double>::max();
     for (const auto& [r, q] : gate->queues) {

@@ -22,6 +22,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 
 #include "shared/ipc/limits.h"
 #include "shared/uv/timer.h"
@@ -47,12 +49,10 @@ class Gates {
   // in it go on to their next gate, or go.
   void apply(const ipc::LimitShares& shares);
   bool empty() const { return table_.empty(); }
-  // Whether a request of `run` to `origin` has a gate to pass.
-  bool limits(const std::string& run, const std::string& origin) const;
-  // Lets the request of instance `serial` go (calling go() before it returns) or holds it
-  // until its gates let it through. `weight`: its run's priority (1 to 100).
-  void submit(const std::string& run, uint32_t weight, const std::string& origin,
-              uint64_t serial);
+  // A request of instance `serial`, of `run` to `origin`. False when it has no gate to pass
+  // (nothing is done: the caller sends it). Else it goes now (go() is called before this
+  // returns) or waits until its gates let it through. `weight`: its run's priority (1 to 100).
+  bool submit(std::string_view run, uint32_t weight, std::string_view origin, uint64_t serial);
   // The request that held `pass` ended; `sent`: whether it went out at all (if not, its
   // tokens are given back).
   void done(Pass& pass, bool sent);
@@ -75,16 +75,16 @@ class Gates {
     double tokens = 0;
     uint64_t refilled_ns = 0;
     uint64_t in_flight = 0, waiting = 0, started = 0, throttled = 0;
-    std::map<std::string, Queue> queues;  // by run
+    std::map<std::string, Queue, std::less<>> queues;  // by run
   };
 
  private:
   // Fills `w` at `gate` at once if it may go, else queues it there.
-  void enter(const std::shared_ptr<Gate>& gate, const std::string& run, uint32_t weight,
+  void enter(const std::shared_ptr<Gate>& gate, std::string_view run, uint32_t weight,
              Waiter w);
   // `w` is past its gate on `origin` at w.stage (let through, or the gate is gone): on to the
   // daemon's gate, or go.
-  void advance(const std::string& run, uint32_t weight, const std::string& origin, Waiter w);
+  void advance(std::string_view run, uint32_t weight, std::string_view origin, Waiter w);
   bool may_pass(Gate& g, uint64_t now_ns) const;
   void let_through(const std::shared_ptr<Gate>& gate, Waiter& w);
   // Lets waiting requests through while the gates allow, then arms the timer for the next
@@ -93,9 +93,21 @@ class Gates {
   void pump();
   void pump_gate(const std::shared_ptr<Gate>& gate, uint64_t now_ns);
 
+  // Orders keys as LimitKey does, and finds one by views of its parts without copying them.
+  struct KeyLess {
+    using is_transparent = void;
+    using View = std::pair<std::string_view, std::string_view>;
+    static View view(const ipc::LimitKey& k) { return {k.run, k.origin}; }
+    static const View& view(const View& v) { return v; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const { return view(a) < view(b); }
+  };
+  using Table = std::map<ipc::LimitKey, std::shared_ptr<Gate>, KeyLess>;
+  const std::shared_ptr<Gate>* find(std::string_view run, std::string_view origin) const;
+
   Go go_;
   uv::Timer timer_;
-  std::map<ipc::LimitKey, std::shared_ptr<Gate>> table_;
+  Table table_;
   uint64_t version_ = 0;
   bool pumping_ = false;
   bool again_ = false;

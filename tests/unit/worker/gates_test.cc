@@ -55,9 +55,10 @@ const std::string kA = "http://a:80";
 TEST_CASE("gates: max_in_flight holds requests until those in flight end") {
   Rig r;
   r.gates->apply({1, {flight("", kA, 2)}});
-  CHECK(r.gates->limits("any run", kA));
-  CHECK_FALSE(r.gates->limits("any run", "http://b:80"));
-  for (uint64_t s = 1; s <= 5; ++s) r.gates->submit("r", 1, kA, s);
+  CHECK_FALSE(r.gates->submit("any run", 1, "http://b:80", 99));  // no gate: not taken
+  CHECK_FALSE(r.gates->submit("", 1, "http://a:81", 99));
+  CHECK(r.went.empty());
+  for (uint64_t s = 1; s <= 5; ++s) CHECK(r.gates->submit("r", 1, kA, s));
   CHECK(r.went == std::vector<uint64_t>{1, 2});
   auto use = r.gates->use();
   REQUIRE(use.use.size() == 1);
