@@ -14,6 +14,9 @@ void DaemonFlags::add_to(CLI::App& app) {
       ->type_name("FILE");
   app.add_option("--max-memory", max_memory, "memory limit per worker, e.g. 512MB")
       ->type_name("SIZE");
+  app.add_option("--journal", journal,
+                 "the journal: a SQLite file, or postgresql://USER:PASSWORD@HOST:PORT/DB")
+      ->type_name("FILE|URL");
 }
 
 config::Config DaemonFlags::build(const Context& ctx) const {
@@ -26,6 +29,7 @@ config::Config DaemonFlags::build(const Context& ctx) const {
     if (!bytes) throw config::ConfigError("--max-memory: " + bytes.status().message());
     cfg.max_memory_bytes = *bytes;
   }
+  if (!journal.empty()) cfg.journal = journal;
   if (ctx.home_given) cfg.home = ctx.home;
   config::validate(cfg);
   return cfg;
@@ -36,6 +40,7 @@ std::map<std::string, std::string> DaemonFlags::given(const Context& ctx) const 
   if (workers_option != nullptr && workers_option->count() > 0) flags["workers"] = "--workers";
   if (!listen.empty()) flags["listen"] = "--listen";
   if (!max_memory.empty()) flags["max_memory"] = "--max-memory";
+  if (!journal.empty()) flags["journal"] = "--journal";
   if (ctx.home_given) flags["home"] = "--home";
   return flags;
 }
@@ -50,6 +55,7 @@ std::vector<std::string> DaemonFlags::to_args(const config::Config& cfg) const {
   }
   if (!listen.empty()) args.insert(args.end(), {"--listen", listen});
   if (!max_memory.empty()) args.insert(args.end(), {"--max-memory", max_memory});
+  if (!journal.empty()) args.insert(args.end(), {"--journal", journal});
   return args;
 }
 

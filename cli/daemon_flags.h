@@ -20,9 +20,10 @@ struct DaemonFlags {
   std::string listen;
   std::string config_file;
   std::string max_memory;
+  std::string journal;
   CLI::Option* workers_option = nullptr;  // set by add_to(); tells whether --workers was given
 
-  // Adds --workers, --listen, --config, --max-memory to `app`, bound to this struct.
+  // Adds --workers, --listen, --config, --max-memory, --journal to `app`, bound to this struct.
   void add_to(CLI::App& app);
 
   // defaults(), then the --config file, then the flags, then --home; validated. Throws

@@ -101,7 +101,8 @@ const Field kFields[] = {
   string_field("log_level", &Config::log_level, kLogLevels,
                "trace, debug, info, warn or error"),
   string_field("journal", &Config::journal, {},
-               "the journal's SQLite file; empty: journal.db in the home"),
+               "the journal: a SQLite file, or a PostgreSQL database as postgresql://USER:PASSWORD@"
+               "HOST:PORT/DB (docs/cluster.md); empty: journal.db in the home"),
   int_field("worker_instances", &Config::worker_instances, 0, 10000000,
             "instances one worker runs at once at most; more wait in the master's queue. 0: as "
             "many as fit in the worker's memory budget"),

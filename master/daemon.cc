@@ -82,10 +82,12 @@ std::string Daemon::journal_path() const {
   return cfg_.journal.empty() ? cfg_.home + "/journal.db" : cfg_.journal;
 }
 
+std::string Daemon::journal_label() const { return journal::redact_journal(journal_path()); }
+
 Status Daemon::open_journal() {
   // CORRAL_TEST_JOURNAL_MAX_PAGES caps the journal's size, so that tests can fill it up.
   const char* pages = std::getenv("CORRAL_TEST_JOURNAL_MAX_PAGES");
-  auto store = journal::open_sqlite_store(journal_path(), pages ? std::atoll(pages) : 0);
+  auto store = journal::open_journal_store(journal_path(), pages ? std::atoll(pages) : 0);
   if (!store) return store.status();
   journal_ = std::make_unique<journal::Journal>(loop_, std::move(*store));
   journal_->set_on_rejected([this](const journal::WriteTag& tag, const std::string& error) {
@@ -101,7 +103,7 @@ Status Daemon::open_journal() {
   auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();
   catch_up_ = schedules_.restore(*schedule_rows, now);
-  spdlog::info("journal {}: {} runs, {} instances resume, {} schedules", journal_path(),
+  spdlog::info("journal {}: {} runs, {} instances resume, {} schedules", journal_label(),
                runs_.all().size(), *resumed, schedules_.all().size());
   return Status::ok();
 }

@@ -57,9 +57,9 @@ void Daemon::watch_journal() {
   if (!event) return;
   const int64_t now = unix_ms_now();
   if (*event == config::HookEvent::kJournalFailed) {
-    hooks_.fire(*event, journal_failed_payload(hook_source_, journal_path(), h, now));
+    hooks_.fire(*event, journal_failed_payload(hook_source_, journal_label(), h, now));
   } else {
-    hooks_.fire(*event, journal_recovered_payload(hook_source_, journal_path(), h,
+    hooks_.fire(*event, journal_recovered_payload(hook_source_, journal_label(), h,
                                                   journal_watch_.failing_since_ms(), now));
   }
 }

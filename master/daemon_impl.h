@@ -267,6 +267,7 @@ class Daemon {
   void fire_schedules();
   void fire_schedule(const ScheduleTick& tick);
   std::string journal_path() const;
+  std::string journal_label() const;  // the path, or the database's URL without its password
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   // A step event's part of /metrics: its kind, outcome and duration.

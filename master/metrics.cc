@@ -13,7 +13,7 @@ namespace corral::master {
 
 nlohmann::json Daemon::journal_json() const {
   journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
-  nlohmann::json j = {{"path", journal_path()},
+  nlohmann::json j = {{"path", journal_label()},
                       {"ok", h.ok},
                       {"queued_writes", h.queued},
                       {"committed_writes", h.committed},

@@ -1,184 +1,21 @@
-// The SQLite journal. Statements are prepared once and reused. The SQL is the subset that
-// PostgreSQL accepts too (INSERT ... ON CONFLICT ... DO UPDATE, excluded.*, BIGINT, no
-// AUTOINCREMENT or INSERT OR REPLACE); the SQLite-only parts are the pragmas in open().
+// The SQLite journal. Statements (master/journal/sql.h, shared with the PostgreSQL store) are
+// prepared once and reused; the SQLite-only parts are the pragmas in open() and reclaim().
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 
+#include "master/journal/sql.h"
 #include "master/journal/store.h"
 #include "shared/proc.h"
 
 namespace corral::master::journal {
 namespace {
 
-// Each entry brings the schema from version i to i + 1. Append only: a released entry never
-// changes, so any older file can be brought forward.
-const char* const kMigrations[] = {
-    R"sql(
-CREATE TABLE meta (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
-CREATE TABLE runs (
-  id TEXT PRIMARY KEY,
-  seq BIGINT NOT NULL,
-  scenario TEXT NOT NULL,
-  vars TEXT NOT NULL,
-  instances INTEGER NOT NULL,
-  created_ms BIGINT NOT NULL,
-  finished_ms BIGINT NOT NULL DEFAULT 0,
-  cancelled INTEGER NOT NULL DEFAULT 0,
-  summary TEXT NOT NULL DEFAULT '');
-CREATE TABLE instances (
-  run_id TEXT NOT NULL,
-  idx INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  next_step INTEGER NOT NULL DEFAULT 0,
-  started_ms BIGINT NOT NULL DEFAULT 0,
-  ended_ms BIGINT NOT NULL DEFAULT 0,
-  reason TEXT NOT NULL DEFAULT '',
-  resumes INTEGER NOT NULL DEFAULT 0,
-  crash_resumes INTEGER NOT NULL DEFAULT 0,
-  resume_reasons TEXT NOT NULL DEFAULT '[]',
-  vars TEXT NOT NULL DEFAULT '{}',
-  checkpoint TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY (run_id, idx));
-CREATE TABLE steps (
-  run_id TEXT NOT NULL,
-  idx INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  step INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL,
-  started_ms BIGINT NOT NULL,
-  ended_ms BIGINT NOT NULL,
-  status INTEGER NOT NULL,
-  until_ms BIGINT NOT NULL,
-  reason TEXT NOT NULL,
-  PRIMARY KEY (run_id, idx, seq));
-)sql",
-    // 2: the final URL of a step whose request followed redirects.
-    "ALTER TABLE steps ADD COLUMN url TEXT NOT NULL DEFAULT '';",
-    // 3: a run's weight in the fair share between runs.
-    "ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;",
-    // 4: calls of callback steps' URLs.
-    R"sql(
-CREATE TABLE callbacks (
-  run_id TEXT NOT NULL,
-  idx INTEGER NOT NULL,
-  step INTEGER NOT NULL,
-  body TEXT NOT NULL,
-  received_ms BIGINT NOT NULL,
-  PRIMARY KEY (run_id, idx, step));
-)sql",
-    // 5: schedules, and the ticks they fired: the key (schedule, tick_ms) lets a tick fire once,
-    // also when several hosts share one database.
-    R"sql(
-CREATE TABLE schedules (
-  name TEXT PRIMARY KEY,
-  cron TEXT NOT NULL,
-  scenario TEXT NOT NULL,
-  vars TEXT NOT NULL,
-  instances INTEGER NOT NULL,
-  priority INTEGER NOT NULL,
-  catch_up INTEGER NOT NULL,
-  paused INTEGER NOT NULL,
-  created_ms BIGINT NOT NULL,
-  after_ms BIGINT NOT NULL);
-CREATE TABLE schedule_fires (
-  schedule TEXT NOT NULL,
-  tick_ms BIGINT NOT NULL,
-  run_id TEXT NOT NULL,
-  fired_ms BIGINT NOT NULL,
-  PRIMARY KEY (schedule, tick_ms));
-)sql",
-    // 6: the data rows a run's instances read (shared/data/rows.h), as JSON; '' for none.
-    "ALTER TABLE runs ADD COLUMN data TEXT NOT NULL DEFAULT '';",
-};
-
-constexpr const char* kPutRun = R"sql(
-INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary,
-                  priority, data)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
-  cancelled = excluded.cancelled, summary = excluded.summary)sql";
-constexpr const char* kBumpSeq = R"sql(
-INSERT INTO meta (name, value) VALUES ('run_seq', ?)
-ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < excluded.value)sql";
-constexpr const char* kPutInstance = R"sql(
-INSERT INTO instances (run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes,
-  crash_resumes, resume_reasons, vars, checkpoint)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx) DO UPDATE SET state = excluded.state, next_step = excluded.next_step,
-  started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, reason = excluded.reason,
-  resumes = excluded.resumes, crash_resumes = excluded.crash_resumes,
-  resume_reasons = excluded.resume_reasons, vars = excluded.vars,
-  checkpoint = excluded.checkpoint)sql";
-constexpr const char* kMarkRunning = R"sql(
-INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', ?)
-ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
-constexpr const char* kPutStep = R"sql(
-INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status,
-  until_ms, reason, url)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
-constexpr const char* kFinishRun =
-    "UPDATE runs SET finished_ms = ?, cancelled = ?, summary = ? WHERE id = ?";
-constexpr const char* kCancelOpen =
-    "UPDATE instances SET state = 'cancelled', ended_ms = ? "
-    "WHERE run_id = ? AND state IN ('queued', 'running')";
-constexpr const char* kPutCallback = R"sql(
-INSERT INTO callbacks (run_id, idx, step, body, received_ms) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx, step) DO NOTHING)sql";
-constexpr const char* kCallbackColumns =
-    "SELECT run_id, idx, step, body, received_ms FROM callbacks "
-    "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, step";
-constexpr const char* kDeleteCallbacks = "DELETE FROM callbacks WHERE run_id = ?";
-constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
-constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
-constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
-constexpr const char* kPutSchedule = R"sql(
-INSERT INTO schedules (name, cron, scenario, vars, instances, priority, catch_up, paused,
-  created_ms, after_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, scenario = excluded.scenario,
-  vars = excluded.vars, instances = excluded.instances, priority = excluded.priority,
-  catch_up = excluded.catch_up, paused = excluded.paused, created_ms = excluded.created_ms,
-  after_ms = excluded.after_ms)sql";
-constexpr const char* kSetSchedule =
-    "UPDATE schedules SET paused = ?, after_ms = ? WHERE name = ?";
-constexpr const char* kDeleteFires = "DELETE FROM schedule_fires WHERE schedule = ?";
-constexpr const char* kDeleteSchedule = "DELETE FROM schedules WHERE name = ?";
-// The casts give PostgreSQL the parameters' types, which a bare SELECT list does not.
-constexpr const char* kPutFire = R"sql(
-INSERT INTO schedule_fires (schedule, tick_ms, run_id, fired_ms)
-SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)
-WHERE EXISTS (SELECT 1 FROM schedules WHERE name = ?)
-ON CONFLICT (schedule, tick_ms) DO NOTHING)sql";
-constexpr const char* kFireRun =
-    "SELECT run_id FROM schedule_fires WHERE schedule = ? AND tick_ms = ?";
-constexpr const char* kFireAdvance =
-    "UPDATE schedules SET after_ms = ? WHERE name = ? AND after_ms < ?";
-constexpr const char* kPruneFires = R"sql(
-DELETE FROM schedule_fires WHERE schedule = ? AND tick_ms < (
-  SELECT tick_ms FROM schedule_fires WHERE schedule = ?
-  ORDER BY tick_ms DESC LIMIT 1 OFFSET 99))sql";
-constexpr const char* kSchedules = R"sql(
-SELECT s.name, s.cron, s.scenario, s.vars, s.instances, s.priority, s.catch_up, s.paused,
-  s.created_ms, s.after_ms, f.tick_ms, f.fired_ms, f.run_id
-FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
-  AND f.tick_ms = (SELECT MAX(tick_ms) FROM schedule_fires WHERE schedule = s.name)
-ORDER BY s.name)sql";
-constexpr const char* kRunColumns =
-    "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
-    "priority, data FROM runs";
-constexpr const char* kInstanceColumns =
-    "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
-    "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "
-    "ORDER BY idx";
-constexpr const char* kStepColumns =
-    "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason, url FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
+using namespace sql;  // NOLINT: the statements
 
 // Whether SQLite's result code says that the statement's values are wrong: the same write
 // would fail again on any disk. Every other code (SQLITE_FULL, IOERR, READONLY, BUSY, LOCKED,
@@ -499,7 +336,7 @@ class SqliteStore final : public Store {
     int64_t version = rc == SQLITE_ROW ? q.i64(0) : 0;
     q.reset();
     if (rc != SQLITE_ROW) return error("reading the schema version");
-    constexpr int64_t kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
+    constexpr int64_t kLatest = std::size(kMigrations);
     if (version > kLatest) {
       return invalid_argument("the journal " + path_ + " has schema version " +
                               std::to_string(version) + ", newer than this corral knows (" +

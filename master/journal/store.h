@@ -1,7 +1,6 @@
-// The journal's storage, behind one interface. SqliteStore is the single-machine store; a
-// PostgreSQL store for corral on several hosts would implement the same calls with the same
-// SQL (the statements are written to be accepted by both; the SQLite-only parts are the
-// pragmas in SqliteStore::open()).
+// The journal's storage, behind one interface: a SQLite file (sqlite_store.cc, the embedded
+// default) or a PostgreSQL database (pg_store.cc), with the same schema and the same SQL
+// (master/journal/sql.h).
 //
 // A Store is used by one thread at a time. Every call returns a Status naming the statement
 // and the database's own message; nothing throws. A write that fails says whose fault it was:
@@ -96,5 +95,18 @@ inline bool is_bad_write(const Status& s) { return s.code() == Code::kInvalidArg
 // to the current version. `max_pages` > 0 caps the file size in pages, which makes writes fail
 // as on a full disk (for tests). Fails with a message that names the path.
 Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path, int64_t max_pages = 0);
+
+// Connects to the PostgreSQL database at `url` (postgresql://user:password@host:port/db?...,
+// libpq's URI form) and brings its schema to the current version. Fails with kIo naming the
+// database (its password hidden) when it cannot connect.
+Result<std::unique_ptr<Store>> open_postgresql_store(const std::string& url);
+
+// Whether `spec` names a PostgreSQL database (postgresql:// or postgres://) rather than a
+// SQLite file.
+bool is_postgresql(const std::string& spec);
+// `spec` with any password in it replaced by "***": how logs, /metrics and hooks name it.
+std::string redact_journal(const std::string& spec);
+// The store `spec` names: open_postgresql_store for a PostgreSQL URL, else open_sqlite_store.
+Result<std::unique_ptr<Store>> open_journal_store(const std::string& spec, int64_t max_pages = 0);
 
 }  // namespace corral::master::journal

@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
 #include "tests/support/harness_runs.h"
+#include "tests/support/pg_server.h"
 
 using namespace corral::test;
 
@@ -329,4 +331,39 @@ TEST_CASE("journal: a restored run's instances are read back in pages, with a cu
   Json capped = d->api("GET", "/runs/" + id + "/instances?limit=4294967295&from=0").json;
   CHECK(capped["instances"].size() == 10000);
   CHECK(capped["next"] == 10000);
+}
+
+TEST_CASE("journal: on PostgreSQL, a daemon on another home resumes the run of one killed") {
+  PgDatabase db;
+  // A password in the URL (the test server trusts local connections and ignores it) is never
+  // shown.
+  const std::string url = db.url() + "&password=s3cret";
+  TempHome first_home, second_home;
+  JobApi api;
+  auto opts = DaemonOptions().with_workers(2).with_args({"--journal", url});
+  auto d = std::make_unique<Daemon>(first_home, opts);
+  d->wait_ready(2);
+  Json journal = d->health()["journal"];
+  CHECK(journal["path"] == db.url() + "&password=***");
+  CHECK(journal.dump().find("s3cret") == std::string::npos);
+  std::string id = submit_run(*d, two_jobs(1500), 100, api);
+  wait_first_step(*d, id, 100);
+  d->signal(SIGKILL);
+  d->wait_exit(seconds(10));
+  d.reset();
+  // Nothing of the run is in either home: it is all in the database.
+  auto again = std::make_unique<Daemon>(second_home, opts);
+  again->wait_ready(2);
+  wait_run_finished(*again, id, seconds(60));
+  CHECK(run_of(*again, id)["counts"]["passed"] == 100);
+  Json all = instances_of(*again, id, 100);
+  REQUIRE(all.size() == 100);
+  for (const Json& in : all) {
+    INFO("instance " << in["i"]);
+    CHECK(history_problem(in, 4) == "");
+  }
+  CHECK(count_resume_reason(all, "master_restart") == 100);
+  CHECK(db.sql("SELECT COUNT(*) FROM instances WHERE run_id = '" + id + "' AND state = 'passed'") ==
+        "100");
+  CHECK_FALSE(std::filesystem::exists(first_home.path() + "/journal.db"));
 }

@@ -16,6 +16,7 @@
 
 #include "master/journal/journal.h"
 #include "shared/proc.h"
+#include "tests/support/pg_server.h"
 #include "tests/support/temp_dir.h"
 
 namespace corral::test {
@@ -82,6 +83,53 @@ struct File {
   TempDir dir;
   const std::string path = dir.path() + "/journal.db";
 };
+
+// A store on a fresh journal of either kind: a SQLite file in a fresh directory, or a fresh
+// PostgreSQL database (tests/support/pg_server.h). A test of the store's contract runs on both:
+//   TEST_CASE_METHOD(AnyDb, "...") { EACH_STORE(); ... store->put_run(...) ... }
+struct AnyDb {
+  std::unique_ptr<File> file;
+  std::unique_ptr<PgDatabase> pg;
+  std::unique_ptr<Store> store;
+
+  // Opens a store of `kind` ("sqlite" or "postgresql"); returns `kind`.
+  const char* on(const char* kind) {
+    if (std::string(kind) == "sqlite") {
+      file = std::make_unique<File>();
+    } else {
+      pg = std::make_unique<PgDatabase>();
+    }
+    store = reopen();
+    return kind;
+  }
+  bool postgres() const { return pg != nullptr; }
+  // What the store's messages name: the file, or the database's URL.
+  std::string where() const { return postgres() ? pg->url() : file->path; }
+  // Another store on the same journal.
+  Result<std::unique_ptr<Store>> open_again() const {
+    return postgres() ? master::journal::open_postgresql_store(pg->url())
+                      : master::journal::open_sqlite_store(file->path);
+  }
+  std::unique_ptr<Store> reopen() const {
+    auto s = open_again();
+    REQUIRE_OK(s.status());
+    return std::move(*s);
+  }
+  // Runs `text` on the journal from another connection: the first column of its last row.
+  std::string sql(const std::string& text) const {
+    return postgres() ? pg->sql(text) : test::sql(file->path, text);
+  }
+  // SQL for the values of `expr` joined by `sep`, in the order of `order`.
+  std::string joined(const std::string& expr, const std::string& sep,
+                     const std::string& order) const {
+    return postgres() ? "string_agg(CAST(" + expr + " AS TEXT), '" + sep + "' ORDER BY " + order + ")"
+                      : "group_concat(" + expr + ", '" + sep + "')";
+  }
+};
+// Runs the rest of the test once per kind of store, each named in a failure's message.
+#define EACH_STORE()                                                             \
+  const char* store_kind = on(GENERATE(as<const char*>{}, "sqlite", "postgresql")); \
+  INFO("store: " << store_kind)
 
 // A store that fails every commit while `failing` is set, as on a full disk.
 inline const std::string kFull = "journal /x/journal.db: database or disk is full";

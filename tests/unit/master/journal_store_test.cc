@@ -119,7 +119,8 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   CHECK_SAME(load(*store, "r2-bbbb").run, over_rows);
 }
 
-TEST_CASE_METHOD(Db, "journal store: callbacks round-trip by page, once each, and go with their run") {
+TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each, and go with their run") {
+  EACH_STORE();
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   for (uint32_t idx : {0u, 3u, 5u}) {
     REQUIRE_OK(store->put_callback({"r1-aaaa", idx, 2, R"({"i":)" + std::to_string(idx) + "}", 7}));
@@ -135,21 +136,23 @@ TEST_CASE_METHOD(Db, "journal store: callbacks round-trip by page, once each, an
   CHECK(got == join("r1-aaaa", 3, 2, R"({"i":3})", 7) + "\n" + join("r1-aaaa", 3, 4, "null", 8) + "\n");
   CHECK(load(*store, "r1-aaaa").callbacks.size() == 4);
   REQUIRE_OK(store->delete_run("r1-aaaa"));
-  CHECK(sql(path, "SELECT COUNT(*) FROM callbacks") == "0");
+  CHECK(sql("SELECT COUNT(*) FROM callbacks") == "0");
 }
 
-TEST_CASE_METHOD(Db, "journal store: a newer schema version is refused, naming path and version") {
+TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
+  EACH_STORE();
   store.reset();
-  sql(path, "UPDATE schema_version SET version = 7");
-  auto again = open_sqlite_store(path);
+  sql("UPDATE schema_version SET version = 7");
+  auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + path) && Catch::Contains("schema version 7, newer"));
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "7");
+             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 7, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "7");
 }
 
-TEST_CASE_METHOD(Db, "journal store: run, instance and step rows round-trip exactly") {
+TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {
+  EACH_STORE();
   RunRow run = run_row("r9-beef", 9);
   run.finished_ms = 1'700'000'500'000;
   run.cancelled = true;
@@ -179,7 +182,8 @@ TEST_CASE_METHOD(Db, "journal store: run, instance and step rows round-trip exac
   CHECK_THAT(missing.status().message(), Catch::Contains("r404-0000"));
 }
 
-TEST_CASE_METHOD(Db, "journal store: upserts: mark_running keeps a start, put_step writes once") {
+TEST_CASE_METHOD(AnyDb, "journal store: upserts: mark_running keeps a start, put_step writes once") {
+  EACH_STORE();
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   InstanceRow before = instance("r1-aaaa", 1, "queued");
   before.next_step = 2, before.started_ms = 3000, before.resumes = 1, before.vars = R"({"a":"1"})";
@@ -203,7 +207,8 @@ TEST_CASE_METHOD(Db, "journal store: upserts: mark_running keeps a start, put_st
   CHECK_SAME(got.instances, std::vector<InstanceRow>{fresh0, last, fresh4});
 }
 
-TEST_CASE_METHOD(Db, "journal store: finish_run cancels open instances only for a cancelled run") {
+TEST_CASE_METHOD(AnyDb, "journal store: finish_run cancels open instances only for a cancelled run") {
+  EACH_STORE();
   for (const std::string id : {"r1-aaaa", "r2-bbbb"}) {
     REQUIRE_OK(store->put_run(run_row(id, id == "r1-aaaa" ? 1 : 2)));
     REQUIRE_OK(store->put_instance(instance(id, 0, "queued")));
@@ -221,8 +226,9 @@ TEST_CASE_METHOD(Db, "journal store: finish_run cancels open instances only for 
   CHECK_SAME(store->runs().value(), std::vector<RunRow>{r1, r2});
 }
 
-TEST_CASE_METHOD(Db,
+TEST_CASE_METHOD(AnyDb,
                  "journal store: the run number never goes back, and delete_run forgets a run") {
+  EACH_STORE();
   CHECK(store->next_run_seq().value() == 1);
   REQUIRE_OK(store->put_run(run_row("r3-cccc", 3)));
   CHECK(store->next_run_seq().value() == 4);
@@ -246,10 +252,9 @@ TEST_CASE_METHOD(Db,
   for (const RunRow& r : runs.value()) ids += r.id + " ";
   CHECK(ids == "r1-aaaa r3-cccc ");  // lowest number first
   store.reset();
-  CHECK(sql(path,
-            "SELECT (SELECT COUNT(*) FROM instances WHERE run_id = 'r5-eeee') || '/' || "
+  CHECK(sql("SELECT (SELECT COUNT(*) FROM instances WHERE run_id = 'r5-eeee') || '/' || "
             "(SELECT COUNT(*) FROM steps WHERE run_id = 'r5-eeee')") == "0/0");
-  CHECK(open_store(path)->next_run_seq().value() == 6);  // across a reopen too
+  CHECK(reopen()->next_run_seq().value() == 6);  // across a reopen too
 }
 
 TEST_CASE_METHOD(Db, "journal store: a file at its page limit fails writes as on a full disk") {
@@ -270,8 +275,9 @@ TEST_CASE_METHOD(Db, "journal store: a file at its page limit fails writes as on
   CHECK(load(*store, "r1-aaaa").instances.empty());
 }
 
-TEST_CASE_METHOD(Db, "journal store: a violated constraint is the write's fault, named as such") {
-  sql(path, "CREATE UNIQUE INDEX one_reason ON instances (reason) WHERE reason <> ''");
+TEST_CASE_METHOD(AnyDb, "journal store: a violated constraint is the write's fault, named as such") {
+  EACH_STORE();
+  sql("CREATE UNIQUE INDEX one_reason ON instances (reason) WHERE reason <> ''");
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   InstanceRow a = instance("r1-aaaa", 0, "failed"), b = instance("r1-aaaa", 1, "failed");
   a.reason = b.reason = "timeout";
@@ -279,13 +285,16 @@ TEST_CASE_METHOD(Db, "journal store: a violated constraint is the write's fault,
   Status s = store->put_instance(b);
   CHECK(s.code() == Code::kInvalidArgument);
   CHECK(is_bad_write(s));
-  CHECK(s.message() == "put_instance: UNIQUE constraint failed: instances.reason");
+  CHECK(s.message() == (postgres() ? "put_instance: duplicate key value violates unique "
+                                     "constraint \"one_reason\""
+                                   : "put_instance: UNIQUE constraint failed: instances.reason"));
   b.reason = "refused";
   REQUIRE_OK(store->put_instance(b));  // the statement is ready for the next write
   CHECK(states(load(*store, "r1-aaaa")) == "failed:0 failed:0");
 }
 
-TEST_CASE_METHOD(Db, "journal store: rolling back a savepoint undoes only the write after it") {
+TEST_CASE_METHOD(AnyDb, "journal store: rolling back a savepoint undoes only the write after it") {
+  EACH_STORE();
   REQUIRE_OK(store->begin());
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   REQUIRE_OK(store->savepoint());

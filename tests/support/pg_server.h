@@ -1,0 +1,31 @@
+// PostgreSQL for tests: the server tools/test started for the whole suite (its URL in
+// CORRAL_TEST_PG), else one this test program starts with tools/pg-test-server the first time
+// it is asked for, and stops when it exits. Each test takes a fresh database of its own.
+#pragma once
+
+#include <string>
+
+namespace corral::test {
+
+// The URL of the server's "postgres" database, as libpq takes it.
+const std::string& pg_server_url();
+
+// A fresh, empty database on that server, dropped (with its connections) when this goes away.
+class PgDatabase {
+ public:
+  PgDatabase();
+  ~PgDatabase();
+  PgDatabase(const PgDatabase&) = delete;
+  PgDatabase& operator=(const PgDatabase&) = delete;
+
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+  // Runs `text` on this database; returns the first column of its first row ("" for none).
+  // Fails the test (REQUIRE) when the statement fails.
+  std::string sql(const std::string& text) const;
+
+ private:
+  std::string name_, url_;
+};
+
+}  // namespace corral::test

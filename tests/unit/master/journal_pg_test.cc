@@ -1,0 +1,129 @@
+// What only the PostgreSQL journal does: its schema on a fresh database, text PostgreSQL cannot
+// hold, a connection lost and found again, a database it cannot reach, and the URL without its
+// password wherever corral shows it. The store's contract itself runs on both stores
+// (journal_store_test.cc, journal_schedules_test.cc).
+#include <catch2/catch.hpp>
+
+#include "tests/unit/master/journal_bench.h"
+
+using corral::Code;
+using corral::Status;
+using corral::master::journal::is_bad_write;
+using corral::master::journal::is_postgresql;
+using corral::master::journal::open_postgresql_store;
+using corral::master::journal::redact_journal;
+using namespace corral::test;  // NOLINT: the journal's test bench
+
+namespace {
+
+struct Pg : AnyDb {
+  Pg() { on("postgresql"); }
+};
+
+std::string load_run_id(Store& s, const std::string& id) {
+  auto got = s.load_run(id);
+  REQUIRE_OK(got.status());
+  return got->run.id;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the current schema, once") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  store.reset();
+  for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
+    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "6/1");
+    CHECK(sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
+              "table_name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
+              "'schedule_fires')") == "7");
+    store = reopen();
+    CHECK(load_run_id(*store, "r1-aaaa") == "r1-aaaa");
+    CHECK(store->next_run_seq().value() == 2);
+    store.reset();
+  }
+}
+
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): bytes text cannot hold become U+FFFD, the rest stays") {
+  InstanceRow row = instance("r1-aaaa", 0, "failed");
+  row.reason = std::string("ok \xC3\xA9 bad \xFF\xFE nul ") + '\0' + " end \xE2\x82";
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  REQUIRE_OK(store->put_instance(row));
+  auto got = store->load_run("r1-aaaa");
+  REQUIRE_OK(got.status());
+  REQUIRE(got->instances.size() == 1);
+  CHECK(got->instances[0].reason ==
+        "ok \xC3\xA9 bad \xEF\xBF\xBD\xEF\xBF\xBD nul \xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection is a failure to try again, and begin() reconnects") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  CHECK(sql("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+            pg->name() + "' AND application_name = 'corral'") == "1");
+  Status s = store->put_instance(instance("r1-aaaa", 0, "running"));
+  CHECK(s.code() == Code::kIo);
+  CHECK_FALSE(is_bad_write(s));  // kept by the journal and tried again
+  CHECK_THAT(s.message(), Catch::Contains("connection lost") && Catch::Contains(pg->name()));
+  REQUIRE_OK(store->begin());  // connects again
+  REQUIRE_OK(store->put_instance(instance("r1-aaaa", 0, "running")));
+  REQUIRE_OK(store->commit());
+  CHECK(sql("SELECT state FROM instances WHERE run_id = 'r1-aaaa'") == "running");
+}
+
+TEST_CASE("journal store (PostgreSQL): an unreachable database is named, without its password") {
+  auto s = open_postgresql_store("postgresql://corral:s3cret@127.0.0.1:1/journal?connect_timeout=2");
+  REQUIRE_FALSE(s.is_ok());
+  CHECK(s.status().code() == Code::kIo);
+  CHECK_THAT(s.status().message(),
+             Catch::StartsWith("journal postgresql://corral:***@127.0.0.1:1/journal") &&
+                 Catch::Contains("cannot connect"));
+  CHECK_THAT(s.status().message(), !Catch::Contains("s3cret"));
+}
+
+TEST_CASE("journal store: a journal is PostgreSQL by its URL, and shown without a password") {
+  CHECK(is_postgresql("postgresql://h/db"));
+  CHECK(is_postgresql("postgres://h/db"));
+  CHECK_FALSE(is_postgresql("/var/lib/corral/journal.db"));
+  CHECK_FALSE(is_postgresql("postgresql.db"));
+  CHECK(redact_journal("postgresql://u:pw@h:5432/db") == "postgresql://u:***@h:5432/db");
+  CHECK(redact_journal("postgres://u:p%40w@h/db?sslmode=require") ==
+        "postgres://u:***@h/db?sslmode=require");
+  CHECK(redact_journal("postgresql://h/db?user=u&password=pw&x=1") ==
+        "postgresql://h/db?user=u&password=***&x=1");
+  CHECK(redact_journal("postgresql://u@h/db") == "postgresql://u@h/db");
+  CHECK(redact_journal("/home/u:pw@x/journal.db") == "/home/u:pw@x/journal.db");  // a file
+}
+
+TEST_CASE("journal: writes on the PostgreSQL store commit in order, and a read sees them") {
+  PgDatabase db;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    auto opened = open_postgresql_store(db.url());
+    REQUIRE_OK(opened.status());
+    Journal journal(&loop, std::move(*opened));
+    journal.write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); });
+    for (uint32_t i = 0; i < 200; ++i) {
+      journal.write([i](Store& s) { return s.put_instance(instance("r1-aaaa", i, "running")); });
+      journal.write([i](Store& s) { return s.put_instance(instance("r1-aaaa", i, "passed", i)); });
+    }
+    size_t passed = 0;
+    bool read = false;
+    journal.read(
+        [&](Store& s) {
+          auto r = s.load_run("r1-aaaa");
+          if (!r) return;
+          for (const auto& in : r->instances) passed += in.state == "passed" ? 1 : 0;
+        },
+        [&] { read = true; });
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, [](uv_timer_t*) {}, 1, 1);
+    REQUIRE(wait_for([&] { return read; }, [&] { uv_run(&loop, UV_RUN_ONCE); }));
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    CHECK(passed == 200);  // the later write of each instance won
+    CHECK(journal.health().ok);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+  CHECK(db.sql("SELECT COUNT(*) FROM instances WHERE state = 'passed'") == "200");
+}
