@@ -144,4 +144,26 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
   return out;
 }
 
+std::string render_cluster_table(const nlohmann::json& cluster, TableStyle style) {
+  const std::string self = json_string(json_field(cluster, "self"), "id");
+  nlohmann::json hosts = json_field(cluster, "hosts");
+  std::vector<std::vector<std::string>> rows;
+  size_t alive = 0;
+  if (hosts.is_array()) {
+    for (const nlohmann::json& h : hosts) {
+      const std::string id = json_string(h, "id");
+      const std::string state = json_string(h, "state", "?");
+      alive += state == "alive" ? 1 : 0;
+      rows.push_back({(id == self ? "* " : "  ") + id, json_string(h, "address", "-"), state,
+                      std::to_string(static_cast<int64_t>(json_number(h, "epoch"))),
+                      human_ms(json_number(h, "heartbeat_age_ms")),
+                      std::to_string(static_cast<uint64_t>(json_number(h, "held"))),
+                      std::to_string(static_cast<uint64_t>(json_number(h, "capacity")))});
+    }
+  }
+  return render_table({"host", "address", "state", "epoch", "heartbeat", "instances", "room"},
+                      rows, style) +
+         std::to_string(alive) + "/" + std::to_string(rows.size()) + " hosts alive\n";
+}
+
 }  // namespace corral::cli

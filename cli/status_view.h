@@ -30,6 +30,10 @@ std::string render_worker_description(const nlohmann::json& worker, WallClock::t
 // reloading), one line per fact, without a final newline; "" for the others.
 std::string worker_note(const nlohmann::json& worker);
 
+// `corral status --cluster`: the hosts of GET /cluster, one row each (this daemon's id marked
+// with "*"), then "2/3 hosts alive". Ends with a newline.
+std::string render_cluster_table(const nlohmann::json& cluster, TableStyle style = TableStyle::kBox);
+
 // The workers of a GET /workers body (or array) in slot order.
 std::vector<nlohmann::json> sorted_by_slot(const nlohmann::json& workers);
 

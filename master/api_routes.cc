@@ -11,6 +11,11 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/health", &Daemon::api_health, true,
        "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},...}`;"
        " `status` is `degraded` while journal writes fail"},
+      {"GET", "/cluster", &Daemon::api_cluster, false,
+       "the hosts sharing this daemon's PostgreSQL journal: `{\"self\":{\"id\",\"epoch\","
+       "\"alive\"},\"hosts\":[{\"id\",\"address\",\"epoch\",\"heartbeat_age_ms\",\"held\","
+       "\"capacity\",\"state\":\"alive|dead\"}]}`; 404 with an SQLite journal"
+       " ([docs/cluster.md](docs/cluster.md))"},
       {"GET", "/latency", &Daemon::api_latency, true,
        "a tiny answer straight from the master's loop: the probe to watch under load"},
       {"GET", "/metrics", &Daemon::api_metrics, false,

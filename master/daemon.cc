@@ -133,6 +133,7 @@ Status Daemon::start() {
       return Status(s.code(), "cannot listen on " + cfg_.listen + ": " + s.message());
     }
   }
+  start_cluster();  // once listening: its row gives the API's address
 
   for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
     auto sig = std::make_unique<uv::Signal>(loop_);

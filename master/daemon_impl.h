@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "master/api_route.h"
+#include "master/cluster/hosts.h"
 #include "master/dispatcher.h"
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
@@ -138,6 +139,7 @@ class Daemon {
   // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_schedules.cc, api_logs.cc,
   // api_dashboard.cc; the table is api_routes.cc).
   void api_health(const ApiCall& c);
+  void api_cluster(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);
   void api_config(const ApiCall& c);
@@ -267,7 +269,8 @@ class Daemon {
   void fire_schedules();
   void fire_schedule(const ScheduleTick& tick);
   std::string journal_path() const;
-  std::string journal_label() const;  // the path, or the database's URL without its password
+  std::string journal_label() const;
+  void start_cluster();  // the path, or the database's URL without its password
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   // A step event's part of /metrics: its kind, outcome and duration.
@@ -307,6 +310,7 @@ class Daemon {
   JournalWatch journal_watch_;
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
+  std::unique_ptr<cluster::Hosts> hosts_;      // when the journal is PostgreSQL (daemon_cluster.cc)
   Runs runs_;
   Schedules schedules_;
   std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()

@@ -87,6 +87,18 @@ CREATE TABLE schedule_fires (
 )sql",
     // 6: the data rows a run's instances read (shared/data/rows.h), as JSON; '' for none.
     "ALTER TABLE runs ADD COLUMN data TEXT NOT NULL DEFAULT '';",
+    // 7: the hosts sharing a PostgreSQL journal (master/cluster/hosts.h); unused on SQLite.
+    // heartbeat_ms is the database's clock.
+    R"sql(
+CREATE TABLE hosts (
+  id TEXT PRIMARY KEY,
+  address TEXT NOT NULL,
+  started_ms BIGINT NOT NULL,
+  heartbeat_ms BIGINT NOT NULL,
+  epoch BIGINT NOT NULL,
+  capacity BIGINT NOT NULL,
+  held BIGINT NOT NULL);
+)sql",
 };
 
 inline constexpr const char* kPutRun = R"sql(

@@ -97,6 +97,30 @@ TEST_CASE("cli status summary: counts ready workers against the wanted number") 
         "1/2 workers ready · daemon pid 123 · api 127.0.0.1:7070 · home /root/.corral");
 }
 
+TEST_CASE("cli status --cluster: one row per host, this one starred, then the hosts alive") {
+  const auto cluster = nlohmann::json::parse(R"({
+    "self": {"id": "db1/00000002", "epoch": 3, "alive": true},
+    "hosts": [
+      {"id": "db1/00000001", "address": "10.0.0.1:7070", "epoch": 1, "heartbeat_age_ms": 7300,
+       "held": 0, "capacity": 900, "state": "dead"},
+      {"id": "db1/00000002", "address": "10.0.0.2:7070", "epoch": 3, "heartbeat_age_ms": 120,
+       "held": 1500, "capacity": 98500, "state": "alive"}]})");
+  CHECK(render_cluster_table(cluster, TableStyle::kAscii) ==
+        "+----------------+---------------+-------+-------+-----------+-----------+-------+\n"
+        "| host           | address       | state | epoch | heartbeat | instances | room  |\n"
+        "+----------------+---------------+-------+-------+-----------+-----------+-------+\n"
+        "|   db1/00000001 | 10.0.0.1:7070 | dead  | 1     | 7.3s      | 0         | 900   |\n"
+        "| * db1/00000002 | 10.0.0.2:7070 | alive | 3     | 120ms     | 1500      | 98500 |\n"
+        "+----------------+---------------+-------+-------+-----------+-----------+-------+\n"
+        "1/2 hosts alive\n");
+  CHECK(render_cluster_table(nlohmann::json::object(), TableStyle::kAscii) ==
+        "+------+---------+-------+-------+-----------+-----------+------+\n"
+        "| host | address | state | epoch | heartbeat | instances | room |\n"
+        "+------+---------+-------+-------+-----------+-----------+------+\n"
+        "+------+---------+-------+-------+-----------+-----------+------+\n"
+        "0/0 hosts alive\n");
+}
+
 TEST_CASE("cli describe: prints every field as aligned key : value lines, unknown ones as JSON") {
   nlohmann::json w = two_workers()["workers"][1];
   w["future_field"] = {{"x", 1}};

@@ -1,0 +1,85 @@
+// A PostgreSQL connection on the master's loop that never blocks it: libpq in non-blocking
+// mode, its socket watched with uv_poll. A host name in the URL is resolved first with
+// uv_getaddrinfo (libpq's own non-blocking connect would still resolve it with a blocking
+// call) and handed to libpq as hostaddr, the name kept for TLS. Queries run one at a time, in
+// the order they were asked; each gets its rows or the error. A connection that breaks fails
+// the query on it and the ones waiting, and the next query connects again.
+// Loop thread only.
+#pragma once
+
+#include <libpq-fe.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shared/status.h"
+#include "shared/uv/handle.h"
+#include "shared/uv/timer.h"
+
+namespace corral::master::cluster {
+
+// A query's answer: its rows, each column as text ("" for NULL).
+struct PgRows {
+  std::vector<std::vector<std::string>> rows;
+};
+
+class PgAsync {
+ public:
+  using Done = std::function<void(Result<PgRows>)>;
+
+  // Connects at the first query. `label`: how messages name the database (no password).
+  PgAsync(uv_loop_t* loop, std::string url, std::string label);
+  ~PgAsync();  // queries not answered yet are dropped without their callbacks
+  PgAsync(const PgAsync&) = delete;
+  PgAsync& operator=(const PgAsync&) = delete;
+
+  // Runs `sql` with `params` ($1, $2, ... as text). `done` runs later, on the loop: with the
+  // rows, or kIo naming the database when the connection broke or the query failed, or
+  // kTimeout when no answer came within `timeout_ms` (the connection is then reset).
+  void query(std::string sql, std::vector<std::string> params, Done done,
+             uint64_t timeout_ms = 5000);
+  bool connected() const { return conn_ != nullptr && state_ == State::kReady; }
+  size_t waiting() const { return queue_.size(); }
+
+ private:
+  enum class State { kIdle, kResolving, kConnecting, kReady, kBusy };
+  struct Query {
+    std::string sql;
+    std::vector<std::string> params;
+    Done done;
+    uint64_t timeout_ms;
+  };
+
+  void next();
+  void resolve();
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  void connect(const std::string& hostaddr);
+  void step_connect();
+  void send_front();
+  void on_ready(int events);
+  void read_results();
+  void watch(int events);
+  void fail_all(const Status& s);
+  void reset();
+  Status error(const std::string& what) const;
+
+  uv_loop_t* loop_;
+  std::string url_, label_;
+  std::string host_;  // a name to resolve first; empty when libpq needs no help
+  PGconn* conn_ = nullptr;
+  std::unique_ptr<uv::Handle<uv_poll_t>> poll_;  // on the connection's socket, made per socket
+  int fd_ = -1;
+  uv::Timer timer_;  // the front query's deadline (or the connect's)
+  State state_ = State::kIdle;
+  uv_getaddrinfo_t* resolving_ = nullptr;
+  std::deque<Query> queue_;
+  PgRows rows_;        // of the query on the wire
+  std::string failed_; // its error, once a result said so
+};
+
+}  // namespace corral::master::cluster
