@@ -3,7 +3,7 @@
 // loop, before the first write). Statements are prepared once per connection, with `?` numbered
 // $1, $2, ... and every parameter sent as text. What differs from SQLite:
 //  - A lost connection fails the call with kIo (the journal keeps the batch and tries again);
-//    the next begin() connects again.
+//    the next begin(), or the next statement outside a transaction, connects again.
 //  - Text must be UTF-8 without NUL bytes: other bytes are replaced with U+FFFD.
 //  - reclaim() does nothing: PostgreSQL's autovacuum makes deleted rows' space reusable.
 //  - Migrations hold an advisory lock, so that hosts starting together migrate once; INTEGER
@@ -128,10 +128,16 @@ class PgStore final : public Store {
     if (PQstatus(conn_) != CONNECTION_OK) {
       if (Status s = connect(); !s) return s;
     }
-    return exec("BEGIN", "begin");
+    Status s = exec("BEGIN", "begin");
+    in_tx_ = s.is_ok();
+    return s;
   }
-  Status commit() override { return exec("COMMIT", "commit"); }
+  Status commit() override {
+    in_tx_ = false;
+    return exec("COMMIT", "commit");
+  }
   void rollback() override {
+    in_tx_ = false;
     if (PQstatus(conn_) == CONNECTION_OK) (void)exec("ROLLBACK", "rollback");
   }
   Status savepoint() override { return exec("SAVEPOINT one_write", "savepoint"); }
@@ -378,7 +384,7 @@ class PgStore final : public Store {
                               std::to_string(kLatest) + ")");
     }
     for (; version < kLatest; ++version) {
-      if (Status s = exec("BEGIN", "migrate"); !s) return s;
+      if (Status s = begin(); !s) return s;
       Status s = exec(for_postgresql(kMigrations[version]), "migrate");
       if (s) s = exec("DELETE FROM schema_version", "migrate");
       if (s) {
@@ -386,7 +392,7 @@ class PgStore final : public Store {
                      ")",
                  "migrate");
       }
-      if (s) s = exec("COMMIT", "migrate");
+      if (s) s = commit();
       if (!s) {
         rollback();
         return s;
@@ -395,9 +401,18 @@ class PgStore final : public Store {
     return Status::ok();
   }
 
+  // Outside a transaction, a connection lost earlier is made again for the next statement (a
+  // read after the database restarted); inside one, the statement fails and the journal's
+  // next begin() connects.
+  Status ensure_connected(const char* what) {
+    if (conn_ != nullptr) return Status::ok();
+    if (in_tx_) return lost(what);
+    return connect();
+  }
+
   // A statement without parameters, possibly several (a migration).
   Status exec(const std::string& text, const char* what) {
-    if (conn_ == nullptr) return lost(what);
+    if (Status s = ensure_connected(what); !s) return s;
     PgResult r(PQexec(conn_, text.c_str()));
     return check(r, what);
   }
@@ -408,7 +423,7 @@ class PgStore final : public Store {
   }
 
   Result<PgResult> query(const std::string& text, const Params& p, const char* what) {
-    if (conn_ == nullptr) return lost(what);
+    if (Status s = ensure_connected(what); !s) return s;
     auto it = prepared_.find(text);
     if (it == prepared_.end()) {
       std::string name = "corral_" + std::to_string(prepared_.size() + 1);
@@ -445,6 +460,7 @@ class PgStore final : public Store {
   std::string url_;
   std::string label_;
   PGconn* conn_ = nullptr;
+  bool in_tx_ = false;  // between begin() and commit() or rollback()
   std::map<std::string, std::string> prepared_;  // statement text -> its name
 };
 

@@ -55,7 +55,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): bytes text cannot hold become 
         "ok \xC3\xA9 bad \xEF\xBF\xBD\xEF\xBF\xBD nul \xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
-TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection is a failure to try again, and begin() reconnects") {
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection is a failure to try again, and the next read or begin() reconnects") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   CHECK(sql("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
             pg->name() + "' AND application_name = 'corral'") == "1");
@@ -63,6 +63,10 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection is a failure
   CHECK(s.code() == Code::kIo);
   CHECK_FALSE(is_bad_write(s));  // kept by the journal and tried again
   CHECK_THAT(s.message(), Catch::Contains("connection lost") && Catch::Contains(pg->name()));
+  CHECK(load_run_id(*store, "r1-aaaa") == "r1-aaaa");  // a read outside a transaction reconnects
+  CHECK(sql("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+            pg->name() + "' AND application_name = 'corral'") == "1");
+  CHECK(store->load_run("r1-aaaa").status().code() == Code::kIo);
   REQUIRE_OK(store->begin());  // connects again
   REQUIRE_OK(store->put_instance(instance("r1-aaaa", 0, "running")));
   REQUIRE_OK(store->commit());
