@@ -210,6 +210,22 @@ std::string Daemon::metrics_text() const {
       .Register(registry)
       .Add({})
       .Increment(static_cast<double>(h.rejected_writes));
+  if (hosts_) {
+    auto& hosts = BuildGauge()
+                      .Name("corral_cluster_hosts")
+                      .Help("Hosts sharing this daemon's PostgreSQL journal, by state")
+                      .Register(registry);
+    size_t dead = 0;
+    for (const cluster::HostRow& row : hosts_->hosts()) dead += row.dead ? 1 : 0;
+    hosts.Add({{"state", "alive"}}).Set(static_cast<double>(hosts_->hosts().size() - dead));
+    hosts.Add({{"state", "dead"}}).Set(static_cast<double>(dead));
+    BuildGauge()
+        .Name("corral_cluster_heartbeat_ok")
+        .Help("1 while this host's heartbeat in the hosts table is current, 0 otherwise")
+        .Register(registry)
+        .Add({})
+        .Set(hosts_->alive() ? 1 : 0);
+  }
   BuildCounter()
       .Name("corral_callback_exceptions_total")
       .Help("Exceptions caught at the master's loop callbacks (each one logged)")

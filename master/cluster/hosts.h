@@ -56,6 +56,8 @@ class Hosts {
   bool alive() const;
   // GET /cluster: this host's id and epoch, and every host's row as last read.
   nlohmann::json to_json() const;
+  // Every host's row as last read (by id).
+  const std::vector<HostRow>& hosts() const { return hosts_; }
 
  private:
   void beat();

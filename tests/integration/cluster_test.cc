@@ -68,6 +68,10 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   Json dead = hosts_of(b)[id_a];
   CHECK(dead["heartbeat_age_ms"].get<int64_t>() > 5000);
   CHECK(hosts_of(b)[id_b]["state"] == "alive");
+  std::string metrics = b.api("GET", "/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("corral_cluster_hosts{state=\"alive\"} 1") &&
+                          Catch::Contains("corral_cluster_hosts{state=\"dead\"} 1") &&
+                          Catch::Contains("corral_cluster_heartbeat_ok 1"));
 
   // The same home again is the same host, registered anew: its epoch goes up.
   Daemon again(home_a, opts);
@@ -83,5 +87,6 @@ TEST_CASE("cluster: a daemon on an SQLite journal is in no cluster") {
   d.wait_ready(1);
   auto r = d.api("GET", "/cluster");
   CHECK(r.status == 404);
+  CHECK_THAT(d.api("GET", "/metrics").body, !Catch::Contains("corral_cluster_"));
   CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains("not a PostgreSQL database"));
 }
