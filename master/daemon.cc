@@ -94,6 +94,7 @@ Status Daemon::open_journal() {
     runs_.on_journal_rejected(tag, error);
   });
   runs_.attach(journal_.get());
+  runs_.set_clustered(journal::is_postgresql(journal_path()));  // docs/cluster.md
   schedules_.attach(journal_.get());
   // Read before the runs' restore, which starts writing (and from then on the store belongs to
   // the journal's thread).

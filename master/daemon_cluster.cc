@@ -1,8 +1,11 @@
 // This daemon as one host of a cluster, when its journal is PostgreSQL (docs/cluster.md):
-// its row in the hosts table, renewed every second (master/cluster/hosts.h), and GET /cluster.
+// its row in the hosts table, renewed every second (master/cluster/hosts.h), the ranges of
+// instances it claims, and GET /cluster.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include "master/daemon_impl.h"
 
@@ -29,12 +32,84 @@ void Daemon::start_cluster() {
     cluster::Hosts::Load l;
     for (const Slot& s : supervisor_.slots()) l.held += dispatcher_.load(s.index);
     l.capacity = dispatcher_.capacity();
+    l.waiting = runs_.pending();
     return l;
   };
+  cluster::Hosts::Events events;
+  events.registered = [this](int64_t epoch) {
+    // In the journal's order: writes queued before are checked against the old epoch.
+    journal_->read([id = hosts_->id(), epoch](journal::Store& s) { s.set_fence(id, epoch); },
+                   nullptr);
+  };
+  events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
+  events.fenced = [this](const std::string& why) { drop_claims(why); };
+  events.open_runs = [this](const std::vector<std::string>& ids) { on_open_runs(ids); };
   hosts_ = std::make_unique<cluster::Hosts>(loop_, journal_path(), journal_label(),
                                             host_id(cfg_.home), [this] { return listen_address(); },
-                                            load);
+                                            load, std::move(events));
   hosts_->start();
+}
+
+void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
+  for (cluster::Claim& c : claims) {
+    auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+    journal_->read(
+        [page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
+        [this, page, c] {
+          if (!*page) {
+            spdlog::error("cluster: cannot load instances {}..{} of run {}: {}", c.lo, c.hi - 1,
+                          c.run, page->status().message());
+            return;
+          }
+          auto n = runs_.claimed(**page, c.lo, c.hi);
+          if (!n) {
+            spdlog::error("cluster: claimed instances of run {} cannot run: {}", c.run,
+                          n.status().message());
+            return;
+          }
+          if (*n > 0) schedule_pump();
+        });
+  }
+}
+
+void Daemon::stop_on_workers(const std::string& run_id) {
+  for (const auto& [slot, w] : workers_) {
+    (void)send_to(slot, ipc::MessageType::kCancel, {{"run", run_id}});
+  }
+}
+
+void Daemon::drop_claims(const std::string& why) {
+  size_t runs = 0;
+  for (const auto& r : runs_.all()) {
+    if (!r->clustered || r->finished_ms != 0 || !r->whole) continue;
+    if (r->count(InstanceState::kRunning) == 0 && r->claims.empty()) continue;
+    dispatcher_.forget_run(*r);
+    stop_on_workers(r->id);
+    ++runs;
+  }
+  runs_.drop_claims();
+  spdlog::warn("cluster: stopped the instances of {} runs: {}", runs, why);
+}
+
+// Runs this host holds unfinished that the journal no longer lists as unfinished ended
+// elsewhere (finished, or cancelled): read their row, and end them here too.
+void Daemon::on_open_runs(const std::vector<std::string>& ids) {
+  std::set<std::string> open(ids.begin(), ids.end());
+  for (const auto& r : runs_.all()) {
+    if (!r->clustered || r->finished_ms != 0 || open.count(r->id)) continue;
+    auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+    journal_->read([page, id = r->id](journal::Store& s) { *page = s.load_run_page(id, 0, 0); },
+                   [this, page] {
+                     if (!*page || (*page)->run.finished_ms == 0) return;
+                     Run* run = runs_.find((*page)->run.id);
+                     if (run == nullptr || run->finished_ms != 0) return;
+                     if (run->count(InstanceState::kRunning) > 0) {
+                       dispatcher_.forget_run(*run);
+                       stop_on_workers(run->id);
+                     }
+                     runs_.finished_elsewhere((*page)->run);
+                   });
+  }
 }
 
 void Daemon::api_cluster(const ApiCall& c) {

@@ -271,6 +271,12 @@ class Daemon {
   std::string journal_path() const;
   std::string journal_label() const;
   void start_cluster();  // the path, or the database's URL without its password
+  // A host of a cluster (daemon_cluster.cc): claimed ranges are loaded and placed; fenced off,
+  // every instance it holds is stopped; runs that ended on other hosts end here.
+  void on_claimed(std::vector<cluster::Claim> claims);
+  void drop_claims(const std::string& why);
+  void on_open_runs(const std::vector<std::string>& ids);
+  void stop_on_workers(const std::string& run_id);
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   // A step event's part of /metrics: its kind, outcome and duration.

@@ -79,6 +79,13 @@ int Dispatcher::least_loaded() const {
   return best;
 }
 
+void Dispatcher::forget_run(const Run& run) {
+  for (const InstanceRecord& in : run.instances) {
+    if (in.state == InstanceState::kRunning) instance_done(in.worker);
+  }
+  for (auto& [slot, w] : workers_) w.defined.erase(run.id);
+}
+
 namespace {
 // A checkpoint with the call of the instance's callback step that the master holds, if any: the
 // worker that dies after it heard of it takes it along.
@@ -131,11 +138,12 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     }
     start["resume"] = std::move(resume);
   } else {
-    uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.size - run.next_fresh));
-    start["first"] = run.next_fresh;
+    uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.fresh_count()));
+    uint32_t first = run.fresh_first();
+    start["first"] = first;
     start["count"] = count;
-    for (uint32_t k = 0; k < count; ++k) taken.push_back(run.next_fresh + k);
-    run.next_fresh += count;
+    for (uint32_t k = 0; k < count; ++k) taken.push_back(first + k);
+    run.take_fresh(count);
   }
   if (taken.empty()) return true;
   if (!send_(slot, ipc::MessageType::kStart, start)) {

@@ -47,6 +47,10 @@ class Dispatcher {
   void worker_gone(int slot);
   // One of `slot`'s instances ended.
   void instance_done(int slot);
+  // The run's instances running on workers are to be stopped there (a cancel message, which
+  // also makes the workers forget the run): none counts as load any more, and the run is
+  // defined again before its next placement.
+  void forget_run(const Run& run);
   // Places up to `budget` instances. Returns true when more could be placed right away.
   bool pump(size_t budget);
   // Asks the workers holding clearly more than their share (more than the mean by a tenth, and

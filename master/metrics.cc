@@ -19,7 +19,8 @@ nlohmann::json Daemon::journal_json() const {
                       {"committed_writes", h.committed},
                       {"batches", h.batches},
                       {"failed_batches", h.failed_batches},
-                      {"rejected_writes", h.rejected_writes}};
+                      {"rejected_writes", h.rejected_writes},
+                      {"fenced_writes", h.fenced_writes}};
   if (!h.last_rejection.empty()) j["last_rejection"] = h.last_rejection;
   if (!h.ok) {
     j["error"] = h.error;
@@ -211,6 +212,12 @@ std::string Daemon::metrics_text() const {
       .Add({})
       .Increment(static_cast<double>(h.rejected_writes));
   if (hosts_) {
+    BuildCounter()
+        .Name("corral_journal_fenced_writes_total")
+        .Help("Journal writes about instances another host had taken over (changed nothing)")
+        .Register(registry)
+        .Add({})
+        .Increment(static_cast<double>(h.fenced_writes));
     auto& hosts = BuildGauge()
                       .Name("corral_cluster_hosts")
                       .Help("Hosts sharing this daemon's PostgreSQL journal, by state")

@@ -51,6 +51,33 @@ bool Run::finished() const {
   return count(InstanceState::kQueued) == 0 && count(InstanceState::kRunning) == 0;
 }
 
+size_t Run::pending() const {
+  size_t n = requeued.size();
+  if (!clustered) return n + (size - next_fresh);
+  for (const auto& [first, end] : fresh) n += end - first;
+  return n;
+}
+
+uint32_t Run::fresh_first() const {
+  if (!clustered) return next_fresh;
+  return fresh.empty() ? 0 : fresh.front().first;
+}
+
+uint32_t Run::fresh_count() const {
+  if (!clustered) return size - next_fresh;
+  return fresh.empty() ? 0 : fresh.front().second - fresh.front().first;
+}
+
+void Run::take_fresh(uint32_t n) {
+  if (!clustered) {
+    next_fresh += n;
+    return;
+  }
+  if (fresh.empty()) return;
+  fresh.front().first += n;
+  if (fresh.front().first >= fresh.front().second) fresh.pop_front();
+}
+
 const char* Run::state() const {
   if (cancelled) return "cancelled";
   if (finished()) return "finished";
@@ -73,6 +100,7 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   run->instances = std::move(built);
   run->instances.resize(instances);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = instances;
+  run->clustered = clustered_;
   Run& ref = *run;
   by_id_[run->id] = run.get();
   runs_.push_back(std::move(run));
@@ -131,6 +159,10 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
     run.failures[{in.next_step, reason}] += 1;
   }
   journal_instance(run, index);
+  if (run.clustered) {
+    range_finished(run, index);  // other hosts hold the rest: the journal tells when it ends
+    return;
+  }
   if (run.finished() && run.finished_ms == 0) on_finished(run, ended_ms);
 }
 
@@ -282,6 +314,8 @@ size_t Runs::cancel(Run& run, int64_t now_ms) {
   }
   run.next_fresh = run.size;
   run.requeued.clear();
+  run.fresh.clear();
+  run.claims.clear();
   if (run.finished_ms == 0) on_finished(run, now_ms);
   return n;
 }

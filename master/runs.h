@@ -95,6 +95,12 @@ struct Run {
   std::array<uint32_t, kInstanceStates> counts{};
   uint32_t next_fresh = 0;        // instances at or past this were never dispatched
   std::deque<uint32_t> requeued;  // instances to resume from their checkpoint
+  // A host of a cluster (docs/cluster.md) places only the instances of the ranges it claimed:
+  // `next_fresh` is then unused, `fresh` holds the claimed ranges [first, end) never started,
+  // and `claims` every range it holds (lo -> hi), until each is done.
+  bool clustered = false;
+  std::deque<std::pair<uint32_t, uint32_t>> fresh;
+  std::map<uint32_t, uint32_t> claims;
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
@@ -115,7 +121,12 @@ struct Run {
   // Moves instance `index` to state `to`, keeping `counts` in step.
   void set_state(uint32_t index, InstanceState to);
   bool finished() const;
-  size_t pending() const { return size - next_fresh + requeued.size(); }
+  size_t pending() const;
+  // Instances never started that may be placed now: `fresh_count()` of them from
+  // `fresh_first()` on; take_fresh() takes the first n of them.
+  uint32_t fresh_first() const;
+  uint32_t fresh_count() const;
+  void take_fresh(uint32_t n);
   const char* state() const;
 };
 
@@ -209,6 +220,25 @@ class Runs {
   // Forgets every finished run that finished before `before_ms`. Returns how many.
   size_t prune_finished_before(int64_t before_ms);
 
+  // Cluster mode (runs_cluster.cc, docs/cluster.md): this host places only instances of ranges
+  // it claimed. Set before restore(): runs restored or created from then on are clustered.
+  void set_clustered(bool on) { clustered_ = on; }
+  bool clustered() const { return clustered_; }
+  // This host claimed instances lo..hi-1 of a run; `page` is the run's row with the rows of
+  // those instances as the journal holds them now, which replace what this table knew of them.
+  // A run not known here is added. Ended instances stay ended; one that was running (on a
+  // host that lost it) resumes from its last finished step or checkpoint (resume reason
+  // `host_lost`, not counted against max_resumes); those never started start fresh. Returns
+  // how many wait to be placed, or why the run cannot be built from the journal.
+  Result<size_t> claimed(const journal::StoredRun& page, uint32_t lo, uint32_t hi);
+  // This host lost its claims (fenced off): every clustered run's instances go back to
+  // waiting for a claim, without a journal write. Returns the runs that had instances
+  // running, which the caller stops on the workers (after Dispatcher::forget_run).
+  std::vector<std::string> drop_claims();
+  // Another host finished or cancelled the run (`row` as the journal has it now): it is held
+  // as its summary here. No-op for a run not held, or finished here.
+  void finished_elsewhere(const journal::RunRow& row);
+
   nlohmann::json summary_json(const Run& run) const;
   nlohmann::json detail_json(const Run& run) const;
   nlohmann::json instance_json(const Run& run, uint32_t index, bool with_steps) const;
@@ -225,6 +255,13 @@ class Runs {
   // Journal writes (no-ops without a journal).
   void journal_instance(const Run& run, uint32_t index);
   void journal_write(std::function<Status(journal::Store&)> op, journal::WriteTag tag = {});
+  // Cluster mode: instance `index` ended; when its range has no unfinished instance left,
+  // the range is done, and the run is finished if every range is.
+  void range_finished(Run& run, uint32_t index);
+  void finish_if_complete(const std::string& id);
+  void finish_from_journal(const std::string& id);
+  Run& add_in_order(std::unique_ptr<Run> run);
+  void unclaimed(Run& run);
 
   RunsOptions opts_;
   journal::Journal* journal_;
@@ -233,6 +270,7 @@ class Runs {
   std::map<std::string, Run*> by_id_;
   uint64_t next_seq_ = 1;
   bool prune_due_ = false;
+  bool clustered_ = false;
 };
 
 // Conversions between the table and the journal's rows (runs_journal.cc).
@@ -242,5 +280,8 @@ journal::StepRow step_row(const Run& run, uint32_t index, size_t seq);
 // without throwing: a damaged run fails with the reason (the caller leaves it out), and a
 // damaged instance is mended or ended errored.
 Result<std::unique_ptr<Run>> run_from_journal(const journal::StoredRun& stored, bool whole);
+// The records of a whole run from instance, step and callback rows: all of them, or a page
+// (rows past the run's size are ignored). May throw on a damaged value.
+void fill_from_rows(Run& run, const journal::StoredRun& rows);
 
 }  // namespace corral::master

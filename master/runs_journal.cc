@@ -102,7 +102,8 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   }
 }
 
-// The records of a whole run from instance and step rows: all of them, or a page.
+}  // namespace
+
 void fill_from_rows(Run& run, const journal::StoredRun& rows) {
   for (const journal::InstanceRow& r : rows.instances) {
     if (r.idx < run.size) instance_from_row(run, r);
@@ -120,6 +121,8 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
     run.callbacks[r.idx] = {{"step", r.step}, {"body", parse_or(r.body, json())}};
   }
 }
+
+namespace {
 
 Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool whole) {
   const journal::RunRow& row = stored.run;
@@ -228,6 +231,10 @@ Result<size_t> Runs::restore(int64_t now_ms) {
   size_t resumed = 0;
   for (Run* r : unfinished) {
     Run& run = *r;
+    if (clustered_) {
+      unclaimed(run);  // its instances wait for this host, or another, to claim them
+      continue;
+    }
     // Every instance that was dispatched and has not ended continues from its last finished
     // step; those never dispatched start as if new.
     run.next_fresh = 0;

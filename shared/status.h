@@ -22,6 +22,7 @@ enum class Code {
   kProtocol,  // a peer broke the wire contract
   kTimeout,
   kInternal,
+  kAborted,  // the caller no longer owns what it tried to change (fenced off by a newer owner)
 };
 
 class Status {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "shared/proc.h"
@@ -12,33 +13,65 @@ namespace {
 // The database's clock in Unix milliseconds: hosts compare heartbeats on one clock.
 #define CORRAL_DB_NOW "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 
+// Registers (the epoch goes up by one) and releases whatever the host's previous life held.
 constexpr const char* kRegister =
-    "INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held) "
-    "VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4) "
+    "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, "
+    "held) VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4) "
     "ON CONFLICT (id) DO UPDATE SET address = excluded.address, "
     "started_ms = excluded.started_ms, heartbeat_ms = excluded.heartbeat_ms, "
-    "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held "
-    "RETURNING epoch";
+    "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held, fenced_ms = 0 "
+    "RETURNING epoch), "
+    "freed AS (UPDATE claims SET host = '' WHERE host = $1) "
+    "SELECT epoch FROM me";
 // Renews only the row of this registration: a newer one (the same host started again
-// elsewhere) changes the epoch, and then nothing is renewed.
+// elsewhere, or another host declaring this one dead) changes the epoch, and then nothing is
+// renewed.
 constexpr const char* kRenew =
     "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW ", address = $3, capacity = $4, held = $5 "
     "WHERE id = $1 AND epoch = $2 RETURNING epoch";
+constexpr const char* kWhyLost = "SELECT epoch, fenced_ms FROM hosts WHERE id = $1";
 constexpr const char* kList =
-    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW " - heartbeat_ms, held, capacity "
-    "FROM hosts ORDER BY id";
+    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW " - heartbeat_ms, held, capacity, "
+    CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
+// Declares every silent host dead (its epoch goes up: its writes are fenced off from now on)
+// and releases the claims of every dead host (also of one declared dead before, whose claim
+// raced with the declaration).
+constexpr const char* kSweep =
+    "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW " "
+    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW " - $2 "
+    "RETURNING id, epoch - 1 AS was), "
+    "freed AS (UPDATE claims c SET host = '' FROM hosts h WHERE c.host = h.id AND h.id <> $1 "
+    "AND h.heartbeat_ms < " CORRAL_DB_NOW " - $2 RETURNING h.id AS host) "
+    "SELECT 'dead', id, was FROM dead UNION ALL "
+    "SELECT 'freed', host, COUNT(*) FROM freed GROUP BY host";
+// Claims free ranges, oldest run first, while this host is at its epoch (the row's lock holds
+// off a declaration of its death until the claim commits): as many as bring it to its share
+// of the open ranges over $4 hosts, at most $3.
+constexpr const char* kClaim =
+    "WITH me AS (SELECT id FROM hosts WHERE id = $1 AND epoch = $2 FOR SHARE), "
+    "share AS (SELECT CAST(CEIL(COUNT(*) / CAST($4 AS FLOAT8)) AS BIGINT) "
+    "- COUNT(*) FILTER (WHERE host = $1) AS n FROM claims WHERE done = 0), "
+    "pick AS (SELECT run_id, lo FROM claims WHERE host = '' AND done = 0 "
+    "AND EXISTS (SELECT 1 FROM me) ORDER BY seq, lo "
+    "LIMIT GREATEST(0, LEAST(CAST($3 AS BIGINT), (SELECT n FROM share))) "
+    "FOR UPDATE SKIP LOCKED) "
+    "UPDATE claims c SET host = $1 FROM pick WHERE c.run_id = pick.run_id AND c.lo = pick.lo "
+    "RETURNING c.run_id, c.lo, c.hi";
+constexpr const char* kOpenRuns = "SELECT id FROM runs WHERE finished_ms = 0";
+constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
 int64_t i64(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
 
 }  // namespace
 
 Hosts::Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id,
-             std::function<std::string()> address, std::function<Load()> load)
+             std::function<std::string()> address, std::function<Load()> load, Events events)
     : loop_(loop),
       db_(loop, std::move(url), std::move(label)),
       id_(std::move(id)),
       address_(std::move(address)),
       load_(std::move(load)),
+      events_(std::move(events)),
       timer_(loop) {}
 
 void Hosts::start() {
@@ -46,9 +79,14 @@ void Hosts::start() {
 }
 
 void Hosts::beat() {
+  if (epoch_ != 0 && !superseded_ &&
+      monotonic_ms() - renewed_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
+    // Others may have declared this host dead by now and taken its instances.
+    fence("no heartbeat written for " + std::to_string(kDeadAfterMs / 1000) + " s");
+  }
   if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
   Load l = load_();
-  if (epoch_ == 0) {
+  if (epoch_ == 0 && !superseded_) {
     db_.query(kRegister,
               {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
               [this](Result<PgRows> r) { registered(std::move(r)); });
@@ -59,6 +97,14 @@ void Hosts::beat() {
               [this](Result<PgRows> r) { renewed(std::move(r)); });
   }
   db_.query(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
+  if (events_.open_runs) {
+    db_.query(kOpenRuns, {}, [this](Result<PgRows> r) {
+      if (!r) return;
+      std::vector<std::string> ids;
+      for (const auto& row : r->rows) ids.push_back(row.at(0));
+      events_.open_runs(std::move(ids));
+    });
+  }
 }
 
 void Hosts::registered(Result<PgRows> r) {
@@ -70,6 +116,7 @@ void Hosts::registered(Result<PgRows> r) {
   renewed_ms_ = monotonic_ms();
   error_.clear();
   spdlog::info("cluster: this host is {} (epoch {})", id_, epoch_);
+  if (events_.registered) events_.registered(epoch_);
 }
 
 void Hosts::renewed(Result<PgRows> r) {
@@ -78,10 +125,7 @@ void Hosts::renewed(Result<PgRows> r) {
     return;
   }
   if (r->rows.empty()) {
-    superseded_ = true;
-    spdlog::error("cluster: host {} registered again elsewhere (its epoch is no longer {}): "
-                  "this daemon stops renewing its heartbeat",
-                  id_, epoch_);
+    db_.query(kWhyLost, {id_}, [this](Result<PgRows> w) { lost_epoch(std::move(w)); });
     return;
   }
   if (!error_.empty()) spdlog::info("cluster: heartbeats written again");
@@ -89,17 +133,97 @@ void Hosts::renewed(Result<PgRows> r) {
   renewed_ms_ = monotonic_ms();
 }
 
+// The heartbeat found another epoch in this host's row: another host declared it dead (it
+// registers again), or the same host registered elsewhere (this daemon stays out).
+void Hosts::lost_epoch(Result<PgRows> r) {
+  if (!r) {
+    failed(r.status());
+    return;
+  }
+  if (epoch_ == 0) return;
+  bool declared = !r->rows.empty() && i64(r->rows[0].at(1)) != 0;
+  if (declared) {
+    fence("another host declared it dead (no heartbeat for " +
+          std::to_string(kDeadAfterMs / 1000) + " s)");
+    return;
+  }
+  spdlog::error("cluster: host {} registered again elsewhere (its epoch is no longer {}): "
+                "this daemon stops renewing its heartbeat and claims nothing",
+                id_, epoch_);
+  fence("it registered again elsewhere");
+  superseded_ = true;
+}
+
+void Hosts::fence(const std::string& why) {
+  spdlog::error("cluster: host {} (epoch {}) stops every instance it holds: {}; it registers "
+                "again and claims anew",
+                id_, epoch_, why);
+  epoch_ = 0;
+  if (events_.fenced) events_.fenced(why);
+}
+
 void Hosts::listed(Result<PgRows> r) {
   if (!r) return;  // the heartbeat's failure is the one logged
   std::vector<HostRow> hosts;
   for (const auto& row : r->rows) {
-    if (row.size() < 7) continue;
+    if (row.size() < 8) continue;
     HostRow h{row[0], row[1], i64(row[2]), i64(row[3]), i64(row[4]),
-              static_cast<uint64_t>(i64(row[5])), static_cast<uint64_t>(i64(row[6])), false};
+              static_cast<uint64_t>(i64(row[5])), static_cast<uint64_t>(i64(row[6])), false,
+              i64(row[7])};
     h.dead = h.heartbeat_age_ms > kDeadAfterMs;
     hosts.push_back(std::move(h));
   }
   hosts_ = std::move(hosts);
+  if (!alive()) return;
+  db_.query(kSweep, {id_, std::to_string(kDeadAfterMs)},
+            [this](Result<PgRows> s) { swept(std::move(s)); });
+}
+
+void Hosts::swept(Result<PgRows> r) {
+  if (!r) {
+    failed(r.status());
+    return;
+  }
+  for (const auto& row : r->rows) {
+    if (row.at(0) == "dead") {
+      spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} s", row.at(1),
+                   row.at(2), kDeadAfterMs / 1000);
+    } else {
+      spdlog::warn("cluster: released {} ranges held by dead host {}", row.at(2), row.at(1));
+    }
+  }
+  claim();
+}
+
+void Hosts::claim() {
+  if (!alive() || !events_.claimed) return;
+  Load l = load_();
+  uint64_t room = l.capacity > l.waiting ? l.capacity - l.waiting : 0;
+  uint64_t ranges = std::min<uint64_t>((room + kRange - 1) / kRange, kMaxClaim);
+  if (ranges == 0) return;
+  // The share is over the live hosts with room (this one has), and those just started, whose
+  // workers may not have said how much they take yet.
+  uint64_t sharing = 1;
+  for (const HostRow& h : hosts_) {
+    sharing += !h.dead && h.id != id_ && (h.capacity > 0 || h.up_ms < kSettleMs);
+  }
+  db_.query(kClaim,
+            {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(sharing)},
+            [this](Result<PgRows> c) { claimed(std::move(c)); });
+}
+
+void Hosts::claimed(Result<PgRows> r) {
+  if (!r) {
+    failed(r.status());
+    return;
+  }
+  if (r->rows.empty() || epoch_ == 0) return;
+  std::vector<Claim> claims;
+  for (const auto& row : r->rows) {
+    claims.push_back({row.at(0), static_cast<uint32_t>(i64(row.at(1))),
+                      static_cast<uint32_t>(i64(row.at(2)))});
+  }
+  events_.claimed(std::move(claims));
 }
 
 void Hosts::failed(const Status& s) {

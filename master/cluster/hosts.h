@@ -1,10 +1,20 @@
 // This daemon's place among the hosts whose journal is one PostgreSQL database
 // (docs/cluster.md). At start it registers in the hosts table: its row's epoch goes up by one
-// at each registration, so a daemon that was replaced can tell. Every second it renews its
-// heartbeat with the instances it holds and could still take, and reads every host's row back,
-// each with the age of its heartbeat by the database's clock (hosts' own clocks may differ).
-// A host whose heartbeat is older than kDeadAfterMs is dead. Every query runs on the loop
-// without blocking it (pg_async.h). Loop thread only.
+// at each registration, so a daemon that was replaced can tell, and the claims it held before
+// are released. Every second it renews its heartbeat with the instances it holds and could
+// still take, and reads every host's row back, each with the age of its heartbeat by the
+// database's clock (hosts' own clocks may differ). A host whose heartbeat is older than
+// kDeadAfterMs is dead: any host declares it so (its epoch goes up, which fences off its
+// writes, see journal::Store::set_fence) and releases its claims.
+//
+// Work is shared by claims: each run's instances are cut into ranges of 100 when it is
+// submitted, and every second each live host claims free ranges (FOR UPDATE SKIP LOCKED), up
+// to its fair share of the open ranges and what its workers have room for.
+//
+// A host that finds its epoch taken (declared dead while it could not beat, say after a
+// SIGSTOP), or that could not write a heartbeat for kDeadAfterMs, stops its own work
+// (self-fencing: on_fenced) and registers again. Every query runs on the loop without blocking
+// it (pg_async.h). Loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -21,6 +31,12 @@
 
 namespace corral::master::cluster {
 
+// A range of a run's instances, lo..hi-1, claimed by this host.
+struct Claim {
+  std::string run;
+  uint32_t lo = 0, hi = 0;
+};
+
 struct HostRow {
   std::string id;
   std::string address;  // its control API's TCP address; "" when it has none
@@ -30,21 +46,36 @@ struct HostRow {
   uint64_t held = 0;             // instances on its workers
   uint64_t capacity = 0;         // instances it could still take
   bool dead = false;
+  int64_t up_ms = 0;  // since it registered, by the database's clock
 };
 
 class Hosts {
  public:
   static constexpr uint64_t kEveryMs = 1000;
   static constexpr int64_t kDeadAfterMs = 5000;
+  static constexpr uint64_t kMaxClaim = 1000;  // ranges claimed at most per beat
+  // A host registered this recently counts in the share of work even before it reports room.
+  static constexpr int64_t kSettleMs = 10000;
 
   struct Load {
     uint64_t held = 0;
-    uint64_t capacity = 0;
+    uint64_t capacity = 0;  // instances the workers could still take
+    uint64_t waiting = 0;   // claimed instances not placed yet
+  };
+  struct Events {
+    // Registered at this epoch: writes about instances carry it from now on.
+    std::function<void(int64_t epoch)> registered;
+    // Ranges claimed: load them and place their instances.
+    std::function<void(std::vector<Claim>)> claimed;
+    // This host's claims are no longer its own (`why`): stop every instance it holds.
+    std::function<void(const std::string& why)> fenced;
+    // The ids of every unfinished run, read at each beat.
+    std::function<void(std::vector<std::string>)> open_runs;
   };
   // `id`: this host's (kept in the home, so that a restart is the same host); `address`
   // gives its API's TCP address when asked; `load` its instances.
   Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id,
-        std::function<std::string()> address, std::function<Load()> load);
+        std::function<std::string()> address, std::function<Load()> load, Events events);
 
   // Registers, then heartbeats every kEveryMs. A failure is logged and tried again at the
   // next beat.
@@ -63,7 +94,12 @@ class Hosts {
   void beat();
   void registered(Result<PgRows> r);
   void renewed(Result<PgRows> r);
+  void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
+  void swept(Result<PgRows> r);
+  void claim();
+  void claimed(Result<PgRows> r);
+  void fence(const std::string& why);
   void failed(const Status& s);
 
   uv_loop_t* loop_;
@@ -71,6 +107,7 @@ class Hosts {
   std::string id_;
   std::function<std::string()> address_;
   std::function<Load()> load_;
+  Events events_;
   uv::Timer timer_;
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;  // monotonic, of the last heartbeat written

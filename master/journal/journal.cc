@@ -142,7 +142,7 @@ Status Journal::apply_one_by_one(std::vector<Rejected>& rejected) {
     if (!s) break;
     Status w = pending_[i].op(*store_);
     if (is_bad_write(w)) {
-      rejected.push_back({i, w.message()});
+      rejected.push_back({i, w.message(), w.code() == Code::kAborted});
       s = store_->rollback_savepoint();
     } else {
       s = w ? store_->release_savepoint() : w;
@@ -170,7 +170,12 @@ void Journal::note_failure(const Status& s) {
 
 // The batch committed, but for the writes in `rejected`: those are set aside for good.
 void Journal::note_commit(const std::vector<Rejected>& rejected) {
+  size_t fenced = 0;
   for (const Rejected& r : rejected) {
+    if (r.fenced) {
+      if (fenced++ == 0) spdlog::warn("journal: {} was fenced off: {}", describe(pending_[r.index].tag), r.error);
+      continue;
+    }
     spdlog::error("journal: {} was rejected and set aside, not to be retried: {}",
                   describe(pending_[r.index].tag), r.error);
   }
@@ -184,11 +189,13 @@ void Journal::note_commit(const std::vector<Rejected>& rejected) {
     health_.error.clear();
     health_.failing_since_ms = 0;
     health_.committed += pending_.size() - rejected.size();
-    health_.rejected_writes += rejected.size();
+    health_.rejected_writes += rejected.size() - fenced;
+    health_.fenced_writes += fenced;
     health_.queued -= pending_.size();
     health_.batches += 1;
-    if (!rejected.empty()) health_.last_rejection = rejected.back().error;
     for (const Rejected& r : rejected) {
+      if (r.fenced) continue;
+      health_.last_rejection = r.error;
       completed_.push_back([this, tag = std::move(pending_[r.index].tag), error = r.error] {
         if (on_rejected_) on_rejected_(tag, error);
       });

@@ -17,6 +17,9 @@
 //    the OnRejected callback with the tag it was written with. The writes behind it are not
 //    held up. Should that second run fail for any other reason (the disk filled up
 //    meanwhile), the whole batch is kept as above and nothing is set aside yet.
+//  - A write is fenced off (kAborted: its instances belong to another host now, see
+//    Store::set_fence): it is set aside as above, but counted in health().fenced_writes and not
+//    handed to OnRejected: the instance is not this host's to end.
 //
 // Construct, use and destroy on the loop thread. The destructor writes what is still queued
 // (giving a failing batch a few more tries) and stops the thread.
@@ -62,6 +65,7 @@ class Journal {
     uint64_t batches = 0;          // transactions committed since start
     uint64_t failed_batches = 0;   // transactions that failed and were kept for a retry
     uint64_t rejected_writes = 0;  // writes set aside as wrong in themselves since start
+    uint64_t fenced_writes = 0;    // writes set aside as fenced off since start
     std::string last_rejection;    // the store's message for the latest of them
   };
   // A write was set aside: the tag it was written with and the store's message, e.g.
@@ -114,6 +118,7 @@ class Journal {
   struct Rejected {
     size_t index;  // in pending_
     std::string error;
+    bool fenced = false;
   };
   void run();
   bool commit_pending();

@@ -130,14 +130,17 @@ class PgStore final : public Store {
     }
     Status s = exec("BEGIN", "begin");
     in_tx_ = s.is_ok();
+    fence_held_ = false;
     return s;
   }
   Status commit() override {
     in_tx_ = false;
+    fence_held_ = false;
     return exec("COMMIT", "commit");
   }
   void rollback() override {
     in_tx_ = false;
+    fence_held_ = false;
     if (PQstatus(conn_) == CONNECTION_OK) (void)exec("ROLLBACK", "rollback");
   }
   Status savepoint() override { return exec("SAVEPOINT one_write", "savepoint"); }
@@ -145,6 +148,7 @@ class PgStore final : public Store {
     return exec("RELEASE SAVEPOINT one_write", "release_savepoint");
   }
   Status rollback_savepoint() override {
+    fence_held_ = false;  // a lock taken since the savepoint goes with it
     Status s = exec("ROLLBACK TO SAVEPOINT one_write", "rollback_savepoint");
     return s ? release_savepoint() : s;
   }
@@ -155,7 +159,13 @@ class PgStore final : public Store {
     p.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
     p.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
     if (Status s = run(kPutRun, p, "put_run"); !s) return s;
-    return run(kBumpSeq, Params().bind(static_cast<int64_t>(r.seq + 1)), "put_run");
+    if (Status s = run(kBumpSeq, Params().bind(static_cast<int64_t>(r.seq + 1)), "put_run"); !s)
+      return s;
+    if (r.finished_ms != 0) return Status::ok();
+    Params c;
+    c.bind(r.id).bind(int64_t{r.instances}).bind(static_cast<int64_t>(r.seq));
+    c.bind(int64_t{r.instances});
+    return run(kPutClaims, c, "put_run");
   }
 
   Status put_instance(const InstanceRow& r) override {
@@ -163,11 +173,13 @@ class PgStore final : public Store {
     p.bind(r.run_id).bind(int64_t{r.idx}).bind(r.state).bind(int64_t{r.next_step});
     p.bind(r.started_ms).bind(r.ended_ms).bind(r.reason).bind(int64_t{r.resumes});
     p.bind(int64_t{r.crash_resumes}).bind(r.resume_reasons).bind(r.vars).bind(r.checkpoint);
+    if (Status s = check_fence("put_instance"); !s) return s;
     return run(kPutInstance, p, "put_instance");
   }
 
   Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
                       int64_t started_ms) override {
+    if (Status s = check_fence("mark_running"); !s) return s;
     for (uint32_t i : idx) {
       Params p;
       p.bind(run_id).bind(int64_t{i}).bind(started_ms);
@@ -181,6 +193,7 @@ class PgStore final : public Store {
     p.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
     p.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
     p.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url);
+    if (Status s = check_fence("put_step"); !s) return s;
     return run(kPutStep, p, "put_step");
   }
 
@@ -195,18 +208,37 @@ class PgStore final : public Store {
     Params p;
     p.bind(finished_ms).bind(int64_t{cancelled}).bind(summary).bind(run_id);
     if (Status s = run(kFinishRun, p, "finish_run"); !s) return s;
+    if (Status s = run(kDeleteClaims, Params().bind(run_id), "finish_run"); !s) return s;
     if (!cancelled) return Status::ok();
     return run(kCancelOpen, Params().bind(finished_ms).bind(run_id), "finish_run");
   }
 
   Status delete_run(const std::string& run_id) override {
-    for (const char* text : {kDeleteCallbacks, kDeleteSteps, kDeleteInstances, kDeleteRun}) {
+    for (const char* text :
+         {kDeleteCallbacks, kDeleteSteps, kDeleteInstances, kDeleteClaims, kDeleteRun}) {
       if (Status s = run(text, Params().bind(run_id), "delete_run"); !s) return s;
     }
     return Status::ok();
   }
 
   Status reclaim() override { return Status::ok(); }
+
+  void set_fence(const std::string& host, int64_t epoch) override {
+    fence_host_ = host;
+    fence_epoch_ = epoch;
+    fence_held_ = false;
+  }
+
+  Status claim_done(const std::string& run_id, uint32_t lo) override {
+    return run(kClaimDone, Params().bind(run_id).bind(int64_t{lo}).bind(fence_host_),
+               "claim_done");
+  }
+
+  Result<bool> run_complete(const std::string& run_id) override {
+    auto q = query(kRunOpenRange, Params().bind(run_id), "run_complete");
+    if (!q) return q.status();
+    return PQntuples(q->get()) == 0;
+  }
 
   Status put_schedule(const ScheduleRow& r) override {
     Params p;
@@ -449,6 +481,20 @@ class PgStore final : public Store {
     return io_error("journal " + label_ + ": " + text);
   }
 
+  // Store::set_fence: the host's row, locked for the rest of the transaction, or kAborted.
+  Status check_fence(const char* what) {
+    if (fence_epoch_ == 0 || fence_held_) return Status::ok();
+    auto q = query(kFence, Params().bind(fence_host_).bind(fence_epoch_), what);
+    if (!q) return q.status();
+    if (PQntuples(q->get()) == 0) {
+      return Status(Code::kAborted, std::string(what) + ": fenced off: host " + fence_host_ +
+                                        " is no longer at epoch " + std::to_string(fence_epoch_) +
+                                        ", so its instances are another host's now");
+    }
+    fence_held_ = in_tx_;
+    return Status::ok();
+  }
+
   // The connection broke: the call fails as one to try again, and the next begin() reconnects.
   Status lost(const char* what) {
     std::string msg = conn_ != nullptr ? PQerrorMessage(conn_) : "not connected";
@@ -461,6 +507,9 @@ class PgStore final : public Store {
   std::string label_;
   PGconn* conn_ = nullptr;
   bool in_tx_ = false;  // between begin() and commit() or rollback()
+  std::string fence_host_;  // set_fence()
+  int64_t fence_epoch_ = 0;
+  bool fence_held_ = false;  // this transaction holds the host's row at fence_epoch_
   std::map<std::string, std::string> prepared_;  // statement text -> its name
 };
 

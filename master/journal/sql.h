@@ -5,6 +5,8 @@
 // JSON values TEXT.
 #pragma once
 
+#include <cstdint>
+
 namespace corral::master::journal::sql {
 
 // Each entry brings the schema from version i to i + 1. Append only: a released entry never
@@ -99,6 +101,21 @@ CREATE TABLE hosts (
   capacity BIGINT NOT NULL,
   held BIGINT NOT NULL);
 )sql",
+    // 8: the ranges of runs' instances that hosts sharing a PostgreSQL journal claim
+    // (master/cluster/hosts.h); unused on SQLite. host is '' while no host holds the range;
+    // fenced_ms is when another host declared the host dead (0: it was not).
+    R"sql(
+CREATE TABLE claims (
+  run_id TEXT NOT NULL,
+  lo INTEGER NOT NULL,
+  hi INTEGER NOT NULL,
+  seq BIGINT NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  done INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, lo));
+CREATE INDEX claims_by_host ON claims (host, done, seq, lo);
+ALTER TABLE hosts ADD COLUMN fenced_ms BIGINT NOT NULL DEFAULT 0;
+)sql",
 };
 
 inline constexpr const char* kPutRun = R"sql(
@@ -184,5 +201,21 @@ inline constexpr const char* kInstanceColumns =
 inline constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
     "reason, url FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
+
+// PostgreSQL only: the claims of hosts sharing the journal (docs/cluster.md).
+// A new run's instances, in ranges of kClaimRange, none held yet. Parameters: id, instances,
+// seq, instances.
+inline constexpr const char* kPutClaims = R"sql(
+INSERT INTO claims (run_id, lo, hi, seq)
+SELECT CAST(? AS TEXT), g, LEAST(g + 100, CAST(? AS BIGINT)), CAST(? AS BIGINT)
+FROM generate_series(0, CAST(? AS BIGINT) - 1, 100) AS g
+ON CONFLICT (run_id, lo) DO NOTHING)sql";
+inline constexpr uint32_t kClaimRange = 100;  // the range kPutClaims makes
+inline constexpr const char* kDeleteClaims = "DELETE FROM claims WHERE run_id = ?";
+inline constexpr const char* kFence = "SELECT 1 FROM hosts WHERE id = ? AND epoch = ? FOR SHARE";
+inline constexpr const char* kClaimDone =
+    "UPDATE claims SET done = 1 WHERE run_id = ? AND lo = ? AND host = ?";
+inline constexpr const char* kRunOpenRange =
+    "SELECT 1 FROM claims WHERE run_id = ? AND done = 0 LIMIT 1";
 
 }  // namespace corral::master::journal::sql

@@ -8,6 +8,9 @@
 //    wrong type or too big). It would fail again on any disk, so trying it again cannot help;
 //    is_bad_write() tells. The message is the statement and the database's message, e.g.
 //    "put_instance: NOT NULL constraint failed: instances.state".
+//  - kAborted: the write is about instances this host no longer holds (a PostgreSQL journal
+//    shared by hosts, docs/cluster.md): another host took them over. It changed nothing, and
+//    must not be tried again.
 //  - kIo: the database cannot take writes now (disk full, I/O error, read-only or locked
 //    file, out of memory, a damaged file, or any failure the store cannot place). The same
 //    write may well succeed later. The message also names the file.
@@ -57,6 +60,21 @@ class Store {
   // Gives the space of deleted rows back to the file system, as far as the store can.
   virtual Status reclaim() = 0;
 
+  // Hosts sharing a PostgreSQL journal (docs/cluster.md); SQLite has no use for them.
+  // From now on, writes about instances (put_instance, mark_running, put_step) are this host's
+  // at registration `epoch`: each fails with kAborted, changing nothing, once the hosts table
+  // no longer gives this host that epoch (another host declared it dead, or it registered
+  // again). The check holds a lock on the host's row until the transaction ends, so a host
+  // declared dead meanwhile waits for it: what committed before is seen by whoever takes the
+  // instances over. Epoch 0: no check.
+  virtual void set_fence(const std::string& /*host*/, int64_t /*epoch*/) {}
+  // This host finished every instance of its range of a run that starts at `lo`.
+  virtual Status claim_done(const std::string& /*run_id*/, uint32_t /*lo*/) {
+    return Status::ok();
+  }
+  // Whether every range of the run is done (so the run is finished, by whichever host sees it).
+  virtual Result<bool> run_complete(const std::string& /*run_id*/) { return false; }
+
   // Schedules (docs/schedules.md). Inserts or replaces a schedule's row (its last_* fields are
   // not written: they come from its fires).
   virtual Status put_schedule(const ScheduleRow& row) = 0;
@@ -88,8 +106,11 @@ class Store {
                                           uint32_t to) = 0;
 };
 
-// Whether a failed write is wrong in itself (see above), rather than the store unable to write.
-inline bool is_bad_write(const Status& s) { return s.code() == Code::kInvalidArgument; }
+// Whether a failed write is wrong in itself or fenced off (see above), rather than the store
+// unable to write: either way it must not be tried again.
+inline bool is_bad_write(const Status& s) {
+  return s.code() == Code::kInvalidArgument || s.code() == Code::kAborted;
+}
 
 // Opens (creating when needed) the SQLite journal at `path` in WAL mode and brings its schema
 // to the current version. `max_pages` > 0 caps the file size in pages, which makes writes fail

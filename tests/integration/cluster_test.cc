@@ -1,11 +1,15 @@
 // Daemons whose journal is one PostgreSQL database register as hosts and see each other
 // (GET /cluster): heartbeats every second, ages by the database's clock, a host dead once its
-// heartbeat is older than 5 s.
+// heartbeat is older than 5 s. They share runs by claiming ranges of instances; a dead host's
+// ranges are taken over by the others, and a host that was only paused is fenced off.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
+#include <thread>
+
 #include "tests/support/harness.h"
+#include "tests/support/harness_runs.h"
 #include "tests/support/pg_server.h"
 
 using namespace corral::test;
@@ -19,6 +23,52 @@ std::map<std::string, Json> hosts_of(Daemon& d) {
   for (const Json& h : all["hosts"]) out[h["id"]] = h;
   return out;
 }
+
+// Three daemons on one database, each with one worker, all registered.
+struct Trio {
+  PgDatabase db;
+  JobApi api;
+  TempHome homes[3];
+  std::vector<std::unique_ptr<Daemon>> d;
+  std::vector<std::string> ids;
+
+  Trio() {
+    auto opts = DaemonOptions().with_workers(1).with_args({"--journal", db.url()});
+    for (TempHome& h : homes) d.push_back(std::make_unique<Daemon>(h, opts));
+    for (auto& x : d) x->wait_ready(1);
+    for (auto& x : d) {
+      x->wait_until([&] { return x->api("GET", "/cluster").json["self"]["alive"] == true; },
+                    seconds(15), "the daemon to register");
+      ids.push_back(x->api("GET", "/cluster").json["self"]["id"]);
+    }
+  }
+  std::string count(const std::string& id, const std::string& where) const {
+    return db.sql("SELECT COUNT(*) FROM " + where + (where.find(" WHERE ") == std::string::npos
+                                                         ? " WHERE "
+                                                         : " AND ") +
+                  "run_id = '" + id + "'");
+  }
+  // Submits n instances polling a job done after `job_ms` every 2 s, and waits until every
+  // host holds some of them and all are running.
+  std::string submit(int n, int job_ms) {
+    std::string id = submit_run(*d[0], job_poll_scenario("cluster", job_ms, "2s"), n, api);
+    d[0]->wait_until(
+        [&] {
+          return db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +
+                        "' AND host <> ''") == "3" &&
+                 count(id, "instances WHERE state = 'running'") == std::to_string(n);
+        },
+        seconds(30), "every host to claim a share and start it");
+    return id;
+  }
+  // Every instance passed, each of its two steps recorded exactly once.
+  void check_each_step_once(const std::string& id, int n) const {
+    CHECK(count(id, "instances WHERE state = 'passed'") == std::to_string(n));
+    CHECK(count(id, "steps WHERE state = 'passed'") == std::to_string(2 * n));
+    CHECK(db.sql("SELECT COUNT(*) FROM (SELECT idx, step FROM steps WHERE run_id = '" + id +
+                 "' GROUP BY idx, step HAVING COUNT(*) > 1) AS twice") == "0");
+  }
+};
 
 }  // namespace
 
@@ -71,12 +121,18 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   std::string metrics = b.api("GET", "/metrics").body;
   CHECK_THAT(metrics, Catch::Contains("corral_cluster_hosts{state=\"alive\"} 1") &&
                           Catch::Contains("corral_cluster_hosts{state=\"dead\"} 1") &&
-                          Catch::Contains("corral_cluster_heartbeat_ok 1"));
+                          Catch::Contains("corral_cluster_heartbeat_ok 1") &&
+                          Catch::Contains("corral_journal_fenced_writes_total 0"));
+  CHECK(b.health()["journal"]["fenced_writes"] == 0);
 
-  // The same home again is the same host, registered anew: its epoch goes up.
+  // Declared dead, its epoch went up (fencing off any late write of it).
+  b.wait_until([&] { return db.sql("SELECT epoch FROM hosts WHERE id = '" + id_a + "'") == "2"; },
+               seconds(5), "the dead host's epoch to go up");
+  CHECK(db.sql("SELECT fenced_ms > 0 FROM hosts WHERE id = '" + id_a + "'") == "t");
+  // The same home again is the same host, registered anew: its epoch goes up again.
   Daemon again(home_a, opts);
   again.wait_ready(1);
-  again.wait_until([&] { return again.api("GET", "/cluster").json["self"]["epoch"] == 2; },
+  again.wait_until([&] { return again.api("GET", "/cluster").json["self"]["epoch"] == 3; },
                    seconds(10), "the restarted host to register again");
   CHECK(again.api("GET", "/cluster").json["self"]["id"] == id_a);
 }
@@ -89,4 +145,73 @@ TEST_CASE("cluster: a daemon on an SQLite journal is in no cluster") {
   CHECK(r.status == 404);
   CHECK_THAT(d.api("GET", "/metrics").body, !Catch::Contains("corral_cluster_"));
   CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains("not a PostgreSQL database"));
+}
+
+TEST_CASE("cluster: three hosts share a run; one killed, its instances resume on the others") {
+  Trio t;
+  const int n = 3000;
+  std::string id = t.submit(n, 14000);
+  const std::string victim = t.ids[1];
+  std::string held = t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'");
+  INFO("the killed host held " << held << " ranges");
+  CHECK(held != "0");
+  t.d[1]->signal(SIGKILL);
+  t.d[1]->wait_exit(seconds(10));
+  auto killed = std::chrono::steady_clock::now();
+  // Declared dead once its heartbeat is 5 s old; its ranges are then claimed by the others,
+  // and each instance in them goes on from the journal (resume reason host_lost).
+  t.d[0]->wait_until(
+      [&] {
+        return t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'") == "0" &&
+               t.count(id, "instances WHERE resume_reasons LIKE '%host_lost%'") != "0" &&
+               t.count(id, "instances WHERE state = 'queued'") == "0";
+      },
+      seconds(15), "the dead host's instances to resume elsewhere");
+  auto resumed = std::chrono::steady_clock::now() - killed;
+  WARN("killed -> resumed on the others: "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(resumed).count() << " ms");
+  // Only instances of its ranges resumed, each once.
+  CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
+  CHECK(t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +
+                 "' AND host <> ''") == "2");
+  wait_run_finished(*t.d[0], id, seconds(120));
+  t.check_each_step_once(id, n);
+  Json counts = run_of(*t.d[2], id)["counts"];
+  INFO(counts.dump());
+  t.d[2]->wait_until([&] { return run_of(*t.d[2], id)["state"] == "finished"; }, seconds(10),
+                     "the other host to see the run finished");
+  CHECK(run_of(*t.d[0], id)["counts"]["passed"] == n);
+  CHECK(run_of(*t.d[2], id)["counts"]["passed"] == n);
+}
+
+TEST_CASE("cluster: a host paused past its heartbeat is fenced off: its late writes change nothing") {
+  Trio t;
+  const int n = 600;
+  std::string id = t.submit(n, 14000);
+  const std::string paused = t.ids[2];
+  t.d[2]->signal(SIGSTOP);
+  auto stopped = std::chrono::steady_clock::now();
+  // 8 s: declared dead after 5 s, its ranges taken over meanwhile.
+  t.d[0]->wait_until(
+      [&] {
+        return t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + paused + "'") == "0" &&
+               t.count(id, "instances WHERE state = 'queued'") == "0";
+      },
+      seconds(15), "the paused host's instances to resume elsewhere");
+  std::this_thread::sleep_until(stopped + seconds(8));  // the pause: 8 s in all
+  t.d[2]->signal(SIGCONT);
+  // Woken, it finds its epoch taken, stops what it held, and registers again.
+  t.d[2]->wait_until(
+      [&] {
+        Json self = t.d[2]->api("GET", "/cluster").json["self"];
+        return self["alive"] == true && self["epoch"].get<int>() >= 3;
+      },
+      seconds(15), "the paused host to register again");
+  wait_run_finished(*t.d[0], id, seconds(120));
+  t.check_each_step_once(id, n);
+  CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
+  INFO(t.d[2]->health()["journal"].dump());
+  CHECK(t.d[2]->health()["journal"]["rejected_writes"] == 0);
+  t.d[2]->wait_until([&] { return run_of(*t.d[2], id)["state"] == "finished"; }, seconds(10),
+                     "the woken host to see the run finished");
 }

@@ -9,6 +9,7 @@
 using corral::Code;
 using corral::Status;
 using corral::master::journal::is_bad_write;
+using corral::master::journal::WriteTag;
 using corral::master::journal::is_postgresql;
 using corral::master::journal::open_postgresql_store;
 using corral::master::journal::redact_journal;
@@ -32,7 +33,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the curren
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "7/1");
+    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "8/1");
     CHECK(sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
               "table_name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
               "'schedule_fires')") == "7");
@@ -130,4 +131,92 @@ TEST_CASE("journal: writes on the PostgreSQL store commit in order, and a read s
   uv_run(&loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(&loop) == 0);
   CHECK(db.sql("SELECT COUNT(*) FROM instances WHERE state = 'passed'") == "200");
+}
+
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new run's instances become ranges to claim, gone when it ends") {
+  RunRow big = run_row("r1-aaaa", 1);
+  big.instances = 250;
+  REQUIRE_OK(store->put_run(big));
+  CHECK(sql("SELECT string_agg(lo || '-' || hi || ':' || host || done, ' ' ORDER BY lo) "
+            "FROM claims WHERE run_id = 'r1-aaaa'") == "0-100:0 100-200:0 200-250:0");
+  REQUIRE_OK(store->put_run(big));  // again: the ranges stay as they are
+  CHECK(sql("SELECT COUNT(*) FROM claims") == "3");
+  RunRow done = run_row("r2-bbbb", 2);
+  done.finished_ms = 1'700'000'000'002;
+  REQUIRE_OK(store->put_run(done));  // a finished run has nothing to claim
+  CHECK(sql("SELECT COUNT(*) FROM claims WHERE run_id = 'r2-bbbb'") == "0");
+
+  store->set_fence("h1", 0);
+  sql("UPDATE claims SET host = 'h1' WHERE lo IN (0, 200)");
+  CHECK_FALSE(store->run_complete("r1-aaaa").value());
+  REQUIRE_OK(store->claim_done("r1-aaaa", 0));
+  REQUIRE_OK(store->claim_done("r1-aaaa", 100));  // not h1's: unchanged
+  CHECK(sql("SELECT string_agg(lo || ':' || done, ' ' ORDER BY lo) FROM claims") ==
+        "0:1 100:0 200:0");
+  sql("UPDATE claims SET host = 'h1' WHERE lo = 100");
+  REQUIRE_OK(store->claim_done("r1-aaaa", 100));
+  REQUIRE_OK(store->claim_done("r1-aaaa", 200));
+  CHECK(store->run_complete("r1-aaaa").value());
+  REQUIRE_OK(store->finish_run("r1-aaaa", 1'700'000'000'003, false, "{}"));
+  CHECK(sql("SELECT COUNT(*) FROM claims") == "0");
+  REQUIRE_OK(store->put_run(run_row("r3-cccc", 3)));
+  REQUIRE_OK(store->delete_run("r3-cccc"));
+  CHECK(sql("SELECT COUNT(*) FROM claims") == "0");
+}
+
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): once its epoch is taken, a host's writes about instances are fenced off and change nothing") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  sql("INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held) "
+      "VALUES ('h1', '', 0, 0, 4, 0, 0)");
+  store->set_fence("h1", 4);
+  REQUIRE_OK(store->begin());
+  REQUIRE_OK(store->put_instance(instance("r1-aaaa", 0, "running")));
+  REQUIRE_OK(store->commit());
+  sql("UPDATE hosts SET epoch = 5 WHERE id = 'h1'");  // declared dead by another host
+  REQUIRE_OK(store->begin());
+  Status s = store->put_instance(instance("r1-aaaa", 0, "passed"));
+  CHECK(s.code() == Code::kAborted);
+  CHECK(is_bad_write(s));  // never tried again
+  CHECK_THAT(s.message(), Catch::Contains("put_instance: fenced off: host h1 is no longer at epoch 4"));
+  CHECK(store->put_step(step("r1-aaaa", 0, 0, "passed")).code() == Code::kAborted);
+  CHECK(store->mark_running("r1-aaaa", {1}, 5).code() == Code::kAborted);
+  REQUIRE_OK(store->put_callback({"r1-aaaa", 0, 1, "{}", 7}));  // not about this host's claim
+  REQUIRE_OK(store->commit());
+  CHECK(sql("SELECT string_agg(idx || ':' || state, ' ') FROM instances") == "0:running");
+  CHECK(sql("SELECT COUNT(*) FROM steps") == "0");
+  store->set_fence("h1", 5);  // registered again at the new epoch
+  REQUIRE_OK(store->put_instance(instance("r1-aaaa", 0, "passed")));
+  CHECK(sql("SELECT state FROM instances") == "passed");
+}
+
+TEST_CASE("journal: a fenced-off write is set aside without ending its instance, the others commit") {
+  PgDatabase db;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::vector<std::string> rejected;
+  {
+    auto opened = open_postgresql_store(db.url());
+    REQUIRE_OK(opened.status());
+    db.sql("INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held) "
+           "VALUES ('h1', '', 0, 0, 2, 0, 0)");
+    Journal journal(&loop, std::move(*opened));
+    journal.set_on_rejected(
+        [&](const WriteTag& tag, const std::string& error) { rejected.push_back(tag.run + error); });
+    journal.read([](Store& s) { s.set_fence("h1", 1); }, nullptr);  // an epoch it lost
+    journal.write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); });
+    journal.write([](Store& s) { return s.put_instance(instance("r1-aaaa", 0, "passed")); },
+                  {"r1-aaaa", 0});
+    journal.write([](Store& s) { return s.put_callback({"r1-aaaa", 0, 1, "{}", 7}); });
+    journal.flush();
+    auto h = journal.health();
+    CHECK(h.ok);
+    CHECK(h.fenced_writes == 1);
+    CHECK(h.rejected_writes == 0);
+    CHECK(h.committed == 2);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+  CHECK(rejected.empty());
+  CHECK(db.sql("SELECT (SELECT COUNT(*) FROM runs) || '/' || (SELECT COUNT(*) FROM instances) || "
+               "'/' || (SELECT COUNT(*) FROM callbacks)") == "1/0/1");
 }

@@ -1,0 +1,178 @@
+// The runs table on a host of a cluster (docs/cluster.md): its instances are placed only once
+// this host claimed their range, and a run ends when the journal says every range is done,
+// whichever host ran them.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "master/runs.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+
+Run& Runs::add_in_order(std::unique_ptr<Run> run) {
+  run->clustered = clustered_;
+  Run& ref = *run;
+  by_id_[ref.id] = &ref;
+  auto at = std::upper_bound(runs_.begin(), runs_.end(), ref.seq,
+                             [](uint64_t seq, const auto& r) { return seq < r->seq; });
+  runs_.insert(at, std::move(run));
+  next_seq_ = std::max(next_seq_, ref.seq + 1);
+  return ref;
+}
+
+void Runs::unclaimed(Run& run) {
+  run.clustered = true;
+  run.next_fresh = run.size;
+  run.requeued.clear();
+  run.fresh.clear();
+  run.claims.clear();
+  for (uint32_t i = 0; i < run.instances.size(); ++i) {
+    if (run.instances[i].state != InstanceState::kRunning) continue;
+    run.set_state(i, InstanceState::kQueued);  // running on no worker of this host
+    run.instances[i].worker = -1;
+  }
+}
+
+Result<size_t> Runs::claimed(const journal::StoredRun& page, uint32_t lo, uint32_t hi) {
+  Run* run = find(page.run.id);
+  if (run == nullptr) {
+    if (page.run.finished_ms != 0) return size_t{0};
+    auto built = run_from_journal(journal::StoredRun{page.run, {}, {}, {}}, true);
+    if (!built) return built.status();
+    run = &add_in_order(std::move(*built));
+    unclaimed(*run);
+  }
+  hi = std::min(hi, run->size);
+  if (run->finished_ms != 0 || !run->whole || !run->clustered || lo >= hi) return size_t{0};
+  for (uint32_t i = lo; i < hi; ++i) {
+    run->set_state(i, InstanceState::kQueued);
+    run->instances[i] = InstanceRecord{};
+    run->callbacks.erase(i);
+  }
+  try {
+    fill_from_rows(*run, page);
+  } catch (const std::exception& e) {
+    return invalid_argument("run " + run->id + ": its record in the journal is damaged: " +
+                            e.what());
+  }
+  run->claims[lo] = hi;
+  size_t waiting = 0;
+  for (uint32_t i = lo; i < hi; ++i) {
+    InstanceRecord& in = run->instances[i];
+    if (is_terminal(in.state)) continue;
+    ++waiting;
+    bool started = in.started_ms != 0 || in.state == InstanceState::kRunning ||
+                   in.checkpoint.is_object() || in.next_step != 0;
+    if (!started) {
+      if (!run->fresh.empty() && run->fresh.back().second == i) {
+        run->fresh.back().second = i + 1;
+      } else {
+        run->fresh.emplace_back(i, i + 1);
+      }
+      continue;
+    }
+    if (in.state == InstanceState::kRunning) {
+      // Its host died or was fenced off: it goes on here from where the journal has it.
+      run->set_state(i, InstanceState::kQueued);
+      in.resumes += 1;
+      in.resume_reasons.push_back("host_lost");
+      journal_instance(*run, i);
+    }
+    run->requeued.push_back(i);
+  }
+  if (waiting == 0) range_finished(*run, lo);  // its last instance ended before the claim
+  return waiting;
+}
+
+std::vector<std::string> Runs::drop_claims() {
+  std::vector<std::string> dropped;
+  for (auto& r : runs_) {
+    Run& run = *r;
+    if (!run.clustered || run.finished_ms != 0 || !run.whole) continue;
+    bool any = !run.claims.empty();
+    for (uint32_t i = 0; i < run.instances.size(); ++i) {
+      if (run.instances[i].state == InstanceState::kRunning) any = true;
+    }
+    unclaimed(run);
+    if (any) dropped.push_back(run.id);
+  }
+  return dropped;
+}
+
+void Runs::range_finished(Run& run, uint32_t index) {
+  auto it = run.claims.upper_bound(index);
+  if (it == run.claims.begin()) return;
+  --it;
+  if (index >= it->second) return;
+  for (uint32_t i = it->first; i < it->second; ++i) {
+    if (!is_terminal(run.instances[i].state)) return;
+  }
+  const uint32_t lo = it->first;
+  run.claims.erase(it);
+  journal_write([id = run.id, lo](journal::Store& s) { return s.claim_done(id, lo); }, {run.id});
+  finish_if_complete(run.id);
+}
+
+void Runs::finish_if_complete(const std::string& id) {
+  if (journal_ == nullptr) return;
+  auto complete = std::make_shared<Result<bool>>(false);
+  journal_->read([complete, id](journal::Store& s) { *complete = s.run_complete(id); },
+                 [this, complete, id] {
+                   if (!*complete) {
+                     spdlog::warn("run {}: cannot tell whether it ended: {}", id,
+                                  complete->status().message());
+                   } else if (**complete) {
+                     finish_from_journal(id);
+                   }
+                 });
+}
+
+// Every range is done: the run ends here, with its summary from every instance's row (most
+// of them written by other hosts).
+void Runs::finish_from_journal(const std::string& id) {
+  auto stored = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+  journal_->read([stored, id](journal::Store& s) { *stored = s.load_run(id); },
+                 [this, stored, id] {
+                   Run* run = find(id);
+                   if (run == nullptr || run->finished_ms != 0) return;
+                   if (!*stored) {
+                     spdlog::warn("run {}: cannot read it to end it: {}", id,
+                                  stored->status().message());
+                     return;
+                   }
+                   if ((*stored)->run.finished_ms != 0) {
+                     finished_elsewhere((*stored)->run);
+                     return;
+                   }
+                   auto built = run_from_journal(**stored, true);
+                   if (!built || !(*built)->finished()) {
+                     spdlog::warn("run {}: every range is done, but {}", id,
+                                  built ? "the journal holds unfinished instances"
+                                        : built.status().message());
+                     return;
+                   }
+                   Run& whole = **built;
+                   run->instances = std::move(whole.instances);
+                   run->counts = whole.counts;
+                   run->durations_ms = std::move(whole.durations_ms);
+                   run->failures = std::move(whole.failures);
+                   unclaimed(*run);
+                   on_finished(*run, unix_ms_now());
+                 });
+}
+
+void Runs::finished_elsewhere(const journal::RunRow& row) {
+  Run* run = find(row.id);
+  if (run == nullptr || run->finished_ms != 0 || row.finished_ms == 0) return;
+  auto built = run_from_journal(journal::StoredRun{row, {}, {}, {}}, false);
+  if (!built) {
+    spdlog::warn("{}", built.status().message());
+    return;
+  }
+  (*built)->clustered = true;
+  *run = std::move(**built);
+  prune_due_ = true;
+}
+
+}  // namespace corral::master
