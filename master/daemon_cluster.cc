@@ -57,8 +57,9 @@ void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
         [page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
         [this, page, c] {
           if (!*page) {
-            spdlog::error("cluster: cannot load instances {}..{} of run {}: {}", c.lo, c.hi - 1,
-                          c.run, page->status().message());
+            spdlog::error("cluster: cannot load instances {}..{} of run {}, given back: {}",
+                          c.lo, c.hi - 1, c.run, page->status().message());
+            if (hosts_) hosts_->release(c);
             return;
           }
           auto n = runs_.claimed(**page, c.lo, c.hi);

@@ -57,6 +57,8 @@ constexpr const char* kClaim =
     "FOR UPDATE SKIP LOCKED) "
     "UPDATE claims c SET host = $1 FROM pick WHERE c.run_id = pick.run_id AND c.lo = pick.lo "
     "RETURNING c.run_id, c.lo, c.hi";
+constexpr const char* kRelease =
+    "UPDATE claims SET host = '' WHERE run_id = $1 AND lo = $2 AND host = $3";
 constexpr const char* kOpenRuns = "SELECT id FROM runs WHERE finished_ms = 0";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
@@ -224,6 +226,12 @@ void Hosts::claimed(Result<PgRows> r) {
                       static_cast<uint32_t>(i64(row.at(2)))});
   }
   events_.claimed(std::move(claims));
+}
+
+void Hosts::release(const Claim& c) {
+  db_.query(kRelease, {c.run, std::to_string(c.lo), id_}, [](Result<PgRows> r) {
+    if (!r) spdlog::warn("cluster: cannot give a range back: {}", r.status().message());
+  });
 }
 
 void Hosts::failed(const Status& s) {

@@ -81,6 +81,9 @@ class Hosts {
   // next beat.
   void start();
 
+  // Gives a claimed range back (its rows could not be loaded): any host may claim it again.
+  void release(const Claim& c);
+
   const std::string& id() const { return id_; }
   int64_t epoch() const { return epoch_; }  // 0 until registered
   // Whether the last heartbeat was written less than kDeadAfterMs ago.

@@ -3,7 +3,9 @@
 // loop, before the first write). Statements are prepared once per connection, with `?` numbered
 // $1, $2, ... and every parameter sent as text. What differs from SQLite:
 //  - A lost connection fails the call with kIo (the journal keeps the batch and tries again);
-//    the next begin(), or the next statement outside a transaction, connects again.
+//    the next begin(), or the next statement outside a transaction, connects again. begin(),
+//    or a read outside a transaction, that finds the connection lost connects again and tries
+//    once more.
 //  - Text must be UTF-8 without NUL bytes: other bytes are replaced with U+FFFD.
 //  - reclaim() does nothing: PostgreSQL's autovacuum makes deleted rows' space reusable.
 //  - Migrations hold an advisory lock, so that hosts starting together migrate once; INTEGER
@@ -129,6 +131,10 @@ class PgStore final : public Store {
       if (Status s = connect(); !s) return s;
     }
     Status s = exec("BEGIN", "begin");
+    if (!s && conn_ == nullptr) {  // lost since the last statement: nothing to undo yet
+      if (Status c = connect(); !c) return c;
+      s = exec("BEGIN", "begin");
+    }
     in_tx_ = s.is_ok();
     fence_held_ = false;
     return s;
@@ -454,7 +460,16 @@ class PgStore final : public Store {
     return r ? Status::ok() : r.status();
   }
 
+  // A read outside a transaction that finds the connection gone (the server restarted since
+  // the last statement) is tried once more on a new connection.
   Result<PgResult> query(const std::string& text, const Params& p, const char* what) {
+    auto r = query_once(text, p, what);
+    bool read = text.rfind("SELECT", 0) == 0;
+    if (!r && read && !in_tx_ && conn_ == nullptr) r = query_once(text, p, what);
+    return r;
+  }
+
+  Result<PgResult> query_once(const std::string& text, const Params& p, const char* what) {
     if (Status s = ensure_connected(what); !s) return s;
     auto it = prepared_.find(text);
     if (it == prepared_.end()) {

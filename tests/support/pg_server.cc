@@ -41,43 +41,49 @@ std::string run(const std::string& url, const std::string& text, bool* ok) {
   return out;
 }
 
-// The server this program started, stopped at exit.
-struct OwnServer {
-  OwnServer() {
-    char pattern[] = "/tmp/corral-pg-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) return;
-    dir = pattern;
-    std::string cmd = std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server start " + dir;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p) != nullptr) url += buf;
-    if (::pclose(p) != 0) url.clear();
-    while (!url.empty() && url.back() == '\n') url.pop_back();
-  }
-  ~OwnServer() {
-    if (dir.empty()) return;
-    std::string cmd =
-        std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server stop " + dir + " >/dev/null 2>&1";
-    (void)std::system(cmd.c_str());
-  }
-  std::string dir, url;
-};
-
 }  // namespace
+
+PgPrivateServer::PgPrivateServer() {
+  char pattern[] = "/tmp/corral-pg-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return;
+  dir_ = pattern;
+  std::string cmd = std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server start " + dir_;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) url_ += buf;
+  if (::pclose(p) != 0) url_.clear();
+  while (!url_.empty() && url_.back() == '\n') url_.pop_back();
+}
+
+PgPrivateServer::~PgPrivateServer() {
+  if (dir_.empty()) return;
+  std::string cmd =
+      std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server stop " + dir_ + " >/dev/null 2>&1";
+  (void)std::system(cmd.c_str());
+}
+
+void PgPrivateServer::tool(const std::string& verb) {
+  std::string cmd = std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server " + verb + " " + dir_;
+  INFO(cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
+void PgPrivateServer::down() { tool("down"); }
+void PgPrivateServer::up() { tool("up"); }
 
 const std::string& pg_server_url() {
   static const std::string url = [] {
     const char* env = std::getenv("CORRAL_TEST_PG");
     if (env != nullptr && *env != '\0') return std::string(env);
-    static OwnServer own;
-    return own.url;
+    static PgPrivateServer own;  // stopped at exit
+    return own.url();
   }();
   return url;
 }
 
-PgDatabase::PgDatabase() {
-  const std::string& server = pg_server_url();
+PgDatabase::PgDatabase(std::string server_url) : server_(std::move(server_url)) {
+  const std::string& server = server_;
   REQUIRE_FALSE(server.empty());  // tools/pg-test-server could not start a server
   static std::atomic<int> next{0};
   name_ = "corral_test_" + std::to_string(::getpid()) + "_" + std::to_string(next++);
@@ -93,7 +99,7 @@ PgDatabase::PgDatabase() {
 
 PgDatabase::~PgDatabase() {
   bool ok = false;
-  (void)run(pg_server_url(), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)", &ok);
+  (void)run(server_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)", &ok);
 }
 
 std::string PgDatabase::sql(const std::string& text) const {

@@ -10,10 +10,32 @@ namespace corral::test {
 // The URL of the server's "postgres" database, as libpq takes it.
 const std::string& pg_server_url();
 
-// A fresh, empty database on that server, dropped (with its connections) when this goes away.
+// A server of its own (tools/pg-test-server), for a test that stops it: removed when this goes
+// away. url() is "" when it could not start.
+class PgPrivateServer {
+ public:
+  PgPrivateServer();
+  ~PgPrivateServer();
+  PgPrivateServer(const PgPrivateServer&) = delete;
+  PgPrivateServer& operator=(const PgPrivateServer&) = delete;
+
+  const std::string& url() const { return url_; }
+  // Stops the server (a fast shutdown: clients are cut off, committed data is kept), or starts
+  // it again. Fail the test when the tool fails.
+  void down();
+  void up();
+
+ private:
+  void tool(const std::string& verb);
+  std::string dir_, url_;
+};
+
+// A fresh, empty database on that server (or on `server`, a URL like pg_server_url()'s),
+// dropped (with its connections) when this goes away.
 class PgDatabase {
  public:
-  PgDatabase();
+  PgDatabase() : PgDatabase(pg_server_url()) {}
+  explicit PgDatabase(std::string server);
   ~PgDatabase();
   PgDatabase(const PgDatabase&) = delete;
   PgDatabase& operator=(const PgDatabase&) = delete;
@@ -25,7 +47,7 @@ class PgDatabase {
   std::string sql(const std::string& text) const;
 
  private:
-  std::string name_, url_;
+  std::string server_, name_, url_;
 };
 
 }  // namespace corral::test
