@@ -50,6 +50,8 @@ struct Config {
   int log_files = 5;                      // rotated files kept
   std::string log_level = "info";         // trace, debug, info, warn, error
   std::string journal;                    // the journal's file; "" = <home>/journal.db
+  int journal_max_queued = 1000000;  // writes not saved while the journal fails; past it, new
+                                     // runs are refused (503)
   int worker_instances = 0;  // instances one worker runs at once; 0: what fits in its memory
   int max_resumes = 5;                    // worker deaths one instance survives before errored
   int keep_runs = 1000;                   // finished runs kept in the journal (newest)

@@ -103,6 +103,9 @@ const Field kFields[] = {
   string_field("journal", &Config::journal, {},
                "the journal: a SQLite file, or a PostgreSQL database as postgresql://USER:PASSWORD@"
                "HOST:PORT/DB (docs/cluster.md); empty: journal.db in the home"),
+  int_field("journal_max_queued", &Config::journal_max_queued, 100, 100000000,
+            "while the journal cannot be written, its writes wait in memory; past this many, "
+            "new runs are refused with 503 (running ones go on)"),
   int_field("worker_instances", &Config::worker_instances, 0, 10000000,
             "instances one worker runs at once at most; more wait in the master's queue. 0: as "
             "many as fit in the worker's memory budget"),

@@ -116,10 +116,11 @@ void Daemon::submit_data_run(json body, const data::Scan& scan, const std::strin
   std::set<std::string> columns;
   for (const std::string& col : scan.columns) columns.insert("row." + col);
   auto req = run_request(body, columns);
-  std::optional<std::string> full = req ? queue_full(req->count) : std::nullopt;
-  if (!req || full) {
+  auto refused = req ? refuse_run(req->count) : std::nullopt;
+  if (!req || refused) {
     std::remove(index.c_str());
-    respond.send(req ? Response::error(429, *full) : Response::error(400, req.status().message()));
+    respond.send(req ? Response::error(refused->status, refused->why)
+                     : Response::error(400, req.status().message()));
     return;
   }
   json data = {{"path", path},           {"format", format},        {"index", index},

@@ -91,11 +91,20 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body,
   return RunRequest{*parsed, std::move(vars), n.get<uint32_t>(), priority.get<uint32_t>()};
 }
 
-std::optional<std::string> Daemon::queue_full(uint32_t count) const {
+std::optional<Daemon::Refusal> Daemon::refuse_run(uint32_t count) const {
+  if (journal_) {
+    journal::Journal::Health h = journal_->health();
+    if (!h.ok && h.queued >= static_cast<uint64_t>(cfg_.journal_max_queued)) {
+      return Refusal{503, "the journal cannot be written (" + h.error + ") and holds " +
+                              std::to_string(h.queued) + " writes not saved yet (journal_max_queued "
+                              "is " + std::to_string(cfg_.journal_max_queued) +
+                              "): new runs are refused until it can be written"};
+    }
+  }
   const size_t waiting = runs_.pending() + submitted_instances();
   if (waiting + count <= kMaxQueued + dispatcher_.capacity()) return std::nullopt;
-  return "queue full: " + std::to_string(waiting) +
-         " instances are waiting for a worker; try again when some have finished";
+  return Refusal{429, "queue full: " + std::to_string(waiting) +
+                          " instances are waiting for a worker; try again when some have finished"};
 }
 
 void Daemon::api_run_submit(const ApiCall& c) {
@@ -110,8 +119,8 @@ void Daemon::api_run_submit(const ApiCall& c) {
     c.respond.send(Response::error(400, req.status().message()));
     return;
   }
-  if (auto full = queue_full(req->count)) {
-    c.respond.send(Response::error(429, *full));
+  if (auto refused = refuse_run(req->count)) {
+    c.respond.send(Response::error(refused->status, refused->why));
     return;
   }
   submit_run({std::move(req->scenario), std::move(req->vars), req->count, {}, c.respond,

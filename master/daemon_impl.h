@@ -206,7 +206,13 @@ class Daemon {
                        std::string_view format, const std::string& key, const std::string& index,
                        const http::Responder& respond);
   // The 429 answer's message when `count` more instances do not fit in the queue.
-  std::optional<std::string> queue_full(uint32_t count) const;
+  // Why a new run of `count` instances is refused now: 429 when the queue is full, 503 when the
+  // journal has failed with journal_max_queued writes or more not saved; nothing when it is not.
+  struct Refusal {
+    int status;
+    std::string why;
+  };
+  std::optional<Refusal> refuse_run(uint32_t count) const;
   // Answers `status` with `body` once every journal write queued before has been tried: what the
   // caller was told about then survives a crash of the master. The body gets a "warning" while
   // the journal cannot be written.

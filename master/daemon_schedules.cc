@@ -52,8 +52,8 @@ void Daemon::fire_schedules() {
 void Daemon::fire_schedule(const ScheduleTick& tick) {
   const Schedule* s = schedules_.find(tick.name);
   if (s == nullptr) return;
-  if (auto full = queue_full(s->instances)) {
-    schedules_.skipped(tick, *full);
+  if (auto refused = refuse_run(s->instances)) {
+    schedules_.skipped(tick, refused->why);
     return;
   }
   submit_run({s->scenario, s->vars, s->instances, {}, std::nullopt, s->priority, tick, nullptr});

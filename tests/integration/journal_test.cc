@@ -278,6 +278,29 @@ TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs
   CHECK_THAT(read_file(home.master_log()), Catch::Contains("journal: a write failed"));
 }
 
+TEST_CASE("journal: past journal_max_queued writes not saved, new runs are refused with 503") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions()
+                     .with_workers(1)
+                     .with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24")
+                     .with_config({{"journal_max_queued", 100}}));
+  d.wait_ready(1);
+  std::string id = submit_run(d, two_jobs(0), 300, api);
+  wait_run_finished(d, id, seconds(60));
+  CHECK(run_of(d, id)["counts"]["passed"] == 300);  // what runs goes on past the bound
+  d.wait_until([&] { return d.health()["journal"]["queued_writes"].get<int>() >= 100; },
+               seconds(10), "the journal's unsaved writes to pass the bound");
+  Json body = {{"scenario", two_jobs(0)}, {"instances", 1}, {"vars", {{"base", api.base()}}}};
+  auto refused = d.api("POST", "/runs", body.dump());
+  CHECK(refused.status == 503);
+  CHECK_THAT(refused.json["error"].get<std::string>(),
+             Catch::StartsWith("the journal cannot be written (") &&
+                 Catch::Contains("database or disk is full") &&
+                 Catch::Contains("journal_max_queued is 100"));
+  CHECK(d.api("GET", "/runs").json["runs"].size() == 1);
+}
+
 TEST_CASE("journal: a journal file that is not a database is a clear error at start") {
   TempHome home;
   { std::ofstream(home.file("journal.db")) << "these are not the pages you are looking for\n"; }

@@ -24,7 +24,7 @@ constexpr const char* kKnownFields =
     "heartbeat_timeout, ready_timeout, spare_workers, reload_grace, kill_grace, stop_grace, "
     "backoff_initial, backoff_factor, "
     "backoff_max, stable_after, crash_loop_exits, errored_retry, "
-    "log_max_size, log_files, log_level, journal, worker_instances, max_resumes, keep_runs, "
+    "log_max_size, log_files, log_level, journal, journal_max_queued, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, max_connections_per_host, "
     "load_connections_per_worker, secrets_file, api_token, callback_base, hooks, limits";
@@ -77,6 +77,7 @@ Config all_changed() {
   c.log_files = 1;
   c.log_level = "trace";
   c.journal = "/var/lib/corral/journal.db";
+  c.journal_max_queued = 5000;
   c.worker_instances = 1000;
   c.max_resumes = 0;
   c.keep_runs = 3;
