@@ -43,7 +43,7 @@ void Daemon::start_cluster() {
   };
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
   events.fenced = [this](const std::string& why) { drop_claims(why); };
-  events.open_runs = [this](const std::vector<std::string>& ids) { on_open_runs(ids); };
+  events.open_runs = [this](const cluster::OpenRuns& open) { on_open_runs(open); };
   hosts_ = std::make_unique<cluster::Hosts>(loop_, journal_path(), journal_label(),
                                             host_id(cfg_.home), [this] { return listen_address(); },
                                             load, std::move(events));
@@ -92,25 +92,42 @@ void Daemon::drop_claims(const std::string& why) {
   spdlog::warn("cluster: stopped the instances of {} runs: {}", runs, why);
 }
 
-// Runs this host holds unfinished that the journal no longer lists as unfinished ended
-// elsewhere (finished, or cancelled): read their row, and end them here too.
-void Daemon::on_open_runs(const std::vector<std::string>& ids) {
-  std::set<std::string> open(ids.begin(), ids.end());
+// The journal's unfinished runs: their counts over every host; runs submitted on other hosts
+// (listed here too); and runs this host holds unfinished that the journal no longer lists,
+// which ended elsewhere (finished, or cancelled): read their row, and end them here too.
+void Daemon::on_open_runs(const cluster::OpenRuns& open) {
+  for (const auto& [id, counts] : open) {
+    if (Run* run = runs_.find(id)) {
+      runs_.set_cluster_counts(*run, counts);
+    } else {
+      load_run_row(id, [this, counts = counts](const journal::RunRow& row) {
+        if (Run* added = runs_.adopt(row)) runs_.set_cluster_counts(*added, counts);
+      });
+    }
+  }
   for (const auto& r : runs_.all()) {
     if (!r->clustered || r->finished_ms != 0 || open.count(r->id)) continue;
-    auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-    journal_->read([page, id = r->id](journal::Store& s) { *page = s.load_run_page(id, 0, 0); },
-                   [this, page] {
-                     if (!*page || (*page)->run.finished_ms == 0) return;
-                     Run* run = runs_.find((*page)->run.id);
-                     if (run == nullptr || run->finished_ms != 0) return;
-                     if (run->count(InstanceState::kRunning) > 0) {
-                       dispatcher_.forget_run(*run);
-                       stop_on_workers(run->id);
-                     }
-                     runs_.finished_elsewhere((*page)->run);
-                   });
+    load_run_row(r->id, [this](const journal::RunRow& row) {
+      if (row.finished_ms == 0) return;
+      Run* run = runs_.find(row.id);
+      if (run == nullptr || run->finished_ms != 0) return;
+      if (run->count(InstanceState::kRunning) > 0) {
+        dispatcher_.forget_run(*run);
+        stop_on_workers(run->id);
+      }
+      runs_.finished_elsewhere(row);
+    });
   }
+}
+
+// Reads a run's row from the journal, then calls `fn` with it on the loop (not when the run is
+// not there, or cannot be read).
+void Daemon::load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn) {
+  auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+  journal_->read([page, id](journal::Store& s) { *page = s.load_run_page(id, 0, 0); },
+                 [page, fn = std::move(fn)] {
+                   if (*page) fn((*page)->run);
+                 });
 }
 
 void Daemon::api_cluster(const ApiCall& c) {

@@ -281,8 +281,9 @@ class Daemon {
   // every instance it holds is stopped; runs that ended on other hosts end here.
   void on_claimed(std::vector<cluster::Claim> claims);
   void drop_claims(const std::string& why);
-  void on_open_runs(const std::vector<std::string>& ids);
+  void on_open_runs(const cluster::OpenRuns& open);
   void stop_on_workers(const std::string& run_id);
+  void load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn);
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   // A step event's part of /metrics: its kind, outcome and duration.

@@ -101,6 +101,8 @@ struct Run {
   bool clustered = false;
   std::deque<std::pair<uint32_t, uint32_t>> fresh;
   std::map<uint32_t, uint32_t> claims;
+  // A clustered run's counts over every host (Runs::set_cluster_counts); unset until read.
+  std::optional<std::array<uint32_t, kInstanceStates>> cluster_counts;
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
@@ -235,6 +237,13 @@ class Runs {
   // waiting for a claim, without a journal write. Returns the runs that had instances
   // running, which the caller stops on the workers (after Dispatcher::forget_run).
   std::vector<std::string> drop_claims();
+  // A run submitted on another host, unfinished (`row` as the journal has it): held here too,
+  // none of its instances claimed yet. Returns it, or nullptr when it cannot be built (logged)
+  // or is held already.
+  Run* adopt(const journal::RunRow& row);
+  // The run's instances over every host, by state, as the journal holds them (rows counted by
+  // state name; instances without a row are queued): what the API shows for it until it ends.
+  void set_cluster_counts(Run& run, const std::map<std::string, uint64_t>& rows);
   // Another host finished or cancelled the run (`row` as the journal has it now): it is held
   // as its summary here. No-op for a run not held, or finished here.
   void finished_elsewhere(const journal::RunRow& row);

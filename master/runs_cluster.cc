@@ -21,6 +21,33 @@ Run& Runs::add_in_order(std::unique_ptr<Run> run) {
   return ref;
 }
 
+Run* Runs::adopt(const journal::RunRow& row) {
+  if (find(row.id) != nullptr || row.finished_ms != 0) return nullptr;
+  auto built = run_from_journal(journal::StoredRun{row, {}, {}, {}}, true);
+  if (!built) {
+    spdlog::error("cluster: {}; the run is left out here", built.status().message());
+    return nullptr;
+  }
+  Run& run = add_in_order(std::move(*built));
+  unclaimed(run);
+  return &run;
+}
+
+void Runs::set_cluster_counts(Run& run, const std::map<std::string, uint64_t>& rows) {
+  if (!run.clustered || run.finished_ms != 0) return;
+  std::array<uint32_t, kInstanceStates> counts{};
+  uint64_t seen = 0;
+  for (const auto& [state, n] : rows) {
+    auto s = instance_state_from(state);
+    if (!s) continue;
+    counts[static_cast<size_t>(*s)] += static_cast<uint32_t>(std::min<uint64_t>(n, run.size));
+    seen += n;
+  }
+  counts[static_cast<size_t>(InstanceState::kQueued)] +=
+      static_cast<uint32_t>(run.size > seen ? run.size - seen : 0);
+  run.cluster_counts = counts;
+}
+
 void Runs::unclaimed(Run& run) {
   run.clustered = true;
   run.next_fresh = run.size;

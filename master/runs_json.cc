@@ -85,13 +85,20 @@ json Runs::make_summary(const Run& run) const {
 }
 
 json Runs::summary_json(const Run& run) const {
+  // A run of a cluster, while it runs: its instances on every host, as the journal last had them.
+  const bool cluster = run.cluster_counts.has_value() && run.finished_ms == 0;
+  const auto& shown = cluster ? *run.cluster_counts : run.counts;
   json counts = json::object();
   for (size_t s = 0; s < kInstanceStates; ++s) {
-    counts[std::string(to_string(static_cast<InstanceState>(s)))] = run.counts[s];
+    counts[std::string(to_string(static_cast<InstanceState>(s)))] = shown[s];
+  }
+  const char* state = run.state();
+  if (cluster && !run.cancelled) {
+    state = shown[static_cast<size_t>(InstanceState::kQueued)] == run.size ? "queued" : "running";
   }
   return {{"id", run.id},
           {"scenario", run.scenario->name},
-          {"state", run.state()},
+          {"state", state},
           {"instances", run.size},
           {"created_at", time_or_null(run.created_ms)},
           {"finished_at", time_or_null(run.finished_ms)},

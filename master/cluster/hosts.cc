@@ -59,7 +59,9 @@ constexpr const char* kClaim =
     "RETURNING c.run_id, c.lo, c.hi";
 constexpr const char* kRelease =
     "UPDATE claims SET host = '' WHERE run_id = $1 AND lo = $2 AND host = $3";
-constexpr const char* kOpenRuns = "SELECT id FROM runs WHERE finished_ms = 0";
+constexpr const char* kOpenRuns =
+    "SELECT r.id, COALESCE(i.state, ''), COUNT(i.idx) FROM runs r "
+    "LEFT JOIN instances i ON i.run_id = r.id WHERE r.finished_ms = 0 GROUP BY r.id, i.state";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
 int64_t i64(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
@@ -102,9 +104,11 @@ void Hosts::beat() {
   if (events_.open_runs) {
     db_.query(kOpenRuns, {}, [this](Result<PgRows> r) {
       if (!r) return;
-      std::vector<std::string> ids;
-      for (const auto& row : r->rows) ids.push_back(row.at(0));
-      events_.open_runs(std::move(ids));
+      OpenRuns open;
+      for (const auto& row : r->rows) {
+        open[row.at(0)][row.at(1)] += static_cast<uint64_t>(i64(row.at(2)));
+      }
+      events_.open_runs(std::move(open));
     });
   }
 }

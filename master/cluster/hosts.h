@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct Claim {
   std::string run;
   uint32_t lo = 0, hi = 0;
 };
+
+// Every unfinished run in the journal, each with its instances' rows counted by state ("" for
+// a run without any row yet).
+using OpenRuns = std::map<std::string, std::map<std::string, uint64_t>>;
 
 struct HostRow {
   std::string id;
@@ -69,8 +74,8 @@ class Hosts {
     std::function<void(std::vector<Claim>)> claimed;
     // This host's claims are no longer its own (`why`): stop every instance it holds.
     std::function<void(const std::string& why)> fenced;
-    // The ids of every unfinished run, read at each beat.
-    std::function<void(std::vector<std::string>)> open_runs;
+    // Every unfinished run, read at each beat.
+    std::function<void(OpenRuns)> open_runs;
   };
   // `id`: this host's (kept in the home, so that a restart is the same host); `address`
   // gives its API's TCP address when asked; `load` its instances.

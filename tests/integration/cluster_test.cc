@@ -60,6 +60,12 @@ struct Trio {
                  count(id, "instances WHERE state = 'running'") == std::to_string(n);
         },
         seconds(30), "every host to claim a share and start it");
+    // Each host shows the whole run, not only its share.
+    for (auto& x : d) {
+      x->wait_until([&] { return run_of(*x, id)["counts"]["running"] == n; }, seconds(5),
+                    "the host to count the instances of every host");
+      CHECK(run_of(*x, id)["state"] == "running");
+    }
     return id;
   }
   // Every instance passed, each of its two steps recorded exactly once. The API answers from

@@ -137,3 +137,23 @@ TEST_CASE("runs (cluster): a claimed range past the run's end, or of a finished 
   CHECK(*other.claimed(page, 0, 6) == 0);
   CHECK(other.find("r3-cccc") == nullptr);
 }
+
+TEST_CASE("runs (cluster): a run submitted on another host is held here, and counted over every host") {
+  Runs runs;
+  runs.set_clustered(true);
+  RunRow row = page_of_six().run;
+  Run* run = runs.adopt(row);
+  REQUIRE(run != nullptr);
+  CHECK(runs.adopt(row) == nullptr);  // held already
+  CHECK(run->pending() == 0);         // nothing claimed yet
+  runs.set_cluster_counts(*run, {{"running", 2}, {"passed", 1}, {"", 0}});
+  nlohmann::json j = runs.summary_json(*run);
+  CHECK(j["counts"]["running"] == 2);
+  CHECK(j["counts"]["passed"] == 1);
+  CHECK(j["counts"]["queued"] == 3);  // no row yet
+  CHECK(j["state"] == "running");
+  RunRow ended = row;
+  ended.id = "r4-dddd";
+  ended.finished_ms = 9;
+  CHECK(runs.adopt(ended) == nullptr);  // an ended run is not taken up
+}
