@@ -7,6 +7,10 @@
 //    or a read outside a transaction, that finds the connection lost connects again and tries
 //    once more.
 //  - Text must be UTF-8 without NUL bytes: other bytes are replaced with U+FFFD.
+//  - Inside a batch's transaction, writes are sent in libpq's pipeline mode: one round trip
+//    for many writes rather than one each. commit() reads their answers; the first failure
+//    fails the commit (the journal then runs the batch write by write, without pipelining,
+//    to find the wrong one).
 //  - reclaim() does nothing: PostgreSQL's autovacuum makes deleted rows' space reusable.
 //  - Migrations hold an advisory lock, so that hosts starting together migrate once; INTEGER
 //    columns are BIGINT (for_postgresql()).
@@ -118,7 +122,8 @@ using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
 class PgStore final : public Store {
  public:
-  explicit PgStore(std::string url) : url_(std::move(url)), label_(redact_journal(url_)) {}
+  PgStore(std::string url, bool pipeline)
+      : url_(std::move(url)), label_(redact_journal(url_)), pipeline_(pipeline) {}
   ~PgStore() override { disconnect(); }
 
   Status open() {
@@ -140,16 +145,26 @@ class PgStore final : public Store {
     return s;
   }
   Status commit() override {
+    Status s = drain();  // the batch's writes in flight: a failure among them fails the commit
+    if (s) s = exec("COMMIT", "commit");
     in_tx_ = false;
+    one_by_one_ = false;
     fence_held_ = false;
-    return exec("COMMIT", "commit");
+    return s;
   }
   void rollback() override {
+    (void)drain();
     in_tx_ = false;
+    one_by_one_ = false;
     fence_held_ = false;
     if (PQstatus(conn_) == CONNECTION_OK) (void)exec("ROLLBACK", "rollback");
   }
-  Status savepoint() override { return exec("SAVEPOINT one_write", "savepoint"); }
+  // The journal runs a batch write by write (savepoints) to find the wrong one: each write's
+  // answer is then waited for.
+  Status savepoint() override {
+    one_by_one_ = true;
+    return exec("SAVEPOINT one_write", "savepoint");
+  }
   Status release_savepoint() override {
     return exec("RELEASE SAVEPOINT one_write", "release_savepoint");
   }
@@ -397,6 +412,9 @@ class PgStore final : public Store {
     if (conn_ != nullptr) PQfinish(conn_);
     conn_ = nullptr;
     prepared_.clear();
+    piping_ = false;
+    in_flight_.clear();
+    piped_prepares_.clear();
   }
 
   Status migrate() {
@@ -450,14 +468,85 @@ class PgStore final : public Store {
 
   // A statement without parameters, possibly several (a migration).
   Status exec(const std::string& text, const char* what) {
+    if (Status s = drain(); !s) return s;
     if (Status s = ensure_connected(what); !s) return s;
     PgResult r(PQexec(conn_, text.c_str()));
     return check(r, what);
   }
 
+  // A write. Inside a batch's transaction it is pipelined (sent without waiting for its
+  // answer, which commit() reads with the others); elsewhere it runs at once.
   Status run(const std::string& text, const Params& p, const char* what) {
+    if (in_tx_ && !one_by_one_ && pipeline_) return send(text, p, what);
     auto r = query(text, p, what);
     return r ? Status::ok() : r.status();
+  }
+
+  // The name `text` is prepared under, preparing it (in the pipeline when piping) if needed.
+  Result<std::string> prepared(const std::string& text, const char* what) {
+    if (auto it = prepared_.find(text); it != prepared_.end()) return it->second;
+    std::string name = "corral_" + std::to_string(++statements_);
+    if (piping_) {
+      if (PQsendPrepare(conn_, name.c_str(), numbered(text).c_str(), 0, nullptr) != 1)
+        return lost(what);
+      in_flight_.push_back(what);
+      piped_prepares_.push_back(text);
+    } else {
+      PgResult prep(PQprepare(conn_, name.c_str(), numbered(text).c_str(), 0, nullptr));
+      if (Status s = check(prep, what); !s) return s;
+    }
+    prepared_.emplace(text, name);
+    return name;
+  }
+
+  Status send(const std::string& text, const Params& p, const char* what) {
+    if (conn_ == nullptr) return lost(what);
+    if (!piping_) {
+      if (PQenterPipelineMode(conn_) != 1) return lost(what);
+      piping_ = true;
+    }
+    auto name = prepared(text, what);
+    if (!name) return name.status();
+    std::vector<const char*> values = p.pointers();
+    if (PQsendQueryPrepared(conn_, name->c_str(), p.size(), values.data(), nullptr, nullptr, 0) !=
+        1) {
+      return lost(what);
+    }
+    in_flight_.push_back(what);
+    // Answers are read back often enough that neither side's socket buffer fills up (the
+    // connection blocks: a full buffer on both sides would never drain).
+    return in_flight_.size() >= kPipelineDepth ? drain() : Status::ok();
+  }
+
+  // Reads the answers of the statements in flight and leaves pipeline mode: the first failure
+  // among them (the server skips the rest of the pipeline after it), or OK.
+  Status drain() {
+    if (!piping_) return Status::ok();
+    piping_ = false;
+    Status first;
+    if (PQpipelineSync(conn_) != 1) first = lost("pipeline");
+    for (size_t k = 0; first.code() != Code::kIo && k < in_flight_.size(); ++k) {
+      PgResult r(PQgetResult(conn_));
+      if (!r) {
+        first = lost(in_flight_[k]);
+        break;
+      }
+      ExecStatusType st = PQresultStatus(r.get());
+      if (st != PGRES_PIPELINE_ABORTED && first.is_ok()) first = check(r, in_flight_[k]);
+      while (PgResult(PQgetResult(conn_))) {
+      }  // the end of this statement's answer
+    }
+    if (first.code() != Code::kIo && conn_ != nullptr) {
+      PgResult sync(PQgetResult(conn_));  // PGRES_PIPELINE_SYNC
+      if (PQexitPipelineMode(conn_) != 1) first = lost("pipeline");
+    }
+    in_flight_.clear();
+    // A statement prepared in a pipeline that failed may not exist: prepare it again.
+    if (!first) {
+      for (const std::string& text : piped_prepares_) prepared_.erase(text);
+    }
+    piped_prepares_.clear();
+    return first;
   }
 
   // A read outside a transaction that finds the connection gone (the server restarted since
@@ -470,16 +559,12 @@ class PgStore final : public Store {
   }
 
   Result<PgResult> query_once(const std::string& text, const Params& p, const char* what) {
+    if (Status s = drain(); !s) return s;  // a read sees the writes sent before it
     if (Status s = ensure_connected(what); !s) return s;
-    auto it = prepared_.find(text);
-    if (it == prepared_.end()) {
-      std::string name = "corral_" + std::to_string(prepared_.size() + 1);
-      PgResult prep(PQprepare(conn_, name.c_str(), numbered(text).c_str(), 0, nullptr));
-      if (Status s = check(prep, what); !s) return s;
-      it = prepared_.emplace(text, name).first;
-    }
+    auto name = prepared(text, what);
+    if (!name) return name.status();
     std::vector<const char*> values = p.pointers();
-    PgResult r(PQexecPrepared(conn_, it->second.c_str(), p.size(), values.data(), nullptr,
+    PgResult r(PQexecPrepared(conn_, name->c_str(), p.size(), values.data(), nullptr,
                               nullptr, 0));
     if (Status s = check(r, what); !s) return s;
     return r;
@@ -526,6 +611,13 @@ class PgStore final : public Store {
   int64_t fence_epoch_ = 0;
   bool fence_held_ = false;  // this transaction holds the host's row at fence_epoch_
   std::map<std::string, std::string> prepared_;  // statement text -> its name
+  uint64_t statements_ = 0;                       // prepared on this store, for unique names
+  bool pipeline_;            // writes inside transactions are pipelined
+  bool one_by_one_ = false;  // this transaction runs with savepoints: no pipelining
+  bool piping_ = false;      // in libpq's pipeline mode, with in_flight_ sent
+  std::vector<const char*> in_flight_;        // what each statement sent is, answers not read
+  std::vector<std::string> piped_prepares_;   // statements prepared in the pipeline
+  static constexpr size_t kPipelineDepth = 1000;
 };
 
 }  // namespace
@@ -542,8 +634,8 @@ std::string redact_journal(const std::string& spec) {
   return std::regex_replace(out, kPasswordParam, "$1***");
 }
 
-Result<std::unique_ptr<Store>> open_postgresql_store(const std::string& url) {
-  auto store = std::make_unique<PgStore>(url);
+Result<std::unique_ptr<Store>> open_postgresql_store(const std::string& url, bool pipeline) {
+  auto store = std::make_unique<PgStore>(url, pipeline);
   if (Status s = store->open(); !s) return s;
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -119,8 +119,9 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path, int64_
 
 // Connects to the PostgreSQL database at `url` (postgresql://user:password@host:port/db?...,
 // libpq's URI form) and brings its schema to the current version. Fails with kIo naming the
-// database (its password hidden) when it cannot connect.
-Result<std::unique_ptr<Store>> open_postgresql_store(const std::string& url);
+// database (its password hidden) when it cannot connect. `pipeline`: a transaction's writes are
+// sent in libpq's pipeline mode (false: each waits for its answer; for comparison).
+Result<std::unique_ptr<Store>> open_postgresql_store(const std::string& url, bool pipeline = true);
 
 // Whether `spec` names a PostgreSQL database (postgresql:// or postgres://) rather than a
 // SQLite file.

@@ -4,6 +4,9 @@
 // (journal_store_test.cc, journal_schedules_test.cc).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
+
 #include "tests/unit/master/journal_bench.h"
 
 using corral::Code;
@@ -20,6 +23,19 @@ namespace {
 struct Pg : AnyDb {
   Pg() { on("postgresql"); }
 };
+
+// Runs the loop until a read queued now has answered: the journal hands the writes it set
+// aside to its callback before that.
+void settle(Journal& journal, uv_loop_t* loop) {
+  bool read = false;
+  journal.read([](Store&) {}, [&] { read = true; });
+  uv_timer_t tick;
+  uv_timer_init(loop, &tick);
+  uv_timer_start(&tick, [](uv_timer_t*) {}, 1, 1);
+  CHECK(wait_for([&] { return read; }, [&] { uv_run(loop, UV_RUN_ONCE); }));
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+  uv_run(loop, UV_RUN_NOWAIT);  // the close completes before `tick` goes
+}
 
 std::string load_run_id(Store& s, const std::string& id) {
   auto got = s.load_run(id);
@@ -127,6 +143,7 @@ TEST_CASE("journal: writes on the PostgreSQL store commit in order, and a read s
     uv_timer_start(&tick, [](uv_timer_t*) {}, 1, 1);
     REQUIRE(wait_for([&] { return read; }, [&] { uv_run(&loop, UV_RUN_ONCE); }));
     uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);  // the close completes before `tick` goes
     CHECK(passed == 200);  // the later write of each instance won
     CHECK(journal.health().ok);
   }
@@ -209,7 +226,7 @@ TEST_CASE("journal: a fenced-off write is set aside without ending its instance,
     journal.write([](Store& s) { return s.put_instance(instance("r1-aaaa", 0, "passed")); },
                   {"r1-aaaa", 0});
     journal.write([](Store& s) { return s.put_callback({"r1-aaaa", 0, 1, "{}", 7}); });
-    journal.flush();
+    settle(journal, &loop);
     auto h = journal.health();
     CHECK(h.ok);
     CHECK(h.fenced_writes == 1);
@@ -221,4 +238,74 @@ TEST_CASE("journal: a fenced-off write is set aside without ending its instance,
   CHECK(rejected.empty());
   CHECK(db.sql("SELECT (SELECT COUNT(*) FROM runs) || '/' || (SELECT COUNT(*) FROM instances) || "
                "'/' || (SELECT COUNT(*) FROM callbacks)") == "1/0/1");
+}
+
+TEST_CASE("journal: on PostgreSQL a batch is pipelined, and a wrong write in it is set aside alone") {
+  PgDatabase db;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::vector<std::string> rejected;
+  {
+    auto opened = open_postgresql_store(db.url());
+    REQUIRE_OK(opened.status());
+    // No two instances may share a reason: the second "boom" is refused as a wrong write.
+    db.sql("CREATE UNIQUE INDEX one_reason ON instances (reason) WHERE reason <> ''");
+    Journal journal(&loop, std::move(*opened));
+    journal.set_on_rejected([&](const WriteTag& tag, const std::string& error) {
+      rejected.push_back(tag.run + "/" + std::to_string(tag.instance) + ": " + error);
+    });
+    journal.write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); });
+    for (uint32_t i = 0; i < 3000; ++i) {  // past the pipeline's depth: read back on the way
+      InstanceRow row = instance("r1-aaaa", i, "passed", i);
+      if (i == 7 || i == 2500) row.reason = "boom";
+      journal.write([row](Store& s) { return s.put_instance(row); }, {"r1-aaaa", int64_t{i}});
+    }
+    settle(journal, &loop);
+    auto h = journal.health();
+    CHECK(h.ok);
+    CHECK(h.rejected_writes == 1);
+    CHECK(h.committed == 3000);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+  REQUIRE(rejected.size() == 1);
+  CHECK_THAT(rejected[0], Catch::StartsWith("r1-aaaa/2500: put_instance: duplicate key value"));
+  CHECK(db.sql("SELECT COUNT(*) FROM instances") == "2999");
+  CHECK(db.sql("SELECT COUNT(*) FROM claims") == "1");  // the run's row and ranges committed
+}
+
+// Not run by the suite (hidden): the journal's write rate on PostgreSQL with and without
+// pipelining, side by side. `corral_unit_tests "[.pg-pipeline]"`; the numbers are in
+// BENCHMARKS.md.
+TEST_CASE("journal bench: PostgreSQL writes per second, pipelined or not", "[.pg-pipeline]") {
+  const char* host = std::getenv("CORRAL_BENCH_PG_HOST");  // e.g. a TCP address: "127.0.0.1"
+  for (int round = 0; round < 3; ++round) {
+    for (bool pipeline : {false, true}) {
+      PgDatabase db;
+      std::string url = db.url();
+      if (host != nullptr) url += std::string("&hostaddr=") + host;
+      uv_loop_t loop;
+      uv_loop_init(&loop);
+      double ms = 0;
+      {
+        auto opened = open_postgresql_store(url, pipeline);
+        REQUIRE_OK(opened.status());
+        Journal journal(&loop, std::move(*opened));
+        journal.write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); });
+        journal.flush();
+        const int n = 50000;
+        auto start = std::chrono::steady_clock::now();
+        for (uint32_t i = 0; i < n; ++i) {
+          journal.write([i](Store& s) { return s.put_instance(instance("r1-aaaa", i % 5000, "passed", i)); });
+        }
+        journal.flush();
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        CHECK(journal.health().committed == n + 1);
+        WARN("round " << round << (pipeline ? " pipelined: " : " one by one: ") << ms << " ms, "
+                      << static_cast<int>(n / ms * 1000) << " writes/s");
+      }
+      uv_run(&loop, UV_RUN_DEFAULT);
+      CHECK(uv_loop_close(&loop) == 0);
+    }
+  }
 }
