@@ -44,32 +44,32 @@ void Daemon::start_cluster() {
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
   events.fenced = [this](const std::string& why) { drop_claims(why); };
   events.open_runs = [this](const cluster::OpenRuns& open) { on_open_runs(open); };
-  hosts_ = std::make_unique<cluster::Hosts>(loop_, journal_path(), journal_label(),
-                                            host_id(cfg_.home), [this] { return listen_address(); },
-                                            load, std::move(events));
+  hosts_ = std::make_unique<cluster::Hosts>(
+      loop_, journal_path(), journal_label(), host_id(cfg_.home),
+      [this] { return listen_address(); }, load, std::move(events));
   hosts_->start();
 }
 
 void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
   for (cluster::Claim& c : claims) {
     auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-    journal_->read(
-        [page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
-        [this, page, c] {
-          if (!*page) {
-            spdlog::error("cluster: cannot load instances {}..{} of run {}, given back: {}",
-                          c.lo, c.hi - 1, c.run, page->status().message());
-            if (hosts_) hosts_->release(c);
-            return;
-          }
-          auto n = runs_.claimed(**page, c.lo, c.hi);
-          if (!n) {
-            spdlog::error("cluster: claimed instances of run {} cannot run: {}", c.run,
-                          n.status().message());
-            return;
-          }
-          if (*n > 0) schedule_pump();
-        });
+    journal_->read([page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
+                   [this, page, c] {
+                     if (!*page) {
+                       spdlog::error(
+                           "cluster: cannot load instances {}..{} of run {}, given back: {}", c.lo,
+                           c.hi - 1, c.run, page->status().message());
+                       if (hosts_) hosts_->release(c);
+                       return;
+                     }
+                     auto n = runs_.claimed(**page, c.lo, c.hi);
+                     if (!n) {
+                       spdlog::error("cluster: claimed instances of run {} cannot run: {}", c.run,
+                                     n.status().message());
+                       return;
+                     }
+                     if (*n > 0) schedule_pump();
+                   });
   }
 }
 
@@ -132,9 +132,10 @@ void Daemon::load_run_row(const std::string& id, std::function<void(const journa
 
 void Daemon::api_cluster(const ApiCall& c) {
   if (!hosts_) {
-    c.respond.send(Response::error(
-        404, "this daemon is in no cluster: its journal is not a PostgreSQL database "
-             "(docs/cluster.md)"));
+    c.respond.send(
+        Response::error(404,
+                        "this daemon is in no cluster: its journal is not a PostgreSQL database "
+                        "(docs/cluster.md)"));
     return;
   }
   c.respond.send(Response::json(200, hosts_->to_json()));

@@ -80,8 +80,8 @@ Result<size_t> Runs::claimed(const journal::StoredRun& page, uint32_t lo, uint32
   try {
     fill_from_rows(*run, page);
   } catch (const std::exception& e) {
-    return invalid_argument("run " + run->id + ": its record in the journal is damaged: " +
-                            e.what());
+    return invalid_argument("run " + run->id +
+                            ": its record in the journal is damaged: " + e.what());
   }
   run->claims[lo] = hi;
   size_t waiting = 0;
@@ -159,34 +159,33 @@ void Runs::finish_if_complete(const std::string& id) {
 // of them written by other hosts).
 void Runs::finish_from_journal(const std::string& id) {
   auto stored = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-  journal_->read([stored, id](journal::Store& s) { *stored = s.load_run(id); },
-                 [this, stored, id] {
-                   Run* run = find(id);
-                   if (run == nullptr || run->finished_ms != 0) return;
-                   if (!*stored) {
-                     spdlog::warn("run {}: cannot read it to end it: {}", id,
-                                  stored->status().message());
-                     return;
-                   }
-                   if ((*stored)->run.finished_ms != 0) {
-                     finished_elsewhere((*stored)->run);
-                     return;
-                   }
-                   auto built = run_from_journal(**stored, true);
-                   if (!built || !(*built)->finished()) {
-                     spdlog::warn("run {}: every range is done, but {}", id,
-                                  built ? "the journal holds unfinished instances"
-                                        : built.status().message());
-                     return;
-                   }
-                   Run& whole = **built;
-                   run->instances = std::move(whole.instances);
-                   run->counts = whole.counts;
-                   run->durations_ms = std::move(whole.durations_ms);
-                   run->failures = std::move(whole.failures);
-                   unclaimed(*run);
-                   on_finished(*run, unix_ms_now());
-                 });
+  journal_->read(
+      [stored, id](journal::Store& s) { *stored = s.load_run(id); },
+      [this, stored, id] {
+        Run* run = find(id);
+        if (run == nullptr || run->finished_ms != 0) return;
+        if (!*stored) {
+          spdlog::warn("run {}: cannot read it to end it: {}", id, stored->status().message());
+          return;
+        }
+        if ((*stored)->run.finished_ms != 0) {
+          finished_elsewhere((*stored)->run);
+          return;
+        }
+        auto built = run_from_journal(**stored, true);
+        if (!built || !(*built)->finished()) {
+          spdlog::warn("run {}: every range is done, but {}", id,
+                       built ? "the journal holds unfinished instances" : built.status().message());
+          return;
+        }
+        Run& whole = **built;
+        run->instances = std::move(whole.instances);
+        run->counts = whole.counts;
+        run->durations_ms = std::move(whole.durations_ms);
+        run->failures = std::move(whole.failures);
+        unclaimed(*run);
+        on_finished(*run, unix_ms_now());
+      });
 }
 
 void Runs::finished_elsewhere(const journal::RunRow& row) {

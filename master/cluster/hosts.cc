@@ -16,7 +16,8 @@ namespace {
 // Registers (the epoch goes up by one) and releases whatever the host's previous life held.
 constexpr const char* kRegister =
     "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, "
-    "held) VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4) "
+    "held) VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW
+    ", 1, $3, $4) "
     "ON CONFLICT (id) DO UPDATE SET address = excluded.address, "
     "started_ms = excluded.started_ms, heartbeat_ms = excluded.heartbeat_ms, "
     "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held, fenced_ms = 0 "
@@ -26,22 +27,25 @@ constexpr const char* kRegister =
 // Renews only the row of this registration: a newer one (the same host started again
 // elsewhere, or another host declaring this one dead) changes the epoch, and then nothing is
 // renewed.
-constexpr const char* kRenew =
-    "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW ", address = $3, capacity = $4, held = $5 "
-    "WHERE id = $1 AND epoch = $2 RETURNING epoch";
+constexpr const char* kRenew = "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW
+                               ", address = $3, capacity = $4, held = $5 "
+                               "WHERE id = $1 AND epoch = $2 RETURNING epoch";
 constexpr const char* kWhyLost = "SELECT epoch, fenced_ms FROM hosts WHERE id = $1";
 constexpr const char* kList =
-    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW " - heartbeat_ms, held, capacity, "
-    CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
+    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW
+    " - heartbeat_ms, held, capacity, " CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
 // Declares every silent host dead (its epoch goes up: its writes are fenced off from now on)
 // and releases the claims of every dead host (also of one declared dead before, whose claim
 // raced with the declaration).
 constexpr const char* kSweep =
-    "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW " "
-    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW " - $2 "
+    "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW
+    " "
+    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW
+    " - $2 "
     "RETURNING id, epoch - 1 AS was), "
     "freed AS (UPDATE claims c SET host = '' FROM hosts h WHERE c.host = h.id AND h.id <> $1 "
-    "AND h.heartbeat_ms < " CORRAL_DB_NOW " - $2 RETURNING h.id AS host) "
+    "AND h.heartbeat_ms < " CORRAL_DB_NOW
+    " - $2 RETURNING h.id AS host) "
     "SELECT 'dead', id, was FROM dead UNION ALL "
     "SELECT 'freed', host, COUNT(*) FROM freed GROUP BY host";
 // Claims free ranges, oldest run first, while this host is at its epoch (the row's lock holds
@@ -91,8 +95,7 @@ void Hosts::beat() {
   if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
   Load l = load_();
   if (epoch_ == 0 && !superseded_) {
-    db_.query(kRegister,
-              {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
+    db_.query(kRegister, {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
               [this](Result<PgRows> r) { registered(std::move(r)); });
   } else if (!superseded_) {
     db_.query(kRenew,
@@ -149,21 +152,23 @@ void Hosts::lost_epoch(Result<PgRows> r) {
   if (epoch_ == 0) return;
   bool declared = !r->rows.empty() && i64(r->rows[0].at(1)) != 0;
   if (declared) {
-    fence("another host declared it dead (no heartbeat for " +
-          std::to_string(kDeadAfterMs / 1000) + " s)");
+    fence("another host declared it dead (no heartbeat for " + std::to_string(kDeadAfterMs / 1000) +
+          " s)");
     return;
   }
-  spdlog::error("cluster: host {} registered again elsewhere (its epoch is no longer {}): "
-                "this daemon stops renewing its heartbeat and claims nothing",
-                id_, epoch_);
+  spdlog::error(
+      "cluster: host {} registered again elsewhere (its epoch is no longer {}): "
+      "this daemon stops renewing its heartbeat and claims nothing",
+      id_, epoch_);
   fence("it registered again elsewhere");
   superseded_ = true;
 }
 
 void Hosts::fence(const std::string& why) {
-  spdlog::error("cluster: host {} (epoch {}) stops every instance it holds: {}; it registers "
-                "again and claims anew",
-                id_, epoch_, why);
+  spdlog::error(
+      "cluster: host {} (epoch {}) stops every instance it holds: {}; it registers "
+      "again and claims anew",
+      id_, epoch_, why);
   epoch_ = 0;
   if (events_.fenced) events_.fenced(why);
 }
@@ -173,8 +178,14 @@ void Hosts::listed(Result<PgRows> r) {
   std::vector<HostRow> hosts;
   for (const auto& row : r->rows) {
     if (row.size() < 8) continue;
-    HostRow h{row[0], row[1], i64(row[2]), i64(row[3]), i64(row[4]),
-              static_cast<uint64_t>(i64(row[5])), static_cast<uint64_t>(i64(row[6])), false,
+    HostRow h{row[0],
+              row[1],
+              i64(row[2]),
+              i64(row[3]),
+              i64(row[4]),
+              static_cast<uint64_t>(i64(row[5])),
+              static_cast<uint64_t>(i64(row[6])),
+              false,
               i64(row[7])};
     h.dead = h.heartbeat_age_ms > kDeadAfterMs;
     hosts.push_back(std::move(h));
@@ -213,8 +224,7 @@ void Hosts::claim() {
   for (const HostRow& h : hosts_) {
     sharing += !h.dead && h.id != id_ && (h.capacity > 0 || h.up_ms < kSettleMs);
   }
-  db_.query(kClaim,
-            {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(sharing)},
+  db_.query(kClaim, {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(sharing)},
             [this](Result<PgRows> c) { claimed(std::move(c)); });
 }
 
@@ -226,8 +236,8 @@ void Hosts::claimed(Result<PgRows> r) {
   if (r->rows.empty() || epoch_ == 0) return;
   std::vector<Claim> claims;
   for (const auto& row : r->rows) {
-    claims.push_back({row.at(0), static_cast<uint32_t>(i64(row.at(1))),
-                      static_cast<uint32_t>(i64(row.at(2)))});
+    claims.push_back(
+        {row.at(0), static_cast<uint32_t>(i64(row.at(1))), static_cast<uint32_t>(i64(row.at(2)))});
   }
   events_.claimed(std::move(claims));
 }
@@ -260,8 +270,8 @@ nlohmann::json Hosts::to_json() const {
                     {"capacity", h.capacity},
                     {"state", h.dead ? "dead" : "alive"}});
   }
-  nlohmann::json self = {{"id", id_}, {"epoch", epoch_}, {"alive", alive()},
-                         {"superseded", superseded_}};
+  nlohmann::json self = {
+      {"id", id_}, {"epoch", epoch_}, {"alive", alive()}, {"superseded", superseded_}};
   if (!error_.empty()) self["error"] = error_;
   return {{"self", self}, {"hosts", list}};
 }
