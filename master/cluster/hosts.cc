@@ -13,56 +13,60 @@ namespace {
 // The database's clock in Unix milliseconds: hosts compare heartbeats on one clock.
 #define CORRAL_DB_NOW "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 
-// Registers (the epoch goes up by one) and releases whatever the host's previous life held.
+// clang-format off
+// Registers (the epoch goes up by one) and releases whatever the host's previous lives held.
 constexpr const char* kRegister =
-    "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, "
-    "held) VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW
-    ", 1, $3, $4) "
+    "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held) "
+    "VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4) "
     "ON CONFLICT (id) DO UPDATE SET address = excluded.address, "
     "started_ms = excluded.started_ms, heartbeat_ms = excluded.heartbeat_ms, "
     "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held, fenced_ms = 0 "
     "RETURNING epoch), "
-    "freed AS (UPDATE claims SET host = '' WHERE host = $1) "
+    "freed AS (UPDATE claims SET host = '' WHERE host = $1 AND epoch < (SELECT epoch FROM me)) "
     "SELECT epoch FROM me";
 // Renews only the row of this registration: a newer one (the same host started again
 // elsewhere, or another host declaring this one dead) changes the epoch, and then nothing is
-// renewed.
-constexpr const char* kRenew = "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW
-                               ", address = $3, capacity = $4, held = $5 "
-                               "WHERE id = $1 AND epoch = $2 RETURNING epoch";
+// renewed. The heartbeat is not a key column: writing it does not wait for the host's journal
+// transactions, which hold its row FOR KEY SHARE (journal::Store::set_fence).
+constexpr const char* kRenew =
+    "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW ", address = $3, capacity = $4, held = $5 "
+    "WHERE id = $1 AND epoch = $2 RETURNING epoch";
 constexpr const char* kWhyLost = "SELECT epoch, fenced_ms FROM hosts WHERE id = $1";
 constexpr const char* kList =
-    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW
-    " - heartbeat_ms, held, capacity, " CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
-// Declares every silent host dead (its epoch goes up: its writes are fenced off from now on)
-// and releases the claims of every dead host (also of one declared dead before, whose claim
-// raced with the declaration).
+    "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW " - heartbeat_ms, held, capacity, "
+    CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
+// Declares every silent host dead: its epoch goes up (a key column: the update waits for the
+// host's transactions in flight), which fences off its writes from then on. Then releases every
+// range claimed at an epoch its host has left (the host was declared dead, now or before, or
+// registered again): a claim carries the epoch it was made at, so a range is released only
+// once its holder can no longer write about it.
 constexpr const char* kSweep =
-    "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW
-    " "
-    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW
-    " - $2 "
-    "RETURNING id, epoch - 1 AS was), "
-    "freed AS (UPDATE claims c SET host = '' FROM hosts h WHERE c.host = h.id AND h.id <> $1 "
-    "AND h.heartbeat_ms < " CORRAL_DB_NOW
-    " - $2 RETURNING h.id AS host) "
-    "SELECT 'dead', id, was FROM dead UNION ALL "
+    "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW " "
+    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW " - $2 "
+    "RETURNING id, epoch), "
+    "now_at AS (SELECT id, MAX(epoch) AS epoch FROM "
+    "(SELECT id, epoch FROM dead UNION ALL SELECT id, epoch FROM hosts) AS e GROUP BY id), "
+    "freed AS (UPDATE claims c SET host = '' FROM now_at h "
+    "WHERE c.host = h.id AND c.epoch < h.epoch RETURNING h.id AS host) "
+    "SELECT 'dead', id, epoch - 1 FROM dead UNION ALL "
     "SELECT 'freed', host, COUNT(*) FROM freed GROUP BY host";
 // Claims free ranges, oldest run first, while this host is at its epoch (the row's lock holds
-// off a declaration of its death until the claim commits): as many as bring it to its share
-// of the open ranges over $4 hosts, at most $3.
+// off a declaration of its death until the claim commits), each marked with the epoch: as many
+// as bring it to its share of the open ranges over $4 hosts, at most $3.
 constexpr const char* kClaim =
-    "WITH me AS (SELECT id FROM hosts WHERE id = $1 AND epoch = $2 FOR SHARE), "
+    "WITH me AS (SELECT id FROM hosts WHERE id = $1 AND epoch = $2 FOR KEY SHARE), "
     "share AS (SELECT CAST(CEIL(COUNT(*) / CAST($4 AS FLOAT8)) AS BIGINT) "
     "- COUNT(*) FILTER (WHERE host = $1) AS n FROM claims WHERE done = 0), "
     "pick AS (SELECT run_id, lo FROM claims WHERE host = '' AND done = 0 "
     "AND EXISTS (SELECT 1 FROM me) ORDER BY seq, lo "
     "LIMIT GREATEST(0, LEAST(CAST($3 AS BIGINT), (SELECT n FROM share))) "
     "FOR UPDATE SKIP LOCKED) "
-    "UPDATE claims c SET host = $1 FROM pick WHERE c.run_id = pick.run_id AND c.lo = pick.lo "
+    "UPDATE claims c SET host = $1, epoch = $2 "
+    "WHERE (c.run_id, c.lo) IN (SELECT run_id, lo FROM pick) "
     "RETURNING c.run_id, c.lo, c.hi";
 constexpr const char* kRelease =
-    "UPDATE claims SET host = '' WHERE run_id = $1 AND lo = $2 AND host = $3";
+    "UPDATE claims SET host = '' WHERE run_id = $1 AND lo = $2 AND host = $3 AND epoch = $4";
+// clang-format on
 constexpr const char* kOpenRuns =
     "SELECT r.id, COALESCE(i.state, ''), COUNT(i.idx) FROM runs r "
     "LEFT JOIN instances i ON i.run_id = r.id WHERE r.finished_ms = 0 GROUP BY r.id, i.state";
@@ -123,6 +127,7 @@ void Hosts::registered(Result<PgRows> r) {
   }
   epoch_ = i64(r->rows[0][0]);
   renewed_ms_ = monotonic_ms();
+  registered_ms_ = renewed_ms_;
   error_.clear();
   spdlog::info("cluster: this host is {} (epoch {})", id_, epoch_);
   if (events_.registered) events_.registered(epoch_);
@@ -214,6 +219,7 @@ void Hosts::swept(Result<PgRows> r) {
 
 void Hosts::claim() {
   if (!alive() || !events_.claimed) return;
+  if (monotonic_ms() - registered_ms_ < kFirstClaimAfterMs) return;
   Load l = load_();
   uint64_t room = l.capacity > l.waiting ? l.capacity - l.waiting : 0;
   uint64_t ranges = std::min<uint64_t>((room + kRange - 1) / kRange, kMaxClaim);
@@ -243,7 +249,8 @@ void Hosts::claimed(Result<PgRows> r) {
 }
 
 void Hosts::release(const Claim& c) {
-  db_.query(kRelease, {c.run, std::to_string(c.lo), id_}, [](Result<PgRows> r) {
+  db_.query(kRelease, {c.run, std::to_string(c.lo), id_, std::to_string(epoch_)},
+            [](Result<PgRows> r) {
     if (!r) spdlog::warn("cluster: cannot give a range back: {}", r.status().message());
   });
 }

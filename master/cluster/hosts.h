@@ -61,6 +61,9 @@ class Hosts {
   static constexpr uint64_t kMaxClaim = 1000;  // ranges claimed at most per beat
   // A host registered this recently counts in the share of work even before it reports room.
   static constexpr int64_t kSettleMs = 10000;
+  // After it registers, a host waits this long before it claims: hosts coming back together
+  // (after the database was away) register first, and share the free ranges between them.
+  static constexpr uint64_t kFirstClaimAfterMs = 2000;
 
   struct Load {
     uint64_t held = 0;
@@ -118,7 +121,8 @@ class Hosts {
   Events events_;
   uv::Timer timer_;
   int64_t epoch_ = 0;
-  uint64_t renewed_ms_ = 0;  // monotonic, of the last heartbeat written
+  uint64_t renewed_ms_ = 0;     // monotonic, of the last heartbeat written
+  uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
   std::string error_;        // the last failure, while failing
   std::vector<HostRow> hosts_;

@@ -129,7 +129,7 @@ class PgStore final : public Store {
     Params p;
     p.bind(finished_ms).bind(int64_t{cancelled}).bind(summary).bind(run_id);
     if (Status s = db_.run(kFinishRun, p, "finish_run"); !s) return s;
-    if (Status s = db_.run(kDeleteClaims, Params().bind(run_id), "finish_run"); !s) return s;
+    if (Status s = db_.run(kCloseClaims, Params().bind(run_id), "finish_run"); !s) return s;
     if (!cancelled) return Status::ok();
     return db_.run(kCancelOpen, Params().bind(finished_ms).bind(run_id), "finish_run");
   }
@@ -151,8 +151,9 @@ class PgStore final : public Store {
   }
 
   Status claim_done(const std::string& run_id, uint32_t lo) override {
-    return db_.run(kClaimDone, Params().bind(run_id).bind(int64_t{lo}).bind(fence_host_),
-                   "claim_done");
+    Params p;
+    p.bind(run_id).bind(int64_t{lo}).bind(fence_host_).bind(fence_epoch_);
+    return db_.run(kClaimDone, p, "claim_done");
   }
 
   Result<bool> run_complete(const std::string& run_id) override {

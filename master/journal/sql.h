@@ -116,6 +116,13 @@ CREATE TABLE claims (
 CREATE INDEX claims_by_host ON claims (host, done, seq, lo);
 ALTER TABLE hosts ADD COLUMN fenced_ms BIGINT NOT NULL DEFAULT 0;
 )sql",
+    // 9: a claim carries the epoch its host made it at; the epoch is a key column of hosts
+    // (a unique index with it), so that writing a heartbeat does not wait for the row's
+    // FOR KEY SHARE locks, and bumping the epoch does.
+    R"sql(
+ALTER TABLE claims ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+CREATE UNIQUE INDEX hosts_epoch ON hosts (id, epoch);
+)sql",
 };
 
 inline constexpr const char* kPutRun = R"sql(
@@ -212,9 +219,13 @@ FROM generate_series(0, CAST(? AS BIGINT) - 1, 100) AS g
 ON CONFLICT (run_id, lo) DO NOTHING)sql";
 inline constexpr uint32_t kClaimRange = 100;  // the range kPutClaims makes
 inline constexpr const char* kDeleteClaims = "DELETE FROM claims WHERE run_id = ?";
-inline constexpr const char* kFence = "SELECT 1 FROM hosts WHERE id = ? AND epoch = ? FOR SHARE";
+// A run that ended: its ranges are done (those still open were cancelled with it).
+inline constexpr const char* kCloseClaims =
+    "UPDATE claims SET done = 1 WHERE run_id = ? AND done = 0";
+inline constexpr const char* kFence =
+    "SELECT 1 FROM hosts WHERE id = ? AND epoch = ? FOR KEY SHARE";
 inline constexpr const char* kClaimDone =
-    "UPDATE claims SET done = 1 WHERE run_id = ? AND lo = ? AND host = ?";
+    "UPDATE claims SET done = 1 WHERE run_id = ? AND lo = ? AND host = ? AND epoch = ?";
 inline constexpr const char* kRunOpenRange =
     "SELECT 1 FROM claims WHERE run_id = ? AND done = 0 LIMIT 1";
 

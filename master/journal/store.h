@@ -68,7 +68,8 @@ class Store {
   // declared dead meanwhile waits for it: what committed before is seen by whoever takes the
   // instances over. Epoch 0: no check.
   virtual void set_fence(const std::string& /*host*/, int64_t /*epoch*/) {}
-  // This host finished every instance of its range of a run that starts at `lo`.
+  // This host finished every instance of its range of a run that starts at `lo` (claimed at
+  // the fence's epoch: a range claimed in an earlier life is left alone).
   virtual Status claim_done(const std::string& /*run_id*/, uint32_t /*lo*/) {
     return Status::ok();
   }

@@ -252,6 +252,13 @@ TEST_CASE("cluster: the database stopped for 7 s mid-run: hosts stop their insta
   }
   std::this_thread::sleep_until(downed + seconds(7));  // the outage: 7 s in all
   server.up();
+  // Back together, the hosts share the work again: each claims some of it.
+  t.d[0]->wait_until(
+      [&] {
+        return t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +
+                        "' AND host <> ''") == "3";
+      },
+      seconds(20), "the three hosts to claim a share again");
   wait_run_finished(*t.d[0], id, seconds(120));
   t.check_each_step_once(id, n);
   for (auto& x : t.d) {
