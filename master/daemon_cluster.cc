@@ -55,6 +55,7 @@ void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
     auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
     journal_->read([page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
                    [this, page, c] {
+                     if (!hosts_ || hosts_->epoch() != c.epoch) return;  // fenced off since
                      if (!*page) {
                        spdlog::error(
                            "cluster: cannot load instances {}..{} of run {}, given back: {}", c.lo,

@@ -231,28 +231,30 @@ void Hosts::claim() {
     sharing += !h.dead && h.id != id_ && (h.capacity > 0 || h.up_ms < kSettleMs);
   }
   db_.query(kClaim, {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(sharing)},
-            [this](Result<PgRows> c) { claimed(std::move(c)); });
+            [this, epoch = epoch_](Result<PgRows> c) { claimed(std::move(c), epoch); });
 }
 
-void Hosts::claimed(Result<PgRows> r) {
+void Hosts::claimed(Result<PgRows> r, int64_t epoch) {
   if (!r) {
     failed(r.status());
     return;
   }
-  if (r->rows.empty() || epoch_ == 0) return;
+  // Claimed in a life this host has left since (fenced off meanwhile): not its to run; any
+  // host's sweep releases them.
+  if (r->rows.empty() || epoch_ != epoch) return;
   std::vector<Claim> claims;
   for (const auto& row : r->rows) {
-    claims.push_back(
-        {row.at(0), static_cast<uint32_t>(i64(row.at(1))), static_cast<uint32_t>(i64(row.at(2)))});
+    claims.push_back({row.at(0), static_cast<uint32_t>(i64(row.at(1))),
+                      static_cast<uint32_t>(i64(row.at(2))), epoch});
   }
   events_.claimed(std::move(claims));
 }
 
 void Hosts::release(const Claim& c) {
-  db_.query(kRelease, {c.run, std::to_string(c.lo), id_, std::to_string(epoch_)},
+  db_.query(kRelease, {c.run, std::to_string(c.lo), id_, std::to_string(c.epoch)},
             [](Result<PgRows> r) {
-    if (!r) spdlog::warn("cluster: cannot give a range back: {}", r.status().message());
-  });
+              if (!r) spdlog::warn("cluster: cannot give a range back: {}", r.status().message());
+            });
 }
 
 void Hosts::failed(const Status& s) {

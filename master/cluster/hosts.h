@@ -36,6 +36,7 @@ namespace corral::master::cluster {
 struct Claim {
   std::string run;
   uint32_t lo = 0, hi = 0;
+  int64_t epoch = 0;  // this host's, when it claimed the range
 };
 
 // Every unfinished run in the journal, each with its instances' rows counted by state ("" for
@@ -109,7 +110,7 @@ class Hosts {
   void listed(Result<PgRows> r);
   void swept(Result<PgRows> r);
   void claim();
-  void claimed(Result<PgRows> r);
+  void claimed(Result<PgRows> r, int64_t epoch);
   void fence(const std::string& why);
   void failed(const Status& s);
 
