@@ -332,6 +332,7 @@ void Daemon::finish() {
   build_.reset();
   signals_.clear();
   stop_hooks();
+  leave_cluster();
 }
 
 int run_daemon(const config::Config& cfg, const std::string& config_file) {

@@ -74,6 +74,17 @@ void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
   }
 }
 
+void Daemon::leave_cluster() {
+  if (!hosts_) return;
+  if (hosts_->epoch() != 0 && journal_) {
+    journal_->write([id = hosts_->id(), epoch = hosts_->epoch()](journal::Store& s) {
+      return s.leave(id, epoch);
+    });
+    spdlog::info("cluster: host {} leaves; its ranges go to the other hosts", hosts_->id());
+  }
+  hosts_.reset();
+}
+
 void Daemon::stop_on_workers(const std::string& run_id) {
   for (const auto& [slot, w] : workers_) {
     (void)send_to(slot, ipc::MessageType::kCancel, {{"run", run_id}});

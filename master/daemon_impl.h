@@ -280,6 +280,9 @@ class Daemon {
   // A host of a cluster (daemon_cluster.cc): claimed ranges are loaded and placed; fenced off,
   // every instance it holds is stopped; runs that ended on other hosts end here.
   void on_claimed(std::vector<cluster::Claim> claims);
+  // The daemon stops: its heartbeats end, and once the journal has written everything before,
+  // its ranges are released for the other hosts (Store::leave).
+  void leave_cluster();
   void drop_claims(const std::string& why);
   void on_open_runs(const cluster::OpenRuns& open);
   void stop_on_workers(const std::string& run_id);

@@ -156,6 +156,10 @@ class PgStore final : public Store {
     return db_.run(kClaimDone, p, "claim_done");
   }
 
+  Status leave(const std::string& host, int64_t epoch) override {
+    return db_.run(kLeave, Params().bind(host).bind(epoch), "leave");
+  }
+
   Result<bool> run_complete(const std::string& run_id) override {
     auto q = db_.query(kRunOpenRange, Params().bind(run_id), "run_complete");
     if (!q) return q.status();

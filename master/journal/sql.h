@@ -226,6 +226,12 @@ inline constexpr const char* kFence =
     "SELECT 1 FROM hosts WHERE id = ? AND epoch = ? FOR KEY SHARE";
 inline constexpr const char* kClaimDone =
     "UPDATE claims SET done = 1 WHERE run_id = ? AND lo = ? AND host = ? AND epoch = ?";
+inline constexpr const char* kLeave = R"sql(
+WITH me AS (
+  UPDATE hosts SET epoch = epoch + 1, heartbeat_ms = 0,
+    fenced_ms = CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)
+  WHERE id = ? AND epoch = ? RETURNING id, epoch)
+UPDATE claims SET host = '' WHERE host = (SELECT id FROM me) AND epoch < (SELECT epoch FROM me))sql";
 inline constexpr const char* kRunOpenRange =
     "SELECT 1 FROM claims WHERE run_id = ? AND done = 0 LIMIT 1";
 

@@ -75,6 +75,11 @@ class Store {
   }
   // Whether every range of the run is done (so the run is finished, by whichever host sees it).
   virtual Result<bool> run_complete(const std::string& /*run_id*/) { return false; }
+  // The host at `epoch` leaves the cluster (its daemon stops): its epoch goes up (fencing off
+  // anything it would still write), its heartbeat is made old (it is listed dead at once),
+  // and its ranges are released for the other hosts to claim now, after every write queued
+  // before this one.
+  virtual Status leave(const std::string& /*host*/, int64_t /*epoch*/) { return Status::ok(); }
 
   // Schedules (docs/schedules.md). Inserts or replaces a schedule's row (its last_* fields are
   // not written: they come from its fires).

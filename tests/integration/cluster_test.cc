@@ -268,3 +268,28 @@ TEST_CASE("cluster: the database stopped for 7 s mid-run: hosts stop their insta
     CHECK(x->health()["journal"]["ok"] == true);
   }
 }
+
+TEST_CASE("cluster: a host stopped with SIGTERM exits and leaves: the others take its instances over") {
+  Trio t;
+  const int n = 600;
+  std::string id = t.submit(n, 12000);
+  const std::string leaving = t.ids[1];
+  t.d[1]->signal(SIGTERM);
+  t.d[1]->wait_exit(seconds(30));  // the cluster's heartbeats do not keep it running
+  t.d[1].reset();
+  // It left: its epoch went up once, by itself, and its ranges were released at once (no
+  // other host had to declare it dead).
+  CHECK(t.db.sql("SELECT epoch || ' ' || (fenced_ms > 0) || ' ' || heartbeat_ms FROM hosts "
+                 "WHERE id = '" + leaving + "'") == "2 true 0");
+  CHECK(t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + leaving + "'") == "0");
+  t.d[0]->wait_until(
+      [&] {
+        return t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +
+                        "' AND host <> ''") == "2" &&
+               t.count(id, "instances WHERE state = 'queued'") == "0";
+      },
+      seconds(20), "the others to take its instances over");
+  wait_run_finished(*t.d[0], id, seconds(120));
+  t.check_each_step_once(id, n);
+  CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
+}
