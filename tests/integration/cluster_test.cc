@@ -167,7 +167,7 @@ TEST_CASE("cluster: a daemon on an SQLite journal is in no cluster") {
   CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains("not a PostgreSQL database"));
 }
 
-TEST_CASE("cluster: three hosts share a run; one killed, its instances resume on the others") {
+TEST_CASE("cluster: three hosts share a run, and one killed has its instances resume on the others") {
   Trio t;
   const int n = 3000;
   std::string id = t.submit(n, 14000);

@@ -72,7 +72,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): bytes text cannot hold become 
         "ok \xC3\xA9 bad \xEF\xBF\xBD\xEF\xBF\xBD nul \xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
-TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection fails a write to try again; a read or begin() reconnects at once") {
+TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection fails a write to try again, and a read or begin() reconnects at once") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   CHECK(sql("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
             pg->name() + "' AND application_name = 'corral'") == "1");
