@@ -107,6 +107,26 @@ std::string target_text(const json& target) {
   return out.str();
 }
 
+// A test spread over hosts (docs/cluster.md): its hosts, and each other host's share; "" for
+// a test on one host.
+std::string hosts_line(const json& cluster) {
+  if (!cluster.is_object()) return "";
+  std::ostringstream out;
+  out << "hosts      : " << fixed(json_number(cluster, "hosts"), 0);
+  if (cluster.value("origin", json()).is_string()) {
+    out << ", this host's share " << fixed(json_number(cluster, "share"), 0)
+        << " of the test of host " << json_string(cluster, "origin") << "\n";
+    return out.str();
+  }
+  out << " (this one the origin)";
+  const json others = json_field(cluster, "others");
+  for (const json& o : others.is_array() ? others : json::array()) {
+    out << "; " << json_string(o, "host") << " " << json_string(o, "state");
+  }
+  out << "\n";
+  return out.str();
+}
+
 }  // namespace
 
 // "stage 2/3" while a staged test runs (from its stages' durations and the elapsed time), or "".
@@ -172,6 +192,7 @@ std::string render_load_summary(const json& test) {
       << "duration   : " << fixed(json_number(test, "elapsed_s"), 1) << "s on "
       << fixed(json_number(test, "workers"), 0) << " workers, up to "
       << fixed(json_number(test, "vus_max"), 0) << " VUs\n"
+      << hosts_line(json_field(test, "cluster"))
       << "requests   : " << fixed(json_number(test, "requests"), 0) << " ("
       << fixed(json_number(test, "rps"), 1) << "/s), " << human_bytes(static_cast<uint64_t>(
                                                               json_number(test, "bytes")))

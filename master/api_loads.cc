@@ -35,11 +35,12 @@ uint64_t connections_per_worker(const config::Config& cfg) {
   return soft > 4000 ? soft - 2000 : soft / 2;
 }
 
-// Workers a test needs: one per connections_per_worker() held connections; any other model
-// runs on the workers there are.
-size_t workers_needed(const load::LoadSpec& spec, const config::Config& cfg) {
-  if (spec.model != load::Model::kHeld) return 1;
-  auto peak = static_cast<uint64_t>(spec.peak());
+// Workers a test needs on this host: one per connections_per_worker() held connections of its
+// share; any other model runs on the workers there are.
+size_t workers_needed(const LoadSubmission& sub, const config::Config& cfg) {
+  if (sub.spec.model != load::Model::kHeld) return 1;
+  auto peak = static_cast<uint64_t>(sub.spec.peak());
+  peak = peak / sub.host_count + (sub.host_index < peak % sub.host_count ? 1 : 0);
   uint64_t per = connections_per_worker(cfg);
   return static_cast<size_t>((peak + per - 1) / per);
 }
@@ -76,15 +77,15 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
                                       th.step + "\"");
     }
   }
-  if (workers_needed(*spec, cfg) > kMaxLoadWorkers) {
-    return Response::error(400, "load.connections: " + std::to_string(int64_t(spec->peak())) +
-                                    " held connections need " +
-                                    std::to_string(workers_needed(*spec, cfg)) +
-                                    " workers; at most " + std::to_string(kMaxLoadWorkers));
-  }
   out.scenario = *sc;
   out.scenario.erase("load");
   out.spec = std::move(*spec);
+  if (workers_needed(out, cfg) > kMaxLoadWorkers) {
+    return Response::error(400, "load.connections: " + std::to_string(int64_t(out.spec.peak())) +
+                                    " held connections need " +
+                                    std::to_string(workers_needed(out, cfg)) +
+                                    " workers; at most " + std::to_string(kMaxLoadWorkers));
+  }
   return std::nullopt;
 }
 
@@ -98,27 +99,44 @@ std::vector<int> Daemon::ready_workers() const {
   return ready;
 }
 
+std::optional<Response> Daemon::check_load(const json& body, LoadSubmission& out) const {
+  scenario::ParseOptions options;
+  options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
+  options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
+  return check(body, options, cfg_, out);
+}
+
 void Daemon::api_load_start(const ApiCall& c) {
   const http::Responder& respond = c.respond;
   auto submitted = submission_body(c, "load tests");
   if (!submitted) return;
-  const json& body = *submitted;
-  scenario::ParseOptions options;
-  options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
-  options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
   LoadSubmission sub;
-  if (auto refused = check(body, options, cfg_, sub)) {
+  if (auto refused = check_load(*submitted, sub)) {
     respond.send(std::move(*refused));
     return;
   }
+  if (sub.spec.hosts != 1) {
+    spread_load(std::move(sub), respond);
+    return;
+  }
+  sub.id = numbered_id('l', ++load_seq_);
+  run_load(
+      std::move(sub),
+      [respond](const LoadTest& t) {
+        respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}}));
+      },
+      [respond](const std::string& why) { respond.send(Response::error(503, why)); });
+}
+
+void Daemon::run_load(LoadSubmission sub, LoadStarted started, LoadRefused refused) {
   std::vector<int> ready = ready_workers();
-  size_t need = workers_needed(sub.spec, cfg_);
+  size_t need = workers_needed(sub, cfg_);
   if (ready.empty() && sub.spec.model != load::Model::kHeld) {
-    respond.send(Response::error(503, "no worker is ready to run a load test"));
+    refused("no worker is ready to run a load test");
     return;
   }
   if (ready.size() >= need && !ready.empty()) {
-    launch_load(std::move(sub), respond, ready);
+    started(launch_load(std::move(sub), ready));
     return;
   }
   // More workers than there are: the count goes up for this test, which starts once they are
@@ -130,8 +148,8 @@ void Daemon::api_load_start(const ApiCall& c) {
     supervisor_.set_wanted(static_cast<int>(need));
     kick();
   }
-  pending_loads_.push_back({std::move(sub), respond, std::max<size_t>(need, 1),
-                            monotonic_ms() + kWorkersReadyMs});
+  pending_loads_.push_back({std::move(sub), std::move(started), std::move(refused),
+                            std::max<size_t>(need, 1), monotonic_ms() + kWorkersReadyMs});
 }
 
 void Daemon::start_pending_loads() {
@@ -142,13 +160,13 @@ void Daemon::start_pending_loads() {
     if (ready.size() >= it->need) {
       PendingLoad p = std::move(*it);
       it = pending_loads_.erase(it);
-      launch_load(std::move(p.sub), p.respond, ready);
+      p.started(launch_load(std::move(p.sub), ready));
     } else if (now >= it->deadline_ms || supervisor_.shutting_down()) {
-      it->respond.send(Response::error(
-          503, "the test needs " + std::to_string(it->need) + " workers and " +
-                   std::to_string(ready.size()) + " are ready after " +
-                   config::format_duration_ms(kWorkersReadyMs)));
+      PendingLoad p = std::move(*it);
       it = pending_loads_.erase(it);
+      p.refused("the test needs " + std::to_string(p.need) + " workers and " +
+                std::to_string(ready.size()) + " are ready after " +
+                config::format_duration_ms(kWorkersReadyMs));
     } else {
       ++it;
     }
@@ -163,31 +181,40 @@ void Daemon::start_pending_loads() {
   kick();
 }
 
-void Daemon::launch_load(LoadSubmission sub, const http::Responder& respond,
-                         const std::vector<int>& ready) {
-  std::string id = numbered_id('l', ++load_seq_);
+LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready) {
   const int64_t now = unix_ms_now();
-  LoadTest& t = loads_.add(id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),
-                           {ready.begin(), ready.end()}, now, now + kStartDelayMs);
+  const int64_t start = sub.start_ms != 0 ? std::max(now, sub.start_ms) : now + int64_t{kStartDelayMs};
+  std::set<int> slots(ready.begin(), ready.end());
+  for (uint32_t i = 1; i < sub.hosts.size(); ++i) slots.insert(Loads::host_slot(i));
+  LoadTest& t = loads_.add(sub.id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),
+                           std::move(slots), now, start);
+  t.workers = ready.size();
+  t.origin = sub.origin;
+  t.host_index = sub.host_index;
+  t.host_count = sub.host_count;
+  for (uint32_t i = 1; i < sub.hosts.size(); ++i) t.remote[Loads::host_slot(i)] = {sub.hosts[i], ""};
   for (size_t i = 0; i < ready.size(); ++i) {
-    json start = {{"load", id},        {"scenario", t.scenario},  {"vars", t.vars},
-                  {"spec", t.load},    {"index", i},              {"of", ready.size()},
-                  {"delay_ms", kStartDelayMs}};
-    if (!send_to(ready[i], ipc::MessageType::kLoadStart, start)) {
+    json start_msg = {{"load", t.id},     {"scenario", t.scenario}, {"vars", t.vars},
+                      {"spec", t.load},   {"index", i},             {"of", ready.size()},
+                      {"host", t.host_index}, {"hosts", t.host_count},
+                      {"delay_ms", start - now}};
+    if (!send_to(ready[i], ipc::MessageType::kLoadStart, start_msg)) {
       loads_.worker_gone(ready[i], unix_ms_now());
     }
   }
   if (t.spec.watch.any()) {
-    auto watch = std::make_unique<TargetWatch>(loop_, t.spec.watch, [this, id](json sample) {
+    auto watch = std::make_unique<TargetWatch>(loop_, t.spec.watch, [this, id = t.id](json sample) {
       on_target_sample(id, std::move(sample));
     });
     watch->start();
-    watches_[id] = std::move(watch);
+    watches_[t.id] = std::move(watch);
   }
-  spdlog::info("load {}: \"{}\" ({} model, {}) on {} workers", id, t.name,
+  spdlog::info("load {}: \"{}\" ({} model, {}) on {} workers{}", t.id, t.name,
                load::to_string(t.spec.model), config::format_duration_ms(t.spec.duration_ms()),
-               ready.size());
-  respond.send(Response::json(201, {{"load", id}, {"workers", ready.size()}}));
+               ready.size(),
+               t.host_count > 1 ? fmt::format(", share {} of {} hosts", t.host_index, t.host_count)
+                                : std::string());
+  return t;
 }
 
 void Daemon::on_target_sample(const std::string& id, json sample) {
@@ -207,7 +234,10 @@ void Daemon::end_load(LoadTest& t, LoadState state, const std::string& reason) {
   std::set<int> slots = t.slots;
   if (!loads_.end(t, state, reason, unix_ms_now())) return;
   spdlog::info("load {}: {}", t.id, reason);
-  for (int slot : slots) (void)send_to(slot, ipc::MessageType::kLoadStop, {{"load", t.id}});
+  for (int slot : slots) {
+    if (slot >= 0) (void)send_to(slot, ipc::MessageType::kLoadStop, {{"load", t.id}});
+  }
+  if (!t.remote.empty() && load_shares_) load_shares_->stop(t.id);
 }
 
 Status Daemon::on_load_stats(int slot, const nlohmann::json& payload) {
@@ -215,11 +245,15 @@ Status Daemon::on_load_stats(int slot, const nlohmann::json& payload) {
   if (!second) return Status(Code::kProtocol, "load_stats: " + second.status().message());
   std::string id = second->load;
   if (Status s = loads_.on_second(slot, std::move(*second), unix_ms_now()); !s) return s;
+  check_aborting(id);
+  return Status::ok();
+}
+
+void Daemon::check_aborting(const std::string& id) {
   LoadTest* t = loads_.find(id);
-  if (t == nullptr || t->ended() || t->ending) return Status::ok();
+  if (t == nullptr || t->ended() || t->ending) return;
   auto crossed = loads_.crossed_aborting(*t, unix_ms_now());
   if (!crossed.empty()) end_load(*t, LoadState::kAborted, "aborted: " + crossed[0].threshold->name + " crossed");
-  return Status::ok();
 }
 
 void Daemon::api_loads_list(const ApiCall& c) {

@@ -48,6 +48,7 @@ void Daemon::start_cluster() {
       loop_, journal_path(), journal_label(), host_id(cfg_.home),
       [this] { return listen_address(); }, load, std::move(events));
   hosts_->start();
+  start_load_shares();
 }
 
 void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
@@ -82,6 +83,7 @@ void Daemon::leave_cluster() {
     });
     spdlog::info("cluster: host {} leaves; its ranges go to the other hosts", hosts_->id());
   }
+  load_shares_.reset();
   hosts_.reset();
 }
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -18,6 +19,7 @@
 #include "config/config.h"
 #include "master/api_route.h"
 #include "master/cluster/hosts.h"
+#include "master/cluster/load_shares.h"
 #include "master/dispatcher.h"
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
@@ -235,8 +237,29 @@ class Daemon {
   // or the run ends, then answers.
   void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
                       const http::Responder& respond);
-  // Starts a checked test on `ready` workers and answers the request that asked for it.
-  void launch_load(LoadSubmission sub, const http::Responder& respond, const std::vector<int>& ready);
+  // A load test's submission checked into `out`; or the answer that refuses it.
+  std::optional<http::Response> check_load(const nlohmann::json& body, LoadSubmission& out) const;
+  using LoadStarted = std::function<void(const LoadTest&)>;
+  using LoadRefused = std::function<void(const std::string& why)>;
+  // Starts a checked test (sub.id set) once the workers it needs are ready: `started` with it,
+  // or `refused` saying why it cannot start.
+  void run_load(LoadSubmission sub, LoadStarted started, LoadRefused refused);
+  // Starts a checked test on `ready` workers.
+  LoadTest& launch_load(LoadSubmission sub, const std::vector<int>& ready);
+  // Thresholds with abort_on_fail that test `id` now crosses end it.
+  void check_aborting(const std::string& id);
+  // A test spread over the hosts of the cluster (daemon_load_shares.cc): this host is its
+  // origin, runs share 0, and adds up the seconds the others send.
+  void spread_load(LoadSubmission sub, const http::Responder& respond);
+  void start_load_shares();
+  // This host's shares of other hosts' tests, read every second: new ones start, stopped or
+  // vanished ones end.
+  void on_load_shares(std::vector<cluster::ShareRow> rows);
+  void start_load_share(const cluster::ShareRow& row);
+  // A second another host measured for a test this host is the origin of; the state of that
+  // host's share.
+  void on_remote_second(const std::string& id, const std::string& host, nlohmann::json second);
+  void on_share_state(const std::string& id, const std::string& host, const std::string& state);
   // Tests waiting for workers start once they are ready; the count raised for them comes down
   // once no test needs it.
   void start_pending_loads();
@@ -326,7 +349,10 @@ class Daemon {
   JournalWatch journal_watch_;
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
-  std::unique_ptr<cluster::Hosts> hosts_;      // when the journal is PostgreSQL (daemon_cluster.cc)
+  std::unique_ptr<cluster::Hosts> hosts_;  // when the journal is PostgreSQL (daemon_cluster.cc)
+  std::unique_ptr<cluster::LoadShares> load_shares_;  // with hosts_ (daemon_load_shares.cc)
+  std::set<std::string> spread_loads_;     // tests this host is the origin of, until forgotten
+  std::set<std::string> starting_shares_;  // shares waiting for workers
   Runs runs_;
   Schedules schedules_;
   std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()
@@ -341,7 +367,8 @@ class Daemon {
   // beyond the usual count if need be: it waits here while they start.
   struct PendingLoad {
     LoadSubmission sub;
-    http::Responder respond;
+    LoadStarted started;
+    LoadRefused refused;
     size_t need = 0;
     uint64_t deadline_ms = 0;
   };

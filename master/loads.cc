@@ -76,6 +76,21 @@ json target_json(const LoadTest& t, bool with_series) {
   return j;
 }
 
+// A test spread over hosts: this host's share and, on the origin, the other hosts' shares.
+json cluster_json(const LoadTest& t) {
+  json others = json::array();
+  for (const auto& [slot, r] : t.remote) {
+    others.push_back({{"host", r.host},
+                      {"share", Loads::share_of_slot(slot)},
+                      {"state", r.state.empty() ? "starting" : r.state},
+                      {"taking_part", t.slots.count(slot) != 0}});
+  }
+  return {{"hosts", t.host_count},
+          {"share", t.host_index},
+          {"origin", t.origin.empty() ? json(nullptr) : json(t.origin)},
+          {"others", others}};
+}
+
 }  // namespace
 
 double Loads::elapsed_s(const LoadTest& t, int64_t now_ms) {
@@ -181,6 +196,10 @@ Status Loads::on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms) {
   const bool done = s.done;
   if (second < t->seconds) {
     t->total.add(s);  // a second already summed up: it still counts in the totals
+    if (!t->origin.empty() && forward_) {
+      s.done = false;  // the share's end is sent once its last second is complete
+      forward_(*t, s);
+    }
   } else {
     t->pending[second].add(s);
   }
@@ -196,13 +215,17 @@ Status Loads::on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms) {
 
 void Loads::worker_gone(int slot, int64_t now_ms) {
   for (auto& [id, t] : tests_) {
-    if (t->ended() || t->slots.erase(slot) == 0) continue;
-    t->last_second.erase(slot);
-    if (!t->reason.empty()) t->reason += "; ";
-    t->reason += "worker " + std::to_string(slot) + " left during the test";
-    complete_seconds(*t);
-    finish_if_done(*t, now_ms);
+    drop(*t, slot, "worker " + std::to_string(slot) + " left during the test", now_ms);
   }
+}
+
+void Loads::drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms) {
+  if (t.ended() || t.slots.erase(slot) == 0) return;
+  t.last_second.erase(slot);
+  if (!t.reason.empty()) t.reason += "; ";
+  t.reason += why;
+  complete_seconds(t);
+  finish_if_done(t, now_ms);
 }
 
 // Seconds every remaining worker has reported go into the totals and the series.
@@ -216,6 +239,10 @@ void Loads::complete_seconds(LoadTest& t) {
     if (!complete) return;
     t.total.add(first->second);
     t.series.push_back(second_json(first->first, first->second));
+    if (!t.origin.empty() && forward_) {
+      first->second.second = first->first;
+      forward_(t, first->second);
+    }
     t.seconds = first->first + 1;
     t.pending.erase(first);
   }
@@ -225,6 +252,14 @@ void Loads::finish_if_done(LoadTest& t, int64_t now_ms) {
   if (t.ended() || !t.slots.empty()) return;
   complete_seconds(t);
   t.ended_ms = now_ms;
+  if (!t.origin.empty() && forward_) {
+    // The share's end: a second the origin has (or has had) already, with nothing in it.
+    ipc::LoadSecond last;
+    last.load = t.id;
+    last.second = t.seconds > 0 ? t.seconds - 1 : 0;
+    last.done = true;
+    forward_(t, last);
+  }
   if (t.ending) {
     t.state = *t.ending;
     return;
@@ -325,6 +360,7 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
             {"thresholds", thresholds},
             {"reasons", t.total.reasons}};
   if (t.spec.watch.any()) j["target"] = target_json(t, with_series);
+  if (t.host_count > 1) j["cluster"] = cluster_json(t);
   if (with_series) j["series"] = t.series;
   return j;
 }

@@ -5,10 +5,16 @@
 // or its end); complete seconds are added to the totals and summed up in the series. A worker
 // that leaves during a test is dropped from it, and the test says so.
 //
+// A test spread over the hosts of a cluster (docs/cluster.md): on its origin, each other host
+// takes part as one more "slot" (negative, so never a worker's), whose seconds are that host's
+// workers' added up; on each other host, the test is a share whose complete seconds (and late
+// ones, and its end) are forwarded to the origin instead of being judged.
+//
 // Pure bookkeeping: no I/O and no clock of its own (times are passed in). Loop thread only.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,8 +42,15 @@ struct ThresholdResult {
 
 // A load test as submitted and checked, before it starts.
 struct LoadSubmission {
+  std::string id;
   nlohmann::json scenario, load, vars;
   load::LoadSpec spec;
+  // Spread over hosts (docs/cluster.md): the hosts taking part (on the origin, itself first),
+  // this host's share, the origin (on another host), and when the workers start (Unix ms).
+  std::vector<std::string> hosts;
+  uint32_t host_index = 0, host_count = 1;
+  std::string origin;
+  int64_t start_ms = 0;
 };
 
 struct LoadTest {
@@ -68,6 +81,16 @@ struct LoadTest {
   // test, if it did: null, or {"event": "crossed"|"died", "t", "condition", "value", "load"}.
   std::vector<nlohmann::json> target;
   nlohmann::json target_event;
+  // Spread over hosts: on the origin, every other host's share by its slot (state: '' until
+  // it starts, running, done, or why it left); on another host, the origin's id and this
+  // host's share.
+  struct Remote {
+    std::string host;
+    std::string state;
+  };
+  std::map<int, Remote> remote;
+  std::string origin;
+  uint32_t host_index = 0, host_count = 1;
 
   bool ended() const { return state != LoadState::kRunning; }
 };
@@ -87,6 +110,16 @@ class Loads {
   Status on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms);
   // The worker of `slot` is gone: every test drops it.
   void worker_gone(int slot, int64_t now_ms);
+  // Test `t` drops `slot` (a worker, or another host), saying `why`.
+  void drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms);
+  // Where a share's seconds go (to its origin): complete ones, late ones, and the last, with
+  // done set.
+  void set_forward(std::function<void(const LoadTest&, const ipc::LoadSecond&)> forward) {
+    forward_ = std::move(forward);
+  }
+  // The slot of another host in a test spread over hosts: share 1 is slot -2, and so on.
+  static int host_slot(uint32_t share) { return -1 - static_cast<int>(share); }
+  static uint32_t share_of_slot(int slot) { return static_cast<uint32_t>(-1 - slot); }
   // Thresholds with abort_on_fail that the totals now cross (past their delay).
   std::vector<ThresholdResult> crossed_aborting(const LoadTest& t, int64_t now_ms) const;
   std::vector<ThresholdResult> evaluate(const LoadTest& t, int64_t now_ms) const;
@@ -107,6 +140,7 @@ class Loads {
   void complete_seconds(LoadTest& t);
   void finish_if_done(LoadTest& t, int64_t now_ms);
 
+  std::function<void(const LoadTest&, const ipc::LoadSecond&)> forward_;
   std::map<std::string, std::unique_ptr<LoadTest>> tests_;
   std::vector<std::string> order_;  // ids, oldest first
 };

@@ -349,7 +349,8 @@ void Worker::on_load_start(const nlohmann::json& p) {
     load_failed(id, spec.status().message());
     return;
   }
-  LoadShare share{p.value("index", 0u), std::max(1u, p.value("of", 1u))};
+  LoadShare share{p.value("index", 0u), std::max(1u, p.value("of", 1u)), p.value("host", 0u),
+                  std::max(1u, p.value("hosts", 1u))};
   auto driver = std::make_unique<LoadDriver>(
       loop_, *engine_, id, std::move(*spec), share, [this](ipc::LoadSecond&& s) {
         send(ipc::MessageType::kLoadStats, ipc::to_json(s));
@@ -362,7 +363,8 @@ void Worker::on_load_start(const nlohmann::json& p) {
     load_failed(id, s.message());
     return;
   }
-  spdlog::info("load {}: share {} of {} starting", id, share.index, share.of);
+  spdlog::info("load {}: share {} of {} (host {} of {}) starting", id, share.index, share.of,
+               share.host, share.hosts);
   loads_.emplace(id, std::move(driver));
 }
 

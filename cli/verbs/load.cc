@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -63,6 +64,8 @@ class LoadVerb : public Verb {
     app.add_option("--think", think_, "a pause between two steps, e.g. 500ms");
     app.add_option("--max-vus", max_vus_, "open model: VUs available for iterations");
     app.add_option("--grace", grace_, "how long running iterations may finish at the end");
+    app.add_option("--hosts", hosts_,
+                   "spread the test over N hosts of the daemon's cluster, or all of them");
     app.add_option("--threshold", thresholds_,
                    "METRIC: EXPRESSION, e.g. 'latency: p99 < 200ms' (repeatable)");
     app.add_option("--var", vars_, "a run-time variable, NAME=VALUE (repeatable)");
@@ -203,6 +206,16 @@ class LoadVerb : public Verb {
     if (!think_.empty()) load["think"] = think_;
     if (!grace_.empty()) load["grace"] = grace_;
     if (max_vus_ > 0) load["max_vus"] = max_vus_;
+    if (hosts_ == "all") {
+      load["hosts"] = "all";
+    } else if (!hosts_.empty()) {
+      char* end = nullptr;
+      long n = std::strtol(hosts_.c_str(), &end, 10);
+      if (end == hosts_.c_str() || *end != '\0' || n < 1) {
+        return "--hosts " + hosts_ + ": expected a number of hosts, or all";
+      }
+      load["hosts"] = n;
+    }
     for (const std::string& t : thresholds_) {
       // The metric ends at the first ':' outside braces ("latency{step:login}: p99 < 1s").
       size_t colon = std::string::npos;
@@ -277,6 +290,7 @@ class LoadVerb : public Verb {
   std::string think_;
   long max_vus_ = 0;
   std::string grace_;
+  std::string hosts_;
   std::vector<std::string> thresholds_;
   std::vector<std::string> vars_;
   std::string out_;

@@ -97,6 +97,8 @@ struct LoadSpec {
   std::vector<std::string> source_addresses;  // held: local addresses to connect from
   std::vector<Threshold> thresholds;
   Watch watch;
+  // The hosts of a cluster to spread the test over (docs/cluster.md); 0: every live host.
+  uint32_t hosts = 1;
 
   uint64_t duration_ms() const;
   // The target at `t_ms` from the start: piecewise linear over the stages; after the last

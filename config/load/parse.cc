@@ -156,6 +156,20 @@ void read_sources(const json& j, LoadSpec& spec) {
   }
 }
 
+// "hosts": a count, or "all".
+void read_hosts(const json& j, LoadSpec& spec) {
+  if (!j.contains("hosts")) return;
+  const json& h = j["hosts"];
+  if (h == "all") {
+    spec.hosts = 0;
+  } else if (h.is_number_unsigned() && h.get<uint64_t>() >= 1 && h.get<uint64_t>() <= kMaxHosts) {
+    spec.hosts = h.get<uint32_t>();
+  } else {
+    fail(at("hosts"), "expected a number of hosts from 1 to " + std::to_string(kMaxHosts) +
+                          ", or \"all\", got " + shown(h));
+  }
+}
+
 void read_thresholds(const json& j, LoadSpec& spec) {
   if (!j.contains("thresholds")) return;
   const json& t = j["thresholds"];
@@ -175,12 +189,14 @@ void read_thresholds(const json& j, LoadSpec& spec) {
 LoadSpec parse(const json& j) {
   check_fields(j, kPath,
                {"model", "vus", "rate", "connections", "duration", "stages", "start", "pace",
-                "think", "grace", "max_vus", "source_addresses", "thresholds", "watch"});
+                "think", "grace", "max_vus", "source_addresses", "thresholds", "watch",
+                "hosts"});
   LoadSpec spec;
   spec.model = read_model(j);
   read_shape(j, spec);
   read_timing(j, spec);
   read_sources(j, spec);
+  read_hosts(j, spec);
   read_thresholds(j, spec);
   if (j.contains("watch")) {
     Result<Watch> w = parse_watch(j["watch"], at("watch"));

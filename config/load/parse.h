@@ -12,6 +12,7 @@ namespace corral::load {
 constexpr double kMaxVus = 1000000;
 constexpr double kMaxRate = 10000000;  // iterations per second
 constexpr double kMaxConnections = 1000000;
+constexpr uint64_t kMaxHosts = 1000;  // "hosts": the hosts of a cluster to spread over
 constexpr uint64_t kMaxDurationMs = 7 * 24 * 3600 * 1000ull;
 
 // Builds the model from a "load" object (see docs/load.md). Which model it is comes from

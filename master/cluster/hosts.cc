@@ -10,9 +10,6 @@
 namespace corral::master::cluster {
 namespace {
 
-// The database's clock in Unix milliseconds: hosts compare heartbeats on one clock.
-#define CORRAL_DB_NOW "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
-
 // clang-format off
 // Registers (the epoch goes up by one) and releases whatever the host's previous lives held.
 constexpr const char* kRegister =
@@ -72,7 +69,7 @@ constexpr const char* kOpenRuns =
     "LEFT JOIN instances i ON i.run_id = r.id WHERE r.finished_ms = 0 GROUP BY r.id, i.state";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
-int64_t i64(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
+int64_t i64(const std::string& s) { return pg_i64(s); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -27,6 +28,13 @@ namespace corral::master::cluster {
 struct PgRows {
   std::vector<std::vector<std::string>> rows;
 };
+
+// A column's text as a number (0 when it is not one).
+inline int64_t pg_i64(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
+
+// The database's clock in Unix milliseconds, in SQL: hosts compare times on one clock.
+#define CORRAL_DB_NOW "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+
 
 class PgAsync {
  public:

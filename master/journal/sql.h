@@ -123,6 +123,33 @@ ALTER TABLE hosts ADD COLUMN fenced_ms BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE claims ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX hosts_epoch ON hosts (id, epoch);
 )sql",
+    // 10: load tests spread over the hosts sharing a PostgreSQL journal
+    // (master/cluster/load_shares.h); unused on SQLite. A test as its origin host submitted it,
+    // each host's share of it (state: '' until the host starts it, then running, done, or why it
+    // could not run), and the seconds each share measured, which the origin reads and deletes.
+    R"sql(
+CREATE TABLE loads (
+  id TEXT PRIMARY KEY,
+  origin TEXT NOT NULL,
+  body TEXT NOT NULL,
+  start_ms BIGINT NOT NULL,
+  hosts INTEGER NOT NULL,
+  stop_ms BIGINT NOT NULL DEFAULT 0,
+  created_ms BIGINT NOT NULL);
+CREATE TABLE load_shares (
+  load_id TEXT NOT NULL,
+  host TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (load_id, host));
+CREATE INDEX load_shares_by_host ON load_shares (host, state);
+CREATE TABLE load_seconds (
+  load_id TEXT NOT NULL,
+  host TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (load_id, host, seq));
+)sql",
 };
 
 inline constexpr const char* kPutRun = R"sql(

@@ -13,12 +13,16 @@ constexpr size_t kMaxArrivalsPerTick = 100000;
 
 uint64_t now_us() { return uv_hrtime() / 1000; }
 
-// This worker's part of `total` VUs: VU k runs on worker k mod of.
-uint64_t share_of(uint64_t total, LoadShare s) {
-  return total / s.of + (s.index < total % s.of ? 1 : 0);
+// Part `index` of `total` split `of` ways: item k goes to part k mod of.
+uint64_t split(uint64_t total, uint32_t index, uint32_t of) {
+  return total / of + (index < total % of ? 1 : 0);
 }
 
 }  // namespace
+
+uint64_t LoadShare::part(uint64_t total) const {
+  return split(split(total, host, hosts), index, of);
+}
 
 LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::LoadSpec spec,
                        LoadShare share, Report report)
@@ -37,6 +41,7 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
       finish_timer_(loop) {
   second_.load = id_;
   if (share_.of == 0) share_.of = 1;
+  if (share_.hosts == 0) share_.hosts = 1;
   if (held_) start_held();
 }
 
@@ -56,11 +61,12 @@ void LoadDriver::begin() {
   t0_us_ = now_us();
   const bool open = spec_.model == load::Model::kOpen;
   if (open) {
-    max_vus_ = std::max<uint64_t>(1, share_of(spec_.max_vus, share_));
-    // Workers take turns: worker i's first arrival is i/of of an interval after the start.
+    max_vus_ = std::max<uint64_t>(1, share_.part(spec_.max_vus));
+    // Workers take turns: the first arrival of the worker whose VUs are numbered from p is
+    // p test-wide arrival intervals after the start.
     double rate = spec_.target_at(0);
     next_arrival_us_ = static_cast<double>(t0_us_) +
-                       (rate > 0 ? 1e6 * share_.index / rate : 0.0);
+                       (rate > 0 ? 1e6 * static_cast<double>(share_.test_vu(0)) / rate : 0.0);
   }
   second_timer_.start(1000, 1000, [this] { on_second(); });
   tick_.start(0, open ? kArrivalTickMs : kTickMs, [this] { on_tick(); });
@@ -83,7 +89,7 @@ void LoadDriver::on_tick() {
   switch (spec_.model) {
     case load::Model::kClosed:
     case load::Model::kHeld:
-      set_vus(share_of(static_cast<uint64_t>(std::floor(spec_.target_at(t) + 1e-9)), share_),
+      set_vus(share_.part(static_cast<uint64_t>(std::floor(spec_.target_at(t) + 1e-9))),
               now);
       return;
     case load::Model::kOpen:
@@ -156,7 +162,7 @@ void LoadDriver::run_arrivals(uint64_t now) {
     auto at = static_cast<uint64_t>(std::llround(next_arrival_us_));
     uint64_t t = elapsed_ms(at);
     if (t >= spec_.duration_ms()) return;
-    double rate = spec_.target_at(t) / share_.of;
+    double rate = spec_.target_at(t) * share_.fraction();
     if (rate <= 0) {
       next_arrival_us_ += 1000;  // nothing arrives while the rate is 0: look again in 1 ms
       continue;

@@ -3,7 +3,9 @@
 // each second's measurements (ipc::LoadSecond) to the master, which adds up the workers.
 //
 // The share: worker `index` of `of` runs its part of the VUs (VU k of the test runs on worker
-// k mod of) or of the arrival rate (rate / of).
+// k mod of) or of the arrival rate (rate / of). A test spread over hosts (docs/cluster.md) is
+// split twice: VU k runs on host k mod hosts, as that host's VU k / hosts, which its workers
+// split as above; each worker gets rate / (hosts * of).
 //
 // Schedules and lateness. With a pace (closed) or a rate (open), every iteration has an
 // intended start. A VU whose iteration overran its pace starts the next one at once, late,
@@ -42,8 +44,17 @@
 namespace corral::worker {
 
 struct LoadShare {
-  uint32_t index = 0;
+  uint32_t index = 0;  // this worker, among its host's workers in the test
   uint32_t of = 1;
+  uint32_t host = 0;   // this host, among the hosts in the test
+  uint32_t hosts = 1;
+
+  // This worker's part of `total` VUs.
+  uint64_t part(uint64_t total) const;
+  // The share of the arrival rate this worker takes.
+  double fraction() const { return 1.0 / (static_cast<double>(of) * hosts); }
+  // The test's number for this worker's VU `vu`: the same on every run.
+  uint64_t test_vu(uint64_t vu) const { return host + uint64_t{hosts} * (index + uint64_t{of} * vu); }
 };
 
 class LoadDriver final : public IterationSink {

@@ -37,16 +37,16 @@ void LoadDriver::start_held() {
   }
 }
 
-// VU `vu` of this worker is VU index + vu * of of the test: the same number on every run.
+// VU `vu` of this worker is the test's VU share_.test_vu(vu): the same number on every run.
 uint64_t LoadDriver::pin_of(uint32_t vu) const {
-  uint64_t test_vu = share_.index + uint64_t{vu} * share_.of;
+  uint64_t test_vu = share_.test_vu(vu);
   return (uint64_t{group_} << 32) | ((test_vu + 1) & 0xffffffffu);
 }
 
 const std::string* LoadDriver::source_for(uint32_t vu, const std::string& url) const {
   if (sources_.empty()) return nullptr;
   if (spec_.source_addresses.empty() && !loopback_url(url)) return nullptr;
-  uint64_t test_vu = share_.index + uint64_t{vu} * share_.of;
+  uint64_t test_vu = share_.test_vu(vu);
   return &sources_[test_vu % sources_.size()];
 }
 

@@ -115,3 +115,17 @@ TEST_CASE("load view: a staged test's live line says which stage runs") {
   t["state"] = "passed";
   CHECK(corral::cli::render_load_progress(t).find("stage") == std::string::npos);
 }
+
+TEST_CASE("load view: a test over hosts names them, on its origin and on the other hosts") {
+  json origin = test_json("passed");
+  origin["cluster"] = {{"hosts", 3}, {"share", 0}, {"origin", nullptr},
+                       {"others", json::array({{{"host", "b/1"}, {"state", "done"}},
+                                               {{"host", "c/2"}, {"state", "running"}}})}};
+  CHECK_THAT(render_load_summary(origin),
+             Catch::Contains("hosts      : 3 (this one the origin); b/1 done; c/2 running\n"));
+  json share = test_json("passed");
+  share["cluster"] = {{"hosts", 3}, {"share", 2}, {"origin", "a/0"}, {"others", json::array()}};
+  CHECK_THAT(render_load_summary(share),
+             Catch::Contains("hosts      : 3, this host's share 2 of the test of host a/0\n"));
+  CHECK_THAT(render_load_summary(test_json("passed")), !Catch::Contains("hosts      :"));
+}

@@ -52,6 +52,12 @@ TEST_CASE("load parse: each model comes from its target field, or from \"model\"
   CHECK(stages_only.start == 0);
 }
 
+TEST_CASE("load parse: hosts is a count, or all of them, and one by default") {
+  CHECK(corral::load::parse_load(json::parse(R"({"vus": 2, "duration": "1s"})"))->hosts == 1);
+  CHECK(corral::load::parse_load(json::parse(R"({"vus": 2, "duration": "1s", "hosts": 3})"))->hosts == 3);
+  CHECK(corral::load::parse_load(json::parse(R"({"vus": 2, "duration": "1s", "hosts": "all"})"))->hosts == 0);
+}
+
 TEST_CASE("load parse: the target moves linearly through the stages, and stays at the last") {
   LoadSpec s = parsed(R"({"start": 100, "stages": [{"duration": "10s", "target": 1100},
       {"duration": "0s", "target": 50}, {"duration": "5s", "target": 50}]})");
@@ -131,6 +137,9 @@ TEST_CASE("load parse: a wrong load section is refused, naming the field at faul
       {R"({"duration": "1s"})", "load: give either \"vus\" with \"duration\", or \"stages\""},
       {R"({"vus": 2, "stages": [{"duration": "1s", "target": 1}]})", "give either \"vus\""},
       {R"({"vus": 2})", "load.duration: missing"},
+      {R"({"vus": 2, "duration": "1s", "hosts": 0})",
+       "load.hosts: expected a number of hosts from 1 to 1000, or \"all\", got 0"},
+      {R"({"vus": 2, "duration": "1s", "hosts": "some"})", "load.hosts: expected a number"},
       {R"({"vus": 0, "duration": "1s"})", "load.vus: expected a whole number from 1 to 1000000, got 0"},
       {R"({"vus": 2, "duration": "0s"})", "load.duration: expected a duration greater than 0"},
       {R"({"vus": 2, "start": 1, "duration": "1s"})", "load.start: only with \"stages\""},

@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "9/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "10/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -80,9 +80,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "ALTER TABLE runs DROP COLUMN data");
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
+  sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "9");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -97,9 +98,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "ALTER TABLE runs DROP COLUMN data");
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
+  sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "9");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -112,9 +114,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   store.reset();
   sql(path, "ALTER TABLE runs DROP COLUMN data");  // as version 5 left it
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
+  sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "9");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";
@@ -145,13 +148,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 10");
+  sql("UPDATE schema_version SET version = 11");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 10, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "10");
+             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 11, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "11");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {

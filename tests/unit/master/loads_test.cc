@@ -161,3 +161,64 @@ TEST_CASE("loads: a watched process that is gone ends the test") {
   CHECK(*reason == "the target (pid 77) is gone at 0.5 s");
   CHECK(t.target_event["event"] == "died");
 }
+
+TEST_CASE("loads: on the origin of a test over hosts, another host counts like one more worker") {
+  Loads loads;
+  const int other = Loads::host_slot(1);
+  CHECK(other < 0);
+  CHECK(Loads::share_of_slot(other) == 1);
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "2s"})", {0, other});
+  t.remote[other] = {"host-b", ""};
+  t.host_count = 2;
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  CHECK(t.series.empty());  // the other host has not sent second 0 yet
+  REQUIRE(loads.on_second(other, second(0, 1, 40, 3), 2500));
+  REQUIRE(t.series.size() == 1);
+  CHECK(t.series[0]["rps"] == 140);
+  CHECK(t.series[0]["vus"] == 4);
+  REQUIRE(loads.on_second(0, second(1, 1, 10, 2, 0, true), 3000));
+  CHECK_FALSE(t.ended());
+  loads.drop(t, other, "host host-b left during the test", 3100);
+  CHECK(t.ended());
+  CHECK(t.state == LoadState::kPassed);
+  CHECK(t.reason == "host host-b left during the test");
+  CHECK(t.total.steps.at(1).requests == 150);
+  json j = loads.to_json(t, false, 3100);
+  CHECK(j["cluster"]["others"][0]["host"] == "host-b");
+  CHECK(j["cluster"]["others"][0]["share"] == 1);
+  CHECK(j["cluster"]["others"][0]["taking_part"] == false);
+}
+
+TEST_CASE("loads: a share of another host's test sends its complete seconds, late ones and its end") {
+  Loads loads;
+  std::vector<LoadSecond> sent;
+  loads.set_forward([&](const LoadTest& share, const LoadSecond& s) {
+    CHECK(share.id == "l1");
+    sent.push_back(s);
+  });
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "2s"})", {0, 1});
+  t.origin = "host-a";
+  t.host_index = 1;
+  t.host_count = 2;
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  REQUIRE(loads.on_second(0, second(1, 1, 100, 2), 2000));
+  CHECK(sent.empty());
+  REQUIRE(loads.on_second(1, second(0, 1, 50, 2), 2100));
+  REQUIRE(loads.on_second(1, second(1, 1, 50, 2), 2100));
+  REQUIRE(sent.size() == 2);  // seconds 0 and 1, each both workers' added up
+  CHECK(sent[0].second == 0);
+  CHECK(sent[0].steps.at(1).requests == 150);
+  CHECK(sent[1].second == 1);
+  CHECK_FALSE(sent[1].done);
+  // Worker 0's end comes with a second already sent: it goes as it is, not as the end.
+  REQUIRE(loads.on_second(0, second(0, 1, 7, 2, 0, true), 2200));
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[2].steps.at(1).requests == 7);
+  CHECK_FALSE(sent[2].done);
+  REQUIRE(loads.on_second(1, second(2, 1, 5, 2, 0, true), 2300));
+  REQUIRE(sent.size() == 5);
+  CHECK(sent[3].second == 2);
+  CHECK(sent[4].done);
+  CHECK(sent[4].steps.empty());
+  CHECK(t.ended());
+}

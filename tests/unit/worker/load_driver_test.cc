@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 
 #include "config/load/parse.h"
 #include "tests/support/raw_http_server.h"
@@ -96,14 +97,38 @@ TEST_CASE("load driver: arrivals with no free VU are dropped and counted, never 
 TEST_CASE("load driver: two workers' shares add up to the whole test") {
   Fixture f;
   const json scenario = one_get("{{base}}/delay?ms=1");
-  Run a(f, R"({"rate": 300, "duration": "500ms"})", scenario, {0, 2});
-  Run b(f, R"({"rate": 300, "duration": "500ms"})", scenario, {1, 2});
+  Run a(f, R"({"rate": 300, "duration": "500ms"})", scenario, {0, 2, 0, 1});
+  Run b(f, R"({"rate": 300, "duration": "500ms"})", scenario, {1, 2, 0, 1});
   CHECK(a.requests() + b.requests() == 150);
   CHECK(a.requests() == 75);
-  Run c(f, R"({"vus": 5, "duration": "300ms"})", scenario, {0, 2});
-  Run d(f, R"({"vus": 5, "duration": "300ms"})", scenario, {1, 2});
+  Run c(f, R"({"vus": 5, "duration": "300ms"})", scenario, {0, 2, 0, 1});
+  Run d(f, R"({"vus": 5, "duration": "300ms"})", scenario, {1, 2, 0, 1});
   CHECK(c.seconds[0].vus + d.seconds[0].vus == 5);
   CHECK(c.seconds[0].vus == 3);
+}
+
+TEST_CASE("load driver: hosts with different worker counts split the VUs and the rate once") {
+  // Host 0 runs the test on 2 workers, host 1 on 3: every VU of the test is on one worker.
+  std::set<uint64_t> vus;
+  uint64_t parts = 0;
+  for (uint32_t host = 0; host < 2; ++host) {
+    const uint32_t workers = host == 0 ? 2 : 3;
+    for (uint32_t w = 0; w < workers; ++w) {
+      LoadShare s{w, workers, host, 2};
+      parts += s.part(101);
+      for (uint64_t vu = 0; vu < s.part(101); ++vu) vus.insert(s.test_vu(vu));
+    }
+  }
+  CHECK(parts == 101);
+  CHECK(vus.size() == 101);
+  CHECK(*vus.rbegin() == 100);
+  Fixture f;
+  const json scenario = one_get("{{base}}/delay?ms=1");
+  Run a(f, R"({"rate": 400, "duration": "500ms"})", scenario, {0, 1, 0, 2});
+  Run b(f, R"({"rate": 400, "duration": "500ms"})", scenario, {0, 2, 1, 2});
+  Run c(f, R"({"rate": 400, "duration": "500ms"})", scenario, {1, 2, 1, 2});
+  CHECK(a.requests() == 100);
+  CHECK(b.requests() + c.requests() == 100);
 }
 
 TEST_CASE("load driver: a stall shows in the corrected latency of every iteration it delayed") {

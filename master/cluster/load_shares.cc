@@ -1,0 +1,200 @@
+#include "master/cluster/load_shares.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <tuple>
+
+namespace corral::master::cluster {
+namespace {
+
+using nlohmann::json;
+
+// clang-format off
+// The test, and a share per host ($5: a JSON array of host ids, the origin first, which runs
+// its own share from the start).
+constexpr const char* kPublish =
+    "WITH l AS (INSERT INTO loads (id, origin, body, start_ms, hosts, created_ms) "
+    "VALUES ($1, $2, $3, $4, json_array_length($5::json), " CORRAL_DB_NOW ") "
+    "ON CONFLICT (id) DO NOTHING RETURNING id), "
+    "s AS (INSERT INTO load_shares (load_id, host, idx, state) "
+    "SELECT (SELECT id FROM l), h.value, h.ord - 1, CASE WHEN h.ord = 1 THEN 'running' ELSE '' END "
+    "FROM json_array_elements_text($5::json) WITH ORDINALITY AS h(value, ord) "
+    "WHERE EXISTS (SELECT 1 FROM l)) "
+    "SELECT id FROM l";
+// The shares this host is to start or runs, of tests other hosts submitted.
+constexpr const char* kShares =
+    "SELECT l.id, l.origin, l.body, l.start_ms, l.hosts, s.idx, l.stop_ms, s.state "
+    "FROM load_shares s JOIN loads l ON l.id = s.load_id "
+    "WHERE s.host = $1 AND l.origin <> $1 AND s.state IN ('', 'running')";
+// The seconds other hosts sent for the tests this host is the origin of ($1: a JSON array of
+// ids), taken out of the table, and the state of each share.
+constexpr const char* kSeconds =
+    "WITH mine AS (SELECT value AS id FROM json_array_elements_text($1::json)), "
+    "got AS (DELETE FROM load_seconds WHERE load_id IN (SELECT id FROM mine) "
+    "RETURNING load_id, host, seq, body) "
+    "SELECT 's', load_id, host, seq, body FROM got UNION ALL "
+    "SELECT 'h', load_id, host, idx, state FROM load_shares "
+    "WHERE load_id IN (SELECT id FROM mine) AND host <> $2";
+// Seconds of a share ($4: a JSON array, numbered from $3), while the test is there.
+constexpr const char* kPost =
+    "INSERT INTO load_seconds (load_id, host, seq, body) "
+    "SELECT $1, $2, CAST($3 AS BIGINT) + s.ord - 1, s.value::text "
+    "FROM json_array_elements($4::json) WITH ORDINALITY AS s(value, ord) "
+    "WHERE EXISTS (SELECT 1 FROM loads WHERE id = $1) "
+    "ON CONFLICT DO NOTHING";
+constexpr const char* kStop =
+    "UPDATE loads SET stop_ms = " CORRAL_DB_NOW " WHERE id = $1 AND stop_ms = 0";
+constexpr const char* kSetState =
+    "UPDATE load_shares SET state = $3 WHERE load_id = $1 AND host = $2";
+// A test's rows ($1), or those of every test whose origin is $2 (from an earlier life) or was
+// declared dead (its shares then stop: they are gone).
+constexpr const char* kForget =
+    "WITH gone AS (DELETE FROM loads l WHERE l.id = $1 OR l.origin = $2 OR EXISTS "
+    "(SELECT 1 FROM hosts h WHERE h.id = l.origin AND h.fenced_ms <> 0) RETURNING l.id), "
+    "s AS (DELETE FROM load_shares WHERE load_id IN (SELECT id FROM gone)) "
+    "DELETE FROM load_seconds WHERE load_id IN (SELECT id FROM gone)";
+// clang-format on
+
+void log_failure(const char* what, const Result<PgRows>& r) {
+  if (!r) spdlog::warn("load shares: {}: {}", what, r.status().message());
+}
+
+}  // namespace
+
+LoadShares::LoadShares(uv_loop_t* loop, std::string url, std::string label, std::string host,
+                       Events events)
+    : loop_(loop),
+      db_(loop, std::move(url), std::move(label)),
+      host_(std::move(host)),
+      events_(std::move(events)),
+      timer_(loop) {}
+
+void LoadShares::start() {
+  timer_.start(0, kEveryMs, [this] { beat(); });
+}
+
+void LoadShares::beat() {
+  if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
+  if (!cleaned_) {
+    db_.query(kForget, {"", host_}, [this](Result<PgRows> r) {
+      cleaned_ = r.is_ok();
+      log_failure("deleting this host's tests of an earlier life", r);
+    });
+    return;
+  }
+  // Tests whose origin was declared dead: their shares see them gone.
+  db_.query(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting tests of dead hosts", r); });
+  flush();
+  read_shares();
+  read_seconds();
+}
+
+void LoadShares::read_shares() {
+  db_.query(kShares, {host_}, [this](Result<PgRows> r) {
+    if (!r) {
+      log_failure("reading this host's shares", r);
+      return;
+    }
+    std::vector<ShareRow> shares;
+    for (const auto& row : r->rows) {
+      ShareRow s;
+      s.load = row.at(0);
+      s.origin = row.at(1);
+      s.body = json::parse(row.at(2), nullptr, false);
+      s.start_ms = pg_i64(row.at(3));
+      s.hosts = static_cast<uint32_t>(std::max<int64_t>(1, pg_i64(row.at(4))));
+      s.index = static_cast<uint32_t>(pg_i64(row.at(5)));
+      s.stopping = pg_i64(row.at(6)) != 0;
+      s.state = row.at(7);
+      shares.push_back(std::move(s));
+    }
+    if (events_.shares) events_.shares(std::move(shares));
+  });
+}
+
+void LoadShares::read_seconds() {
+  std::vector<std::string> mine = events_.originated ? events_.originated() : std::vector<std::string>{};
+  if (mine.empty()) return;
+  db_.query(kSeconds, {json(mine).dump(), host_}, [this](Result<PgRows> r) {
+    if (!r) {
+      log_failure("reading the seconds of other hosts", r);
+      return;
+    }
+    std::vector<const std::vector<std::string>*> seconds;
+    for (const auto& row : r->rows) {
+      if (row.at(0) == "s") {
+        seconds.push_back(&row);
+      } else if (events_.share_state) {
+        events_.share_state(row.at(1), row.at(2), row.at(4));
+      }
+    }
+    std::sort(seconds.begin(), seconds.end(), [](const auto* a, const auto* b) {
+      return std::make_tuple((*a)[1], (*a)[2], pg_i64((*a)[3])) <
+             std::make_tuple((*b)[1], (*b)[2], pg_i64((*b)[3]));
+    });
+    for (const auto* row : seconds) {
+      json second = json::parse(row->at(4), nullptr, false);
+      if (second.is_discarded() || !events_.second) continue;
+      events_.second(row->at(1), row->at(2), std::move(second));
+    }
+  });
+}
+
+void LoadShares::flush() {
+  for (auto& [id, box] : outboxes_) {
+    if (box.sending || box.seconds.empty()) continue;
+    box.sending = true;
+    const size_t n = box.seconds.size();
+    db_.query(kPost, {id, host_, std::to_string(box.next_seq), json(box.seconds).dump()},
+              [this, id = id, n](Result<PgRows> r) {
+                auto it = outboxes_.find(id);
+                if (it == outboxes_.end()) return;
+                it->second.sending = false;
+                if (!r) {
+                  log_failure("sending seconds to the origin", r);
+                  return;  // kept: sent again at the next beat
+                }
+                it->second.seconds.erase(it->second.seconds.begin(),
+                                         it->second.seconds.begin() + static_cast<long>(n));
+                it->second.next_seq += n;
+                if (it->second.seconds.empty() && it->second.done) outboxes_.erase(it);
+              });
+  }
+}
+
+void LoadShares::publish(const std::string& id, const json& body, int64_t start_ms,
+                         const std::vector<std::string>& hosts, std::function<void(Status)> done) {
+  db_.query(kPublish, {id, host_, body.dump(), std::to_string(start_ms), json(hosts).dump()},
+            [done = std::move(done), id](Result<PgRows> r) {
+              if (!r) {
+                done(r.status());
+              } else if (r->rows.empty()) {
+                done(Status(Code::kAlreadyExists, "load test " + id + " exists"));
+              } else {
+                done(Status::ok());
+              }
+            });
+}
+
+void LoadShares::stop(const std::string& id) {
+  db_.query(kStop, {id}, [](Result<PgRows> r) { log_failure("asking the hosts to stop", r); });
+}
+
+void LoadShares::forget(const std::string& id) {
+  db_.query(kForget, {id, ""}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
+}
+
+void LoadShares::set_state(const std::string& id, const std::string& state) {
+  db_.query(kSetState, {id, host_, state},
+            [](Result<PgRows> r) { log_failure("writing a share's state", r); });
+}
+
+void LoadShares::post(const std::string& id, json second) {
+  Outbox& box = outboxes_[id];
+  if (second.value("done", false)) box.done = true;
+  box.seconds.push_back(std::move(second));
+}
+
+}  // namespace corral::master::cluster

@@ -1,0 +1,95 @@
+// Load tests spread over the hosts of a cluster (docs/cluster.md, "Load tests over hosts"),
+// through three tables of the journal's database (migration 10). The host a test is submitted
+// to, its origin, writes the test and one share per host taking part. Every second each host
+// reads the shares it is to run: it starts a new one on its workers at the test's start time,
+// and stops one the origin marked stopping, or that is gone (the origin ended the test, or was
+// declared dead). A host sends each second its share measured (ipc::LoadSecond, as JSON); the
+// origin reads those seconds, deleting them, and adds them up with its own workers' seconds.
+// Every query runs on the loop without blocking it (pg_async.h). Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "master/cluster/pg_async.h"
+#include "shared/uv/timer.h"
+
+namespace corral::master::cluster {
+
+// A share of a test that this host is to run, as read at a beat.
+struct ShareRow {
+  std::string load;     // the test's id
+  std::string origin;   // the host that submitted it, which adds up its seconds
+  nlohmann::json body;  // {"scenario", "vars", "load"} as submitted
+  int64_t start_ms = 0; // when the workers start, Unix milliseconds
+  uint32_t index = 0;   // this host's share of `hosts`
+  uint32_t hosts = 1;
+  bool stopping = false;  // the origin asked it to end
+  std::string state;      // '' until this host starts it, then running
+};
+
+class LoadShares {
+ public:
+  static constexpr uint64_t kEveryMs = 1000;
+
+  struct Events {
+    // Every share this host has to start or is running, at each beat.
+    std::function<void(std::vector<ShareRow>)> shares;
+    // The tests this host is the origin of, still running.
+    std::function<std::vector<std::string>()> originated;
+    // A second measured by `host` for test `load`, in the order sent.
+    std::function<void(const std::string& load, const std::string& host, nlohmann::json second)>
+        second;
+    // The state of `host`'s share of `load`: '' (not started), running, done, or why it could
+    // not run.
+    std::function<void(const std::string& load, const std::string& host, const std::string& state)>
+        share_state;
+  };
+
+  LoadShares(uv_loop_t* loop, std::string url, std::string label, std::string host,
+             Events events);
+
+  void start();
+
+  // Origin: writes test `id` and a share for each of `hosts` (this host first, which runs share
+  // 0 itself). `done` gets kAlreadyExists when the id is taken.
+  void publish(const std::string& id, const nlohmann::json& body, int64_t start_ms,
+               const std::vector<std::string>& hosts, std::function<void(Status)> done);
+  // Origin: asks the other hosts to end their shares.
+  void stop(const std::string& id);
+  // Origin: the test ended; its rows go.
+  void forget(const std::string& id);
+  // A host running a share: its state for the origin.
+  void set_state(const std::string& id, const std::string& state);
+  // A host running a share: a second for the origin, sent at the next beat (kept until sent).
+  void post(const std::string& id, nlohmann::json second);
+
+ private:
+  void beat();
+  void read_shares();
+  void read_seconds();
+  void flush();
+
+  uv_loop_t* loop_;
+  PgAsync db_;
+  std::string host_;
+  Events events_;
+  uv::Timer timer_;
+  bool cleaned_ = false;  // this host's tests from an earlier life are deleted
+  struct Outbox {
+    uint64_t next_seq = 0;
+    std::vector<nlohmann::json> seconds;
+    bool sending = false;
+    bool done = false;  // the last second is in: the box goes once it is sent
+  };
+  std::map<std::string, Outbox> outboxes_;  // by test
+};
+
+}  // namespace corral::master::cluster

@@ -1,0 +1,235 @@
+// Load tests spread over the hosts of a cluster (docs/cluster.md, "Load tests over hosts";
+// master/cluster/load_shares.h). The origin, the host the test was submitted to, picks the
+// hosts, writes a share for each, runs share 0 and adds up what the others send as if each
+// were one more worker. Every other host starts its share at the test's start time and sends
+// its complete seconds; it ends its share when the origin stops the test or the test is gone.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "master/daemon_impl.h"
+#include "master/ids.h"
+#include "shared/ipc/load_stats.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+using http::Response;
+using nlohmann::json;
+
+// Between writing a test's shares and its start: each host reads its shares once a second.
+constexpr int64_t kSpreadStartMs = 2500;
+// A host that has not started its share this long after the test's start is left out of it.
+constexpr int64_t kShareStartWithinMs = 10000;
+
+std::string error_of(const Response& r) {
+  json j = json::parse(r.body, nullptr, false);
+  return j.is_object() ? j.value("error", r.body) : r.body;
+}
+
+}  // namespace
+
+void Daemon::start_load_shares() {
+  cluster::LoadShares::Events events;
+  events.shares = [this](std::vector<cluster::ShareRow> rows) { on_load_shares(std::move(rows)); };
+  events.originated = [this] {
+    std::vector<std::string> running;
+    for (auto it = spread_loads_.begin(); it != spread_loads_.end();) {
+      const LoadTest* t = loads_.find(*it);
+      if (t == nullptr || t->ended()) {
+        load_shares_->forget(*it);
+        it = spread_loads_.erase(it);
+      } else {
+        running.push_back(*it++);
+      }
+    }
+    return running;
+  };
+  events.second = [this](const std::string& id, const std::string& host, json second) {
+    on_remote_second(id, host, std::move(second));
+  };
+  events.share_state = [this](const std::string& id, const std::string& host,
+                              const std::string& state) { on_share_state(id, host, state); };
+  load_shares_ = std::make_unique<cluster::LoadShares>(loop_, journal_path(), journal_label(),
+                                                       hosts_->id(), std::move(events));
+  loads_.set_forward([this](const LoadTest& t, const ipc::LoadSecond& s) {
+    if (!load_shares_) return;
+    json j = ipc::to_json(s);
+    j["load"] = t.id;
+    load_shares_->post(t.id, std::move(j));
+    if (s.done) load_shares_->set_state(t.id, "done");
+  });
+  load_shares_->start();
+}
+
+void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
+  if (!hosts_ || !load_shares_) {
+    respond.send(Response::error(
+        400, "load.hosts: this daemon is in no cluster: its journal is not a PostgreSQL "
+             "database (docs/cluster.md)"));
+    return;
+  }
+  if (!hosts_->alive()) {
+    respond.send(Response::error(503, "load.hosts: this host has no heartbeat in the cluster now"));
+    return;
+  }
+  // The others alive, those holding the fewest instances first.
+  std::vector<cluster::HostRow> others;
+  for (const cluster::HostRow& h : hosts_->hosts()) {
+    if (!h.dead && h.id != hosts_->id()) others.push_back(h);
+  }
+  std::sort(others.begin(), others.end(), [](const cluster::HostRow& a, const cluster::HostRow& b) {
+    return std::tie(a.held, a.id) < std::tie(b.held, b.id);
+  });
+  const size_t want = sub.spec.hosts == 0 ? others.size() + 1 : sub.spec.hosts;
+  if (want > others.size() + 1) {
+    respond.send(Response::error(503, "load.hosts: the test asks for " + std::to_string(want) +
+                                          " hosts and " + std::to_string(others.size() + 1) +
+                                          " are alive"));
+    return;
+  }
+  sub.id = numbered_id('l', ++load_seq_);
+  if (want == 1) {  // "all" of a lone host
+    run_load(
+        std::move(sub),
+        [respond](const LoadTest& t) {
+          respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", 1}}));
+        },
+        [respond](const std::string& why) { respond.send(Response::error(503, why)); });
+    return;
+  }
+  sub.hosts = {hosts_->id()};
+  for (size_t i = 0; i + 1 < want; ++i) sub.hosts.push_back(others[i].id);
+  sub.host_count = static_cast<uint32_t>(want);
+  sub.start_ms = unix_ms_now() + kSpreadStartMs;
+  json body = {{"scenario", sub.scenario}, {"vars", sub.vars}, {"load", sub.load}};
+  auto shared = std::make_shared<LoadSubmission>(std::move(sub));
+  load_shares_->publish(shared->id, body, shared->start_ms, shared->hosts,
+                        [this, shared, respond](Status s) {
+    if (s.code() == Code::kAlreadyExists) {
+      spread_load(std::move(*shared), respond);  // the id is taken: another one
+      return;
+    }
+    if (!s) {
+      respond.send(Response::error(503, "load.hosts: cannot share the test: " + s.message()));
+      return;
+    }
+    const std::string id = shared->id;
+    const std::vector<std::string> hosts = shared->hosts;
+    spread_loads_.insert(id);
+    run_load(
+        std::move(*shared),
+        [respond, hosts](const LoadTest& t) {
+          respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", hosts}}));
+        },
+        [this, respond, id](const std::string& why) {
+          respond.send(Response::error(503, why));
+          spread_loads_.erase(id);
+          if (load_shares_) load_shares_->forget(id);  // the other hosts' shares end
+        });
+  });
+}
+
+void Daemon::on_load_shares(std::vector<cluster::ShareRow> rows) {
+  std::set<std::string> listed;
+  for (const cluster::ShareRow& row : rows) {
+    listed.insert(row.load);
+    if (LoadTest* t = loads_.find(row.load)) {
+      if (t->origin == row.origin && row.stopping && !t->ended()) {
+        end_load(*t, LoadState::kStopped, "stopped on its origin host " + row.origin);
+      }
+      continue;
+    }
+    if (starting_shares_.count(row.load) != 0) continue;
+    if (row.state == "running") {
+      load_shares_->set_state(row.load, "failed: the host restarted during the test");
+    } else if (row.stopping) {
+      load_shares_->set_state(row.load, "done");  // stopped before it started here
+    } else {
+      start_load_share(row);
+    }
+  }
+  // Shares whose test is gone: ended on its origin, or its origin was declared dead.
+  std::vector<std::string> gone;
+  for (const LoadTest* t : loads_.list()) {
+    if (!t->origin.empty() && !t->ended() && listed.count(t->id) == 0) gone.push_back(t->id);
+  }
+  for (const std::string& id : gone) {
+    LoadTest* t = loads_.find(id);
+    end_load(*t, LoadState::kStopped, "the test is gone from its origin host " + t->origin);
+  }
+}
+
+void Daemon::start_load_share(const cluster::ShareRow& row) {
+  LoadSubmission sub;
+  if (!row.body.is_object()) {
+    load_shares_->set_state(row.load, "failed: the test's row is not JSON");
+    return;
+  }
+  if (auto refused = check_load(row.body, sub)) {
+    load_shares_->set_state(row.load, "failed: " + error_of(*refused));
+    return;
+  }
+  sub.id = row.load;
+  sub.origin = row.origin;
+  sub.host_index = row.index;
+  sub.host_count = row.hosts;
+  sub.start_ms = row.start_ms;
+  sub.spec.thresholds.clear();  // the origin judges the test, and watches its target
+  sub.spec.watch = {};
+  starting_shares_.insert(row.load);
+  spdlog::info("load {}: share {} of {} hosts, for host {}", row.load, row.index, row.hosts,
+               row.origin);
+  run_load(
+      std::move(sub),
+      [this](const LoadTest& t) {
+        starting_shares_.erase(t.id);
+        if (load_shares_) load_shares_->set_state(t.id, "running");
+      },
+      [this, id = row.load](const std::string& why) {
+        starting_shares_.erase(id);
+        if (load_shares_) load_shares_->set_state(id, "failed: " + why);
+      });
+}
+
+void Daemon::on_remote_second(const std::string& id, const std::string& host, json second) {
+  LoadTest* t = loads_.find(id);
+  if (t == nullptr || t->ended()) return;
+  auto remote = std::find_if(t->remote.begin(), t->remote.end(),
+                             [&](const auto& r) { return r.second.host == host; });
+  if (remote == t->remote.end()) return;
+  second["load"] = id;
+  auto s = ipc::load_second_from_json(second);
+  if (!s) {
+    loads_.drop(*t, remote->first, "host " + host + " sent a malformed second: " +
+                                        s.status().message(), unix_ms_now());
+    return;
+  }
+  (void)loads_.on_second(remote->first, std::move(*s), unix_ms_now());
+  check_aborting(id);
+}
+
+void Daemon::on_share_state(const std::string& id, const std::string& host, const std::string& state) {
+  LoadTest* t = loads_.find(id);
+  if (t == nullptr || t->ended()) return;
+  auto remote = std::find_if(t->remote.begin(), t->remote.end(),
+                             [&](const auto& r) { return r.second.host == host; });
+  if (remote == t->remote.end() || t->slots.count(remote->first) == 0) return;
+  remote->second.state = state;
+  const int slot = remote->first;
+  const int64_t now = unix_ms_now();
+  if (state.rfind("failed", 0) == 0) {
+    loads_.drop(*t, slot, "host " + host + ": " + state, now);
+    return;
+  }
+  bool alive = std::any_of(hosts_->hosts().begin(), hosts_->hosts().end(),
+                           [&](const cluster::HostRow& h) { return h.id == host && !h.dead; });
+  if (!alive) {
+    loads_.drop(*t, slot, "host " + host + " left during the test", now);
+  } else if (state.empty() && now > t->started_ms + kShareStartWithinMs) {
+    loads_.drop(*t, slot, "host " + host + " did not start its share", now);
+  }
+}
+
+}  // namespace corral::master
