@@ -165,13 +165,9 @@ void Daemon::api_run_get(const ApiCall& c) {
 void Daemon::api_run_cancel(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
-  for (const auto& in : run->instances) {  // empty when the run is held as a summary
-    if (in.state == InstanceState::kRunning) dispatcher_.instance_done(in.worker);
-  }
+  dispatcher_.forget_run(*run);  // its running instances free their workers' room
   size_t n = runs_.cancel(*run, unix_ms_now());
-  for (const auto& [slot, w] : workers_) {
-    (void)send_to(slot, ipc::MessageType::kCancel, {{"run", run->id}});
-  }
+  stop_on_workers(run->id);
   spdlog::info("run {}: cancelled ({} instances had not finished)", run->id, n);
   c.respond.send(Response::json(200, {{"run", run->id}, {"cancelled", n}}));
 }
