@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <tuple>
 #include <set>
 
 #include "master/daemon_impl.h"
@@ -51,28 +53,47 @@ void Daemon::start_cluster() {
   start_load_shares();
 }
 
+// Claimed ranges are read from the journal a span at a time: ranges of one run that follow
+// each other (a claim takes free ranges in order, so most of a beat's claims of a run are one
+// span) come in one page, four queries, instead of four queries per range.
 void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
-  for (cluster::Claim& c : claims) {
-    auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-    journal_->read([page, c](journal::Store& s) { *page = s.load_run_page(c.run, c.lo, c.hi); },
-                   [this, page, c] {
-                     if (!hosts_ || hosts_->epoch() != c.epoch) return;  // fenced off since
-                     if (!*page) {
-                       spdlog::error(
-                           "cluster: cannot load instances {}..{} of run {}, given back: {}", c.lo,
-                           c.hi - 1, c.run, page->status().message());
-                       if (hosts_) hosts_->release(c);
-                       return;
-                     }
-                     auto n = runs_.claimed(**page, c.lo, c.hi);
-                     if (!n) {
-                       spdlog::error("cluster: claimed instances of run {} cannot run: {}", c.run,
-                                     n.status().message());
-                       return;
-                     }
-                     if (*n > 0) schedule_pump();
-                   });
+  std::sort(claims.begin(), claims.end(), [](const cluster::Claim& a, const cluster::Claim& b) {
+    return std::tie(a.run, a.lo) < std::tie(b.run, b.lo);
+  });
+  for (size_t first = 0; first < claims.size();) {
+    size_t end = first + 1;
+    while (end < claims.size() && claims[end].run == claims[first].run &&
+           claims[end].lo == claims[end - 1].hi) {
+      ++end;
+    }
+    load_claimed({claims.begin() + static_cast<long>(first), claims.begin() + static_cast<long>(end)});
+    first = end;
   }
+}
+
+void Daemon::load_claimed(std::vector<cluster::Claim> span) {
+  auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
+  const std::string run = span.front().run;
+  const uint32_t lo = span.front().lo, hi = span.back().hi;
+  journal_->read([page, run, lo, hi](journal::Store& s) { *page = s.load_run_page(run, lo, hi); },
+                 [this, page, span = std::move(span), run, lo, hi] {
+                   if (!hosts_ || hosts_->epoch() != span.front().epoch) return;  // fenced off since
+                   if (!*page) {
+                     spdlog::error("cluster: cannot load instances {}..{} of run {}, given back: {}",
+                                   lo, hi - 1, run, page->status().message());
+                     for (const cluster::Claim& c : span) hosts_->release(c);
+                     return;
+                   }
+                   std::vector<Runs::Range> ranges;
+                   for (const cluster::Claim& c : span) ranges.emplace_back(c.lo, c.hi);
+                   auto n = runs_.claimed(**page, ranges);
+                   if (!n) {
+                     spdlog::error("cluster: claimed instances of run {} cannot run: {}", run,
+                                   n.status().message());
+                     return;
+                   }
+                   if (*n > 0) schedule_pump();
+                 });
 }
 
 void Daemon::leave_cluster() {

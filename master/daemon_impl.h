@@ -303,6 +303,7 @@ class Daemon {
   // A host of a cluster (daemon_cluster.cc): claimed ranges are loaded and placed; fenced off,
   // every instance it holds is stopped; runs that ended on other hosts end here.
   void on_claimed(std::vector<cluster::Claim> claims);
+  void load_claimed(std::vector<cluster::Claim> span);  // ranges of one run, back to back
   // The daemon stops: its heartbeats end, and once the journal has written everything before,
   // its ranges are released for the other hosts (Store::leave).
   void leave_cluster();

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -232,7 +233,13 @@ class Runs {
   // host that lost it) resumes from its last finished step or checkpoint (resume reason
   // `host_lost`, not counted against max_resumes); those never started start fresh. Returns
   // how many wait to be placed, or why the run cannot be built from the journal.
-  Result<size_t> claimed(const journal::StoredRun& page, uint32_t lo, uint32_t hi);
+  Result<size_t> claimed(const journal::StoredRun& page, uint32_t lo, uint32_t hi) {
+    return claimed(page, {{lo, hi}});
+  }
+  // The same for several ranges of one run, read in one page: `ranges` ([lo, hi) each,
+  // ascending, back to back) cover exactly the page's instances.
+  using Range = std::pair<uint32_t, uint32_t>;
+  Result<size_t> claimed(const journal::StoredRun& page, const std::vector<Range>& ranges);
   // This host lost its claims (fenced off): every clustered run's instances go back to
   // waiting for a claim, without a journal write. Returns the runs that had instances
   // running, which the caller stops on the workers (after Dispatcher::forget_run).
@@ -271,6 +278,7 @@ class Runs {
   void finish_from_journal(const std::string& id);
   Run& add_in_order(std::unique_ptr<Run> run);
   void unclaimed(Run& run);
+  size_t take_claimed(Run& run, uint32_t lo, uint32_t hi);
 
   RunsOptions opts_;
   journal::Journal* journal_;

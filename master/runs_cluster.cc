@@ -61,7 +61,7 @@ void Runs::unclaimed(Run& run) {
   }
 }
 
-Result<size_t> Runs::claimed(const journal::StoredRun& page, uint32_t lo, uint32_t hi) {
+Result<size_t> Runs::claimed(const journal::StoredRun& page, const std::vector<Range>& ranges) {
   Run* run = find(page.run.id);
   if (run == nullptr) {
     if (page.run.finished_ms != 0) return size_t{0};
@@ -70,12 +70,13 @@ Result<size_t> Runs::claimed(const journal::StoredRun& page, uint32_t lo, uint32
     run = &add_in_order(std::move(*built));
     unclaimed(*run);
   }
-  hi = std::min(hi, run->size);
-  if (run->finished_ms != 0 || !run->whole || !run->clustered || lo >= hi) return size_t{0};
-  for (uint32_t i = lo; i < hi; ++i) {
-    run->set_state(i, InstanceState::kQueued);
-    run->instances[i] = InstanceRecord{};
-    run->callbacks.erase(i);
+  if (run->finished_ms != 0 || !run->whole || !run->clustered) return size_t{0};
+  for (auto [lo, hi] : ranges) {
+    for (uint32_t i = lo; i < std::min(hi, run->size); ++i) {
+      run->set_state(i, InstanceState::kQueued);
+      run->instances[i] = InstanceRecord{};
+      run->callbacks.erase(i);
+    }
   }
   try {
     fill_from_rows(*run, page);
@@ -83,32 +84,45 @@ Result<size_t> Runs::claimed(const journal::StoredRun& page, uint32_t lo, uint32
     return invalid_argument("run " + run->id +
                             ": its record in the journal is damaged: " + e.what());
   }
-  run->claims[lo] = hi;
+  size_t waiting = 0;
+  for (auto [lo, hi] : ranges) {
+    hi = std::min(hi, run->size);
+    if (lo >= hi) continue;
+    run->claims[lo] = hi;
+    size_t in_range = take_claimed(*run, lo, hi);
+    if (in_range == 0) range_finished(*run, lo);  // its last instance ended before the claim
+    waiting += in_range;
+  }
+  return waiting;
+}
+
+// The instances of a claimed range lo..hi-1, just read: those never started join the fresh
+// ones, those that were running (on a host that lost them) resume. Returns how many wait.
+size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
   size_t waiting = 0;
   for (uint32_t i = lo; i < hi; ++i) {
-    InstanceRecord& in = run->instances[i];
+    InstanceRecord& in = run.instances[i];
     if (is_terminal(in.state)) continue;
     ++waiting;
     bool started = in.started_ms != 0 || in.state == InstanceState::kRunning ||
                    in.checkpoint.is_object() || in.next_step != 0;
     if (!started) {
-      if (!run->fresh.empty() && run->fresh.back().second == i) {
-        run->fresh.back().second = i + 1;
+      if (!run.fresh.empty() && run.fresh.back().second == i) {
+        run.fresh.back().second = i + 1;
       } else {
-        run->fresh.emplace_back(i, i + 1);
+        run.fresh.emplace_back(i, i + 1);
       }
       continue;
     }
     if (in.state == InstanceState::kRunning) {
       // Its host died or was fenced off: it goes on here from where the journal has it.
-      run->set_state(i, InstanceState::kQueued);
+      run.set_state(i, InstanceState::kQueued);
       in.resumes += 1;
       in.resume_reasons.push_back("host_lost");
-      journal_instance(*run, i);
+      journal_instance(run, i);
     }
-    run->requeued.push_back(i);
+    run.requeued.push_back(i);
   }
-  if (waiting == 0) range_finished(*run, lo);  // its last instance ended before the claim
   return waiting;
 }
 

@@ -157,3 +157,21 @@ TEST_CASE("runs (cluster): a run submitted on another host is held here, and cou
   ended.finished_ms = 9;
   CHECK(runs.adopt(ended) == nullptr);  // an ended run is not taken up
 }
+
+TEST_CASE("runs (cluster): ranges read in one page are claimed each, and one already ended is done") {
+  Runs runs;
+  runs.set_clustered(true);
+  StoredRun page = page_of_six();
+  page.instances.push_back(instance("r3-cccc", 0, "passed", 20));  // 0..1 ended
+  auto waiting = runs.claimed(page, {{0, 2}, {2, 4}, {4, 6}});
+  REQUIRE(waiting.is_ok());
+  CHECK(*waiting == 4);
+  Run* run = runs.find("r3-cccc");
+  REQUIRE(run != nullptr);
+  // The first range had nothing left to run: it is done, the two others are held.
+  CHECK(run->claims == std::map<uint32_t, uint32_t>{{2, 4}, {4, 6}});
+  CHECK(run->requeued == std::deque<uint32_t>{2, 3});
+  CHECK(run->fresh_first() == 4);
+  CHECK(run->fresh_count() == 2);
+  CHECK(run->instances[2].resume_reasons == std::vector<std::string>{"host_lost"});
+}
