@@ -4,8 +4,11 @@
 //   GET /runs/<id>/instances/<n>   one instance with its step history
 // A run in memory answers from there. A finished run held as a summary is read back from the
 // journal a page of kPage instances at a time, on the journal's thread, until the answer is
-// full: a run of a million instances is never loaded whole for it.
+// full: a run of a million instances is never loaded whole for it. So is an unfinished run
+// shared by the hosts of a cluster (docs/cluster.md), whose instances run on every host and
+// are all in the journal; one instance that this host runs answers from its memory.
 #include <charconv>
+#include <iterator>
 
 #include "master/daemon_impl.h"
 
@@ -26,6 +29,15 @@ std::optional<uint32_t> index_param(std::string_view s) {
 }
 
 json next_or_null(uint32_t next, uint32_t size) { return next < size ? json(next) : json(nullptr); }
+
+// Whether this host holds what is current of instance i: every instance of a run of its own,
+// only those of the ranges it claimed of a run the hosts of a cluster share.
+bool current_here(const Run& run, uint32_t i) {
+  if (!run.whole) return false;
+  if (!run.clustered || run.finished_ms != 0) return true;
+  auto it = run.claims.upper_bound(i);
+  return it != run.claims.begin() && i < std::prev(it)->second;
+}
 
 }  // namespace
 
@@ -75,7 +87,7 @@ void Daemon::api_run_instances(const ApiCall& c) {
     c.respond.send(Response::error(400, q.status().message()));
     return;
   }
-  if (run->whole) {
+  if (run->whole && (!run->clustered || run->finished_ms != 0)) {
     json list = json::array();
     uint32_t next = collect_instances(*run, 0, *q, list);
     c.respond.send(Response::json(
@@ -123,7 +135,7 @@ void Daemon::api_run_instance(const ApiCall& c) {
 }
 
 void Daemon::answer_instance(const http::Responder& respond, Run& run, uint32_t i) {
-  if (run.whole) {
+  if (current_here(run, i)) {
     respond.send(Response::json(200, with_row(run, i, runs_.instance_json(run, i, true))));
     return;
   }

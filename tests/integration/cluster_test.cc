@@ -92,6 +92,16 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   Trio t;
   const int n = 3000;
   std::string id = t.submit(n, 14000);
+  // Any host lists every instance as the journal has it, wherever it runs; one instance too.
+  for (auto& x : t.d) {
+    Json running = x->api("GET", "/runs/" + id + "/instances?state=running&limit=10000").json;
+    CHECK(running["instances"].size() == n);
+    for (int i : {0, n / 2, n - 1}) {
+      Json one = x->api("GET", "/runs/" + id + "/instances/" + std::to_string(i)).json;
+      INFO(one.dump());
+      CHECK(one["state"] == "running");
+    }
+  }
   const std::string victim = t.ids[1];
   std::string held = t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'");
   INFO("the killed host held " << held << " ranges");
