@@ -144,7 +144,9 @@ void Daemon::api_runs_prune(const ApiCall& c) {
       c.respond.send(Response::error(400, "older_than: " + ms.status().message()));
       return;
     }
-    n = runs_.prune_finished_before(unix_ms_now() - static_cast<int64_t>(*ms));
+    const int64_t before = unix_ms_now() - static_cast<int64_t>(*ms);
+    n = runs_.prune_finished_before(before);
+    if (hosts_) hosts_->announce_prune(before);  // the other hosts forget them too
   } else {
     n = runs_.prune(unix_ms_now());
   }

@@ -46,6 +46,12 @@ void Daemon::start_cluster() {
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
   events.fenced = [this](const std::string& why) { drop_claims(why); };
   events.open_runs = [this](const cluster::OpenRuns& open) { on_open_runs(open); };
+  events.pruned_before = [this](int64_t before_ms) {
+    if (before_ms <= pruned_before_ms_) return;
+    pruned_before_ms_ = before_ms;
+    size_t n = runs_.prune_finished_before(before_ms);
+    if (n > 0) spdlog::info("prune: {} finished runs forgotten, as another host pruned them", n);
+  };
   hosts_ = std::make_unique<cluster::Hosts>(
       loop_, journal_path(), journal_label(), host_id(cfg_.home),
       [this] { return listen_address(); }, load, std::move(events));

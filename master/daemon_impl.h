@@ -354,6 +354,7 @@ class Daemon {
   std::unique_ptr<cluster::LoadShares> load_shares_;  // with hosts_ (daemon_load_shares.cc)
   std::set<std::string> spread_loads_;     // tests this host is the origin of, until forgotten
   std::set<std::string> starting_shares_;  // shares waiting for workers
+  int64_t pruned_before_ms_ = 0;  // the cluster's last prune by age, as applied here
   Runs runs_;
   Schedules schedules_;
   std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()

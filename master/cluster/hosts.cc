@@ -67,6 +67,10 @@ constexpr const char* kRelease =
 constexpr const char* kOpenRuns =
     "SELECT r.id, COALESCE(i.state, ''), COUNT(i.idx) FROM runs r "
     "LEFT JOIN instances i ON i.run_id = r.id WHERE r.finished_ms = 0 GROUP BY r.id, i.state";
+constexpr const char* kPrunedBefore = "SELECT value FROM meta WHERE name = 'pruned_before'";
+constexpr const char* kAnnouncePrune =
+    "INSERT INTO meta (name, value) VALUES ('pruned_before', $1) ON CONFLICT (name) "
+    "DO UPDATE SET value = GREATEST(meta.value, excluded.value)";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
 int64_t i64(const std::string& s) { return pg_i64(s); }
@@ -113,6 +117,11 @@ void Hosts::beat() {
         open[row.at(0)][row.at(1)] += static_cast<uint64_t>(i64(row.at(2)));
       }
       events_.open_runs(std::move(open));
+    });
+  }
+  if (events_.pruned_before) {
+    db_.query(kPrunedBefore, {}, [this](Result<PgRows> r) {
+      if (r && !r->rows.empty()) events_.pruned_before(i64(r->rows[0].at(0)));
     });
   }
 }
@@ -252,6 +261,12 @@ void Hosts::release(const Claim& c) {
             [](Result<PgRows> r) {
               if (!r) spdlog::warn("cluster: cannot give a range back: {}", r.status().message());
             });
+}
+
+void Hosts::announce_prune(int64_t before_ms) {
+  db_.query(kAnnouncePrune, {std::to_string(before_ms)}, [](Result<PgRows> r) {
+    if (!r) spdlog::warn("cluster: cannot tell the other hosts of a prune: {}", r.status().message());
+  });
 }
 
 void Hosts::failed(const Status& s) {

@@ -80,6 +80,9 @@ class Hosts {
     std::function<void(const std::string& why)> fenced;
     // Every unfinished run, read at each beat.
     std::function<void(OpenRuns)> open_runs;
+    // Runs finished before this time (Unix ms, 0: none) were pruned on some host: read at
+    // each beat, so that every host forgets them too.
+    std::function<void(int64_t before_ms)> pruned_before;
   };
   // `id`: this host's (kept in the home, so that a restart is the same host); `address`
   // gives its API's TCP address when asked; `load` its instances.
@@ -92,6 +95,8 @@ class Hosts {
 
   // Gives a claimed range back (its rows could not be loaded): any host may claim it again.
   void release(const Claim& c);
+  // Runs finished before `before_ms` were pruned here: every host is to forget them.
+  void announce_prune(int64_t before_ms);
 
   const std::string& id() const { return id_; }
   int64_t epoch() const { return epoch_; }  // 0 until registered

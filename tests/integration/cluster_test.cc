@@ -223,4 +223,12 @@ TEST_CASE("cluster: a host stopped with SIGTERM exits and leaves: the others tak
   wait_run_finished(*t.d[0], id, seconds(120));
   t.check_each_step_once(id, n);
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
+
+  // Pruned on one host, the run is forgotten on every host.
+  t.d[2]->wait_until([&] { return run_of(*t.d[2], id)["state"] == "finished"; }, seconds(10),
+                     "the other host to see the run ended");
+  CHECK(t.d[0]->api("DELETE", "/runs?older_than=0s").json["pruned"] == 1);
+  t.d[2]->wait_until([&] { return t.d[2]->api("GET", "/runs/" + id).status == 404; }, seconds(10),
+                     "the other host to forget the pruned run");
+  CHECK(t.db.sql("SELECT COUNT(*) FROM runs WHERE id = '" + id + "'") == "0");
 }
