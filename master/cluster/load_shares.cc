@@ -69,14 +69,19 @@ LoadShares::LoadShares(uv_loop_t* loop, std::string url, std::string label, std:
       db_(loop, std::move(url), std::move(label)),
       host_(std::move(host)),
       events_(std::move(events)),
-      timer_(loop) {}
+      timer_(loop),
+      reader_(loop) {}
 
 void LoadShares::start() {
   timer_.start(0, kEveryMs, [this] { beat(); });
+  reader_.start(kReadEveryMs, kReadEveryMs, [this] {
+    if (cleaned_ && !reading_) read_seconds();
+  });
 }
 
 void LoadShares::beat() {
-  if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
+  // The last beat's queries are still out (a read of seconds aside): no pile-up.
+  if (db_.waiting() > (reading_ ? 1u : 0u)) return;
   if (!cleaned_) {
     db_.query(kForget, {"", host_}, [this](Result<PgRows> r) {
       cleaned_ = r.is_ok();
@@ -88,7 +93,6 @@ void LoadShares::beat() {
   db_.query(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting tests of dead hosts", r); });
   flush();
   read_shares();
-  read_seconds();
 }
 
 void LoadShares::read_shares() {
@@ -117,7 +121,9 @@ void LoadShares::read_shares() {
 void LoadShares::read_seconds() {
   std::vector<std::string> mine = events_.originated ? events_.originated() : std::vector<std::string>{};
   if (mine.empty()) return;
+  reading_ = true;
   db_.query(kSeconds, {json(mine).dump(), host_}, [this](Result<PgRows> r) {
+    reading_ = false;
     if (!r) {
       log_failure("reading the seconds of other hosts", r);
       return;
@@ -143,25 +149,27 @@ void LoadShares::read_seconds() {
 }
 
 void LoadShares::flush() {
-  for (auto& [id, box] : outboxes_) {
-    if (box.sending || box.seconds.empty()) continue;
-    box.sending = true;
-    const size_t n = box.seconds.size();
-    db_.query(kPost, {id, host_, std::to_string(box.next_seq), json(box.seconds).dump()},
-              [this, id = id, n](Result<PgRows> r) {
-                auto it = outboxes_.find(id);
-                if (it == outboxes_.end()) return;
-                it->second.sending = false;
-                if (!r) {
-                  log_failure("sending seconds to the origin", r);
-                  return;  // kept: sent again at the next beat
-                }
-                it->second.seconds.erase(it->second.seconds.begin(),
-                                         it->second.seconds.begin() + static_cast<long>(n));
-                it->second.next_seq += n;
-                if (it->second.seconds.empty() && it->second.done) outboxes_.erase(it);
-              });
-  }
+  for (auto& [id, box] : outboxes_) send(id, box);
+}
+
+void LoadShares::send(const std::string& id, Outbox& box) {
+  if (box.sending || box.seconds.empty()) return;
+  box.sending = true;
+  const size_t n = box.seconds.size();
+  db_.query(kPost, {id, host_, std::to_string(box.next_seq), json(box.seconds).dump()},
+            [this, id, n](Result<PgRows> r) {
+              auto it = outboxes_.find(id);
+              if (it == outboxes_.end()) return;
+              it->second.sending = false;
+              if (!r) {
+                log_failure("sending seconds to the origin", r);
+                return;  // kept: sent again at the next beat
+              }
+              it->second.seconds.erase(it->second.seconds.begin(),
+                                       it->second.seconds.begin() + static_cast<long>(n));
+              it->second.next_seq += n;
+              if (it->second.seconds.empty() && it->second.done) outboxes_.erase(it);
+            });
 }
 
 void LoadShares::publish(const std::string& id, const json& body, int64_t start_ms,
@@ -195,6 +203,7 @@ void LoadShares::post(const std::string& id, json second) {
   Outbox& box = outboxes_[id];
   if (second.value("done", false)) box.done = true;
   box.seconds.push_back(std::move(second));
+  send(id, box);  // at once: the origin's series waits for it
 }
 
 }  // namespace corral::master::cluster

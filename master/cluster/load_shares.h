@@ -38,6 +38,8 @@ struct ShareRow {
 class LoadShares {
  public:
   static constexpr uint64_t kEveryMs = 1000;
+  // The origin reads the other hosts' seconds this often: its series trails by that much.
+  static constexpr uint64_t kReadEveryMs = 250;
 
   struct Events {
     // Every share this host has to start or is running, at each beat.
@@ -68,7 +70,8 @@ class LoadShares {
   void forget(const std::string& id);
   // A host running a share: its state for the origin.
   void set_state(const std::string& id, const std::string& state);
-  // A host running a share: a second for the origin, sent at the next beat (kept until sent).
+  // A host running a share: a second for the origin, sent now (or, while one is on its way
+  // or after a failure, at the next beat; kept until sent).
   void post(const std::string& id, nlohmann::json second);
 
  private:
@@ -76,12 +79,16 @@ class LoadShares {
   void read_shares();
   void read_seconds();
   void flush();
+  struct Outbox;
+  void send(const std::string& id, Outbox& box);
 
   uv_loop_t* loop_;
   PgAsync db_;
   std::string host_;
   Events events_;
   uv::Timer timer_;
+  uv::Timer reader_;     // read_seconds(), every kReadEveryMs
+  bool reading_ = false;  // a read_seconds() query is out
   bool cleaned_ = false;  // this host's tests from an earlier life are deleted
   struct Outbox {
     uint64_t next_seq = 0;

@@ -126,6 +126,28 @@ TEST_CASE("cluster load: stopping on the origin stops every share; a host that d
   CHECK(j["elapsed_s"].get<double>() < 50);
 }
 
+TEST_CASE("cluster load: when the origin dies, the other hosts end their shares") {
+  Trio t;
+  Json body = {{"scenario", get_scenario(t.api.base(), nullptr)},
+               {"load", {{"vus", 4}, {"duration", "120s"}, {"pace", "100ms"}, {"hosts", "all"}}}};
+  body["scenario"].erase("load");
+  auto started = t.d[0]->api("POST", "/loads", body.dump());
+  REQUIRE(started.status == 201);
+  const std::string id = started.json["load"];
+  t.d[1]->wait_until([&] { return load_on(*t.d[1], id).is_object(); }, seconds(20),
+                     "the host to start its share");
+  t.d[0]->signal(SIGKILL);
+  t.d[0]->wait_exit(seconds(10));
+  for (size_t i = 1; i < 3; ++i) {
+    t.d[i]->wait_until([&] { return load_on(*t.d[i], id)["state"] == "stopped"; }, seconds(30),
+                       "the host to end its share once the origin is declared dead");
+    CHECK_THAT(load_on(*t.d[i], id)["reason"].get<std::string>(),
+               Catch::Contains("the test is gone from its origin host " + t.ids[0]));
+  }
+  t.d[1]->wait_until([&] { return t.db.sql("SELECT COUNT(*) FROM loads") == "0"; }, seconds(10),
+                     "the dead origin's test to be deleted");
+}
+
 TEST_CASE("cluster load: a daemon in no cluster refuses a test over hosts") {
   TempHome home;
   JobApi api;
