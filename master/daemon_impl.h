@@ -251,6 +251,7 @@ class Daemon {
   // A test spread over the hosts of the cluster (daemon_load_shares.cc): this host is its
   // origin, runs share 0, and adds up the seconds the others send.
   void spread_load(LoadSubmission sub, const http::Responder& respond);
+  void publish_load(std::shared_ptr<LoadSubmission> sub, const http::Responder& respond);
   void start_load_shares();
   // This host's shares of other hosts' tests, read every second: new ones start, stopped or
   // vanished ones end.

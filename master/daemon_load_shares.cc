@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <memory>
+#include <tuple>
 
 #include "master/daemon_impl.h"
 #include "master/ids.h"
@@ -22,6 +24,27 @@ using nlohmann::json;
 constexpr int64_t kSpreadStartMs = 2500;
 // A host that has not started its share this long after the test's start is left out of it.
 constexpr int64_t kShareStartWithinMs = 10000;
+
+// The hosts of a test over `asked` hosts (0: every live one): this one first, then the live
+// hosts holding the fewest instances; or why there are not enough.
+Result<std::vector<std::string>> pick_hosts(const cluster::Hosts& hosts, uint32_t asked) {
+  if (!hosts.alive()) return Status(Code::kUnavailable, "this host has no heartbeat in the cluster now");
+  std::vector<cluster::HostRow> others;
+  for (const cluster::HostRow& h : hosts.hosts()) {
+    if (!h.dead && h.id != hosts.id()) others.push_back(h);
+  }
+  std::sort(others.begin(), others.end(), [](const cluster::HostRow& a, const cluster::HostRow& b) {
+    return std::tie(a.held, a.id) < std::tie(b.held, b.id);
+  });
+  const size_t want = asked == 0 ? others.size() + 1 : asked;
+  if (want > others.size() + 1) {
+    return Status(Code::kUnavailable, "the test asks for " + std::to_string(want) + " hosts and " +
+                                          std::to_string(others.size() + 1) + " are alive");
+  }
+  std::vector<std::string> ids = {hosts.id()};
+  for (size_t i = 0; i + 1 < want; ++i) ids.push_back(others[i].id);
+  return ids;
+}
 
 std::string error_of(const Response& r) {
   json j = json::parse(r.body, nullptr, false);
@@ -70,27 +93,13 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
              "database (docs/cluster.md)"));
     return;
   }
-  if (!hosts_->alive()) {
-    respond.send(Response::error(503, "load.hosts: this host has no heartbeat in the cluster now"));
-    return;
-  }
-  // The others alive, those holding the fewest instances first.
-  std::vector<cluster::HostRow> others;
-  for (const cluster::HostRow& h : hosts_->hosts()) {
-    if (!h.dead && h.id != hosts_->id()) others.push_back(h);
-  }
-  std::sort(others.begin(), others.end(), [](const cluster::HostRow& a, const cluster::HostRow& b) {
-    return std::tie(a.held, a.id) < std::tie(b.held, b.id);
-  });
-  const size_t want = sub.spec.hosts == 0 ? others.size() + 1 : sub.spec.hosts;
-  if (want > others.size() + 1) {
-    respond.send(Response::error(503, "load.hosts: the test asks for " + std::to_string(want) +
-                                          " hosts and " + std::to_string(others.size() + 1) +
-                                          " are alive"));
+  auto hosts = pick_hosts(*hosts_, sub.spec.hosts);
+  if (!hosts) {
+    respond.send(Response::error(503, "load.hosts: " + hosts.status().message()));
     return;
   }
   sub.id = numbered_id('l', ++load_seq_);
-  if (want == 1) {  // "all" of a lone host
+  if (hosts->size() == 1) {  // "all" of a lone host
     run_load(
         std::move(sub),
         [respond](const LoadTest& t) {
@@ -99,27 +108,29 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
         [respond](const std::string& why) { respond.send(Response::error(503, why)); });
     return;
   }
-  sub.hosts = {hosts_->id()};
-  for (size_t i = 0; i + 1 < want; ++i) sub.hosts.push_back(others[i].id);
-  sub.host_count = static_cast<uint32_t>(want);
+  sub.hosts = std::move(*hosts);
+  sub.host_count = static_cast<uint32_t>(sub.hosts.size());
   sub.start_ms = unix_ms_now() + kSpreadStartMs;
-  json body = {{"scenario", sub.scenario}, {"vars", sub.vars}, {"load", sub.load}};
-  auto shared = std::make_shared<LoadSubmission>(std::move(sub));
-  load_shares_->publish(shared->id, body, shared->start_ms, shared->hosts,
-                        [this, shared, respond](Status s) {
+  publish_load(std::make_shared<LoadSubmission>(std::move(sub)), respond);
+}
+
+// Writes the test and its shares for the other hosts, then starts share 0 here.
+void Daemon::publish_load(std::shared_ptr<LoadSubmission> sub, const http::Responder& respond) {
+  json body = {{"scenario", sub->scenario}, {"vars", sub->vars}, {"load", sub->load}};
+  load_shares_->publish(sub->id, body, sub->start_ms, sub->hosts, [this, sub, respond](Status s) {
     if (s.code() == Code::kAlreadyExists) {
-      spread_load(std::move(*shared), respond);  // the id is taken: another one
+      spread_load(std::move(*sub), respond);  // the id is taken: another one
       return;
     }
     if (!s) {
       respond.send(Response::error(503, "load.hosts: cannot share the test: " + s.message()));
       return;
     }
-    const std::string id = shared->id;
-    const std::vector<std::string> hosts = shared->hosts;
+    const std::string id = sub->id;
+    const std::vector<std::string> hosts = sub->hosts;
     spread_loads_.insert(id);
     run_load(
-        std::move(*shared),
+        std::move(*sub),
         [respond, hosts](const LoadTest& t) {
           respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", hosts}}));
         },

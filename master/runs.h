@@ -276,6 +276,13 @@ class Runs {
   void range_finished(Run& run, uint32_t index);
   void finish_if_complete(const std::string& id);
   void finish_from_journal(const std::string& id);
+  // What the pages of a run ending here add up to (runs_cluster.cc).
+  struct Tally {
+    std::array<uint32_t, kInstanceStates> counts{};
+    std::vector<int64_t> durations_ms;
+    std::map<std::pair<uint32_t, std::string>, uint32_t> failures;
+  };
+  void read_finish_page(const std::string& id, uint32_t from, std::shared_ptr<Tally> tally);
   Run& add_in_order(std::unique_ptr<Run> run);
   void unclaimed(Run& run);
   size_t take_claimed(Run& run, uint32_t lo, uint32_t hi);

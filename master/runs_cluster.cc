@@ -9,6 +9,12 @@
 #include "shared/proc.h"
 
 namespace corral::master {
+namespace {
+
+// Instances read back from the journal per read, when a run ends on this host.
+constexpr uint32_t kFinishPage = 2000;
+
+}  // namespace
 
 Run& Runs::add_in_order(std::unique_ptr<Run> run) {
   run->clustered = clustered_;
@@ -170,36 +176,50 @@ void Runs::finish_if_complete(const std::string& id) {
 }
 
 // Every range is done: the run ends here, with its summary from every instance's row (most
-// of them written by other hosts).
+// of them written by other hosts), read kFinishPage instances at a time so that a run of a
+// million instances is never held whole, and this host's journal writes go on between pages.
+// The run is then held as its summary, like an older finished run: its instances are read
+// from the journal when asked for.
 void Runs::finish_from_journal(const std::string& id) {
-  auto stored = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
-  journal_->read(
-      [stored, id](journal::Store& s) { *stored = s.load_run(id); },
-      [this, stored, id] {
-        Run* run = find(id);
-        if (run == nullptr || run->finished_ms != 0) return;
-        if (!*stored) {
-          spdlog::warn("run {}: cannot read it to end it: {}", id, stored->status().message());
-          return;
-        }
-        if ((*stored)->run.finished_ms != 0) {
-          finished_elsewhere((*stored)->run);
-          return;
-        }
-        auto built = run_from_journal(**stored, true);
-        if (!built || !(*built)->finished()) {
-          spdlog::warn("run {}: every range is done, but {}", id,
-                       built ? "the journal holds unfinished instances" : built.status().message());
-          return;
-        }
-        Run& whole = **built;
-        run->instances = std::move(whole.instances);
-        run->counts = whole.counts;
-        run->durations_ms = std::move(whole.durations_ms);
-        run->failures = std::move(whole.failures);
-        unclaimed(*run);
-        on_finished(*run, unix_ms_now());
-      });
+  read_finish_page(id, 0, std::make_shared<Tally>());
+}
+
+void Runs::read_finish_page(const std::string& id, uint32_t from, std::shared_ptr<Tally> tally) {
+  Run* run = find(id);
+  if (run == nullptr || run->finished_ms != 0 || run->size == 0) return;
+  const auto to = static_cast<uint32_t>(std::min<uint64_t>(run->size, uint64_t{from} + kFinishPage));
+  read_page(id, from, to, [this, id, to, tally](Page page) {
+    Run* r = find(id);
+    if (r == nullptr || r->finished_ms != 0) return;
+    if (!page) {
+      spdlog::warn("run {}: cannot read it to end it: {}", id, page.status().message());
+      return;
+    }
+    const Run& window = **page;
+    if (window.finished_ms != 0) return;  // ended elsewhere: the next heartbeat ends it here
+    for (size_t c = 0; c < tally->counts.size(); ++c) tally->counts[c] += window.counts[c];
+    tally->durations_ms.insert(tally->durations_ms.end(), window.durations_ms.begin(),
+                               window.durations_ms.end());
+    for (const auto& [key, n] : window.failures) tally->failures[key] += n;
+    if (to < r->size) {
+      read_finish_page(id, to, tally);
+      return;
+    }
+    if (tally->counts[static_cast<size_t>(InstanceState::kQueued)] +
+            tally->counts[static_cast<size_t>(InstanceState::kRunning)] > 0) {
+      spdlog::warn("run {}: every range is done, but the journal holds unfinished instances", id);
+      return;
+    }
+    unclaimed(*r);
+    r->counts = tally->counts;
+    r->durations_ms = std::move(tally->durations_ms);
+    r->failures = std::move(tally->failures);
+    r->whole = false;
+    std::vector<InstanceRecord>().swap(r->instances);
+    on_finished(*r, unix_ms_now());
+    std::vector<int64_t>().swap(r->durations_ms);
+    r->failures.clear();
+  });
 }
 
 void Runs::finished_elsewhere(const journal::RunRow& row) {

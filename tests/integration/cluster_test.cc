@@ -134,6 +134,16 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
                      "the other host to see the run finished");
   CHECK(run_of(*t.d[0], id)["counts"]["passed"] == n);
   CHECK(run_of(*t.d[2], id)["counts"]["passed"] == n);
+  // The host that ended it made its summary from every host's rows, a page at a time; both
+  // list every instance with its steps from the journal.
+  for (size_t h : {0u, 2u}) {
+    Json run = run_of(*t.d[h], id);
+    INFO(run.dump());
+    CHECK(run["duration_ms"]["p50"].get<int64_t>() >= 14000);
+    Json passed = t.d[h]->api("GET", "/runs/" + id + "/instances?state=passed&steps=true&limit=10000").json;
+    REQUIRE(passed["instances"].size() == n);
+    CHECK(passed["instances"][n - 1]["steps"].size() >= 2);
+  }
 }
 
 TEST_CASE("cluster: a host paused past its heartbeat is fenced off: its late writes change nothing") {
