@@ -139,8 +139,11 @@ class LoadVerb : public Verb {
     }
     id = json_string(reply, "load");
     std::cout << "corral: load " << id << ": " << json_string(scenario, "name") << " on "
-              << json_number(reply, "workers") << " workers\n"
-              << std::flush;
+              << json_number(reply, "workers") << " workers";
+    if (const json hosts = reply.value("hosts", json()); hosts.is_array()) {
+      std::cout << " here and " << hosts.size() - 1 << " other hosts";  // docs/cluster.md
+    }
+    std::cout << "\n" << std::flush;
     return 0;
   }
 
