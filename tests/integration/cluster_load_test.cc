@@ -76,7 +76,7 @@ TEST_CASE("cluster load: a test over all hosts runs a share on each, and its ori
   CHECK(t.db.sql("SELECT COUNT(*) FROM load_seconds") == "0");
 }
 
-TEST_CASE("cluster load: stopping on the origin stops every share; a host that dies is left out") {
+TEST_CASE("cluster load: stopping on the origin stops every share, and a host that dies is left out") {
   Trio t;
   Json body = {{"scenario", get_scenario(t.api.base(), nullptr)},
                {"load", {{"vus", 6}, {"duration", "60s"}, {"pace", "100ms"}, {"hosts", 5}}}};

@@ -212,11 +212,12 @@ TEST_CASE("hooks: a journal that cannot be written fires journal_failed") {
   TempHome home;
   JobApi api;
   WebhookReceiver receiver;
-  // 24 pages of 4 KiB: the schema fits, a run of 300 instances does not (journal_test.cc).
+  // 40 pages of 4 KiB: the schema (32 pages) fits, a run of 300 instances does not
+  // (journal_test.cc).
   Daemon d(home,
            DaemonOptions()
                .with_workers(1)
-               .with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24")
+               .with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "40")
                .with_config({{"hooks", {{"journal_failed", hook(receiver.url("/journal"))}}}}));
   d.wait_ready(1);
   submit_run(d, job_poll_scenario("fill", 0, "100ms"), 300, api);

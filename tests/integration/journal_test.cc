@@ -254,8 +254,9 @@ TEST_CASE(
 TEST_CASE("journal: a full journal is reported by /health and /metrics, and runs go on") {
   TempHome home;
   JobApi api;
-  // The journal may grow to 24 pages of 4 KiB: the schema fits, a run of 300 instances does not.
-  Daemon d(home, DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24"));
+  // The journal may grow to 40 pages of 4 KiB: the schema (32 pages) fits, a run of 300
+  // instances does not.
+  Daemon d(home, DaemonOptions().with_workers(1).with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "40"));
   d.wait_ready(1);
   CHECK(d.health()["journal"]["ok"] == true);
   std::string id = submit_run(d, two_jobs(0), 300, api);
@@ -283,7 +284,7 @@ TEST_CASE("journal: past journal_max_queued writes not saved, new runs are refus
   JobApi api;
   Daemon d(home, DaemonOptions()
                      .with_workers(1)
-                     .with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "24")
+                     .with_env("CORRAL_TEST_JOURNAL_MAX_PAGES", "40")
                      .with_config({{"journal_max_queued", 100}}));
   d.wait_ready(1);
   std::string id = submit_run(d, two_jobs(0), 300, api);
