@@ -73,9 +73,20 @@ LoadShares::LoadShares(uv_loop_t* loop, std::string url, std::string label, std:
       reader_(loop) {}
 
 void LoadShares::start() {
+  clean();  // first on the connection: a test published from now on comes after it
   timer_.start(0, kEveryMs, [this] { beat(); });
   reader_.start(kReadEveryMs, kReadEveryMs, [this] {
     if (cleaned_ && !reading_) read_seconds();
+  });
+}
+
+// Deletes the tests this host was the origin of in an earlier life: they died with it.
+void LoadShares::clean() {
+  cleaning_ = true;
+  db_.query(kForget, {"", host_}, [this](Result<PgRows> r) {
+    cleaning_ = false;
+    cleaned_ = r.is_ok();
+    log_failure("deleting this host's tests of an earlier life", r);
   });
 }
 
@@ -83,10 +94,7 @@ void LoadShares::beat() {
   // The last beat's queries are still out (a read of seconds aside): no pile-up.
   if (db_.waiting() > (reading_ ? 1u : 0u)) return;
   if (!cleaned_) {
-    db_.query(kForget, {"", host_}, [this](Result<PgRows> r) {
-      cleaned_ = r.is_ok();
-      log_failure("deleting this host's tests of an earlier life", r);
-    });
+    if (!cleaning_) clean();
     return;
   }
   // Tests whose origin was declared dead: their shares see them gone.
@@ -174,6 +182,10 @@ void LoadShares::send(const std::string& id, Outbox& box) {
 
 void LoadShares::publish(const std::string& id, const json& body, int64_t start_ms,
                          const std::vector<std::string>& hosts, std::function<void(Status)> done) {
+  if (!cleaned_ && !cleaning_) {
+    done(Status(Code::kUnavailable, "the database was not reached yet"));
+    return;
+  }
   db_.query(kPublish, {id, host_, body.dump(), std::to_string(start_ms), json(hosts).dump()},
             [done = std::move(done), id](Result<PgRows> r) {
               if (!r) {

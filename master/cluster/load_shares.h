@@ -61,7 +61,8 @@ class LoadShares {
   void start();
 
   // Origin: writes test `id` and a share for each of `hosts` (this host first, which runs share
-  // 0 itself). `done` gets kAlreadyExists when the id is taken.
+  // 0 itself). `done` gets kAlreadyExists when the id is taken, kUnavailable before start()
+  // or while the database was never reached.
   void publish(const std::string& id, const nlohmann::json& body, int64_t start_ms,
                const std::vector<std::string>& hosts, std::function<void(Status)> done);
   // Origin: asks the other hosts to end their shares.
@@ -76,6 +77,7 @@ class LoadShares {
 
  private:
   void beat();
+  void clean();
   void read_shares();
   void read_seconds();
   void flush();
@@ -89,7 +91,8 @@ class LoadShares {
   uv::Timer timer_;
   uv::Timer reader_;     // read_seconds(), every kReadEveryMs
   bool reading_ = false;  // a read_seconds() query is out
-  bool cleaned_ = false;  // this host's tests from an earlier life are deleted
+  bool cleaned_ = false;   // this host's tests from an earlier life are deleted
+  bool cleaning_ = false;  // ... the query doing it is out
   struct Outbox {
     uint64_t next_seq = 0;
     std::vector<nlohmann::json> seconds;

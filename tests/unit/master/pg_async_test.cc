@@ -107,7 +107,8 @@ TEST_CASE("pg async: a connection killed under it fails its query, and the next 
     std::string pid;
     pg.query("SELECT pg_backend_pid()", {}, [&](Result<PgRows> r) { pid = first(r); });
     REQUIRE(l.run_until([&] { return !pid.empty(); }));
-    db.sql("SELECT pg_terminate_backend(" + pid + ")");
+    // pg_terminate_backend only signals the backend: wait until it is gone.
+    db.sql("SELECT pg_terminate_backend(" + pid + ", 5000)");
     std::optional<Result<PgRows>> lost;
     pg.query("SELECT 1", {}, [&](Result<PgRows> r) { lost = std::move(r); });
     REQUIRE(l.run_until([&] { return lost.has_value(); }));
