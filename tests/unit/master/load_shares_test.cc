@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "master/journal/store.h"
-#include "shared/proc.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/test_loop.h"
 
 using corral::Code;
 using corral::Status;
@@ -27,7 +27,6 @@ namespace {
 // Two hosts on one database with the journal's schema; each host's events recorded.
 struct TwoHosts {
   TwoHosts() {
-    uv_loop_init(&loop);
     REQUIRE(corral::master::journal::open_postgresql_store(db.url()).is_ok());  // the schema
     LoadShares::Events ea;
     ea.originated = [this] { return originated; };
@@ -47,20 +46,8 @@ struct TwoHosts {
   ~TwoHosts() {
     a.reset();
     b.reset();
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
   }
-  // Runs the loop until `done` holds or 10 s pass.
-  bool run_until(const std::function<bool()>& done) {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, [](uv_timer_t*) {}, 5, 5);
-    uint64_t deadline = corral::monotonic_ms() + 10000;
-    while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
-    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    return done();
-  }
+  bool run_until(const std::function<bool()>& done) { return l.run_until(done); }
   Status publish(const std::string& id) {
     std::optional<Status> done;
     a->publish(id, {{"scenario", {{"name", "s"}}}, {"load", {{"vus", 2}}}}, 1234,
@@ -70,7 +57,8 @@ struct TwoHosts {
   }
 
   PgDatabase db;
-  uv_loop_t loop;
+  corral::test::TestLoop l;  // destroyed after the hosts, which close their handles on it
+  uv_loop_t& loop = l.loop;
   std::unique_ptr<LoadShares> a, b;
   std::vector<std::string> originated;
   std::vector<json> seconds;

@@ -10,6 +10,7 @@
 
 #include "shared/proc.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/test_loop.h"
 
 using corral::Code;
 using corral::Result;
@@ -19,25 +20,7 @@ using corral::test::PgDatabase;
 
 namespace {
 
-struct Loop {
-  Loop() { uv_loop_init(&loop); }
-  ~Loop() {
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK(uv_loop_close(&loop) == 0);
-  }
-  // Runs the loop until `done` holds or 10 s pass.
-  bool run_until(const std::function<bool()>& done) {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, [](uv_timer_t*) {}, 5, 5);
-    uint64_t deadline = corral::monotonic_ms() + 10000;
-    while (!done() && corral::monotonic_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
-    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    return done();
-  }
-  uv_loop_t loop;
-};
+using Loop = corral::test::TestLoop;
 
 // The first column of the first row, or "error: <message>".
 std::string first(const Result<PgRows>& r) {
