@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "master/daemon_impl.h"
 #include "master/ids.h"
@@ -44,6 +45,17 @@ Result<std::vector<std::string>> pick_hosts(const cluster::Hosts& hosts, uint32_
   std::vector<std::string> ids = {hosts.id()};
   for (size_t i = 0; i + 1 < want; ++i) ids.push_back(others[i].id);
   return ids;
+}
+
+// Test `id` while it runs, and the slot of another host taking part in it; {nullptr, 0} when
+// either is unknown, or the test ended.
+std::pair<LoadTest*, int> remote_of(Loads& loads, const std::string& id, const std::string& host) {
+  LoadTest* t = loads.find(id);
+  if (t == nullptr || t->ended()) return {nullptr, 0};
+  for (const auto& [slot, r] : t->remote) {
+    if (r.host == host) return {t, slot};
+  }
+  return {nullptr, 0};
 }
 
 std::string error_of(const Response& r) {
@@ -205,30 +217,23 @@ void Daemon::start_load_share(const cluster::ShareRow& row) {
 }
 
 void Daemon::on_remote_second(const std::string& id, const std::string& host, json second) {
-  LoadTest* t = loads_.find(id);
-  if (t == nullptr || t->ended()) return;
-  auto remote = std::find_if(t->remote.begin(), t->remote.end(),
-                             [&](const auto& r) { return r.second.host == host; });
-  if (remote == t->remote.end()) return;
+  auto [t, slot] = remote_of(loads_, id, host);
+  if (t == nullptr) return;
   second["load"] = id;
   auto s = ipc::load_second_from_json(second);
   if (!s) {
-    loads_.drop(*t, remote->first, "host " + host + " sent a malformed second: " +
-                                        s.status().message(), unix_ms_now());
+    loads_.drop(*t, slot, "host " + host + " sent a malformed second: " + s.status().message(),
+                unix_ms_now());
     return;
   }
-  (void)loads_.on_second(remote->first, std::move(*s), unix_ms_now());
+  (void)loads_.on_second(slot, std::move(*s), unix_ms_now());
   check_aborting(id);
 }
 
 void Daemon::on_share_state(const std::string& id, const std::string& host, const std::string& state) {
-  LoadTest* t = loads_.find(id);
-  if (t == nullptr || t->ended()) return;
-  auto remote = std::find_if(t->remote.begin(), t->remote.end(),
-                             [&](const auto& r) { return r.second.host == host; });
-  if (remote == t->remote.end() || t->slots.count(remote->first) == 0) return;
-  remote->second.state = state;
-  const int slot = remote->first;
+  auto [t, slot] = remote_of(loads_, id, host);
+  if (t == nullptr || t->slots.count(slot) == 0) return;
+  t->remote[slot].state = state;
   const int64_t now = unix_ms_now();
   if (state.rfind("failed", 0) == 0) {
     loads_.drop(*t, slot, "host " + host + ": " + state, now);

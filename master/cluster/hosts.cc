@@ -73,7 +73,6 @@ constexpr const char* kAnnouncePrune =
     "DO UPDATE SET value = GREATEST(meta.value, excluded.value)";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
 
-int64_t i64(const std::string& s) { return pg_i64(s); }
 
 }  // namespace
 
@@ -114,14 +113,14 @@ void Hosts::beat() {
       if (!r) return;
       OpenRuns open;
       for (const auto& row : r->rows) {
-        open[row.at(0)][row.at(1)] += static_cast<uint64_t>(i64(row.at(2)));
+        open[row.at(0)][row.at(1)] += static_cast<uint64_t>(pg_i64(row.at(2)));
       }
       events_.open_runs(std::move(open));
     });
   }
   if (events_.pruned_before) {
     db_.query(kPrunedBefore, {}, [this](Result<PgRows> r) {
-      if (r && !r->rows.empty()) events_.pruned_before(i64(r->rows[0].at(0)));
+      if (r && !r->rows.empty()) events_.pruned_before(pg_i64(r->rows[0].at(0)));
     });
   }
 }
@@ -131,7 +130,7 @@ void Hosts::registered(Result<PgRows> r) {
     failed(r ? io_error("registering: no row came back") : r.status());
     return;
   }
-  epoch_ = i64(r->rows[0][0]);
+  epoch_ = pg_i64(r->rows[0][0]);
   renewed_ms_ = monotonic_ms();
   registered_ms_ = renewed_ms_;
   error_.clear();
@@ -161,7 +160,7 @@ void Hosts::lost_epoch(Result<PgRows> r) {
     return;
   }
   if (epoch_ == 0) return;
-  bool declared = !r->rows.empty() && i64(r->rows[0].at(1)) != 0;
+  bool declared = !r->rows.empty() && pg_i64(r->rows[0].at(1)) != 0;
   if (declared) {
     fence("another host declared it dead (no heartbeat for " + std::to_string(kDeadAfterMs / 1000) +
           " s)");
@@ -191,13 +190,13 @@ void Hosts::listed(Result<PgRows> r) {
     if (row.size() < 8) continue;
     HostRow h{row[0],
               row[1],
-              i64(row[2]),
-              i64(row[3]),
-              i64(row[4]),
-              static_cast<uint64_t>(i64(row[5])),
-              static_cast<uint64_t>(i64(row[6])),
+              pg_i64(row[2]),
+              pg_i64(row[3]),
+              pg_i64(row[4]),
+              static_cast<uint64_t>(pg_i64(row[5])),
+              static_cast<uint64_t>(pg_i64(row[6])),
               false,
-              i64(row[7])};
+              pg_i64(row[7])};
     h.dead = h.heartbeat_age_ms > kDeadAfterMs;
     hosts.push_back(std::move(h));
   }
@@ -250,8 +249,8 @@ void Hosts::claimed(Result<PgRows> r, int64_t epoch) {
   if (r->rows.empty() || epoch_ != epoch) return;
   std::vector<Claim> claims;
   for (const auto& row : r->rows) {
-    claims.push_back({row.at(0), static_cast<uint32_t>(i64(row.at(1))),
-                      static_cast<uint32_t>(i64(row.at(2))), epoch});
+    claims.push_back({row.at(0), static_cast<uint32_t>(pg_i64(row.at(1))),
+                      static_cast<uint32_t>(pg_i64(row.at(2))), epoch});
   }
   events_.claimed(std::move(claims));
 }
