@@ -31,6 +31,7 @@ std::string show_bound(const Field& f, double bound) {
     case Kind::kString:
     case Kind::kHooks:
     case Kind::kLimits:
+    case Kind::kTls:
       return std::to_string(static_cast<long long>(bound));
   }
   return "?";
@@ -105,6 +106,12 @@ TargetLimits read_limits(const Field& f, const json& v) {
   return std::move(*limits);
 }
 
+http::TlsOptions read_tls(const Field& f, const json& v) {
+  Result<http::TlsOptions> tls = http::tls_options_from_json(v, std::string(f.name));
+  if (!tls) throw ConfigError(tls.status().message());
+  return std::move(*tls);
+}
+
 void apply_field(Config& cfg, const Field& f, const json& v) {
   switch (f.kind) {
     case Kind::kInt:
@@ -128,6 +135,9 @@ void apply_field(Config& cfg, const Field& f, const json& v) {
     case Kind::kLimits:
       cfg.*std::get<TargetLimits Config::*>(f.member) = read_limits(f, v);
       return;
+    case Kind::kTls:
+      cfg.*std::get<http::TlsOptions Config::*>(f.member) = read_tls(f, v);
+      return;
   }
 }
 
@@ -147,6 +157,8 @@ json field_to_json(const Config& cfg, const Field& f) {
       return hooks_to_json(cfg.*std::get<Hooks Config::*>(f.member));
     case Kind::kLimits:
       return limits_to_json(cfg.*std::get<TargetLimits Config::*>(f.member));
+    case Kind::kTls:
+      return http::to_json(cfg.*std::get<http::TlsOptions Config::*>(f.member));
   }
   return nullptr;
 }

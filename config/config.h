@@ -17,6 +17,7 @@
 
 #include "config/hooks.h"
 #include "config/limits.h"
+#include "shared/http/tls_options.h"
 #include "shared/status.h"
 
 namespace corral::config {
@@ -58,7 +59,9 @@ struct Config {
   uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned
   uint64_t max_response_bytes = 64u << 20;      // a request's default cap on its response body
   uint64_t response_memory_bytes = 512u << 20;  // per worker: all response bodies in flight
-  std::string http_client = "lean";  // "lean": http:// on the worker's loop; "curl": all by curl
+  std::string http_client = "lean";  // "lean": the worker's own client; "curl": all by curl
+  std::string http_version = "auto";  // requests' default: "auto", "1.1", "2"
+  http::TlsOptions tls;               // requests' default TLS options
   int max_connections_per_host = 256;  // per worker and origin; more requests wait (FIFO)
   // Held connections one worker opens in a load test; 0: its file-descriptor limit less 2,000.
   // A test that needs more workers than there are starts more for its duration.

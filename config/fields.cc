@@ -53,8 +53,14 @@ constexpr Field limits_field(std::string_view name, TargetLimits Config::*m,
   return {name, Kind::kLimits, m, 0, 0, {}, help};
 }
 
+constexpr Field tls_field(std::string_view name, http::TlsOptions Config::*m,
+                          std::string_view help) {
+  return {name, Kind::kTls, m, 0, 0, {}, help};
+}
+
 constexpr std::array<std::string_view, 5> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 constexpr std::array<std::string_view, 2> kHttpClients = {"lean", "curl"};
+constexpr std::array<std::string_view, 3> kHttpVersions = {"auto", "1.1", "2"};
 
 // clang-format off
 const Field kFields[] = {
@@ -121,8 +127,14 @@ const Field kFields[] = {
   bytes_field("response_memory", &Config::response_memory_bytes, kOneKiB * kOneKiB,
               "per worker: response bodies in flight together; past it, requests wait"),
   string_field("http_client", &Config::http_client, kHttpClients,
-               "lean: http:// requests on the worker's own HTTP/1.1 client, the rest by "
-               "libcurl; curl: every request by libcurl"),
+               "lean: http:// and https:// requests on the worker's own client (HTTP/1.1, "
+               "HTTP/2, TLS), proxies by libcurl; curl: every request by libcurl"),
+  string_field("http_version", &Config::http_version, kHttpVersions,
+               "requests' default: auto (HTTP/2 when an https server offers it by ALPN), 1.1, "
+               "or 2 (h2c by prior knowledge over http://)"),
+  tls_field("tls", &Config::tls,
+            "requests' default TLS options: ca_file, client_cert, client_key, server_name, "
+            "verify, min_version (a scenario's or request's \"tls\" overrides each)"),
   int_field("max_connections_per_host", &Config::max_connections_per_host, 1, 100000,
             "connections one worker opens to one origin; more requests wait in FIFO order"),
   int_field("load_connections_per_worker", &Config::load_connections_per_worker, 0, 1000000,
@@ -161,6 +173,7 @@ std::string_view kind_name(Kind kind) {
       return "size";
     case Kind::kHooks:
     case Kind::kLimits:
+    case Kind::kTls:
       return "object";
   }
   return "?";

@@ -23,12 +23,14 @@ enum class Kind {
   kBytes,     // "512MB" or a JSON integer, stored as bytes
   kHooks,     // the `hooks` object (config/hooks.h)
   kLimits,    // the `limits` object (config/limits.h)
+  kTls,       // a `tls` object (shared/http/tls_options.h)
 };
 
 std::string_view kind_name(Kind kind);
 
 using Member = std::variant<int Config::*, double Config::*, std::string Config::*,
-                            uint64_t Config::*, Hooks Config::*, TargetLimits Config::*>;
+                            uint64_t Config::*, Hooks Config::*, TargetLimits Config::*,
+                            http::TlsOptions Config::*>;
 
 struct Field {
   std::string_view name;  // as written in a config file

@@ -103,6 +103,7 @@ std::optional<Response> Daemon::check_load(const json& body, LoadSubmission& out
   scenario::ParseOptions options;
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
+  options.check_files = true;  // the workers read them on this host
   return check(body, options, cfg_, out);
 }
 

@@ -82,6 +82,7 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body,
   // Workers inherit the daemon's environment and get its secrets: check against those.
   options.has_env = [](const std::string& name) { return std::getenv(name.c_str()) != nullptr; };
   options.has_secret = [this](const std::string& name) { return secrets_.find(name) != nullptr; };
+  options.check_files = true;  // the workers read them on this host
   auto parsed = scenario::parse_scenario(*sc, options);
   if (!parsed) return invalid_argument("scenario." + parsed.status().message());
   if (auto problem = callback_problem(**parsed)) return invalid_argument("scenario." + *problem);

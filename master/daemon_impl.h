@@ -287,6 +287,7 @@ class Daemon {
   // builds its records a slice per turn. Answers the request once the run is journaled.
   void submit_run(Submission sub);
   void build_submissions();
+  void warn_unverified(const std::string& id, const scenario::Scenario& s) const;
   void publish_run(Submission& sub);
   // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
   void release_when_journaled(const std::string& run_id);

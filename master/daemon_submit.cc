@@ -55,6 +55,17 @@ void Daemon::build_submissions() {
   if (!submissions_.empty()) build_->schedule([this] { build_submissions(); });
 }
 
+// tls.verify false is meant for a throwaway test host: said once per run, so that it is not
+// left on by mistake.
+void Daemon::warn_unverified(const std::string& id, const scenario::Scenario& s) const {
+  std::vector<std::string> steps = scenario::unverified_steps(s, cfg_.tls);
+  if (steps.empty()) return;
+  std::string names;
+  for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+  spdlog::warn("run {}: tls.verify is false for step {}: the server's certificate is not checked",
+               id, names);
+}
+
 void Daemon::publish_run(Submission& sub) {
   const int64_t now = unix_ms_now();
   // A schedule's tick is recorded in the same journal write as the run's row (schedules.h).
@@ -62,6 +73,7 @@ void Daemon::publish_run(Submission& sub) {
                           std::move(sub.instances), sub.priority,
                           sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
+  warn_unverified(run.id, *run.scenario);
   if (sub.tick) {
     schedules_.fired(*sub.tick, run.id, now);
     spdlog::info("schedule {}: the tick at {} fired run {}", sub.tick->name,

@@ -201,6 +201,8 @@ nlohmann::json Daemon::welcome_payload(int slot, const WorkerImage& image) const
           {"max_response_bytes", cfg.max_response_bytes},
           {"response_memory_bytes", cfg.response_memory_bytes},
           {"http_client", cfg.http_client},
+          {"http_version", cfg.http_version},
+          {"tls", http::to_json(cfg.tls)},
           {"max_connections_per_host", cfg.max_connections_per_host},
           {"secrets", image.secrets().all()},
           {"callback", {{"base", callback_base(cfg)}, {"key", callback_key_}}}};

@@ -198,15 +198,25 @@ void Worker::on_welcome(const nlohmann::json& p) {
   http.memory_budget_bytes = p.value("response_memory_bytes", http.memory_budget_bytes);
   http.max_connections_per_host =
       p.value("max_connections_per_host", http.max_connections_per_host);
+  http::TlsOptions tls;
+  if (auto it = p.find("tls"); it != p.end()) {
+    auto read = http::tls_options_from_json(*it, "welcome.tls");
+    if (!read) throw std::invalid_argument(read.status().message());
+    tls = std::move(*read);
+  }
+  auto version = http::http_version_from(p.value("http_version", std::string("auto")));
+  if (!version) throw std::invalid_argument("welcome.http_version: not auto, 1.1 or 2");
+  http.tls = tls;
   budget_.limit = http.memory_budget_bytes;
   curl_ = std::make_unique<CurlClient>(loop_, http, &budget_);
   HttpClient* client = curl_.get();
   if (auto it = p.find("http_client"); it == p.end() || *it != "curl") {
-    lean_ = std::make_unique<H1Client>(loop_, http, *curl_, budget_);
+    lean_ = std::make_unique<LeanClient>(loop_, http, *curl_, budget_);
     client = lean_.get();
   }
   engine_ = std::make_unique<Engine>(
       loop_, *client, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
+  engine_->set_http_defaults(std::move(tls), *version);
   if (auto it = p.find("callback"); it != p.end() && it->is_object()) {
     engine_->set_callbacks(it->value("base", ""), it->value("key", ""));
   }

@@ -14,7 +14,7 @@
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
 #include "worker/http/curl_client.h"
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 #include "worker/load/driver.h"
 #include "worker/test_faults.h"
 
@@ -67,7 +67,7 @@ class Worker {
   Secrets secrets_;  // from `welcome`; the engine expands and masks them
   BodyBudget budget_;  // shared by both clients
   std::unique_ptr<CurlClient> curl_;  // https, proxies, and everything when http_client is curl
-  std::unique_ptr<H1Client> lean_;    // http:// when http_client is lean
+  std::unique_ptr<LeanClient> lean_;    // http:// and https:// when http_client is lean
   std::unique_ptr<Engine> engine_;
   std::map<std::string, std::unique_ptr<LoadDriver>> loads_;  // by test id; before engine_ dies
   std::unique_ptr<uv::Timer> reap_timer_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/limits.h"
+#include "shared/http/tls_options.h"
 #include "config/scenario/capture.h"
 #include "config/scenario/condition.h"
 #include "config/scenario/step_kind.h"
@@ -36,6 +37,10 @@ struct RequestSpec {
   bool follow_redirects = true;      // 301, 302, 303, 307, 308 with a Location
   int max_redirects = 10;            // hops followed before "too many redirects"
   uint64_t max_response_bytes = 0;   // a larger body is a transport error; 0 = the daemon's
+  // "tls" and "http_version" of this request; unset fields take the scenario's, then the
+  // daemon's (shared/http/tls_options.h).
+  std::optional<http::TlsOptions> tls;
+  std::optional<http::HttpVersion> http_version;
 };
 
 // Which failures of one try make `Retry` try again.
@@ -125,11 +130,17 @@ struct Scenario {
   std::vector<Step> steps;
   std::optional<uint64_t> start_spread_ms;  // "start_spread"; unset: start_spread_ms() decides
   config::TargetLimits limits;  // "limits": per origin, for this run's requests (config/limits.h)
+  http::TlsOptions tls;         // "tls": every request's, under its own
+  std::optional<http::HttpVersion> http_version;  // "http_version": every request's
   nlohmann::json source;  // the document as submitted, to forward or show it
 
   // How many steps the scenario's own list has: an instance passes after step top_steps() - 1.
   size_t top_steps() const { return steps.front().list_end; }
 };
+
+// The names of the steps whose requests do not verify the server's certificate (tls.verify
+// false in the request, the scenario or `base`, the daemon's default).
+std::vector<std::string> unverified_steps(const Scenario& s, const http::TlsOptions& base);
 
 // The scenario's `limits` for a run with run-time vars `run_vars`: each origin written as a
 // template ("{{base}}") expanded with them over the scenario's vars, and reduced to its origin.

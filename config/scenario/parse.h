@@ -21,6 +21,9 @@ struct ParseOptions {
   // (the instance fails at run time instead, naming what is missing).
   std::function<bool(const std::string&)> has_env;
   std::function<bool(const std::string&)> has_secret;
+  // When set, the files a "tls" object names must be readable, and a client key readable by
+  // its owner only: what the workers would refuse is said at submission.
+  bool check_files = false;
 };
 
 // How deeply a scenario may nest arrays and objects (the document itself is level 1). Copying,

@@ -72,6 +72,11 @@ const json& required(const json& j, const std::string& path, std::string_view na
                      std::string_view expected);
 
 std::string read_string(const json& j, const std::string& path);  // non-empty
+// A "tls" object (shared/http/tls_options.h); its files are checked when the scope's options
+// say so.
+http::TlsOptions read_tls(const json& j, const std::string& path, const Scope& scope);
+// "auto", "1.1" or "2".
+http::HttpVersion read_http_version(const json& j, const std::string& path);
 uint64_t read_duration(const json& j, const std::string& path);   // "250ms", "10s", "10m"
 uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);

@@ -86,10 +86,26 @@ void add_json_content_type(RequestSpec& spec) {
 
 }  // namespace
 
+http::TlsOptions read_tls(const json& j, const std::string& path, const Scope& scope) {
+  auto tls = http::tls_options_from_json(j, path);
+  if (!tls) throw ParseError{tls.status().message()};
+  if (scope.options != nullptr && scope.options->check_files) {
+    if (Status s = http::check_tls_files(*tls, path); !s) throw ParseError{s.message()};
+  }
+  return std::move(*tls);
+}
+
+http::HttpVersion read_http_version(const json& j, const std::string& path) {
+  std::optional<http::HttpVersion> v;
+  if (j.is_string()) v = http::http_version_from(j.get_ref<const std::string&>());
+  if (!v) fail(path, "expected \"auto\", \"1.1\" or \"2\", got " + shown(j));
+  return *v;
+}
+
 RequestSpec parse_request(const json& j, const std::string& path, const Scope& scope) {
   check_fields(j, path,
                {"method", "url", "headers", "json", "body", "timeout", "follow_redirects",
-                "max_redirects", "max_response"});
+                "max_redirects", "max_response", "tls", "http_version"});
   RequestSpec spec;
   if (j.contains("method")) spec.method = read_method(j["method"], field_path(path, "method"));
   const json& url = required(j, path, "url", "a URL like \"http://host/path\"");
@@ -123,6 +139,10 @@ RequestSpec parse_request(const json& j, const std::string& path, const Scope& s
   if (j.contains("max_response")) {
     spec.max_response_bytes =
         read_size(j["max_response"], field_path(path, "max_response"), kMaxResponseLimit);
+  }
+  if (j.contains("tls")) spec.tls = read_tls(j["tls"], field_path(path, "tls"), scope);
+  if (j.contains("http_version")) {
+    spec.http_version = read_http_version(j["http_version"], field_path(path, "http_version"));
   }
   return spec;
 }

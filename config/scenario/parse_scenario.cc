@@ -222,13 +222,18 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   if (!doc.is_object()) fail("", "expected a scenario: a JSON object with \"name\" and \"steps\"");
   check_nesting(doc);
   // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
-  check_fields(doc, "", {"name", "vars", "steps", "load", "start_spread", "limits"});
+  check_fields(doc, "",
+               {"name", "vars", "steps", "load", "start_spread", "limits", "tls", "http_version"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, "",
               &scenario->steps, {}, ""};
   scenario->vars = parse_vars(doc, scope);
   if (doc.contains("limits")) scenario->limits = parse_limits(doc["limits"], scope);
+  if (doc.contains("tls")) scenario->tls = read_tls(doc["tls"], "tls", scope);
+  if (doc.contains("http_version")) {
+    scenario->http_version = read_http_version(doc["http_version"], "http_version");
+  }
   parse_steps(required(doc, "", "steps", "a non-empty array"), "steps", scope);
   if (!scope.callback_url_at.empty()) {
     fail(scope.callback_url_at, "{{callback_url}} needs a callback step after this one");

@@ -1,4 +1,4 @@
-// Fuzz target: the lean HTTP/1.1 client (worker/http/h1_client.h) reading whatever a server
+// Fuzz target: the lean HTTP/1.1 client (worker/http/lean_client.h) reading whatever a server
 // sends back: status line, headers, chunked or sized or close-delimited bodies, 1xx answers,
 // gzip and deflate, over a real loopback connection on the client's own libuv loop.
 //
@@ -18,14 +18,14 @@
 
 #include "tests/fuzz/check.h"
 #include "worker/http/curl_client.h"
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 
 namespace {
 
 using corral::worker::BodyBudget;
 using corral::worker::ClientOptions;
 using corral::worker::CurlClient;
-using corral::worker::H1Client;
+using corral::worker::LeanClient;
 using corral::worker::HttpRequest;
 using corral::worker::HttpResponse;
 
@@ -114,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   BodyBudget budget{(mode & 4) ? 32u : 1u << 20, 0};
   {
     CurlClient curl(&f.loop, opts, &budget);
-    H1Client http(&f.loop, opts, curl, budget);
+    LeanClient http(&f.loop, opts, curl, budget);
     HttpRequest req;
     req.method = (mode & 1) ? "HEAD" : "GET";
     req.url = "http://127.0.0.1:" + std::to_string(f.server->port) + "/x";

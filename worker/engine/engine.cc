@@ -93,6 +93,7 @@ Status Engine::define_run(const std::string& run, const nlohmann::json& doc,
     r->runners.push_back(runner);
   }
   index_callbacks(*r);
+  resolve_http(*r);
   r->vars = (*parsed)->vars;
   if (vars.is_object()) r->vars.update(vars);
   runs_[run] = std::move(r);

@@ -124,6 +124,12 @@ class Engine {
   HttpClient& http() { return http_; }
   // The shared page that tells the master which instance the loop is in (may be null).
   void set_in_hand(ipc::InHand* page) { in_hand_ = page; }
+  // The daemon's defaults for requests' TLS options and HTTP version (config "tls" and
+  // "http_version"), under a scenario's and a request's own. Before define_run().
+  void set_http_defaults(http::TlsOptions tls, http::HttpVersion version) {
+    default_tls_ = std::move(tls);
+    default_version_ = version;
+  }
   // Callback steps (steps/callback): the URL their tokens are put under (the daemon's, as its
   // systems under test reach it) and the key the tokens are made with (shared/callback).
   void set_callbacks(std::string base_url, std::string key);
@@ -201,7 +207,13 @@ class Engine {
     std::vector<int32_t> next_callback;
     std::unordered_map<uint32_t, uint64_t> serials;
     std::unique_ptr<data::RowFile> rows;  // a run over data rows: its file
+    // Of each step: its requests' TLS options, the request's over the scenario's over the
+    // daemon's (nullptr when they are the daemon's: the client's own), and HTTP version.
+    std::vector<std::shared_ptr<const http::TlsOptions>> tls;
+    std::vector<http::HttpVersion> versions;
   };
+  // Fills Run::tls and Run::versions.
+  void resolve_http(Run& r) const;
   // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
   // as waiting until then, so it may move to another worker.
   void wake_step_at(Instance& in, int64_t at_ms);
@@ -317,6 +329,8 @@ class Engine {
   uint64_t next_serial_ = 1;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;
+  http::TlsOptions default_tls_;
+  http::HttpVersion default_version_ = http::HttpVersion::kAuto;
   uint64_t requests_sent_ = 0;
   std::string callback_base_, callback_key_;
   // Last, so that a kind's state (which may refer to instances) goes first.

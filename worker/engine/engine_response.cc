@@ -40,6 +40,8 @@ Result<HttpRequest> Engine::build_request(const Instance& in) const {
   req.follow_redirects = spec.follow_redirects;
   req.max_redirects = spec.max_redirects;
   req.max_response_bytes = spec.max_response_bytes;
+  req.tls = in.run->tls[in.cp.step];
+  req.http_version = in.run->versions[in.cp.step];
   for (const auto& [name, value] : spec.headers) {
     std::string text = value.expand(vars, &error);
     if (Status s = check_header_value(name, text); !s && error.is_ok()) error = s;

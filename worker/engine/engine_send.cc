@@ -21,6 +21,23 @@ void Engine::send(Instance& in) {
   dispatch(in.serial, nullptr);
 }
 
+void Engine::resolve_http(Run& r) const {
+  const scenario::Scenario& sc = *r.scenario;
+  const http::TlsOptions scenario_tls = sc.tls.over(default_tls_);
+  std::shared_ptr<const http::TlsOptions> shared;  // steps with the same options share them
+  for (const scenario::Step& step : sc.steps) {
+    const auto& spec = step.request;
+    http::TlsOptions tls = spec.tls ? spec.tls->over(scenario_tls) : scenario_tls;
+    if (tls == default_tls_) {
+      r.tls.push_back(nullptr);
+    } else {
+      if (!shared || *shared != tls) shared = std::make_shared<const http::TlsOptions>(tls);
+      r.tls.push_back(shared);
+    }
+    r.versions.push_back(spec.http_version.value_or(sc.http_version.value_or(default_version_)));
+  }
+}
+
 void Engine::abandon_request(const Instance& in) {
   if (in.requesting && in.run->sink == nullptr) http_.cancel(in.serial);
 }

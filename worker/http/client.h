@@ -1,6 +1,7 @@
-// What the engine asks of an HTTP client, and the clients it can be given: the lean HTTP/1.1
-// client on the worker's loop (worker/http/h1_client.h) for http:// URLs, which hands every
-// other request to libcurl (worker/http/curl_client.h). The engine cannot tell them apart:
+// What the engine asks of an HTTP client, and the clients it can be given: the lean client on
+// the worker's loop (worker/http/lean_client.h) for http:// and https:// URLs over HTTP/1.1 and
+// HTTP/2, which hands what it does not do (proxies) to libcurl (worker/http/curl_client.h), also
+// the whole client with `http_client: curl`. The engine cannot tell them apart:
 // both follow redirects by the same rules (worker/http/redirect.h), hold response bodies
 // decompressed and capped, keep bodies in flight within one memory budget, and end every
 // request with exactly one callback. Loop thread only.
@@ -10,10 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "shared/http/tls_options.h"
 
 namespace corral::worker {
 
@@ -37,6 +41,10 @@ struct HttpRequest {
   std::string source;
   // Names the request for HttpClient::cancel; 0: none. Unique among requests in flight.
   uint64_t tag = 0;
+  // TLS options of an https:// request, complete (the scenario's over the daemon's); nullptr:
+  // the client's (ClientOptions::tls). Shared by the requests of a step.
+  std::shared_ptr<const http::TlsOptions> tls;
+  http::HttpVersion http_version = http::HttpVersion::kAuto;
 };
 
 struct HttpResponse {
@@ -48,6 +56,8 @@ struct HttpResponse {
   std::string url;    // the URL of the final response
   int redirects = 0;  // hops followed to get there
   double total_ms = 0;
+  double tls_ms = 0;  // TLS handshakes this request waited for, included in total_ms
+  const char* protocol = "";  // "HTTP/1.1" or "HTTP/2" (lean client); "" when not known
 };
 
 // Response bodies held by every client of a worker, against one limit. A client that would
@@ -72,6 +82,12 @@ struct ClientOptions {
   uint64_t max_idle_ms = 118000;
   uint64_t max_body_bytes = 64u << 20;  // a request's default max_response
   uint64_t memory_budget_bytes = 512u << 20;  // all bodies in flight, when no BodyBudget is shared
+  http::TlsOptions tls;  // for requests that carry none
+  // The receive window of an HTTP/2 stream; 0: 1 MiB (h2_session.cc). Tests make it small.
+  int32_t h2_stream_window = 0;
+  // Transfers curl starts in one turn of the loop; the rest wait for the next turn, so that a
+  // burst of new https connections (each costs curl a TLS context) cannot hold the loop.
+  size_t curl_starts_per_turn = 32;
 };
 
 // Connection errors to one origin, counted since the worker started.
@@ -89,6 +105,14 @@ struct HeldCounts {
   uint64_t failed = 0;  // connects that failed
   uint64_t closed = 0;  // connections lost after they had connected (closed by the server,
                         // reset, timed out); the next request of that pin opens another
+};
+
+// New connections of a client, since it started.
+struct TlsCounts {
+  uint64_t full = 0;     // TLS handshakes in full
+  uint64_t resumed = 0;  // TLS handshakes that resumed a session
+  uint64_t http1 = 0;    // connections that spoke HTTP/1.1
+  uint64_t http2 = 0;    // connections that spoke HTTP/2
 };
 
 class HttpClient {
@@ -125,6 +149,8 @@ class HttpClient {
   // closes its connection). Costs a scan of the requests started, for the rare request
   // abandoned on the way (a cancelled branch or run).
   virtual void cancel(uint64_t /*tag*/) {}
+  // Handshakes and protocols of the connections it opened (the lean client; zeros for curl).
+  virtual TlsCounts tls_counts() const { return {}; }
 };
 
 }  // namespace corral::worker

@@ -30,7 +30,8 @@ CurlClient::CurlClient(uv_loop_t* loop, ClientOptions opts, BodyBudget* budget)
       multi_(curl_multi_init()),
       timer_(loop),
       failed_timer_(loop),
-      rebalance_timer_(loop) {
+      rebalance_timer_(loop),
+      turn_timer_(loop) {
   static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   if (!global || multi_ == nullptr) std::abort();
   curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &CurlClient::on_socket);
@@ -46,6 +47,7 @@ CurlClient::~CurlClient() {
   timer_.close();
   failed_timer_.close();
   rebalance_timer_.close();
+  turn_timer_.close();
   // Removing an easy handle makes curl report its sockets as removed: the watches close.
   for (Transfer* t : live_) {
     curl_multi_remove_handle(multi_, t->easy);
@@ -66,10 +68,17 @@ CURL* CurlClient::take_easy() {
 }
 
 bool CurlClient::has_room() const {
-  return in_curl_ < opts_.max_in_flight && budget_->used < budget_->limit;
+  return in_curl_ < opts_.max_in_flight && budget_->used < budget_->limit &&
+         started_this_turn_ < std::max<size_t>(1, opts_.curl_starts_per_turn);
 }
 
 void CurlClient::start(HttpRequest req, Done done) {
+  if (++started_this_turn_ == std::max<size_t>(1, opts_.curl_starts_per_turn)) {
+    turn_timer_.start(0, 0, [this] {
+      started_this_turn_ = 0;
+      start_waiting();
+    });
+  }
   begin(new Transfer{this, nullptr, nullptr, std::move(req), {}, std::move(done)});
 }
 
@@ -78,9 +87,12 @@ void CurlClient::begin(Transfer* t) {
   t->max_body = t->req.max_response_bytes != 0 ? t->req.max_response_bytes : opts_.max_body_bytes;
   t->deadline_ms = uv_now(loop_) + t->req.timeout_ms;
   t->resp.url = t->req.url;
-  t->configure(t->req.timeout_ms);
   ++in_curl_;
   live_.insert(t);
+  if (Status s = t->configure(t->req.timeout_ms); !s) {
+    fail_soon(t, s.message());
+    return;
+  }
   add(t);
 }
 
@@ -259,7 +271,10 @@ bool CurlClient::retry_on_fresh_connection(Transfer* t, CURLcode result, long st
   release_body(t);
   t->resp.headers.clear();
   curl_easy_reset(t->easy);
-  t->configure(t->deadline_ms - now);
+  if (Status s = t->configure(t->deadline_ms - now); !s) {
+    fail_soon(t, s.message());
+    return true;
+  }
   curl_easy_setopt(t->easy, CURLOPT_FRESH_CONNECT, 1L);
   add(t);
   return true;
@@ -283,7 +298,10 @@ bool CurlClient::follow_redirect(Transfer* t, long status) {
   }
   t->resp.url = t->req.url;
   curl_easy_reset(t->easy);
-  t->configure(t->deadline_ms - now);
+  if (Status st = t->configure(t->deadline_ms - now); !st) {
+    fail_soon(t, st.message());
+    return true;
+  }
   add(t);
   return true;
 }

@@ -5,6 +5,9 @@
 
 #include "worker/http/redirect.h"
 
+#include <openssl/ssl.h>
+#include <strings.h>
+
 namespace corral::worker {
 
 size_t on_body(char* data, size_t size, size_t n, void* userp) noexcept {
@@ -49,7 +52,56 @@ size_t on_header(char* data, size_t size, size_t n, void* userp) noexcept {
   return bytes;
 }
 
-void CurlClient::Transfer::configure(uint64_t timeout_ms) {
+namespace {
+
+// curl's OpenSSL backend reads the CA bundle into every new connection's SSL_CTX unless it is
+// told no file: the worker's store (read once) is put in instead.
+CURLcode use_store(CURL*, void* ssl_ctx, void* store) noexcept {
+  X509_STORE_up_ref(static_cast<X509_STORE*>(store));
+  SSL_CTX_set_cert_store(static_cast<SSL_CTX*>(ssl_ctx), static_cast<X509_STORE*>(store));
+  return CURLE_OK;
+}
+
+long curl_http_version(http::HttpVersion v, bool tls) {
+  switch (v) {
+    case http::HttpVersion::kAuto: return tls ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1;
+    case http::HttpVersion::kHttp11: return CURL_HTTP_VERSION_1_1;
+    case http::HttpVersion::kHttp2:
+      return tls ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+  }
+  return CURL_HTTP_VERSION_NONE;
+}
+
+}  // namespace
+
+Status CurlClient::Transfer::configure_tls() {
+  CURL* e = easy;
+  const http::TlsOptions& tls = req.tls ? *req.tls : client->opts_.tls;
+  if (tls.server_name) {
+    return invalid_argument("tls.server_name is not supported by http_client curl (nor through "
+                            "a proxy): use the lean client");
+  }
+  if (Status s = http::check_tls_files(tls, "tls"); !s) return s;
+  auto store = client->contexts_.store(tls.ca_file);
+  if (!store) return store.status();
+  curl_easy_setopt(e, CURLOPT_CAINFO, nullptr);
+  curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
+  curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, &use_store);
+  curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, *store);
+  if (!tls.verify.value_or(true)) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (tls.client_cert) {
+    curl_easy_setopt(e, CURLOPT_SSLCERT, tls.client_cert->c_str());
+    curl_easy_setopt(e, CURLOPT_SSLKEY, tls.client_key->c_str());
+  }
+  curl_easy_setopt(e, CURLOPT_SSLVERSION,
+                   tls.min_version == "1.3" ? CURL_SSLVERSION_TLSv1_3 : CURL_SSLVERSION_TLSv1_2);
+  return Status::ok();
+}
+
+Status CurlClient::Transfer::configure(uint64_t timeout_ms) {
   CURL* e = easy;
   curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
   curl_easy_setopt(e, CURLOPT_PRIVATE, this);
@@ -78,6 +130,9 @@ void CurlClient::Transfer::configure(uint64_t timeout_ms) {
   // curl adds "Expect: 100-continue" to large bodies, which costs a round trip: turn it off.
   headers = curl_slist_append(headers, "Expect:");
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+  bool tls = strncasecmp(req.url.c_str(), "https://", 8) == 0;
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, curl_http_version(req.http_version, tls));
+  return tls ? configure_tls() : Status::ok();
 }
 
 Status CurlClient::Transfer::redirect_to(const std::string& location, long status) {

@@ -29,7 +29,9 @@ struct CurlClient::Transfer {
   // The body grew by `bytes`: false when the client's memory budget says to pause instead.
   bool take_budget(size_t bytes) { return client->take_budget(this, bytes); }
   // Sets every option of `easy` for the request as it stands (the first hop or a redirect's).
-  void configure(uint64_t timeout_ms);
+  // Fails when its TLS options cannot be used (a CA file that cannot be read, server_name).
+  Status configure(uint64_t timeout_ms);
+  Status configure_tls();
   // Rewrites the request for the next hop to `location` after a `status` response (see
   // curl_client.h). Fails with the reason when the hop may not be followed.
   Status redirect_to(const std::string& location, long status);

@@ -41,9 +41,13 @@ bool parse(const std::string& url, http_parser_url& u) {
 
 std::optional<HttpUrl> parse_http_url(const std::string& url) {
   http_parser_url u;
-  if (!parse(url, u) || lower(field(url, u, UF_SCHEMA)) != "http") return std::nullopt;
+  if (!parse(url, u)) return std::nullopt;
+  std::string scheme = lower(field(url, u, UF_SCHEMA));
+  if (scheme != "http" && scheme != "https") return std::nullopt;
   if (u.field_set & (1 << UF_USERINFO)) return std::nullopt;  // curl sends it as Basic auth
   HttpUrl out;
+  out.tls = scheme == "https";
+  out.port = out.tls ? 443 : 80;
   out.host = std::string(field(url, u, UF_HOST));
   if (out.host.empty()) return std::nullopt;
   if (u.field_set & (1 << UF_PORT)) {
@@ -67,7 +71,7 @@ std::string HttpUrl::pool_key() const {
 }
 
 std::string HttpUrl::host_header() const {
-  return port == 80 ? bracketed(host) : bracketed(host) + ":" + std::to_string(port);
+  return port == (tls ? 443 : 80) ? bracketed(host) : bracketed(host) + ":" + std::to_string(port);
 }
 
 std::string origin_label(const std::string& url) { return http::origin_of(url); }

@@ -1,4 +1,4 @@
-// URLs as the lean HTTP/1.1 client needs them, split by http-parser's URL parser.
+// URLs as the lean client needs them, split by http-parser's URL parser.
 #pragma once
 
 #include <cstdint>
@@ -10,19 +10,21 @@ namespace corral::worker {
 // Parsed for every request, so it holds only what differs per request; what is the same for
 // every request to an origin (its label, the Host header) is derived once per pool.
 struct HttpUrl {
+  bool tls = false;    // https
   std::string host;    // as written, without brackets for IPv6
-  uint16_t port = 80;
+  uint16_t port = 80;  // the URL's, else 80 for http and 443 for https
   std::string target;  // path and query, "/" when the URL has no path; never the fragment
 
   // "host:port", lowercased, IPv6 in brackets: the key of a connection pool.
   std::string pool_key() const;
-  // "http://host:port", lowercased: the origin's label in metrics.
-  std::string origin() const { return "http://" + pool_key(); }
-  // The Host header's value: the host as written, and the port if it is not 80.
+  // "http://host:port" or "https://host:port", lowercased: the origin's label in metrics.
+  std::string origin() const { return (tls ? "https://" : "http://") + pool_key(); }
+  // The Host header's value (and HTTP/2's :authority): the host as written, and the port if it
+  // is not the scheme's own.
   std::string host_header() const;
 };
 
-// Splits an absolute http:// URL. nullopt when it is not one (https, another scheme, user
+// Splits an absolute http:// or https:// URL. nullopt when it is not one (another scheme, user
 // info, a relative URL) or holds bytes no URL may hold (space, control characters).
 std::optional<HttpUrl> parse_http_url(const std::string& url);
 

@@ -26,7 +26,7 @@ constexpr const char* kKnownFields =
     "backoff_max, stable_after, crash_loop_exits, errored_retry, "
     "log_max_size, log_files, log_level, journal, journal_max_queued, worker_instances, max_resumes, keep_runs, "
     "keep_runs_for, "
-    "max_response, response_memory, http_client, max_connections_per_host, "
+    "max_response, response_memory, http_client, http_version, tls, max_connections_per_host, "
     "load_connections_per_worker, secrets_file, api_token, callback_base, hooks, limits";
 
 // kKnownFields in the order nlohmann::json keeps object keys (sorted).
@@ -85,6 +85,9 @@ Config all_changed() {
   c.max_response_bytes = 1 << 20;
   c.response_memory_bytes = 2 << 20;
   c.http_client = "curl";
+  c.http_version = "1.1";
+  c.tls.verify = false;
+  c.tls.min_version = "1.3";
   c.max_connections_per_host = 16;
   c.load_connections_per_worker = 500;
   c.secrets_file = "/etc/corral/secrets.json";

@@ -118,7 +118,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "steps": []})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t", "steps": {}})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
-      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps, load, start_spread, limits)"},
+      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps, load, start_spread, limits, tls, "
+       "http_version)"},
       {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.uuid: "uuid" is a built-in variable)"},
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",

@@ -12,13 +12,13 @@
 #include "tools/target/target.h"
 #include "worker/engine/engine.h"
 #include "worker/http/curl_client.h"
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 
 namespace corral::test::engine {
 
 using corral::ipc::Checkpoint;
 using corral::worker::CurlClient;
-using corral::worker::H1Client;
+using corral::worker::LeanClient;
 using corral::worker::Engine;
 using nlohmann::json;
 
@@ -30,7 +30,7 @@ struct Fixture {
     base = "http://127.0.0.1:" + std::to_string(target->port());
     // The worker's default: the lean client for http://, curl for the rest.
     curl = std::make_unique<CurlClient>(&loop, corral::worker::ClientOptions{}, &budget);
-    http = std::make_unique<H1Client>(&loop, corral::worker::ClientOptions{}, *curl, budget);
+    http = std::make_unique<LeanClient>(&loop, corral::worker::ClientOptions{}, *curl, budget);
     engine = std::make_unique<Engine>(
         &loop, *http,
         [this](corral::ipc::Event&& ev) {
@@ -87,7 +87,7 @@ struct Fixture {
   std::unique_ptr<corral::target::Target> target;
   corral::worker::BodyBudget budget;
   std::unique_ptr<CurlClient> curl;
-  std::unique_ptr<H1Client> http;
+  std::unique_ptr<LeanClient> http;
   std::unique_ptr<Engine> engine;
   std::string base;
   std::vector<json> events;

@@ -13,7 +13,7 @@
 #include "shared/uv/timer.h"
 #include "tests/support/raw_http_server.h"
 #include "worker/http/curl_client.h"
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 
 using corral::test::close_connection;
 using corral::test::RawHttpServer;
@@ -23,7 +23,7 @@ using corral::test::send;
 using corral::worker::BodyBudget;
 using corral::worker::ClientOptions;
 using corral::worker::CurlClient;
-using corral::worker::H1Client;
+using corral::worker::LeanClient;
 using corral::worker::HeldCounts;
 using corral::worker::HttpRequest;
 using corral::worker::HttpResponse;
@@ -39,7 +39,7 @@ class Held {
   explicit Held(RawHttpServer::ScriptFor script, ClientOptions opts = {}) {
     uv_loop_init(&loop);
     curl = std::make_unique<CurlClient>(&loop, opts, &budget);
-    http = std::make_unique<H1Client>(&loop, opts, *curl, budget);
+    http = std::make_unique<LeanClient>(&loop, opts, *curl, budget);
     server = std::make_unique<RawHttpServer>(&loop, std::move(script));
   }
   ~Held() {
@@ -83,7 +83,7 @@ class Held {
   uv_loop_t loop;
   BodyBudget budget;
   std::unique_ptr<CurlClient> curl;
-  std::unique_ptr<H1Client> http;
+  std::unique_ptr<LeanClient> http;
   std::unique_ptr<RawHttpServer> server;
   std::vector<std::optional<HttpResponse>> answers;
 };

@@ -21,7 +21,7 @@
 #include "tests/support/raw_http_server.h"
 #include "tools/target/target.h"
 #include "worker/http/curl_client.h"
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 
 using corral::test::close_connection;
 using corral::test::RawHttpServer;
@@ -34,7 +34,7 @@ using corral::test::wait_ms;
 using corral::worker::BodyBudget;
 using corral::worker::ClientOptions;
 using corral::worker::CurlClient;
-using corral::worker::H1Client;
+using corral::worker::LeanClient;
 using corral::worker::HttpClient;
 using corral::worker::HttpRequest;
 using corral::worker::HttpResponse;
@@ -55,7 +55,7 @@ Clients make_curl(uv_loop_t* loop, const ClientOptions& opts, BodyBudget&) {
 
 Clients make_h1(uv_loop_t* loop, const ClientOptions& opts, BodyBudget& budget) {
   auto curl = std::make_unique<CurlClient>(loop, opts, &budget);
-  auto h1 = std::make_unique<H1Client>(loop, opts, *curl, budget);
+  auto h1 = std::make_unique<LeanClient>(loop, opts, *curl, budget);
   return {std::move(curl), std::move(h1)};
 }
 
@@ -530,7 +530,7 @@ TEST_CASE("http conformance: a connection idle longer than max_idle_ms is not re
       CHECK(f.fetch(get(server.url("/"))).status == 200);
       if (std::string(impl.name) == "h1") {
         // The lean client closes it by itself, unasked, and forgets the origin with it.
-        auto* h1 = dynamic_cast<H1Client*>(f.http);
+        auto* h1 = dynamic_cast<LeanClient*>(f.http);
         REQUIRE(h1 != nullptr);
         CHECK(h1->origins() == 1);
         CHECK(f.run_until([&] { return server.open_connections() == 0; }, 5000));

@@ -1,4 +1,4 @@
-#include "worker/http/h1_client.h"
+#include "worker/http/lean_client.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,16 +7,19 @@
 #include "config/scenario/response.h"
 #include "shared/uv/guard.h"
 #include "worker/http/h1_connection.h"
-#include "worker/http/h1_wire.h"
+#include "worker/http/h2_session.h"
+#include "worker/http/origin.h"
 #include "worker/http/redirect.h"
+#include "worker/http/wire.h"
 
 namespace corral::worker {
 namespace {
 
-// curl sends http:// requests through a proxy when http_proxy or all_proxy is set (upper case
-// only for ALL_PROXY, a CGI safety rule): those go to curl, which also knows no_proxy.
+// curl sends requests through a proxy when http_proxy (https_proxy or HTTPS_PROXY for https) or
+// all_proxy is set (upper case HTTP_PROXY is ignored, a CGI safety rule): those go to curl,
+// which also knows no_proxy.
 bool proxy_in_environment() {
-  for (const char* name : {"http_proxy", "all_proxy", "ALL_PROXY"}) {
+  for (const char* name : {"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return true;
   }
@@ -32,12 +35,13 @@ const std::string* header(const HttpResponse& r, std::string_view name) {
 
 }  // namespace
 
-H1Client::H1Client(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback, BodyBudget& budget)
+LeanClient::LeanClient(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback, BodyBudget& budget)
     : loop_(loop),
       opts_(opts),
       fallback_(fallback),
       budget_(budget),
       use_proxy_(proxy_in_environment()),
+      handshakes_(loop),
       deliver_timer_(loop),
       rebalance_timer_(loop),
       reap_timer_(loop),
@@ -48,7 +52,7 @@ H1Client::H1Client(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback, Bo
   idle_timer_.unref();  // the loop does not wait on it alone
 }
 
-H1Client::~H1Client() {
+LeanClient::~LeanClient() {
   deliver_timer_.close();
   rebalance_timer_.close();
   reap_timer_.close();
@@ -57,12 +61,12 @@ H1Client::~H1Client() {
   dead_.clear();
 }
 
-bool H1Client::has_room() const {
+bool LeanClient::has_room() const {
   return started_ < opts_.max_in_flight && budget_.used < budget_.limit;
 }
 
 // A request counted in in_flight_ goes to an origin here, or to the fallback client.
-void H1Client::start(HttpRequest req, Done done) {
+void LeanClient::start(HttpRequest req, Done done) {
   std::optional<HttpUrl> url;
   if (!use_proxy_) url = parse_http_url(req.url);
   if (!url) {
@@ -70,7 +74,7 @@ void H1Client::start(HttpRequest req, Done done) {
     fallback_.send(std::move(req), std::move(done));
     return;
   }
-  auto ex = std::make_unique<h1::Exchange>();
+  auto ex = std::make_unique<lean::Exchange>();
   ex->req = std::move(req);
   ex->done = std::move(done);
   ex->url = std::move(*url);
@@ -85,24 +89,47 @@ void H1Client::start(HttpRequest req, Done done) {
   submit(std::move(ex));
 }
 
-void H1Client::submit(std::unique_ptr<h1::Exchange> ex) {
-  if (Status s = h1::check_request(*ex); !s) {
+// Origins are told apart by everything that makes their connections differ: scheme, host and
+// port, and for https the TLS options and the HTTP version offered.
+void LeanClient::submit(std::unique_ptr<lean::Exchange> ex) {
+  if (Status s = lean::check_request(*ex); !s) {
     ex->resp.error = s.message();
     exchange_failed(std::move(ex));
     return;
   }
-  auto& origin = origins_[ex->url.pool_key()];
-  if (!origin) origin = std::make_unique<h1::Origin>(*this, ex->url);
+  const http::TlsOptions& tls = ex->req.tls ? *ex->req.tls : opts_.tls;
+  std::string key = ex->url.origin();
+  key += '\n';
+  key += http::to_string(ex->req.http_version);
+  if (ex->url.tls) {
+    key += '\n';
+    key += tls.key();
+  }
+  auto& origin = origins_[key];
+  if (!origin) {
+    tls::Context* ctx = nullptr;
+    if (ex->url.tls) {
+      auto made = contexts_.context(tls, uv_now(loop_));
+      if (!made) {
+        origins_.erase(key);
+        ex->resp.error = made.status().message();
+        exchange_failed(std::move(ex));
+        return;
+      }
+      ctx = *made;
+    }
+    origin = std::make_unique<lean::Origin>(*this, ex->url, ex->req.http_version, ctx);
+  }
   origin->submit(std::move(ex));
 }
 
-void H1Client::exchange_done(std::unique_ptr<h1::Exchange> ex) {
+void LeanClient::exchange_done(std::unique_ptr<lean::Exchange> ex) {
   if (ex->req.follow_redirects && is_redirect(ex->resp.status) && follow(ex)) return;
   finish(std::move(ex));
 }
 
 // Sends `ex` on to its response's Location. False when there is none: the 3xx is the answer.
-bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
+bool LeanClient::follow(std::unique_ptr<lean::Exchange>& ex) {
   const std::string* location = header(ex->resp, "location");
   if (location == nullptr) return false;
   std::string to = resolve_location(ex->req.url, *location);
@@ -123,7 +150,7 @@ bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
   ex->resp.headers.clear();
   std::optional<HttpUrl> url;
   if (!use_proxy_) url = parse_http_url(ex->req.url);
-  if (!url) {  // to https: curl takes the rest of the way, within what is left of the timeout
+  if (!url) {  // to a proxy: curl takes the rest of the way, within what is left of the timeout
     hand_to_fallback(std::move(ex), now);
     return true;
   }
@@ -132,7 +159,7 @@ bool H1Client::follow(std::unique_ptr<h1::Exchange>& ex) {
   return true;
 }
 
-void H1Client::hand_to_fallback(std::unique_ptr<h1::Exchange> ex, uint64_t now) {
+void LeanClient::hand_to_fallback(std::unique_ptr<lean::Exchange> ex, uint64_t now) {
   HttpRequest req = std::move(ex->req);
   req.timeout_ms = ex->deadline_ms - now;
   req.max_redirects -= ex->resp.redirects;
@@ -149,20 +176,20 @@ void H1Client::hand_to_fallback(std::unique_ptr<h1::Exchange> ex, uint64_t now) 
   start_waiting();
 }
 
-void H1Client::exchange_failed(std::unique_ptr<h1::Exchange> ex) {
+void LeanClient::exchange_failed(std::unique_ptr<lean::Exchange> ex) {
   ex->resp.status = 0;
   release(*ex);
   finished_.push_back(std::move(ex));
   deliver_timer_.start(0, 0, [this] { deliver(); });
 }
 
-void H1Client::deliver() {
-  std::vector<std::unique_ptr<h1::Exchange>> ready = std::move(finished_);
+void LeanClient::deliver() {
+  std::vector<std::unique_ptr<lean::Exchange>> ready = std::move(finished_);
   finished_.clear();
   for (auto& ex : ready) finish(std::move(ex));
 }
 
-void H1Client::finish(std::unique_ptr<h1::Exchange> ex) {
+void LeanClient::finish(std::unique_ptr<lean::Exchange> ex) {
   --started_;
   --in_flight_;
   ++completed_;
@@ -180,28 +207,21 @@ void H1Client::finish(std::unique_ptr<h1::Exchange> ex) {
   start_waiting();
 }
 
-void H1Client::release(h1::Exchange& ex) {
+void LeanClient::release(lean::Exchange& ex) {
   budget_.release(ex.budget_held);
   ex.budget_held = ex.reserved = 0;
   body_bytes_ -= std::min<uint64_t>(body_bytes_, ex.resp.body.size());
   std::string().swap(ex.resp.body);
 }
 
-void H1Client::free_later(std::unique_ptr<h1::Connection> c) {
-  dead_.push_back(std::move(c));
-  if (dead_.size() == 1) {
-    reap_timer_.start(0, 0, [this] { dead_.clear(); });
-  }
-}
-
-void H1Client::paused(h1::Connection* c) {
-  paused_.push_back(c);
+void LeanClient::paused(lean::Paused* p) {
+  paused_.push_back(p);
   schedule_rebalance();
 }
 
-void H1Client::unpaused(h1::Connection* c) { std::erase(paused_, c); }
+void LeanClient::unpaused(lean::Paused* p) { std::erase(paused_, p); }
 
-void H1Client::schedule_rebalance() {
+void LeanClient::schedule_rebalance() {
   if (rebalance_pending_) return;
   rebalance_pending_ = true;
   rebalance_timer_.start(1, 0, [this] {
@@ -212,11 +232,11 @@ void H1Client::schedule_rebalance() {
 
 // Resumes paused transfers whose waiting bytes fit. When every transfer on the wire is paused
 // and none fits, none can finish and free memory: the one holding the most fails.
-void H1Client::rebalance() {
+void LeanClient::rebalance() {
   if (paused_.empty()) return;
-  std::vector<h1::Connection*> paused = paused_;
+  std::vector<lean::Paused*> paused = paused_;
   bool resumed = false;
-  for (h1::Connection* c : paused) {
+  for (lean::Paused* c : paused) {
     // A connection failed meanwhile has left paused_ already (it is freed only later).
     if (std::find(paused_.begin(), paused_.end(), c) == paused_.end()) continue;
     std::erase(paused_, c);
@@ -237,7 +257,7 @@ void H1Client::rebalance() {
 // Closes connections idle past max_idle_ms and forgets origins left with nothing: a scenario
 // that reaches many hosts, each once, does not keep a pool for every one of them. An origin is
 // freed only when no closed connection is waiting to be freed (one may still point to it).
-void H1Client::close_idle() {
+void LeanClient::close_idle() {
   uint64_t now = uv_now(loop_);
   for (auto it = origins_.begin(); it != origins_.end();) {
     bool unused = it->second->close_idle(now);
@@ -249,25 +269,32 @@ void H1Client::close_idle() {
   }
 }
 
-std::vector<std::pair<std::string, OriginErrors>> H1Client::origin_errors() const {
+std::vector<std::pair<std::string, OriginErrors>> LeanClient::origin_errors() const {
   auto mine = errors_.snapshot();
   for (auto& e : fallback_.origin_errors()) mine.push_back(std::move(e));
   return mine;
 }
 
-void H1Client::unpin(uint64_t pin) {
+void LeanClient::unpin(uint64_t pin) {
   for (auto& [key, o] : origins_) o->unpin(pin);
 }
 
-void H1Client::cancel(uint64_t tag) {
+void LeanClient::cancel(uint64_t tag) {
   if (tag == 0) return;
   for (auto& [key, o] : origins_) {
     if (o->cancel(tag)) return;
   }
-  fallback_.cancel(tag);  // https, a proxy, or a redirect that went there
+  fallback_.cancel(tag);  // a proxy, or a redirect that went there
 }
 
-HeldCounts H1Client::held(uint32_t group, bool forget) {
+TlsCounts LeanClient::tls_counts() const {
+  TlsCounts c = counts_;
+  c.full = handshakes_.full();
+  c.resumed = handshakes_.resumed();
+  return c;
+}
+
+HeldCounts LeanClient::held(uint32_t group, bool forget) {
   auto it = held_.find(group);
   if (it == held_.end()) return {};
   HeldCounts counts = it->second;
@@ -275,13 +302,13 @@ HeldCounts H1Client::held(uint32_t group, bool forget) {
   return counts;
 }
 
-size_t H1Client::idle_connections() const {
+size_t LeanClient::idle_connections() const {
   size_t n = 0;
   for (const auto& [key, o] : origins_) n += o->idle();
   return n;
 }
 
-size_t H1Client::open_connections() const {
+size_t LeanClient::open_connections() const {
   size_t n = 0;
   for (const auto& [key, o] : origins_) n += o->open();
   return n;
