@@ -88,6 +88,9 @@ std::string render_run(const json& run) {
   if (std::string why = json_string(run, "queued_reason"); !why.empty()) {
     out << "  queued because " << why << "\n";
   }
+  if (json q = json_field(run, "quarantine"); q.is_object()) {
+    out << "quarantined: " << json_string(q, "reason") << "\n";
+  }
   if (json_number(run, "priority") > 1) {  // the default, 1, goes unsaid
     out << "priority   : " << static_cast<long>(json_number(run, "priority")) << "\n";
   }

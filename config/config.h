@@ -55,6 +55,8 @@ struct Config {
                                      // runs are refused (503)
   int worker_instances = 0;  // instances one worker runs at once; 0: what fits in its memory
   int max_resumes = 5;                    // worker deaths one instance survives before errored
+  int quarantine_after = 3;  // worker deaths with a run's instances that stop it being placed
+  uint64_t quarantine_window_ms = 600000;  // ... when they happen within this long
   int keep_runs = 1000;                   // finished runs kept in the journal (newest)
   uint64_t keep_runs_for_ms = 7 * 86400000ull;  // finished runs older than this are pruned
   uint64_t max_response_bytes = 64u << 20;      // a request's default cap on its response body

@@ -117,6 +117,11 @@ const Field kFields[] = {
             "many as fit in the worker's memory budget"),
   int_field("max_resumes", &Config::max_resumes, 0, 1000,
             "an instance whose worker died with it more often than this is errored"),
+  int_field("quarantine_after", &Config::quarantine_after, 0, 1000,
+            "workers that hang or crash while running a run's instances before the run is "
+            "quarantined (no longer placed; `corral resume` or cancel it); 0: never"),
+  duration_field("quarantine_window", &Config::quarantine_window_ms, kSecond,
+                 "those deaths count when they happen within this long"),
   int_field("keep_runs", &Config::keep_runs, 1, 100000000,
             "finished runs kept in the journal; older ones are pruned"),
   duration_field("keep_runs_for", &Config::keep_runs_for_ms, 1 * kMs,

@@ -27,6 +27,7 @@ namespace corral::config {
 #define CORRAL_HOOK_EVENTS(X)                                                                 \
   X(kWorkerExit, "worker_exit")             /* a slot's worker process ended, any reason */   \
   X(kRunFinished, "run_finished")           /* a run ended: its last instance, or a cancel */ \
+  X(kRunQuarantined, "run_quarantined")     /* a run's workers kept dying: it is not placed */ \
   X(kJournalFailed, "journal_failed")       /* journal writes started failing */              \
   X(kJournalRecovered, "journal_recovered") /* journal writes succeed again */
 
@@ -35,7 +36,7 @@ enum class HookEvent {
   CORRAL_HOOK_EVENTS(CORRAL_HOOK_EVENT_ENUM)
 #undef CORRAL_HOOK_EVENT_ENUM
 };
-constexpr size_t kHookEvents = 4;
+constexpr size_t kHookEvents = 5;
 
 std::string_view to_string(HookEvent e);
 std::optional<HookEvent> hook_event_from(std::string_view name);

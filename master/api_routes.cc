@@ -46,6 +46,9 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "forgets finished runs; `?older_than=7d` (default: the configured retention)"},
       {"GET", "/runs/{id}", &Daemon::api_run_get, false, "counts, durations, top failures"},
       {"DELETE", "/runs/{id}", &Daemon::api_run_cancel, false, "cancels what has not finished"},
+      {"POST", "/runs/{id}/resume", &Daemon::api_run_resume, false,
+       "places a quarantined run's instances again (`state` was `quarantined`: its workers kept"
+       " dying); 409 when it is not quarantined"},
       {"GET", "/runs/{id}/instances", &Daemon::api_run_instances, false,
        "`?state=failed&limit=100&from=0&steps=true` (`limit` at most 10,000); `next` is the"
        " index to ask `from` for more (a finished run is read back from the journal a page at"

@@ -175,4 +175,18 @@ void Daemon::api_run_cancel(const ApiCall& c) {
   c.respond.send(Response::json(200, {{"run", run->id}, {"cancelled", n}}));
 }
 
+void Daemon::api_run_resume(const ApiCall& c) {
+  Run* run = run_of(c);
+  if (run == nullptr) return;
+  std::string was = run->quarantine;
+  if (!runs_.resume(*run)) {
+    c.respond.send(Response::error(409, "run " + run->id + " is not quarantined (state " +
+                                            run->state() + ")"));
+    return;
+  }
+  spdlog::warn("run {}: resumed from quarantine by request (it was: {})", run->id, was);
+  schedule_pump();
+  c.respond.send(Response::json(200, {{"run", run->id}, {"state", run->state()}}));
+}
+
 }  // namespace corral::master

@@ -73,6 +73,8 @@ Daemon::~Daemon() = default;
 RunsOptions Daemon::runs_options(const config::Config& cfg) {
   RunsOptions o;
   o.max_resumes = static_cast<uint32_t>(cfg.max_resumes);
+  o.quarantine_after = static_cast<uint32_t>(cfg.quarantine_after);
+  o.quarantine_window_ms = static_cast<int64_t>(cfg.quarantine_window_ms);
   o.keep_runs = static_cast<size_t>(cfg.keep_runs);
   o.keep_for_ms = static_cast<int64_t>(cfg.keep_runs_for_ms);
   return o;

@@ -128,6 +128,7 @@ class Daemon {
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
   void notify_systemd(uint64_t now_ms);
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
+  void quarantine_runs(const std::vector<std::string>& runs, const std::string& why);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
   // slot's latest process and has not exited.
@@ -156,6 +157,7 @@ class Daemon {
   void api_runs_prune(const ApiCall& c);
   void api_run_get(const ApiCall& c);
   void api_run_cancel(const ApiCall& c);
+  void api_run_resume(const ApiCall& c);
   void api_run_instances(const ApiCall& c);
   void api_run_instance(const ApiCall& c);
   void api_load_start(const ApiCall& c);

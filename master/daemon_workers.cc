@@ -10,6 +10,10 @@
 namespace corral::master {
 namespace {
 
+// A death that may be the fault of what the worker ran: a hang, a crash of its own, a memory
+// limit. A kill from outside, a stop or a protocol error is not; those count against no run.
+bool may_be_the_runs(const ExitInfo& e);
+
 // A crash of the worker's own making (not a kill from outside, a limit or a stop): when no
 // instance was in hand, every instance it ran shares the blame.
 bool crashed_on_its_own(const ExitInfo& e) {
@@ -19,6 +23,20 @@ bool crashed_on_its_own(const ExitInfo& e) {
     if (e.signal == sig) return true;
   }
   return false;
+}
+
+bool may_be_the_runs(const ExitInfo& e) {
+  switch (e.reason) {
+    case ExitReason::kHung:
+    case ExitReason::kCrash:
+    case ExitReason::kMemoryHard:
+    case ExitReason::kOomKernel:
+      return true;
+    case ExitReason::kSignal:
+      return crashed_on_its_own(e);
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -178,12 +196,26 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
     spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
                  culprit->first, culprit->second);
   }
-  if (size_t n = runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit));
+  std::vector<std::string> had;
+  if (size_t n =
+          runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit), &had);
       n > 0) {
     spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
     schedule_pump();
   }
+  if (may_be_the_runs(*s->last_exit)) quarantine_runs(had, why);
   kick();
+}
+
+// A run whose workers keep dying is not placed again: it must never take every worker down in
+// a loop (docs/guarantees.md).
+void Daemon::quarantine_runs(const std::vector<std::string>& runs, const std::string& why) {
+  const int64_t now = unix_ms_now();
+  for (Run* run : runs_.worker_died(runs, why, now)) {
+    spdlog::error("run {}: quarantined: {}", run->id, run->quarantine);
+    hooks_.fire(config::HookEvent::kRunQuarantined,
+                run_quarantined_payload(hook_source_, runs_.detail_json(*run), now));
+  }
 }
 
 nlohmann::json Daemon::welcome_payload(int slot, const WorkerImage& image) const {

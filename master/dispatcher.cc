@@ -168,7 +168,7 @@ Run* Dispatcher::fairest(double& runner_up) const {
   Run* best = nullptr;
   runner_up = -1;
   for (const auto& r : runs_.all()) {
-    if (r->cancelled || r->held || r->pending() == 0) continue;
+    if (r->cancelled || r->held || !r->quarantine.empty() || r->pending() == 0) continue;
     const double level = level_of(*r);
     if (best == nullptr || level < level_of(*best)) {
       if (best != nullptr) runner_up = level_of(*best);

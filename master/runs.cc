@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "config/config.h"
 #include "master/ids.h"
 #include "shared/proc.h"
 
@@ -81,6 +82,7 @@ void Run::take_fresh(uint32_t n) {
 const char* Run::state() const {
   if (cancelled) return "cancelled";
   if (finished()) return "finished";
+  if (!quarantine.empty()) return "quarantined";
   if (count(InstanceState::kQueued) == instances.size()) return "queued";
   return "running";
 }
@@ -239,13 +241,16 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
 
 size_t Runs::requeue_worker(int slot, const std::string& why,
                             const std::optional<std::pair<std::string, uint32_t>>& culprit,
-                            bool blame_all) {
+                            bool blame_all, std::vector<std::string>* runs) {
   size_t n = 0;
   for (auto& run : runs_) {
     if (run->finished() || !run->whole) continue;
+    bool had = false;
     for (uint32_t i = 0; i < run->size; ++i) {
       InstanceRecord& in = run->instances[i];
       if (in.state != InstanceState::kRunning || in.worker != slot) continue;
+      if (!had && runs != nullptr) runs->push_back(run->id);
+      had = true;
       in.worker = -1;
       bool blamed = culprit ? (culprit->first == run->id && culprit->second == i) : blame_all;
       if (blamed && in.crash_resumes >= opts_.max_resumes) {
@@ -299,6 +304,38 @@ Result<size_t> Runs::hand_back(int slot, const json& instances, const std::strin
     }
   }
   return n;
+}
+
+std::vector<Run*> Runs::worker_died(const std::vector<std::string>& runs, const std::string& why,
+                                    int64_t now_ms) {
+  std::vector<Run*> quarantined;
+  if (opts_.quarantine_after == 0) return quarantined;
+  for (const std::string& id : runs) {
+    Run* run = find(id);
+    if (run == nullptr || run->finished() || !run->quarantine.empty()) continue;
+    std::erase_if(run->deaths_ms,
+                  [&](int64_t at) { return now_ms - at > opts_.quarantine_window_ms; });
+    run->deaths_ms.push_back(now_ms);
+    if (run->deaths_ms.size() < opts_.quarantine_after) continue;
+    run->quarantine = std::to_string(run->deaths_ms.size()) +
+                      " workers died while running its instances within " +
+                      config::format_duration_ms(static_cast<uint64_t>(opts_.quarantine_window_ms)) +
+                      " (the last: " + why + "); its instances are not placed until "
+                      "`corral resume " + run->id + "` (or cancel it)";
+    journal_write([id = run->id, reason = run->quarantine](journal::Store& s) {
+      return s.set_quarantine(id, reason);
+    });
+    quarantined.push_back(run);
+  }
+  return quarantined;
+}
+
+bool Runs::resume(Run& run) {
+  if (run.quarantine.empty()) return false;
+  run.quarantine.clear();
+  run.deaths_ms.clear();
+  journal_write([id = run.id](journal::Store& s) { return s.set_quarantine(id, ""); });
+  return true;
 }
 
 size_t Runs::cancel(Run& run, int64_t now_ms) {

@@ -111,6 +111,12 @@ struct Run {
   // The dispatcher places none of its instances while set: a schedule's run waits until it is in
   // the journal with its tick (daemon_submit.cc).
   bool held = false;
+  // Deaths of workers (hung, crashed, past a memory limit) while they ran its instances, Unix
+  // ms, within RunsOptions::quarantine_window_ms; and, once there were quarantine_after of
+  // them, why the dispatcher places none of its instances until Runs::resume() ("" when it
+  // is not quarantined). Journaled, so that a restart does not start the deaths again.
+  std::vector<int64_t> deaths_ms;
+  std::string quarantine;
   bool whole = true;       // false: a finished run whose instances are only in the journal
   nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
   // Calls of callback steps' URLs the instances have not used yet, by index:
@@ -140,6 +146,8 @@ struct RunsOptions {
   size_t keep_runs = 1000;               // finished runs kept at all (memory and journal)
   int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
   uint32_t restore_page = 50000;         // instance rows read per page at restore
+  uint32_t quarantine_after = 3;         // worker deaths with a run's instances; 0: never
+  int64_t quarantine_window_ms = 600000;  // ... within this long
 };
 
 class Runs {
@@ -199,9 +207,19 @@ class Runs {
   // instance when `blame_all` (a crash outside any instance's code), else against none. An
   // instance blamed more than max_resumes times is errored instead. Returns how many were
   // requeued.
+  // `runs`, when given, gets the ids of the runs that had instances on the worker.
   size_t requeue_worker(int slot, const std::string& why,
                         const std::optional<std::pair<std::string, uint32_t>>& culprit = {},
-                        bool blame_all = false);
+                        bool blame_all = false, std::vector<std::string>* runs = nullptr);
+  // A worker that ran instances of `runs` died (`why`: "worker_hung", ...) in a way that may be
+  // theirs (a hang, a crash, a memory limit). The death counts against each of them; one with
+  // quarantine_after deaths within quarantine_window_ms is quarantined (journaled): it keeps
+  // its instances, but none is placed until resume(). Returns the runs quarantined now.
+  std::vector<Run*> worker_died(const std::vector<std::string>& runs, const std::string& why,
+                                int64_t now_ms);
+  // Lifts the quarantine of `run` and forgets its deaths (journaled). False when it was not
+  // quarantined.
+  bool resume(Run& run);
   // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
   // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many;
   // fails (kProtocol) when the payload is malformed, after taking the well-formed ones.

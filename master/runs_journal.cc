@@ -148,6 +148,7 @@ Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool wh
   run->created_ms = row.created_ms;
   run->finished_ms = row.finished_ms;
   run->cancelled = row.cancelled;
+  run->quarantine = row.quarantine;
   run->priority = row.priority;
   if (!row.data.empty()) run->data = parse_or(row.data, json());
   run->summary = parse_or(row.summary, json());

@@ -112,6 +112,9 @@ json Runs::detail_json(const Run& run) const {
   j["failures"] = parts["failures"];
   j["vars"] = run.vars;
   j["priority"] = run.priority;
+  if (!run.quarantine.empty()) {
+    j["quarantine"] = {{"reason", run.quarantine}, {"deaths", run.deaths_ms.size()}};
+  }
   if (run.data.is_object()) {  // a run over data rows: the file, and the rows it skipped
     j["data"] = run.data;
     j["data"].erase("index");

@@ -47,6 +47,17 @@ json run_finished_payload(const HookSource& source, const json& detail, int64_t 
   return j;
 }
 
+json run_quarantined_payload(const HookSource& source, const json& detail, int64_t at_ms) {
+  json j = hook_envelope(config::HookEvent::kRunQuarantined, at_ms, source);
+  j["run"] = detail.at("id");
+  j["scenario"] = detail.at("scenario");
+  j["instances"] = detail.at("instances");
+  j["counts"] = detail.at("counts");
+  j["reason"] = detail.at("quarantine").at("reason");
+  j["deaths"] = detail.at("quarantine").at("deaths");
+  return j;
+}
+
 json journal_failed_payload(const HookSource& source, const std::string& path,
                             const journal::Journal::Health& health, int64_t now_ms) {
   json j = hook_envelope(config::HookEvent::kJournalFailed, now_ms, source);

@@ -48,6 +48,11 @@ nlohmann::json worker_exit_payload(const HookSource& source, const WorkerExit& w
 nlohmann::json run_finished_payload(const HookSource& source, const nlohmann::json& detail,
                                     int64_t created_ms, int64_t finished_ms);
 
+// The workers running a run's instances kept dying: it is no longer placed. `detail` is
+// Runs::detail_json() of the run, with its quarantine.
+nlohmann::json run_quarantined_payload(const HookSource& source, const nlohmann::json& detail,
+                                       int64_t at_ms);
+
 // Journal writes started failing (`health` as it is now), or succeed again after failing since
 // `failing_since_ms` (Unix ms).
 nlohmann::json journal_failed_payload(const HookSource& source, const std::string& path,

@@ -134,6 +134,10 @@ class PgStore final : public Store {
     return db_.run(kCancelOpen, Params().bind(finished_ms).bind(run_id), "finish_run");
   }
 
+  Status set_quarantine(const std::string& run_id, const std::string& reason) override {
+    return db_.run(kSetQuarantine, Params().bind(reason).bind(run_id), "set_quarantine");
+  }
+
   Status delete_run(const std::string& run_id) override {
     for (const char* text :
          {kDeleteCallbacks, kDeleteSteps, kDeleteInstances, kDeleteClaims, kDeleteRun}) {
@@ -285,7 +289,7 @@ class PgStore final : public Store {
             col_u32(r, i, 4),  col_i64(r, i, 5),
             col_i64(r, i, 6),  col_i64(r, i, 7) != 0,
             col_text(r, i, 8), static_cast<uint32_t>(std::clamp<int64_t>(col_i64(r, i, 9), 1, 100)),
-            col_text(r, i, 10)};
+            col_text(r, i, 10), col_text(r, i, 11)};
   }
 
   Status migrate() {

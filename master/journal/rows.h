@@ -21,6 +21,7 @@ struct RunRow {
   std::string summary;  // a finished run's counts, durations and failures (JSON)
   uint32_t priority = 1;  // its weight in the dispatcher's fair share, 1 to 100
   std::string data;       // the data rows its instances read (JSON, Run::data); "" for none
+  std::string quarantine;  // why it is quarantined (Run::quarantine); "" when it is not
 };
 
 // An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,

@@ -150,6 +150,8 @@ CREATE TABLE load_seconds (
   body TEXT NOT NULL,
   PRIMARY KEY (load_id, host, seq));
 )sql",
+    // 11: why a run is quarantined (master/runs.h): '' when it is not.
+    "ALTER TABLE runs ADD COLUMN quarantine TEXT NOT NULL DEFAULT '';",
 };
 
 inline constexpr const char* kPutRun = R"sql(
@@ -178,6 +180,7 @@ INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms
   until_ms, reason, url)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
+inline constexpr const char* kSetQuarantine = "UPDATE runs SET quarantine = ? WHERE id = ?";
 inline constexpr const char* kFinishRun =
     "UPDATE runs SET finished_ms = ?, cancelled = ?, summary = ? WHERE id = ?";
 inline constexpr const char* kCancelOpen =
@@ -227,7 +230,7 @@ FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
 ORDER BY s.name)sql";
 inline constexpr const char* kRunColumns =
     "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
-    "priority, data FROM runs";
+    "priority, data, quarantine FROM runs";
 inline constexpr const char* kInstanceColumns =
     "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
     "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "

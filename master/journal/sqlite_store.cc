@@ -161,6 +161,10 @@ class SqliteStore final : public Store {
     return done(stmt(kCancelOpen).bind(finished_ms).bind(run_id), "finish_run");
   }
 
+  Status set_quarantine(const std::string& run_id, const std::string& reason) override {
+    return done(stmt(kSetQuarantine).bind(reason).bind(run_id), "set_quarantine");
+  }
+
   Status delete_run(const std::string& run_id) override {
     for (const char* sql : {kDeleteCallbacks, kDeleteSteps, kDeleteInstances, kDeleteRun}) {
       if (Status s = done(stmt(sql).bind(run_id), "delete_run"); !s) return s;
@@ -323,7 +327,8 @@ class SqliteStore final : public Store {
             s.i64(7) != 0,
             s.text(8),
             static_cast<uint32_t>(std::clamp<int64_t>(s.i64(9), 1, 100)),
-            s.text(10)};
+            s.text(10),
+            s.text(11)};
   }
 
   Status migrate() {

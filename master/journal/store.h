@@ -55,6 +55,8 @@ class Store {
   // The run finished: every instance that is still queued or running is cancelled.
   virtual Status finish_run(const std::string& run_id, int64_t finished_ms, bool cancelled,
                             const std::string& summary) = 0;
+  // Records why a run is quarantined ("": it is not any more).
+  virtual Status set_quarantine(const std::string& run_id, const std::string& reason) = 0;
   // Forgets a run and everything about its instances.
   virtual Status delete_run(const std::string& run_id) = 0;
   // Gives the space of deleted rows back to the file system, as far as the store can.

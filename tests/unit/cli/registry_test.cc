@@ -14,11 +14,11 @@ TEST_CASE("cli registry: lists exactly the expected verbs, sorted by name") {
   std::vector<std::string> names;
   for (const VerbInfo* v : verbs()) names.push_back(v->name);
   // The supervisor verbs, config, startup, monit, the scenario verbs (run, runs, show, cancel,
-  // schedule), load.
+  // resume, schedule), load.
   CHECK(names == std::vector<std::string>{
                      "cancel",   "config", "daemon", "describe", "help",    "jlist",
                      "load",     "logs",   "monit",  "prune",    "reload",  "restart",
-                     "run",      "runs",   "scale",  "schedule", "show",    "start",
+                     "resume",   "run",    "runs",   "scale",    "schedule", "show",   "start",
                      "startup",  "status", "stop",   "version"});
 }
 

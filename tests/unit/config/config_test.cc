@@ -24,7 +24,8 @@ constexpr const char* kKnownFields =
     "heartbeat_timeout, ready_timeout, spare_workers, reload_grace, kill_grace, stop_grace, "
     "backoff_initial, backoff_factor, "
     "backoff_max, stable_after, crash_loop_exits, errored_retry, "
-    "log_max_size, log_files, log_level, journal, journal_max_queued, worker_instances, max_resumes, keep_runs, "
+    "log_max_size, log_files, log_level, journal, journal_max_queued, worker_instances, max_resumes, "
+    "quarantine_after, quarantine_window, keep_runs, "
     "keep_runs_for, "
     "max_response, response_memory, http_client, http_version, tls, max_connections_per_host, "
     "load_connections_per_worker, secrets_file, api_token, callback_base, hooks, limits";
@@ -80,6 +81,8 @@ Config all_changed() {
   c.journal_max_queued = 5000;
   c.worker_instances = 1000;
   c.max_resumes = 0;
+  c.quarantine_after = 0;
+  c.quarantine_window_ms = 30000;
   c.keep_runs = 3;
   c.keep_runs_for_ms = 3600000;
   c.max_response_bytes = 1 << 20;

@@ -102,9 +102,9 @@ TEST_CASE("hooks: each mistake is an error naming its field") {
        "hooks.journal_failed.command[0]: expected the program to run"},
       {R"({"worker_exits": {"url": "http://a/"}})",
        R"(hooks: unknown event "worker_exits" (did you mean "worker_exit"?); known events: )"
-       "worker_exit, run_finished, journal_failed, journal_recovered"},
+       "worker_exit, run_finished, run_quarantined, journal_failed, journal_recovered"},
       {R"({"on_crash": {"url": "http://a/"}})",
-       R"(hooks: unknown event "on_crash" (known events: worker_exit, run_finished, )"
+       R"(hooks: unknown event "on_crash" (known events: worker_exit, run_finished, run_quarantined, )"
        "journal_failed, journal_recovered)"},
   };
   for (const Case& c : cases) {

@@ -241,6 +241,20 @@ TEST_CASE("dispatcher: a held run places nothing until it is let go, and others 
   CHECK(b.dispatcher.load(0) == 8);
 }
 
+TEST_CASE("dispatcher: a quarantined run places nothing until it is resumed") {
+  Bench b;
+  b.dispatcher.worker_ready(0);
+  Run& sick = b.submit(4);
+  sick.quarantine = "3 workers died while running its instances";
+  Run& other = b.submit(2);
+  b.pump();
+  CHECK(sick.count(InstanceState::kQueued) == 4);
+  CHECK(other.count(InstanceState::kRunning) == 2);
+  CHECK(b.runs.resume(sick));
+  b.pump();
+  CHECK(sick.count(InstanceState::kRunning) == 4);
+}
+
 TEST_CASE("dispatcher: workers take no more than fits in their memory, and the rest waits, with why") {
   Bench b;
   constexpr uint64_t kMiB = 1 << 20;

@@ -157,6 +157,7 @@ class FlakyStore final : public Store {
   Status put_step(const StepRow& r) override { return in_->put_step(r); }
   Status put_callback(const CallbackRow& r) override { return in_->put_callback(r); }
   Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }
+  Status set_quarantine(S id, S why) override { return in_->set_quarantine(id, why); }
   Status delete_run(S id) override { return in_->delete_run(id); }
   Status reclaim() override { return in_->reclaim(); }
   Status put_schedule(const master::journal::ScheduleRow& r) override {

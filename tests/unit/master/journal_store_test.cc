@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "10/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "11/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -83,7 +83,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -101,7 +101,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -117,7 +117,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "10");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";

@@ -464,6 +464,62 @@ TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, r
         json::array({{{"step", 0}, {"step_name", "a"}, {"reason", poisoned}, {"count", 1}}}));
 }
 
+TEST_CASE("runs journal: a run whose workers die three times within the window is quarantined") {
+  RunsOptions opts{.quarantine_after = 3, .quarantine_window_ms = 60'000};
+  Home h;
+  h.open(opts);
+  Run& run = h.create(4, 1000);
+  const std::string id = run.id;
+  run.next_fresh = 2;
+  h.runs->mark_running(run, {0, 1}, 0, 1000);
+  std::vector<std::string> had;
+  CHECK(h.runs->requeue_worker(0, "worker_hung", std::nullopt, false, &had) == 2);
+  CHECK(had == std::vector<std::string>{id});
+  CHECK(h.runs->requeue_worker(0, "worker_hung", std::nullopt, false, &had) == 0);
+  CHECK(had.size() == 1);  // the run is named once per death, and only with instances there
+
+  // Deaths older than the window are forgotten: two old ones and two new ones are not three.
+  CHECK(h.runs->worker_died({id}, "worker_hung", 1000).empty());
+  CHECK(h.runs->worker_died({id}, "worker_hung", 30'000).empty());
+  CHECK(h.runs->worker_died({id}, "worker_hung", 70'000).empty());
+  CHECK(run.deaths_ms.size() == 2);
+  CHECK(run.quarantine.empty());
+  CHECK(std::string(run.state()) == "queued");
+  auto quarantined = h.runs->worker_died({id, "r99-none"}, "worker_crash", 71'000);
+  REQUIRE(quarantined.size() == 1);
+  CHECK(quarantined[0] == &run);
+  CHECK(std::string(run.state()) == "quarantined");
+  const std::string why =
+      "3 workers died while running its instances within 1m (the last: worker_crash); its "
+      "instances are not placed until `corral resume " + id + "` (or cancel it)";
+  CHECK(run.quarantine == why);
+  CHECK(h.runs->detail_json(run)["quarantine"] == json{{"reason", why}, {"deaths", 3}});
+  CHECK(h.runs->worker_died({id}, "worker_hung", 72'000).empty());  // once
+
+  // A restart keeps the quarantine: the deaths must not start over.
+  h.restart(80'000, opts);
+  Run* r = h.runs->find(id);
+  REQUIRE(r != nullptr);
+  CHECK(r->quarantine == why);
+  CHECK(std::string(r->state()) == "quarantined");
+  CHECK(h.runs->resume(*r));
+  CHECK_FALSE(h.runs->resume(*r));
+  CHECK(r->deaths_ms.empty());
+  CHECK(std::string(r->state()) == "queued");
+  h.restart(90'000, opts);
+  REQUIRE(h.runs->find(id) != nullptr);
+  CHECK(h.runs->find(id)->quarantine.empty());
+}
+
+TEST_CASE("runs journal: quarantine_after 0 never quarantines") {
+  RunsOptions opts{.quarantine_after = 0};
+  Home h;
+  h.open(opts);
+  Run& run = h.create(1, 1000);
+  for (int i = 0; i < 10; ++i) CHECK(h.runs->worker_died({run.id}, "worker_hung", 1000 + i).empty());
+  CHECK(run.quarantine.empty());
+}
+
 TEST_CASE("runs journal: an instance whose record the journal refuses ends errored, once") {
   Home h;
   h.open();
