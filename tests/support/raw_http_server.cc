@@ -1,5 +1,7 @@
 #include "tests/support/raw_http_server.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <strings.h>
 #include <sys/socket.h>
 
@@ -20,6 +22,14 @@ Step trickle(std::string bytes, uint64_t every_ms) {
 Step wait_ms(uint64_t ms) { return {Step::Kind::kWait, {}, ms}; }
 Step close_connection() { return {Step::Kind::kClose, {}, 0}; }
 Step reset_connection() { return {Step::Kind::kReset, {}, 0}; }
+Step raw(std::string bytes) { return {Step::Kind::kRaw, std::move(bytes), 0}; }
+
+struct RawHttpServer::SslCtx {
+  SSL_CTX* ctx = nullptr;
+  std::string alpn;
+  bool close_in_handshake = false;
+  ~SslCtx() { SSL_CTX_free(ctx); }
+};
 
 namespace {
 
@@ -30,6 +40,7 @@ thread_local char g_read_buf[64 * 1024];
 struct WriteReq {
   uv_write_t req;
   std::string bytes;  // owned until the write callback
+  bool step = true;   // a step of the script, which goes on once it is written
 };
 
 // A trickle is one-byte sends with waits between them.
@@ -67,8 +78,18 @@ size_t content_length(std::string_view head) {
 class RawHttpServer::Connection {
  public:
   Connection(RawHttpServer& server, size_t index)
-      : server_(server), index_(index), timer_(server.loop_) {}
-  ~Connection() { drop(); }
+      : server_(server), index_(index), timer_(server.loop_) {
+    if (!server.tls_) return;
+    ssl_ = SSL_new(server.tls_->ctx);
+    in_ = BIO_new(BIO_s_mem());
+    out_ = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl_, in_, out_);
+    SSL_set_accept_state(ssl_);
+  }
+  ~Connection() {
+    drop();
+    if (ssl_ != nullptr) SSL_free(ssl_);
+  }
 
   bool accept(uv_stream_t* listener) {
     uv_tcp_init(server_.loop_, tcp_.get());
@@ -109,10 +130,47 @@ class RawHttpServer::Connection {
     if (self == nullptr || n == 0) return;
     uv::guard("raw server read", [&] {
       if (n < 0) return self->drop();  // the client closed or reset
+      if (self->ssl_ != nullptr) return self->decrypt(buf->base, static_cast<size_t>(n));
       self->received_.append(buf->base, static_cast<size_t>(n));
       self->pending_.append(buf->base, static_cast<size_t>(n));
       self->next_request();
     });
+  }
+
+  // TLS: the bytes go through OpenSSL; the handshake runs as they come, then what they decrypt
+  // to is read as plain requests are.
+  void decrypt(const char* data, size_t n) {
+    BIO_write(in_, data, static_cast<int>(n));
+    if (!SSL_is_init_finished(ssl_)) {
+      if (server_.tls_->close_in_handshake) return drop();
+      int rc = SSL_do_handshake(ssl_);
+      send_tls();
+      if (rc != 1) {
+        int err = SSL_get_error(ssl_, rc);
+        if (err != SSL_ERROR_WANT_READ) drop();  // the client refused us, or we it
+        ERR_clear_error();
+        return;
+      }
+    }
+    char plain[16 * 1024];
+    for (;;) {
+      int got = SSL_read(ssl_, plain, sizeof plain);
+      if (got <= 0) break;
+      received_.append(plain, static_cast<size_t>(got));
+      pending_.append(plain, static_cast<size_t>(got));
+    }
+    ERR_clear_error();
+    send_tls();
+    next_request();
+  }
+
+  // What OpenSSL has to send, to the socket.
+  void send_tls() {
+    char bytes[16 * 1024];
+    std::string all;
+    int got;
+    while ((got = BIO_read(out_, bytes, sizeof bytes)) > 0) all.append(bytes, static_cast<size_t>(got));
+    if (!all.empty()) write_raw(std::move(all), false);
   }
 
   // Takes the next whole request from what was read, if any, and plays its script.
@@ -152,6 +210,8 @@ class RawHttpServer::Connection {
     switch (step.kind) {
       case Step::Kind::kSend:
         return write(std::move(step.bytes));
+      case Step::Kind::kRaw:
+        return write_raw(std::move(step.bytes), true);
       case Step::Kind::kWait:
         return timer_.start(step.ms, 0, [this] { play(); });
       case Step::Kind::kClose:
@@ -163,8 +223,20 @@ class RawHttpServer::Connection {
     }
   }
 
+  // A script's bytes: encrypted first over TLS.
   void write(std::string bytes) {
-    auto* w = new WriteReq{{}, std::move(bytes)};
+    if (ssl_ == nullptr) return write_raw(std::move(bytes), true);
+    if (!bytes.empty()) SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
+    char out[16 * 1024];
+    std::string all;
+    int got;
+    while ((got = BIO_read(out_, out, sizeof out)) > 0) all.append(out, static_cast<size_t>(got));
+    write_raw(std::move(all), true);
+  }
+
+  // Bytes to the socket as they are; the script goes on once they are written when `step`.
+  void write_raw(std::string bytes, bool step) {
+    auto* w = new WriteReq{{}, std::move(bytes), step};
     uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
     if (uv_write(&w->req, tcp_.stream(), &buf, 1, &on_written) != 0) {
       delete w;
@@ -178,7 +250,7 @@ class RawHttpServer::Connection {
     if (self == nullptr) return;
     uv::guard("raw server write", [&] {
       if (status != 0) return self->drop();  // the client went away
-      self->play();
+      if (w->step) self->play();
     });
   }
 
@@ -186,6 +258,10 @@ class RawHttpServer::Connection {
   // unread byte turns the close into an RST.
   void shut_down() {
     closing_ = true;
+    if (ssl_ != nullptr) {  // close_notify first, as a TLS server closes
+      SSL_shutdown(ssl_);
+      send_tls();
+    }
     auto* req = new uv_shutdown_t{};
     if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) {
       delete req;
@@ -204,6 +280,9 @@ class RawHttpServer::Connection {
 
   RawHttpServer& server_;
   size_t index_;
+  SSL* ssl_ = nullptr;  // over TLS, with its memory BIOs (owned by it)
+  BIO* in_ = nullptr;
+  BIO* out_ = nullptr;
   std::string peer_;
   uv::Handle<uv_tcp_t> tcp_;
   uv::Timer timer_;
@@ -229,6 +308,44 @@ RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for)
   port_ = listener_->port();
 }
 
+RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for, const TlsServerOptions& tls)
+    : RawHttpServer(loop, std::move(script_for)) {
+  tls_ = std::make_shared<SslCtx>();
+  tls_options_ = tls;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  tls_->ctx = ctx;
+  tls_->alpn = tls.alpn;
+  tls_->close_in_handshake = tls.close_in_handshake;
+  bool ok = SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) == 1 &&
+            SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) == 1;
+  if (ok && !tls.client_ca.empty()) {
+    ok = SSL_CTX_load_verify_locations(ctx, tls.client_ca.c_str(), nullptr) == 1;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  }
+  if (tls.min_version != 0) SSL_CTX_set_min_proto_version(ctx, tls.min_version);
+  if (tls.max_version != 0) SSL_CTX_set_max_proto_version(ctx, tls.max_version);
+  SSL_CTX_set_alpn_select_cb(
+      ctx,
+      [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+         unsigned inlen, void* arg) -> int {
+        const std::string& want = static_cast<SslCtx*>(arg)->alpn;
+        for (unsigned i = 0; i < inlen; i += 1u + in[i]) {
+          if (std::string(reinterpret_cast<const char*>(in + i + 1), in[i]) == want) {
+            *out = in + i + 1;
+            *outlen = in[i];
+            return SSL_TLSEXT_ERR_OK;
+          }
+        }
+        return SSL_TLSEXT_ERR_NOACK;
+      },
+      tls_.get());
+  if (!ok) {
+    std::fprintf(stderr, "raw HTTP server: cannot load %s / %s\n", tls.cert.c_str(),
+                 tls.key.c_str());
+    std::abort();
+  }
+}
+
 RawHttpServer::~RawHttpServer() { close(); }
 
 void RawHttpServer::close() {
@@ -237,7 +354,8 @@ void RawHttpServer::close() {
 }
 
 std::string RawHttpServer::url(std::string_view path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) +
+         std::string(path);
 }
 
 size_t RawHttpServer::connections() const { return connections_.size(); }

@@ -4,9 +4,13 @@
 // it: bytes to send, pauses, a clean close (FIN) or a reset (RST). A script that ends without
 // closing keeps the connection for the next request; an empty one never answers.
 //
+// With TlsServerOptions it speaks TLS (OpenSSL through memory BIOs on the same loop): the
+// script's bytes are encrypted, a close sends close_notify first, and raw() bytes go to the
+// socket as they are (a truncated record, garbage).
+//
 // Everything the server read is kept for assertions: every request in order, and per
-// connection the raw bytes and how many requests it carried. Loop thread only. Destroying the
-// server (or close()) closes its handles; the loop then ends with none of them left.
+// connection the raw bytes (decrypted) and how many requests it carried. Loop thread only.
+// Destroying the server (or close()) closes its handles; the loop then ends with none left.
 #pragma once
 
 #include <uv.h>
@@ -26,7 +30,7 @@ namespace corral::test {
 // One step of a script. Each step starts once the previous one is done: a send once its bytes
 // are in the kernel, a wait once its timer fires.
 struct Step {
-  enum class Kind { kSend, kTrickle, kWait, kClose, kReset };
+  enum class Kind { kSend, kTrickle, kWait, kClose, kReset, kRaw };
   Kind kind;
   std::string bytes;  // kSend, kTrickle
   uint64_t ms = 0;    // kWait; kTrickle: the pause between two bytes
@@ -38,6 +42,21 @@ Step trickle(std::string bytes, uint64_t every_ms);  // one byte at a time
 Step wait_ms(uint64_t ms);
 Step close_connection();  // FIN once the bytes before it are sent; closed when the client ends
 Step reset_connection();  // SO_LINGER 0 and close: the client gets an RST
+Step raw(std::string bytes);  // over TLS: written to the socket unencrypted
+
+// A server that speaks TLS.
+struct TlsServerOptions {
+  std::string cert, key;  // PEM files (tests/support/test_pki.h)
+  // What the server answers to the client's ALPN offer when it holds this protocol: "http/1.1",
+  // or "" not to answer (as a server without ALPN).
+  std::string alpn = "http/1.1";
+  std::string client_ca;  // set: a client certificate issued by this CA is required
+  int min_version = 0;    // TLS1_2_VERSION, TLS1_3_VERSION; 0: OpenSSL's
+  int max_version = 0;
+  // Closes each connection as soon as the client's first flight came (a server that goes away
+  // in the middle of the handshake).
+  bool close_in_handshake = false;
+};
 
 // A request as the server read it.
 struct RawRequest {
@@ -57,12 +76,13 @@ class RawHttpServer {
 
   // Listens at once; aborts the test program when it cannot (a test has no use without it).
   RawHttpServer(uv_loop_t* loop, ScriptFor script_for);
+  RawHttpServer(uv_loop_t* loop, ScriptFor script_for, const TlsServerOptions& tls);
   ~RawHttpServer();
   RawHttpServer(const RawHttpServer&) = delete;
   RawHttpServer& operator=(const RawHttpServer&) = delete;
 
   int port() const { return port_; }  // kept after close(), for a test that needs a dead port
-  // "http://127.0.0.1:<port>" followed by `path`.
+  // "http://127.0.0.1:<port>" (https:// over TLS) followed by `path`.
   std::string url(std::string_view path) const;
 
   const std::vector<RawRequest>& requests() const { return requests_; }
@@ -85,6 +105,9 @@ class RawHttpServer {
 
   uv_loop_t* loop_;
   ScriptFor script_for_;
+  struct SslCtx;
+  std::shared_ptr<SslCtx> tls_;  // null: plain TCP
+  TlsServerOptions tls_options_;
   std::unique_ptr<uv::Listener> listener_;
   int port_ = 0;
   std::vector<std::unique_ptr<Connection>> connections_;  // kept once closed, for their logs

@@ -83,6 +83,8 @@ struct ClientOptions {
   uint64_t max_body_bytes = 64u << 20;  // a request's default max_response
   uint64_t memory_budget_bytes = 512u << 20;  // all bodies in flight, when no BodyBudget is shared
   http::TlsOptions tls;  // for requests that carry none
+  // TLS handshake work per turn of the loop, at most (see Handshakes in link.h).
+  uint64_t handshake_slice_ns = 3'000'000;
   // The receive window of an HTTP/2 stream; 0: 1 MiB (h2_session.cc). Tests make it small.
   int32_t h2_stream_window = 0;
   // Transfers curl starts in one turn of the loop; the rest wait for the next turn, so that a

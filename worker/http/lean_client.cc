@@ -41,7 +41,7 @@ LeanClient::LeanClient(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback
       fallback_(fallback),
       budget_(budget),
       use_proxy_(proxy_in_environment()),
-      handshakes_(loop),
+      handshakes_(loop, opts.handshake_slice_ns),
       deliver_timer_(loop),
       rebalance_timer_(loop),
       reap_timer_(loop),

@@ -23,7 +23,7 @@ const std::string kNoError;
 
 // --- Handshakes ---------------------------------------------------------------------------
 
-Handshakes::Handshakes(uv_loop_t* loop) {
+Handshakes::Handshakes(uv_loop_t* loop, uint64_t slice_ns) : slice_ns_(slice_ns) {
   uv_idle_init(loop, idle_.get());
   idle_.set_live(this);
 }
@@ -51,12 +51,13 @@ void Handshakes::on_idle(uv_idle_t* h) {
 // An idle handle runs once per turn of the loop and keeps the loop from blocking in poll while
 // links wait: timers and I/O are served between two slices.
 void Handshakes::run_slice() {
-  uint64_t start = uv_hrtime();
-  while (!queue_.empty() && uv_hrtime() - start < kSliceNs) {
+  const uint64_t start = uv_hrtime();
+  while (!queue_.empty()) {
     Link* l = queue_.front();
     queue_.pop_front();
     l->queued_ = false;
     l->handshake_step();  // may queue links again, or close this one
+    if (uv_hrtime() - start >= slice_ns_) break;  // one step at least, however small the slice
   }
   if (queue_.empty()) uv_idle_stop(idle_.get());
 }

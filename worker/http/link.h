@@ -33,7 +33,7 @@ class Link;
 // thousands of new connections could otherwise hold the loop for seconds.
 class Handshakes {
  public:
-  explicit Handshakes(uv_loop_t* loop);
+  explicit Handshakes(uv_loop_t* loop, uint64_t slice_ns = kSliceNs);
   ~Handshakes();
   Handshakes(const Handshakes&) = delete;
   Handshakes& operator=(const Handshakes&) = delete;
@@ -54,6 +54,7 @@ class Handshakes {
   void run_slice();
 
   uv::Handle<uv_idle_t> idle_;
+  uint64_t slice_ns_;
   std::deque<Link*> queue_;
   uint64_t full_ = 0, resumed_ = 0;
 };

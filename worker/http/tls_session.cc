@@ -81,8 +81,12 @@ std::string names_of(X509* cert) {
 Session::Session(Context& ctx, SSL* ssl, std::string name, std::string peer)
     : ctx_(ctx), ssl_(ssl), name_(std::move(name)), peer_(std::move(peer)) {}
 
+// A connection's end is no reason to forget its session: OpenSSL would mark it not resumable
+// when freed without a shutdown, so the shutdown is recorded as done. (A fatal TLS error has
+// already taken the session out of use.)
 Session::~Session() {
   SSL_set_app_data(ssl_, nullptr);
+  SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
   SSL_free(ssl_);  // frees the BIO too
 }
 

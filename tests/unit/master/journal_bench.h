@@ -60,7 +60,7 @@ inline std::string sql(const std::string& path, const std::string& text) {
 
 inline const char* const kScenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"u"}}]})";
 inline RunRow run_row(const std::string& id, uint64_t seq) {
-  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, "", 1, ""};
+  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, "", 1, "", ""};
 }
 inline InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state,
                             int64_t ended_ms = 0) {

@@ -164,6 +164,7 @@ TEST_CASE_METHOD(SqliteDb, "journal store: a file of schema 4 gains the schedule
   sql(path, "ALTER TABLE runs DROP COLUMN data");
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
+  sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "UPDATE schema_version SET version = 4");
   store = open_store(path);
   CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");

@@ -81,6 +81,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
+  sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
   CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
@@ -99,6 +100,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "DROP TABLE callbacks; DROP TABLE schedules; DROP TABLE schedule_fires");
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
+  sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
   CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
@@ -115,6 +117,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "ALTER TABLE runs DROP COLUMN data");  // as version 5 left it
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
+  sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
   CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
@@ -148,13 +151,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 11");
+  sql("UPDATE schema_version SET version = 12");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 11, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "11");
+             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 12, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "12");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {

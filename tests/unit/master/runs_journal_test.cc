@@ -561,6 +561,7 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
            false,
            "",
            1,
+           "",
            ""};
   auto row = [&](uint32_t idx, const char* state, uint32_t next, const char* reasons,
                  const char* vars, const char* cp) {
