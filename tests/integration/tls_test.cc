@@ -1,0 +1,113 @@
+// https:// through the real binary, against nginx with a certificate the test makes
+// (tests/support/harness_nginx.h): scenarios at scale over TLS without a worker's loop ever
+// starving its heartbeat, TLS options from a scenario, and TLS failures in a step's record.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tests/support/harness.h"
+#include "tests/support/harness_nginx.h"
+#include "tests/support/test_pki.h"
+
+namespace corral::test {
+namespace {
+
+Json poll_scenario(const std::string& url, int attempts, const Json& request_extra = {}) {
+  Json request = {{"url", url}};
+  if (request_extra.is_object()) request.update(request_extra);
+  return {{"name", "tls-poll"},
+          {"steps",
+           {{{"name", "poll status"},
+             {"request", request},
+             {"poll",
+              {{"every", "5s"},
+               {"max_attempts", attempts},
+               {"timeout", "2m"},
+               {"until", {{{"json", "/status"}, {"equals", "Y"}}}}}}}}}};
+}
+
+std::string post_run(Daemon& d, const Json& scenario, int instances) {
+  ApiResponse r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", instances}}.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  return r.json.at("run");
+}
+
+int count(const Json& run, const std::string& state) { return run.at("counts").value(state, 0); }
+
+TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no worker restart") {
+  Nginx nginx;
+  TempHome home;
+  // HTTP/1.1 over TLS: 256 connections per worker, each with its handshake, the hardest case
+  // for a worker's loop (HTTP/2 carries the same polls on a few connections).
+  Json config = {{"tls", {{"ca_file", test_pki().ca}}}, {"http_version", "1.1"}};
+  Daemon d(home, DaemonOptions().with_workers(2).with_config(config));
+  d.wait_ready(2);
+  const int n = 100000;
+  const std::string id =
+      post_run(d, poll_scenario(nginx.https_base() + "/status/{{instance}}", 3), n);
+  Json run;
+  wait_for(
+      [&] {
+        run = d.api("GET", "/runs/" + id).json;
+        Json workers = d.workers();
+        for (const Json& w : workers) REQUIRE(w.at("restarts") == 0);  // never, at any moment
+        return run.value("state", "") == "finished";
+      },
+      seconds(150), "the run to finish", [&] { return run.dump(); });
+  // Every instance made its 3 attempts over TLS and failed as the scenario says (the status
+  // never becomes "Y"), none for a transport error.
+  CHECK(count(run, "failed") == n);
+  Json failures = run.at("failures");
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].at("reason") == "until not met after 3 attempts: /status was \"N\", expected \"Y\"");
+  CHECK(nginx.requests() >= static_cast<uint64_t>(3 * n));
+  for (const Json& w : d.workers()) {
+    CHECK(w.at("restarts") == 0);
+    CHECK(w.at("starts") == 1);
+  }
+}
+
+TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure ends the step") {
+  Nginx nginx;
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));  // no ca_file: the system's store
+  d.wait_ready(1);
+  const std::string url = nginx.https_base() + "/status/{{instance}}";
+  SECTION("the system's store does not know the test CA") {
+    const std::string id = post_run(d, poll_scenario(url, 1), 2);
+    Json run;
+    wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+             seconds(30), "the run to finish");
+    CHECK(count(run, "errored") + count(run, "failed") == 2);
+    Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
+    CHECK(step.at("reason").get<std::string>().find(
+              "certificate verify failed: unable to get local issuer certificate (" +
+              nginx.https_base() + ")") != std::string::npos);
+  }
+  SECTION("the scenario's ca_file trusts it, and http_version says which protocol") {
+    Json scenario = poll_scenario(url, 1, {{"http_version", "2"}});
+    scenario["tls"] = {{"ca_file", test_pki().ca}};
+    const std::string id = post_run(d, scenario, 2);
+    Json run;
+    wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+             seconds(30), "the run to finish");
+    INFO(run.dump());
+    CHECK(count(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
+  }
+  SECTION("a client key readable by others is refused at submission") {
+    std::string key = home.file("open.key");
+    std::filesystem::copy_file(test_pki().client.key, key);
+    std::filesystem::permissions(key, std::filesystem::perms(0644));
+    Json scenario = poll_scenario(url, 1);
+    scenario["tls"] = {{"client_cert", test_pki().client.cert}, {"client_key", key}};
+    ApiResponse r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", 1}}.dump());
+    CHECK(r.status == 400);
+    CHECK(r.json.value("error", "") ==
+          "scenario.tls.client_key " + key +
+              ": mode 0644 lets its group or others read it; make it 0600 (chmod 600)");
+  }
+}
+
+}  // namespace
+}  // namespace corral::test
