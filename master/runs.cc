@@ -212,6 +212,7 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   r.ended_ms = ev.ended_ms;
   r.status = ev.status;
   r.until_ms = ev.until_ms;
+  r.tls_us = ev.tls_us;
   r.reason = ev.reason;
   r.url = ev.url;
   if (in.started_ms == 0) in.started_ms = r.started_ms;

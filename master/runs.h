@@ -66,6 +66,7 @@ struct StepRecord {
   int64_t until_ms = -1;  // poll steps: time until the condition held
   std::string reason;
   std::string url;  // the final URL, when redirects were followed
+  uint64_t tls_us = 0;  // TLS handshakes its requests waited for
 };
 
 struct InstanceRecord {

@@ -153,6 +153,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
               {"status", r.status}};
     if (r.step < steps.size() && !steps[r.step].branch.empty()) s["branch"] = steps[r.step].branch;
     if (r.until_ms >= 0) s["until_ms"] = r.until_ms;
+    if (r.tls_us > 0) s["tls_ms"] = static_cast<double>(r.tls_us) / 1000;
     if (!r.reason.empty()) s["reason"] = r.reason;
     if (!r.url.empty()) s["url"] = r.url;
     j["steps"].push_back(std::move(s));

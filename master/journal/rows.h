@@ -51,6 +51,7 @@ struct StepRow {
   int64_t until_ms = -1;
   std::string reason;
   std::string url;  // the final URL, when redirects were followed
+  int64_t tls_us = 0;  // TLS handshakes its requests waited for
 };
 
 // A call of a callback step's URL (steps/callback), kept until its run is deleted: the

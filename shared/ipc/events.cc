@@ -82,6 +82,7 @@ json to_json(const Event& e) {
       j["ended_ms"] = e.ended_ms;
       j["status"] = e.status;
       if (e.until_ms >= 0) j["until_ms"] = e.until_ms;
+      if (e.tls_us > 0) j["tls_us"] = e.tls_us;
       if (!e.reason.empty()) j["reason"] = e.reason;
       if (!e.url.empty()) j["url"] = e.url;
       if (!e.vars.is_null()) j["vars"] = e.vars;
@@ -123,6 +124,7 @@ Result<Event> event_from_json(const json& j, const std::string& path) {
       if (r.ok() && j.contains("until_ms") && e.until_ms < 0) {
         r.fail("until_ms", "expected a time of 0 or more, got " + std::to_string(e.until_ms));
       }
+      r.u64("tls_us", e.tls_us);
       r.text("reason", e.reason);
       r.text("url", e.url);
       r.object("vars", e.vars);

@@ -3,7 +3,8 @@
 // unknown kind, or with a field of the wrong type, is the worker's protocol error.
 //
 //   step      a step ended: {"t":"step","run","i","step","state","attempts","started_ms",
-//             "ended_ms","status","until_ms"?,"reason"?,"url"?,"vars"?}
+//             "ended_ms","status","until_ms"?,"tls_us"?,"reason"?,"url"?,"vars"?}
+//             `tls_us` is the time its requests waited for TLS handshakes, when they did.
 //             `url` is the final URL when redirects were followed; `vars` (wire form, see
 //             vars.h) is present when the step captured something. A step inside a parallel
 //             step's branch has "checkpoint": the instance's position (still at the parallel
@@ -64,6 +65,7 @@ struct Event {
   uint32_t attempts = 0;
   int status = 0;         // the last HTTP status, 0 when none
   int64_t until_ms = -1;  // poll steps: time until the condition held; -1 = not a poll
+  uint64_t tls_us = 0;    // TLS handshakes its requests waited for
   std::string url;        // the final URL after redirects; empty when none were followed
   nlohmann::json vars;    // wire form; null when the step captured nothing
   bool in_branch = false;  // a step of a parallel step's branch: `checkpoint` is set

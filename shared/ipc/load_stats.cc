@@ -31,6 +31,8 @@ constexpr LoadCounter kLoadCounters[] = {
     {"dropped", &LoadSecond::dropped}, {"interrupted", &LoadSecond::interrupted},
     {"connections", &LoadSecond::connections}, {"opened", &LoadSecond::opened},
     {"connect_failed", &LoadSecond::connect_failed}, {"closed", &LoadSecond::closed},
+    {"handshakes", &LoadSecond::handshakes}, {"resumed", &LoadSecond::resumed},
+    {"http1", &LoadSecond::http1}, {"http2", &LoadSecond::http2},
 };
 
 // A histogram field; an absent one is empty.
@@ -106,6 +108,7 @@ void StepSecond::add(const StepSecond& other) {
 void LoadSecond::add(const LoadSecond& other, size_t max_reasons) {
   for (const LoadCounter& c : kLoadCounters) this->*c.field += other.*c.field;
   late.add(other.late);
+  handshake.add(other.handshake);
   for (const auto& [index, step] : other.steps) steps[index].add(step);
   for (const auto& [why, count] : other.reasons) {
     auto it = reasons.find(why);
@@ -121,6 +124,7 @@ json to_json(const LoadSecond& s) {
   json j = {{"load", s.load}, {"second", s.second}, {"done", s.done}};
   for (const LoadCounter& c : kLoadCounters) j[c.name] = s.*c.field;
   if (!s.late.empty()) j["late"] = s.late.to_json();
+  if (!s.handshake.empty()) j["handshake"] = s.handshake.to_json();
   json steps = json::object();
   for (const auto& [index, step] : s.steps) {
     json one = json::object();
@@ -142,6 +146,7 @@ Result<LoadSecond> load_second_from_json(const json& j) {
   r.boolean("done", s.done);
   for (const LoadCounter& c : kLoadCounters) r.u64(c.name, s.*c.field);
   read_histogram(r, j, "late", s.late);
+  read_histogram(r, j, "handshake", s.handshake);
   read_steps(r, s);
   read_reasons(r, s);
   if (!r.ok()) return r.status();

@@ -5,7 +5,8 @@
 //
 //   {"load": "l1-2f3a", "second": 3, "vus": 120, "running": 118, "passed": 950, "failed": 2,
 //    "dropped": 0, "interrupted": 0, "connections": 0, "opened": 0, "connect_failed": 0,
-//    "closed": 0, "late": {histogram}, "done": false,
+//    "closed": 0, "handshakes": 0, "resumed": 0, "http1": 950, "http2": 0,
+//    "handshake": {histogram}, "late": {histogram}, "done": false,
 //    "steps": {"0": {"requests": 952, "bytes": 81234, "status": 1, "transport": 0,
 //                    "timeout": 1, "expect": 0, "latency": {histogram}, "raw": {histogram}}},
 //    "reasons": {"expect: status was 500, expected 200": 2}}
@@ -57,6 +58,14 @@ struct LoadSecond {
   uint64_t opened = 0;
   uint64_t connect_failed = 0;
   uint64_t closed = 0;
+  // TLS handshakes the second's requests waited for (a new connection each), of which those
+  // that resumed a session, and how long each took (us); requests answered over HTTP/1.1 and
+  // over HTTP/2 (the lean client; a curl request counts in neither).
+  uint64_t handshakes = 0;
+  uint64_t resumed = 0;
+  stats::Histogram handshake;
+  uint64_t http1 = 0;
+  uint64_t http2 = 0;
   stats::Histogram late;     // how late iterations started against their schedule
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted

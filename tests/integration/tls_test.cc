@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_nginx.h"
@@ -94,6 +95,9 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
              seconds(30), "the run to finish");
     INFO(run.dump());
     CHECK(count(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
+    // The step's record says how long its request waited for the TLS handshake.
+    Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
+    CHECK(step.value("tls_ms", 0.0) > 0);
   }
   SECTION("a client key readable by others is refused at submission") {
     std::string key = home.file("open.key");
@@ -106,6 +110,60 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     CHECK(r.json.value("error", "") ==
           "scenario.tls.client_key " + key +
               ": mode 0644 lets its group or others read it; make it 0600 (chmod 600)");
+  }
+}
+
+std::string write_scenario(const TempHome& home, const std::string& name, const Json& doc) {
+  std::ofstream(home.file(name)) << doc.dump();
+  return home.file(name);
+}
+
+TEST_CASE("tls: a load test over https says which protocol answered and what the handshakes cost") {
+  Nginx nginx;
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(2).with_config(
+                     {{"tls", {{"ca_file", test_pki().ca}}}, {"load_connections_per_worker", 20}}));
+  d.wait_ready(2);
+  Json scenario = {{"name", "tls get"},
+                   {"steps", {{{"name", "get"}, {"request", {{"url", nginx.https_base() + "/x"}}},
+                               {"expect", {{"status", 200}}}}}}};
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    const char* protocol;
+  };
+  const Case cases[] = {
+      {"closed model: HTTP/2 by ALPN", {"--vus", "10", "--duration", "2s"}, "HTTP/2"},
+      {"held connections: one pinned TLS connection per VU, HTTP/1.1",
+       {"--connections", "10", "--pace", "100ms", "--duration", "2s"}, "HTTP/1.1"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      const std::string file = write_scenario(home, "tls-load.json", scenario);
+      const std::string out = home.file("out.json");
+      std::vector<std::string> args = {"load", file, "--out", out};
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      CliResult r = run_cli(args, home.path(), {}, seconds(60));
+      INFO(r.describe());
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.out, Catch::Contains(std::string("protocol   : ") + c.protocol + "\n"));
+      CHECK_THAT(r.out, Catch::Contains("tls        : "));
+      Json j = Json::parse(std::ifstream(out), nullptr, false);
+      REQUIRE(j.is_object());
+      CHECK(j["errors"]["count"] == 0);
+      CHECK(j["protocols"][c.protocol] == j["requests"]);
+      const uint64_t handshakes = j["tls"]["handshakes"];
+      if (std::string(c.protocol) == "HTTP/2") {
+        // A connection per worker, and a new one each time nginx ends a connection after its
+        // keepalive_requests (1,000) with GOAWAY: resumed, and far fewer than the requests.
+        CHECK(handshakes >= 2);
+        CHECK(handshakes * 100 <= j["requests"].get<uint64_t>());
+      } else {
+        CHECK(handshakes == 10);  // one held connection per VU
+      }
+      CHECK(j["tls"]["full"].get<uint64_t>() + j["tls"]["resumed"].get<uint64_t>() == handshakes);
+      CHECK(j["tls"]["handshake"]["p50"].get<double>() > 0);
+    }
   }
 }
 

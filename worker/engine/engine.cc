@@ -192,6 +192,7 @@ void Engine::run_step(Instance& in) {
     in.cp.step_started_ms = now;
     in.cp.attempts = 0;
     in.cp.tries = 0;
+    in.step_tls_ms = 0;
     uint64_t limit = in.step().limit_ms;
     in.cp.deadline_ms = limit != 0 ? now + static_cast<int64_t>(limit) : 0;
   }

@@ -73,6 +73,7 @@ void Engine::on_http_response(Instance& in, HttpResponse&& resp, const HttpStepR
   const auto& step = in.step();
   const auto& on = step.retry.on;
   if (in.run->sink != nullptr) measure(in, resp, runner);
+  in.step_tls_ms += static_cast<float>(resp.tls_ms);
   int64_t now = unix_ms_now();
   if (!resp.error.empty()) {
     if (in.cp.deadline_ms != 0 && now >= in.cp.deadline_ms - kDeadlineSlackMs) {
@@ -191,6 +192,7 @@ ipc::Event Engine::step_event(const Instance& in, ipc::Outcome outcome,
   ev.started_ms = in.cp.step_started_ms;
   ev.ended_ms = unix_ms_now();
   ev.status = resp != nullptr ? resp->status : 0;
+  ev.tls_us = static_cast<uint64_t>(in.step_tls_ms * 1000);
   if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
   return ev;
 }

@@ -31,6 +31,8 @@ struct Instance {
   // step (Engine::parent_of), has the same index, and ends into it instead of the master.
   bool branch = false;
   bool requesting = false;  // its request is with the HTTP client (tagged with its serial)
+  // TLS handshakes the step's requests waited for (ms), for its record; in the padding.
+  float step_tls_ms = 0;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none
   int64_t wake_ms = 0;      // when that wake-up is due (Unix ms)
 

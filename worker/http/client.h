@@ -57,6 +57,7 @@ struct HttpResponse {
   int redirects = 0;  // hops followed to get there
   double total_ms = 0;
   double tls_ms = 0;  // TLS handshakes this request waited for, included in total_ms
+  bool tls_resumed = false;  // that handshake resumed a session
   const char* protocol = "";  // "HTTP/1.1" or "HTTP/2" (lean client); "" when not known
 };
 

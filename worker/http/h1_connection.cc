@@ -48,6 +48,7 @@ void Connection::begin(std::unique_ptr<Exchange> ex) {
   if (served_ == 0 && link_->tls()) {  // this exchange waited for the handshake
     ex_->resp.tls_ms += link_->handshake_ms();
     ex_->resp.total_ms += link_->handshake_ms();
+    ex_->resp.tls_resumed = link_->resumed();
   }
   ex_->resp.headers.reserve(8);  // one allocation for a usual answer's headers, not four
   http_parser_init(&parser_, HTTP_RESPONSE);

@@ -123,6 +123,7 @@ void Session::begin(std::unique_ptr<Exchange> ex) {
   if (completed_ == 0 && streams_.empty() && link_->tls()) {  // it waited for the handshake
     ex->resp.tls_ms += link_->handshake_ms();
     ex->resp.total_ms += link_->handshake_ms();
+    ex->resp.tls_resumed = link_->resumed();
   }
   lean::HeaderList headers;
   lean::h2_request_headers(*ex, origin_.host_header(), headers);

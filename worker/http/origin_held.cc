@@ -23,6 +23,11 @@ void fail_exchange(LeanClient& client, std::unique_ptr<Exchange> ex, const std::
 
 void Origin::submit_pinned(std::unique_ptr<Exchange> ex) {
   const uint64_t pin = ex->req.pin;
+  if (version_ == http::HttpVersion::kHttp2) {
+    fail_exchange(client_, std::move(ex),
+                  "held connections speak HTTP/1.1: http_version 2 cannot be used with them");
+    return;
+  }
   Held& h = held_[pin];
   if (h.conn && h.conn->idle()) {
     h.conn->begin(std::move(ex));

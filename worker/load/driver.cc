@@ -237,6 +237,13 @@ void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
       ++s.timeout;
       break;
   }
+  if (resp.tls_ms > 0) {
+    ++second_.handshakes;
+    second_.resumed += resp.tls_resumed ? 1 : 0;
+    second_.handshake.record(static_cast<uint64_t>(resp.tls_ms * 1000));
+  }
+  if (std::string_view(resp.protocol) == "HTTP/2") ++second_.http2;
+  if (std::string_view(resp.protocol) == "HTTP/1.1") ++second_.http1;
   uint64_t raw = elapsed_ns / 1000;
   uint64_t late = 0;
   if (scheduled_ && vu < vus_.size()) late = vus_[vu].started_us - vus_[vu].intended_us;

@@ -31,7 +31,7 @@ std::string describe(const InstanceRow& r) {
 }
 std::string describe(const StepRow& r) {
   return join(r.run_id, r.idx, r.seq, r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-              r.status, r.until_ms, r.reason, r.url);
+              r.status, r.until_ms, r.reason, r.url, r.tls_us);
 }
 template <typename Row>
 std::string describe(const std::vector<Row>& rows) {
@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "11/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "12/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -82,9 +82,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
+  sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -101,9 +102,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
+  sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -118,9 +120,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "DROP TABLE hosts; DROP TABLE claims");
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
+  sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "11");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";
@@ -151,13 +154,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 12");
+  sql("UPDATE schema_version SET version = 13");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 12, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "12");
+             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 13, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "13");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {
@@ -176,6 +179,7 @@ TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip e
   s1.step = 2, s1.attempts = 5, s1.status = 503, s1.until_ms = 600, s1.reason = "status 503";
   s1.started_ms = 1'700'000'000'200, s1.ended_ms = 1'700'000'000'800;
   s1.url = "http://127.0.0.1:1/final";
+  s1.tls_us = 2345;
   const StepRow s0 = step(run.id, 3, 0, "passed"), s_other = step(run.id, 1, 0, "passed");
   REQUIRE_OK(store->begin());
   REQUIRE_OK(store->put_run(run));

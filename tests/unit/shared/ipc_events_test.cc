@@ -37,6 +37,7 @@ TEST_CASE("events: a step, a done and a progress event survive the round trip") 
   step.ended_ms = 2000;
   step.status = 503;
   step.until_ms = 900;
+  step.tls_us = 1500;
   step.reason = "expect: status was 503, expected 200";
   step.url = "http://127.0.0.1:1/final";
   step.vars = {{"job", "j-1"}};
