@@ -320,7 +320,53 @@ def load_seeds():
     return s
 
 
+# --- fuzz_tls_record: [version | piece][damage][where][plaintext...] -----------------------
+
+def tls_seeds():
+    body = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" * 3
+    return {
+        "tls13-whole": bytes([2 << 1, 0, 0]) + body,
+        "tls12-whole": bytes([1 | (2 << 1), 0, 0]) + body,
+        "tls13-bytewise": bytes([0, 10, 0]) + body,
+        "flipped": bytes([8 << 1, 100, 128]) + body,
+        "cut-mid-record": bytes([16 << 1, 150, 100]) + body,
+        "cut-at-start": bytes([16 << 1, 140, 0]) + body,
+        "garbage-inserted": bytes([4 << 1, 200, 60]) + body,
+        "close-notify": bytes([32 << 1, 230, 0]) + body,
+        "empty": bytes([0, 0, 0]),
+    }
+
+
+# --- fuzz_h2_response: [piece][mode][status][frames: type, flags, stream, len, payload] ------
+
+def h2_frame(type_, flags, stream_index, payload=b""):
+    return bytes([type_, flags, stream_index, len(payload)]) + payload
+
+
+def h2_seeds():
+    data, rst, goaway, settings, ping, window = 0, 3, 7, 4, 6, 8
+    end_stream = 1
+    hello = h2_frame(data, end_stream, 1, b"hello")
+    return {
+        "headers-and-body": bytes([255, 8, 100]) + hello,
+        "in-pieces": bytes([0, 8, 100]) + h2_frame(data, 0, 1, b"hel") + h2_frame(data, end_stream, 1, b"lo"),
+        "head": bytes([255, 1 | 8, 100]),
+        "no-content": bytes([255, 8, 104]) + h2_frame(data, end_stream, 1, b""),
+        "gzip-lie": bytes([255, 8 | 16, 100]) + hello,
+        "small-cap": bytes([255, 2 | 8, 100]) + h2_frame(data, end_stream, 1, b"x" * 200),
+        "small-budget": bytes([255, 4 | 8, 100]) + h2_frame(data, end_stream, 1, b"y" * 100),
+        "reset": bytes([255, 8, 100]) + h2_frame(rst, 0, 1, b"\x00\x00\x00\x02"),
+        "goaway-refused": bytes([255, 0, 0]) + h2_frame(goaway, 0, 0, b"\x00\x00\x00\x00\x00\x00\x00\x00"),
+        "settings-ping-window": bytes([64, 8, 100]) + h2_frame(settings, 0, 0, b"\x00\x03\x00\x00\x00\x01")
+        + h2_frame(ping, 0, 0, b"12345678") + h2_frame(window, 0, 1, b"\x00\x01\x00\x00") + hello,
+        "interim": bytes([255, 8, 3]) + h2_frame(1, 4, 1, b"\x88") + hello,
+        "garbage": bytes([7, 0, 0]) + bytes(range(64)),
+    }
+
+
 if __name__ == "__main__":
+    write("fuzz_tls_record", tls_seeds())
+    write("fuzz_h2_response", h2_seeds())
     write("fuzz_load", load_seeds())
     write("fuzz_ipc_decoder", ipc_seeds())
     write("fuzz_scenario_parser", scenario_seeds())

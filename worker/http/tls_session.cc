@@ -189,8 +189,6 @@ bool Session::write(const char* data, size_t n, std::string& out) {
   return false;
 }
 
-bool Session::mid_record() const { return SSL_has_pending(ssl_) == 1; }
-
 bool Session::h2() const {
   const unsigned char* p = nullptr;
   unsigned len = 0;
@@ -230,7 +228,27 @@ int Session::bio_read(BIO* b, char* buf, int len) {
     BIO_set_retry_read(b);
     return -1;
   }
+  s->follow_records(buf, got);
   return static_cast<int>(got);
+}
+
+// A record is a 5-byte header (type, version, 16-bit length) and that many bytes.
+void Session::follow_records(const char* data, size_t n) {
+  while (n > 0) {
+    if (body_left_ > 0) {
+      size_t k = std::min(n, body_left_);
+      body_left_ -= k;
+      data += k;
+      n -= k;
+      continue;
+    }
+    header_[header_got_++] = static_cast<unsigned char>(*data++);
+    --n;
+    if (header_got_ == sizeof header_) {
+      body_left_ = (size_t{header_[3]} << 8) | header_[4];
+      header_got_ = 0;
+    }
+  }
 }
 
 int Session::bio_write(BIO* b, const char* buf, int len) {

@@ -57,8 +57,10 @@ class Session {
   Read read(const char* in, size_t n, const Sink& sink, std::string& out);
   // Encrypts `data` (in one record when it fits) into `out`. False on failure (error()).
   bool write(const char* data, size_t n, std::string& out);
-  // Whether part of a record is held: the peer's close now cuts that record short.
-  bool mid_record() const;
+  // Whether part of a record is held: the peer's close now cuts that record short. (OpenSSL's
+  // SSL_has_pending() does not count a record whose header it has parsed, so the session
+  // follows the record headers of what it hands OpenSSL: their length field, nothing more.)
+  bool mid_record() const { return header_got_ > 0 || body_left_ > 0; }
 
   const std::string& error() const { return error_; }
   bool resumed() const { return SSL_session_reused(ssl_) == 1; }
@@ -77,6 +79,7 @@ class Session {
   void fail(bool handshaking);
   std::string describe(bool handshaking) const;
   void keep_rest();
+  void follow_records(const char* data, size_t n);
 
   Context& ctx_;
   SSL* ssl_;
@@ -88,6 +91,10 @@ class Session {
   size_t in_left_ = 0;
   std::string* out_ = nullptr;
   std::string error_;
+  // Where the peer's bytes are in their record framing (follow_records).
+  unsigned char header_[5] = {};
+  size_t header_got_ = 0;
+  size_t body_left_ = 0;
   // The first certificate the verification refused, as words for describe().
   long verify_error_ = 0;
   std::string cert_names_;
