@@ -21,17 +21,9 @@
 
 #include "tests/fuzz/check.h"
 #include "tests/fuzz/loopback_server.h"
-#include "worker/http/curl_client.h"
-#include "worker/http/lean_client.h"
 
 namespace {
 
-using corral::worker::BodyBudget;
-using corral::worker::ClientOptions;
-using corral::worker::CurlClient;
-using corral::worker::HttpRequest;
-using corral::worker::HttpResponse;
-using corral::worker::LeanClient;
 
 void frame(std::string& out, uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
   const size_t n = payload.size();
@@ -95,38 +87,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.server->piece = 1 + data[0];
   f.server->answer = answer;
   const uint8_t mode = data[1];
-  ClientOptions opts;
-  opts.max_body_bytes = (mode & 2) ? 64 : 1 << 16;
-  BodyBudget budget{(mode & 4) ? 32u : 1u << 20, 0};
-  {
-    CurlClient curl(&f.loop, opts, &budget);
-    LeanClient http(&f.loop, opts, curl, budget);
-    HttpRequest req;
-    req.method = (mode & 1) ? "HEAD" : "GET";
-    req.url = "http://127.0.0.1:" + std::to_string(f.server->port) + "/x";
-    req.http_version = corral::http::HttpVersion::kHttp2;
-    req.timeout_ms = 2000;
-    req.follow_redirects = false;
-    int calls = 0;
-    HttpResponse got;
-    http.send(req, [&](HttpResponse&& r) {
-      ++calls;
-      got = std::move(r);
-    });
-    while (calls == 0) uv_run(&f.loop, UV_RUN_ONCE);
-    FUZZ_CHECK(calls == 1);
-    if (got.status != 0) {
-      FUZZ_CHECK(got.error.empty());
-      FUZZ_CHECK(got.status >= 100);
-      FUZZ_CHECK(got.body.size() <= opts.max_body_bytes);
-      if (req.method == "HEAD") FUZZ_CHECK(got.body.empty());
-    } else {
-      FUZZ_CHECK(!got.error.empty());
-    }
-    FUZZ_CHECK(http.in_flight() == 0);
-    FUZZ_CHECK(http.body_bytes() == 0);
-    FUZZ_CHECK(budget.used == 0);
-  }
-  uv_run(&f.loop, UV_RUN_NOWAIT);  // the clients' handles close
+  corral::fuzz::fetch_and_check(f, mode & 1, mode, corral::http::HttpVersion::kHttp2);
   return 0;
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 
 #include "tests/fuzz/check.h"
+#include "worker/http/curl_client.h"
+#include "worker/http/lean_client.h"
 
 namespace corral::fuzz {
 
@@ -76,6 +78,48 @@ struct LoopbackFixture {
 inline LoopbackFixture& loopback() {
   static auto* f = new LoopbackFixture();
   return *f;
+}
+
+// One request to the loopback server (GET or HEAD, `http_version`) by a fresh lean client whose
+// limits the input's mode bits choose (bit 1: a 64-byte max_response, bit 2: a 32-byte memory
+// budget), and the checks every answer must pass: the callback runs exactly once; a response
+// has a status of 100 or more, no error, a body within max_response (none for HEAD); a failure
+// has an error; the client ends with nothing in flight and the whole budget given back.
+inline void fetch_and_check(LoopbackFixture& f, bool head, uint8_t mode,
+                            http::HttpVersion version = http::HttpVersion::kAuto) {
+  worker::ClientOptions opts;
+  opts.max_body_bytes = (mode & 2) ? 64 : 1 << 16;
+  worker::BodyBudget budget{(mode & 4) ? 32u : 1u << 20, 0};
+  {
+    worker::CurlClient curl(&f.loop, opts, &budget);
+    worker::LeanClient http(&f.loop, opts, curl, budget);
+    worker::HttpRequest req;
+    req.method = head ? "HEAD" : "GET";
+    req.url = "http://127.0.0.1:" + std::to_string(f.server->port) + "/x";
+    req.http_version = version;
+    req.timeout_ms = 2000;
+    req.follow_redirects = false;
+    int calls = 0;
+    worker::HttpResponse got;
+    http.send(req, [&](worker::HttpResponse&& r) {
+      ++calls;
+      got = std::move(r);
+    });
+    while (calls == 0) uv_run(&f.loop, UV_RUN_ONCE);
+    FUZZ_CHECK(calls == 1);
+    if (got.status != 0) {
+      FUZZ_CHECK(got.error.empty());
+      FUZZ_CHECK(got.status >= 100);
+      FUZZ_CHECK(got.body.size() <= opts.max_body_bytes);
+      if (head) FUZZ_CHECK(got.body.empty());
+    } else {
+      FUZZ_CHECK(!got.error.empty());
+    }
+    FUZZ_CHECK(http.in_flight() == 0);
+    FUZZ_CHECK(http.body_bytes() == 0);
+    FUZZ_CHECK(budget.used == 0);
+  }
+  uv_run(&f.loop, UV_RUN_NOWAIT);  // the clients' handles close
 }
 
 }  // namespace corral::fuzz

@@ -4,18 +4,11 @@
 #include <csignal>
 
 #include "tests/support/harness.h"
+#include "tests/support/harness_runs.h"
 
 namespace corral::test {
 namespace {
 
-std::string post_run(Daemon& d, const Json& scenario, int instances) {
-  ApiResponse r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", instances}}.dump());
-  INFO(r.body);
-  REQUIRE(r.status == 201);
-  return r.json.at("run");
-}
-
-int count(const Json& run, const std::string& state) { return run.at("counts").value(state, 0); }
 
 TEST_CASE("quarantine: a run whose workers hang three times is no longer placed until resumed") {
   TempHome home;
@@ -67,7 +60,7 @@ TEST_CASE("quarantine: a run whose workers hang three times is no longer placed 
         std::string::npos);
 
   // Its workers go on dying of their own fault, but the run is not placed on them any more.
-  hold_for([&] { return count(d.api("GET", "/runs/" + id).json, "queued") == 4; }, seconds(3),
+  hold_for([&] { return count_in(d.api("GET", "/runs/" + id).json, "queued") == 4; }, seconds(3),
            "the quarantined run's instances waiting");
 
   CliResult resumed = run_cli({"resume", id}, home.path());
@@ -75,7 +68,7 @@ TEST_CASE("quarantine: a run whose workers hang three times is no longer placed 
   CHECK(resumed.exit_code == 0);
   CHECK(resumed.out == "corral: run " + id + ": resumed (queued)\n");
   CHECK(d.api("GET", "/runs/" + id).json.at("state") != "quarantined");
-  wait_for([&] { return count(d.api("GET", "/runs/" + id).json, "running") > 0; }, seconds(20),
+  wait_for([&] { return count_in(d.api("GET", "/runs/" + id).json, "running") > 0; }, seconds(20),
            "the resumed run's instances to be placed again");
   CliResult again = run_cli({"resume", id}, home.path());
   CHECK(again.exit_code != 0);
@@ -90,13 +83,13 @@ TEST_CASE("quarantine: a worker killed from outside counts against no run") {
   d.wait_ready(1);
   const std::string id =
       post_run(d, {{"name", "sleepy"}, {"steps", {{{"sleep", "60s"}}}}}, 2);
-  wait_for([&] { return count(d.api("GET", "/runs/" + id).json, "running") == 2; }, seconds(10),
+  wait_for([&] { return count_in(d.api("GET", "/runs/" + id).json, "running") == 2; }, seconds(10),
            "the instances to run");
   const pid_t pid = d.worker(0).at("pid");
   REQUIRE(::kill(pid, SIGKILL) == 0);
   d.wait_until([&] { return d.worker(0).at("pid") != pid && d.worker(0).at("state") == "ready"; },
                seconds(10), "the worker to be replaced");
-  wait_for([&] { return count(d.api("GET", "/runs/" + id).json, "running") == 2; }, seconds(10),
+  wait_for([&] { return count_in(d.api("GET", "/runs/" + id).json, "running") == 2; }, seconds(10),
            "the instances to run again");
   CHECK(d.api("GET", "/runs/" + id).json.at("state") == "running");
 }

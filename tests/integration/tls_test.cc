@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/support/harness.h"
+#include "tests/support/harness_runs.h"
 #include "tests/support/harness_nginx.h"
 #include "tests/support/test_pki.h"
 
@@ -27,14 +28,6 @@ Json poll_scenario(const std::string& url, int attempts, const Json& request_ext
                {"until", {{{"json", "/status"}, {"equals", "Y"}}}}}}}}}};
 }
 
-std::string post_run(Daemon& d, const Json& scenario, int instances) {
-  ApiResponse r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", instances}}.dump());
-  INFO(r.body);
-  REQUIRE(r.status == 201);
-  return r.json.at("run");
-}
-
-int count(const Json& run, const std::string& state) { return run.at("counts").value(state, 0); }
 
 TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no worker restart") {
   Nginx nginx;
@@ -58,7 +51,7 @@ TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no wor
       seconds(150), "the run to finish", [&] { return run.dump(); });
   // Every instance made its 3 attempts over TLS and failed as the scenario says (the status
   // never becomes "Y"), none for a transport error.
-  CHECK(count(run, "failed") == n);
+  CHECK(count_in(run, "failed") == n);
   Json failures = run.at("failures");
   REQUIRE(failures.size() == 1);
   CHECK(failures[0].at("reason") == "until not met after 3 attempts: /status was \"N\", expected \"Y\"");
@@ -80,7 +73,7 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     Json run;
     wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
              seconds(30), "the run to finish");
-    CHECK(count(run, "errored") + count(run, "failed") == 2);
+    CHECK(count_in(run, "errored") + count_in(run, "failed") == 2);
     Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
     CHECK(step.at("reason").get<std::string>().find(
               "certificate verify failed: unable to get local issuer certificate (" +
@@ -94,7 +87,7 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
              seconds(30), "the run to finish");
     INFO(run.dump());
-    CHECK(count(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
+    CHECK(count_in(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
     // The step's record says how long its request waited for the TLS handshake.
     Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
     CHECK(step.value("tls_ms", 0.0) > 0);

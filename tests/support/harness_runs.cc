@@ -13,7 +13,18 @@ std::string submit_run(Daemon& d, const Json& scenario, int instances, const Job
   return r.json["run"];
 }
 
+std::string post_run(Daemon& d, const Json& scenario, int instances) {
+  auto r = d.api("POST", "/runs", Json{{"scenario", scenario}, {"instances", instances}}.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+  return r.json.at("run");
+}
+
 Json run_of(Daemon& d, const std::string& id) { return d.api("GET", "/runs/" + id).json; }
+
+int count_in(const Json& run, const std::string& state) {
+  return run.at("counts").value(state, 0);
+}
 
 void wait_run_finished(Daemon& d, const std::string& id, milliseconds timeout) {
   d.wait_until([&] { return run_of(d, id)["state"] == "finished"; }, timeout,

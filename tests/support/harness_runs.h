@@ -11,8 +11,13 @@ namespace corral::test {
 // POST /runs of `instances` instances of `scenario` with {{base}} = the job API; fails the
 // test unless the daemon answers 201. Returns the run id.
 std::string submit_run(Daemon& d, const Json& scenario, int instances, const JobApi& api);
+// POST /runs of `instances` instances of `scenario` with no vars; fails the test unless the
+// daemon answers 201. Returns the run id.
+std::string post_run(Daemon& d, const Json& scenario, int instances);
 // GET /runs/<id>.
 Json run_of(Daemon& d, const std::string& id);
+// How many of a run's instances are in `state`, from a GET /runs/<id> answer.
+int count_in(const Json& run, const std::string& state);
 // Waits until the run's state is "finished"; fails the test on the deadline.
 void wait_run_finished(Daemon& d, const std::string& id, milliseconds timeout);
 // The first `n` instances of the run, each with its steps.
