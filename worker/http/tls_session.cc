@@ -144,6 +144,7 @@ Session::Progress Session::handshake(std::string& out) {
   out_ = nullptr;
   if (rc == 1) {
     keep_rest();
+    SSL_free_buffers(ssl_);  // the handshake's buffers, now empty
     return Progress::kDone;
   }
   if (SSL_get_error(ssl_, rc) == SSL_ERROR_WANT_READ) return Progress::kMore;
@@ -164,7 +165,13 @@ Session::Read Session::read(const char* in, size_t n, const Sink& sink, std::str
       continue;
     }
     int err = SSL_get_error(ssl_, got);
-    if (err == SSL_ERROR_WANT_READ) break;
+    if (err == SSL_ERROR_WANT_READ) {
+      // The call that found no more bytes set up a read buffer (about 17 KB) to read the next
+      // record header into; SSL_MODE_RELEASE_BUFFERS gives it back only after a whole record,
+      // so an idle connection would keep it. Empty, it goes now (unless a record is part read).
+      SSL_free_buffers(ssl_);
+      break;
+    }
     if (err == SSL_ERROR_ZERO_RETURN) {
       result = Read::kClosed;
     } else {
