@@ -134,7 +134,6 @@ class H2Script final : public RawProtocol {
   nghttp2_session* h2_ = nullptr;
   std::map<int32_t, std::shared_ptr<Stream>> streams_;
   std::vector<int32_t> ready_;  // requests that came whole inside nghttp2_session_mem_recv
-  size_t requests_ = 0;
   int32_t goaway_last_ = -1;    // a GOAWAY went with this last-stream-id
   int32_t fin_after_ = 0;       // FIN once this stream's answer is out
   bool fin_when_idle_ = false;  // FIN once the streams up to goaway_last_ are answered
@@ -287,7 +286,7 @@ void H2Script::request_done(Stream& s) {
   s.script = server_.answer(std::move(req));
   s.index = server_.requests().size() - 1;
   s.answered = true;
-  if (++requests_ == opts_.goaway_after) {
+  if (server_.requests().size() == opts_.goaway_after) {
     go_away(opts_.goaway_last_stream, 0);
     fin_when_idle_ = true;
   }

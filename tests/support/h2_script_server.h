@@ -34,9 +34,9 @@ struct H2ServerOptions {
   // SETTINGS_INITIAL_WINDOW_SIZE: how much of each request body the client may send before the
   // server has read it; the connection's window is this too when it is larger than 64 KiB.
   int32_t window = 65535;
-  // After this many requests on a connection (0: never), a GOAWAY (NO_ERROR) whose
-  // last-stream-id is `goaway_last_stream`: streams above it are not processed, and the
-  // connection ends (FIN) once the streams at or below it are answered.
+  // Once the server has read this many requests (0: never), a GOAWAY (NO_ERROR) on the
+  // connection of the last one, whose last-stream-id is `goaway_last_stream`: its streams above
+  // it are not processed, and it ends (FIN) once the streams at or below it are answered.
   size_t goaway_after = 0;
   int32_t goaway_last_stream = 0;
 };

@@ -83,7 +83,9 @@ bool Session::start() {
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_peer_max_concurrent_streams(opt, kAssumedStreams);
+  // Until the server's SETTINGS come, as many streams as its other connections were allowed:
+  // a stream sent past the limit is refused, and one refused twice fails.
+  nghttp2_option_set_peer_max_concurrent_streams(opt, origin_.h2_streams_hint());
   int rv = nghttp2_session_client_new2(&h2_, cb, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
