@@ -1,66 +1,24 @@
 #include "tests/support/h2_script_server.h"
 
-#include <http_parser.h>
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "shared/uv/timer.h"
+#include "tests/support/h2_answer.h"
 
 namespace corral::test {
 namespace {
 
-using Fields = std::vector<std::pair<std::string, std::string>>;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// HTTP/2 has no connection-specific header fields (RFC 9113, 8.2.2).
-bool connection_specific(const std::string& name) {
-  return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
-         name == "transfer-encoding" || name == "upgrade";
-}
-
-// Lower-cased names without the connection-specific ones, after `status` when it is set; the
-// nghttp2_nv entries point into the returned strings.
-Fields h2_fields(const Fields& fields, int status = 0) {
-  Fields out;
-  if (status != 0) out.emplace_back(":status", std::to_string(status));
-  for (const auto& [name, value] : fields) {
-    std::string n = lower(name);
-    if (!connection_specific(n)) out.emplace_back(std::move(n), value);
-  }
-  return out;
-}
-
-std::vector<nghttp2_nv> nv_of(Fields& fields) {
-  std::vector<nghttp2_nv> nva;
-  for (auto& [n, v] : fields) {
-    nva.push_back({reinterpret_cast<uint8_t*>(n.data()), reinterpret_cast<uint8_t*>(v.data()),
-                   n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
-  }
-  return nva;
-}
-
-class H2Script;
-
 // One request stream: the request as it comes, then its script and the answer it makes.
 struct Stream {
-  Stream(H2Script& c, int32_t stream_id, uv_loop_t* loop) : conn(c), id(stream_id), timer(loop) {
-    http_parser_init(&parser, HTTP_RESPONSE);
-    parser.data = this;
-  }
-  H2Script& conn;
+  Stream(int32_t stream_id, uv_loop_t* loop) : id(stream_id), timer(loop) {}
   int32_t id;
   RawRequest req;
   std::string method, authority;
@@ -71,24 +29,10 @@ struct Stream {
   size_t step = 0;
   uv::Timer timer;
   bool closed = false;  // nghttp2 closed the stream; kept until its script ends
-  // The answer, as http-parser reads the script's bytes.
-  http_parser parser;
-  Fields fields;  // of the head being read; after the final head, the trailers
-  bool in_value = false;
-  bool in_head = true;
-  bool final_head = false;  // the final response's HEADERS are submitted
-  std::string out;          // body bytes nghttp2 has not taken yet, from out_at
-  size_t out_at = 0;
-  bool body_done = false;  // the final message is complete
-  bool deferred = false;   // the data provider waits for bytes
-  bool sent = false;       // END_STREAM (or the trailers) handed to nghttp2
-  bool bad = false;        // the script's bytes are not an HTTP/1.1 answer
+  std::unique_ptr<H2Answer> answer;  // once answered
 
-  // Answer bytes nghttp2 still has to take.
-  bool pending() const { return out.size() > out_at || (body_done && !sent); }
+  bool pending() const { return answer != nullptr && !closed && answer->pending(); }
 };
-
-Stream& of(http_parser* p) { return *static_cast<Stream*>(p->data); }
 
 class H2Script final : public RawProtocol {
  public:
@@ -100,11 +44,6 @@ class H2Script final : public RawProtocol {
     streams_.clear();  // their timers stop
   }
 
-  // From http-parser, reading a stream's script.
-  int head_done(Stream& s);
-  void body(Stream& s, const char* data, size_t n);
-  void message_done(Stream& s);
-
  private:
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
@@ -114,8 +53,6 @@ class H2Script final : public RawProtocol {
                      void* user);
   static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user);
-  static ssize_t read_body(nghttp2_session*, int32_t id, uint8_t* buf, size_t length,
-                           uint32_t* flags, nghttp2_data_source*, void* user);
 
   std::shared_ptr<Stream> find(int32_t id) const {
     auto it = streams_.find(id);
@@ -123,7 +60,6 @@ class H2Script final : public RawProtocol {
   }
   void request_done(Stream& s);
   void play(int32_t id);
-  void feed(Stream& s, std::string_view bytes);
   void go_away(int32_t last, int32_t fin_after);
   bool flush(std::function<void()> written);
   void maybe_fin();
@@ -139,37 +75,6 @@ class H2Script final : public RawProtocol {
   bool fin_when_idle_ = false;  // FIN once the streams up to goaway_last_ are answered
   bool dead_ = false;
 };
-
-const http_parser_settings kSettings = [] {
-  http_parser_settings s{};
-  s.on_message_begin = [](http_parser* p) {
-    of(p).in_head = true;
-    return 0;
-  };
-  s.on_header_field = [](http_parser* p, const char* at, size_t n) {
-    Stream& st = of(p);
-    if (st.fields.empty() || st.in_value) st.fields.emplace_back();
-    st.in_value = false;
-    st.fields.back().first.append(at, n);
-    return 0;
-  };
-  s.on_header_value = [](http_parser* p, const char* at, size_t n) {
-    Stream& st = of(p);
-    st.in_value = true;
-    st.fields.back().second.append(at, n);
-    return 0;
-  };
-  s.on_headers_complete = [](http_parser* p) { return of(p).conn.head_done(of(p)); };
-  s.on_body = [](http_parser* p, const char* at, size_t n) {
-    of(p).conn.body(of(p), at, n);
-    return 0;
-  };
-  s.on_message_complete = [](http_parser* p) {
-    of(p).conn.message_done(of(p));
-    return 0;
-  };
-  return s;
-}();
 
 H2Script::H2Script(RawHttpServer& server, RawWire& wire, const H2ServerOptions& options)
     : server_(server), wire_(wire), opts_(options) {
@@ -216,7 +121,7 @@ int H2Script::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, voi
   auto* self = static_cast<H2Script*>(user);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   int32_t id = frame->hd.stream_id;
-  self->streams_[id] = std::make_shared<Stream>(*self, id, self->wire_.loop());
+  self->streams_[id] = std::make_shared<Stream>(id, self->wire_.loop());
   self->server_.streams_open(std::count_if(self->streams_.begin(), self->streams_.end(),
                                            [](const auto& s) { return !s.second->closed; }));
   return 0;
@@ -283,6 +188,7 @@ void H2Script::request_done(Stream& s) {
   req.stream = s.id;
   req.bytes = s.method + " " + req.target + " HTTP/1.1\r\nhost: " + s.authority + "\r\n" +
               s.head + "\r\n" + req.body;
+  s.answer = std::make_unique<H2Answer>(h2_, s.id, s.method == "HEAD");
   s.script = server_.answer(std::move(req));
   s.index = server_.requests().size() - 1;
   s.answered = true;
@@ -304,7 +210,10 @@ void H2Script::play(int32_t id) {
     switch (step.kind) {
       case Step::Kind::kSend:
         if (s->closed) break;
-        feed(*s, step.bytes);
+        s->answer->feed(step.bytes);
+        if (s->answer->closes()) {  // an HTTP/1.1 server would close after this answer
+          go_away(nghttp2_session_get_last_proc_stream_id(h2_), id);
+        }
         if (flush([this, id] { play(id); })) return;
         break;  // nothing could go (a closed window): the next step comes at once
       case Step::Kind::kRaw:
@@ -313,7 +222,8 @@ void H2Script::play(int32_t id) {
         return s->timer.start(step.ms, 0, [this, id] { play(id); });
       case Step::Kind::kClose:
         // The end of a body delimited by the close, then the connection's end.
-        if (s->final_head && !s->body_done) http_parser_execute(&s->parser, &kSettings, "", 0);
+        if (!s->closed) s->answer->end_of_input();
+        if (s->answer->closes()) go_away(nghttp2_session_get_last_proc_stream_id(h2_), id);
         go_away(nghttp2_session_get_last_proc_stream_id(h2_), id);
         flush(nullptr);
         return;
@@ -330,105 +240,6 @@ void H2Script::play(int32_t id) {
   }
   if (s != nullptr && s->closed && s->step == s->script.size()) streams_.erase(id);
   if (!dead_) maybe_fin();  // a script that ends with its answer incomplete leaves it so
-}
-
-// The script's bytes through http-parser, whose callbacks submit what they make.
-void H2Script::feed(Stream& s, std::string_view bytes) {
-  while (!bytes.empty() && !s.bad) {
-    // http-parser caps a head at 80 KiB, a process-wide limit (http_parser_set_max_header_size)
-    // that the client under test shares and must keep: the server restarts its count every
-    // 16 KiB, so that a test can send a larger head.
-    size_t slice = s.in_head ? std::min<size_t>(bytes.size(), 16 * 1024) : bytes.size();
-    if (s.in_head) s.parser.nread = 0;
-    size_t n = http_parser_execute(&s.parser, &kSettings, bytes.data(), slice);
-    http_errno err = HTTP_PARSER_ERRNO(&s.parser);
-    if (err == HPE_PAUSED) return;  // the final answer is complete: the rest is not read
-    if (err != HPE_OK) {
-      s.bad = true;
-      nghttp2_submit_rst_stream(h2_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
-      return;
-    }
-    bytes.remove_prefix(n);
-  }
-}
-
-int H2Script::head_done(Stream& s) {
-  s.in_head = false;
-  int status = s.parser.status_code;
-  Fields fields = h2_fields(s.fields, status);
-  std::vector<nghttp2_nv> nva = nv_of(fields);
-  s.fields.clear();
-  s.in_value = false;
-  if (status / 100 == 1) {  // informational: the final answer follows
-    nghttp2_submit_headers(h2_, NGHTTP2_FLAG_NONE, s.id, nullptr, nva.data(), nva.size(),
-                           nullptr);
-    return 1;
-  }
-  s.final_head = true;
-  if (s.method == "HEAD" || status == 204 || status == 304) {  // no body, whatever it says
-    nghttp2_submit_response(h2_, s.id, nva.data(), nva.size(), nullptr);
-    s.sent = true;
-    return 1;
-  }
-  nghttp2_data_provider provider{};
-  provider.read_callback = &read_body;
-  nghttp2_submit_response(h2_, s.id, nva.data(), nva.size(), &provider);
-  return 0;
-}
-
-void H2Script::body(Stream& s, const char* data, size_t n) {
-  if (s.out_at > (1u << 20)) {  // what nghttp2 took is let go now and then
-    s.out.erase(0, s.out_at);
-    s.out_at = 0;
-  }
-  s.out.append(data, n);
-  if (s.deferred) {
-    s.deferred = false;
-    nghttp2_session_resume_data(h2_, s.id);
-  }
-}
-
-void H2Script::message_done(Stream& s) {
-  if (!s.final_head) return;  // a 1xx
-  s.body_done = true;
-  http_parser_pause(&s.parser, 1);
-  if (s.deferred) {
-    s.deferred = false;
-    nghttp2_session_resume_data(h2_, s.id);
-  }
-  // An HTTP/1.1 server would close the connection after this answer.
-  if (!http_should_keep_alive(&s.parser)) {
-    go_away(nghttp2_session_get_last_proc_stream_id(h2_), s.id);
-  }
-}
-
-ssize_t H2Script::read_body(nghttp2_session*, int32_t id, uint8_t* buf, size_t length,
-                            uint32_t* flags, nghttp2_data_source*, void* user) {
-  auto* self = static_cast<H2Script*>(user);
-  std::shared_ptr<Stream> s = self->find(id);
-  if (s == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  size_t n = std::min(length, s->out.size() - s->out_at);
-  std::memcpy(buf, s->out.data() + s->out_at, n);
-  s->out_at += n;
-  if (s->out_at == s->out.size()) {
-    s->out.clear();
-    s->out_at = 0;
-  }
-  if (n == 0 && !s->body_done) {
-    s->deferred = true;
-    return NGHTTP2_ERR_DEFERRED;
-  }
-  if (s->body_done && s->out.empty()) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-    s->sent = true;
-    if (!s->fields.empty()) {  // trailers end the stream instead
-      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      Fields trailers = h2_fields(s->fields);
-      std::vector<nghttp2_nv> nva = nv_of(trailers);
-      nghttp2_submit_trailer(self->h2_, id, nva.data(), nva.size());
-    }
-  }
-  return static_cast<ssize_t>(n);
 }
 
 // --- the connection ---------------------------------------------------------------------------
@@ -467,11 +278,11 @@ void H2Script::maybe_fin() {
   if (dead_ || wire_.closing() || goaway_last_ < 0) return;
   if (fin_after_ != 0) {
     std::shared_ptr<Stream> s = find(fin_after_);
-    if (s != nullptr && !s->closed && s->pending()) return;
+    if (s != nullptr && s->pending()) return;
   } else if (fin_when_idle_) {
     for (const auto& [id, s] : streams_) {
       if (id > goaway_last_) break;
-      if (!s->answered || s->step < s->script.size() || (!s->closed && s->pending())) return;
+      if (!s->answered || s->step < s->script.size() || s->pending()) return;
     }
   } else {
     return;

@@ -5,7 +5,7 @@
 // Each request stream, once the client ended it, becomes a RawRequest (target = :path, bytes =
 // the request rendered as HTTP/1.1, with a "host" line for :authority) and gets its script from
 // the server's ScriptFor. Scripts stay HTTP/1.1 response bytes: http-parser reads them as they
-// play, and what it finds goes out as HTTP/2:
+// play, and what it finds goes out as HTTP/2 (h2_answer.h):
 // - status and headers: a HEADERS frame (names lower-cased; Connection, Keep-Alive,
 //   Proxy-Connection, Transfer-Encoding and Upgrade dropped); a 1xx: an informational HEADERS;
 // - the body, de-chunked, as DATA as it comes (a deferred data provider), END_STREAM when the
