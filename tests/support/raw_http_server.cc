@@ -23,6 +23,7 @@ Step wait_ms(uint64_t ms) { return {Step::Kind::kWait, {}, ms}; }
 Step close_connection() { return {Step::Kind::kClose, {}, 0}; }
 Step reset_connection() { return {Step::Kind::kReset, {}, 0}; }
 Step raw(std::string bytes) { return {Step::Kind::kRaw, std::move(bytes), 0}; }
+Step reset_stream(uint32_t code) { return {Step::Kind::kResetStream, {}, code}; }
 
 struct RawHttpServer::SslCtx {
   SSL_CTX* ctx = nullptr;
@@ -39,11 +40,99 @@ thread_local char g_read_buf[64 * 1024];
 
 struct WriteReq {
   uv_write_t req;
-  std::string bytes;  // owned until the write callback
-  bool step = true;   // a step of the script, which goes on once it is written
+  std::string bytes;            // owned until the write callback
+  std::function<void()> done;   // the protocol goes on once they are written
 };
 
-// A trickle is one-byte sends with waits between them.
+// The Content-Length of a request head, 0 when it has none.
+size_t content_length(std::string_view head) {
+  constexpr std::string_view kName = "\r\ncontent-length:";
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos;
+       at = head.find("\r\n", at + 2)) {
+    if (head.size() - at >= kName.size() &&
+        strncasecmp(head.data() + at, kName.data(), kName.size()) == 0) {
+      return std::strtoull(std::string(head.substr(at + kName.size(), 24)).c_str(), nullptr, 10);
+    }
+  }
+  return 0;
+}
+
+// Scripted HTTP/1.1: one request at a time (the head up to "\r\n\r\n", then Content-Length
+// bytes of body), each answered by playing its script before the next is read.
+class H1Script final : public RawProtocol {
+ public:
+  H1Script(RawHttpServer& server, RawWire& wire)
+      : server_(server), wire_(wire), timer_(wire.loop()) {}
+
+  void on_bytes(const char* data, size_t n) override {
+    pending_.append(data, n);
+    next_request();
+  }
+  void on_closed() override { timer_.close(); }
+
+ private:
+  // Takes the next whole request from what was read, if any, and plays its script.
+  void next_request() {
+    if (playing_ || wire_.closing() || !wire_.is_open()) return;
+    size_t head_end = pending_.find("\r\n\r\n");
+    if (head_end == std::string::npos) return;
+    size_t length = head_end + 4 + content_length(std::string_view(pending_).substr(0, head_end));
+    if (pending_.size() < length) return;
+
+    RawRequest req;
+    req.connection = wire_.index();
+    req.on_connection = wire_.count_request();
+    req.peer = wire_.peer();
+    req.bytes = pending_.substr(0, length);
+    req.body = pending_.substr(head_end + 4, length - head_end - 4);
+    size_t method_end = pending_.find(' ');
+    size_t target_end = pending_.find(' ', method_end + 1);
+    req.method = pending_.substr(0, method_end);
+    req.target = pending_.substr(method_end + 1, target_end - method_end - 1);
+    pending_.erase(0, length);
+
+    script_ = server_.answer(std::move(req));
+    step_ = 0;
+    playing_ = true;
+    play();
+  }
+
+  // Runs the script's next step; each step that waits (a write, a timer) calls back here.
+  void play() {
+    if (!wire_.is_open()) return;
+    if (step_ == script_.size()) {
+      playing_ = false;
+      return next_request();  // kept alive
+    }
+    Step& step = script_[step_++];
+    switch (step.kind) {
+      case Step::Kind::kSend:
+        return wire_.write(std::move(step.bytes), [this] { play(); });
+      case Step::Kind::kRaw:
+        return wire_.write_raw(std::move(step.bytes), [this] { play(); });
+      case Step::Kind::kWait:
+        return timer_.start(step.ms, 0, [this] { play(); });
+      case Step::Kind::kClose:
+        return wire_.shut_down();
+      case Step::Kind::kReset:
+      case Step::Kind::kResetStream:  // no streams here: the connection is what resets
+        return wire_.reset();
+      case Step::Kind::kTrickle:
+        std::abort();  // expanded into sends and waits
+    }
+  }
+
+  RawHttpServer& server_;
+  RawWire& wire_;
+  uv::Timer timer_;
+  bool playing_ = false;
+  std::string pending_;  // read, not yet taken as a request
+  Script script_;
+  size_t step_ = 0;
+};
+
+}  // namespace
+
 Script expand(Script script) {
   Script out;
   for (Step& s : script) {
@@ -59,26 +148,11 @@ Script expand(Script script) {
   return out;
 }
 
-// The Content-Length of a request head, 0 when it has none.
-size_t content_length(std::string_view head) {
-  constexpr std::string_view kName = "\r\ncontent-length:";
-  for (size_t at = head.find("\r\n"); at != std::string_view::npos;
-       at = head.find("\r\n", at + 2)) {
-    if (head.size() - at >= kName.size() &&
-        strncasecmp(head.data() + at, kName.data(), kName.size()) == 0) {
-      return std::strtoull(std::string(head.substr(at + kName.size(), 24)).c_str(), nullptr, 10);
-    }
-  }
-  return 0;
-}
-
-}  // namespace
-
-// One accepted connection: reads requests and plays their scripts, one request at a time.
-class RawHttpServer::Connection {
+// One accepted connection: TCP, with TLS through memory BIOs when the server has it; its plain
+// bytes go to the protocol, created when the first of them come.
+class RawHttpServer::Connection final : public RawWire {
  public:
-  Connection(RawHttpServer& server, size_t index)
-      : server_(server), index_(index), timer_(server.loop_) {
+  Connection(RawHttpServer& server, size_t index) : server_(server), index_(index) {
     if (!server.tls_) return;
     ssl_ = SSL_new(server.tls_->ctx);
     in_ = BIO_new(BIO_s_mem());
@@ -86,8 +160,9 @@ class RawHttpServer::Connection {
     SSL_set_bio(ssl_, in_, out_);
     SSL_set_accept_state(ssl_);
   }
-  ~Connection() {
+  ~Connection() override {
     drop();
+    protocol_.reset();
     if (ssl_ != nullptr) SSL_free(ssl_);
   }
 
@@ -111,14 +186,65 @@ class RawHttpServer::Connection {
   // Closes the socket at once, whatever is still queued.
   void drop() {
     tcp_.close();
-    timer_.close();
     if (!open_) return;
     open_ = false;
+    if (protocol_) protocol_->on_closed();
     server_.closed();
   }
 
   const std::string& received() const { return received_; }
   size_t requests() const { return requests_; }
+
+  // RawWire
+  uv_loop_t* loop() const override { return server_.loop_; }
+  size_t index() const override { return index_; }
+  const std::string& peer() const override { return peer_; }
+  bool is_open() const override { return open_; }
+  bool closing() const override { return closing_; }
+  size_t count_request() override { return ++requests_; }
+
+  // A protocol's bytes: encrypted first over TLS.
+  void write(std::string bytes, std::function<void()> written) override {
+    if (ssl_ == nullptr) return write_raw(std::move(bytes), std::move(written));
+    if (!bytes.empty()) SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
+    write_raw(tls_output(), std::move(written));
+  }
+
+  // Bytes to the socket as they are.
+  void write_raw(std::string bytes, std::function<void()> written) override {
+    if (!open_) return;
+    auto* w = new WriteReq{{}, std::move(bytes), std::move(written)};
+    uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
+    if (uv_write(&w->req, tcp_.stream(), &buf, 1, &on_written) != 0) {
+      delete w;
+      drop();
+    }
+  }
+
+  // FIN after the queued bytes; the socket closes when the client ends its side, so that no
+  // unread byte turns the close into an RST.
+  void shut_down() override {
+    if (closing_ || !open_) return;
+    closing_ = true;
+    if (ssl_ != nullptr) {  // close_notify first, as a TLS server closes
+      SSL_shutdown(ssl_);
+      write_raw(tls_output(), nullptr);
+    }
+    auto* req = new uv_shutdown_t{};
+    if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) {
+      delete req;
+      drop();
+    }
+  }
+
+  void reset() override {
+    uv_os_fd_t fd;
+    if (tcp_.live() && uv_fileno(tcp_.base(), &fd) == 0) {
+      linger no_linger{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+    }
+    drop();
+  }
 
  private:
   static void on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) {
@@ -131,20 +257,27 @@ class RawHttpServer::Connection {
     uv::guard("raw server read", [&] {
       if (n < 0) return self->drop();  // the client closed or reset
       if (self->ssl_ != nullptr) return self->decrypt(buf->base, static_cast<size_t>(n));
-      self->received_.append(buf->base, static_cast<size_t>(n));
-      self->pending_.append(buf->base, static_cast<size_t>(n));
-      self->next_request();
+      self->plain(buf->base, static_cast<size_t>(n));
     });
   }
 
+  void plain(const char* data, size_t n) {
+    received_.append(data, n);
+    if (!protocol_) {
+      protocol_ = server_.protocol_for_ ? server_.protocol_for_(server_, *this)
+                                        : std::make_unique<H1Script>(server_, *this);
+    }
+    protocol_->on_bytes(data, n);
+  }
+
   // TLS: the bytes go through OpenSSL; the handshake runs as they come, then what they decrypt
-  // to is read as plain requests are.
+  // to goes to the protocol.
   void decrypt(const char* data, size_t n) {
     BIO_write(in_, data, static_cast<int>(n));
     if (!SSL_is_init_finished(ssl_)) {
       if (server_.tls_->close_in_handshake) return drop();
       int rc = SSL_do_handshake(ssl_);
-      send_tls();
+      write_raw(tls_output(), nullptr);
       if (rc != 1) {
         int err = SSL_get_error(ssl_, rc);
         if (err != SSL_ERROR_WANT_READ) drop();  // the client refused us, or we it
@@ -152,96 +285,26 @@ class RawHttpServer::Connection {
         return;
       }
     }
-    char plain[16 * 1024];
+    char text[16 * 1024];
+    std::string all;
     for (;;) {
-      int got = SSL_read(ssl_, plain, sizeof plain);
+      int got = SSL_read(ssl_, text, sizeof text);
       if (got <= 0) break;
-      received_.append(plain, static_cast<size_t>(got));
-      pending_.append(plain, static_cast<size_t>(got));
+      all.append(text, static_cast<size_t>(got));
     }
     ERR_clear_error();
-    send_tls();
-    next_request();
+    std::string out = tls_output();
+    if (!out.empty()) write_raw(std::move(out), nullptr);
+    if (!all.empty() && open_) plain(all.data(), all.size());
   }
 
-  // What OpenSSL has to send, to the socket.
-  void send_tls() {
+  // What OpenSSL has to send.
+  std::string tls_output() {
     char bytes[16 * 1024];
     std::string all;
     int got;
     while ((got = BIO_read(out_, bytes, sizeof bytes)) > 0) all.append(bytes, static_cast<size_t>(got));
-    if (!all.empty()) write_raw(std::move(all), false);
-  }
-
-  // Takes the next whole request from what was read, if any, and plays its script.
-  void next_request() {
-    if (playing_ || closing_ || !open_) return;
-    size_t head_end = pending_.find("\r\n\r\n");
-    if (head_end == std::string::npos) return;
-    size_t length = head_end + 4 + content_length(std::string_view(pending_).substr(0, head_end));
-    if (pending_.size() < length) return;
-
-    RawRequest req;
-    req.connection = index_;
-    req.on_connection = ++requests_;
-    req.peer = peer_;
-    req.bytes = pending_.substr(0, length);
-    req.body = pending_.substr(head_end + 4, length - head_end - 4);
-    size_t method_end = pending_.find(' ');
-    size_t target_end = pending_.find(' ', method_end + 1);
-    req.method = pending_.substr(0, method_end);
-    req.target = pending_.substr(method_end + 1, target_end - method_end - 1);
-    pending_.erase(0, length);
-
-    script_ = expand(server_.script_for(std::move(req)));
-    step_ = 0;
-    playing_ = true;
-    play();
-  }
-
-  // Runs the script's next step; each step that waits (a write, a timer) calls back here.
-  void play() {
-    if (!open_) return;
-    if (step_ == script_.size()) {
-      playing_ = false;
-      return next_request();  // kept alive
-    }
-    Step& step = script_[step_++];
-    switch (step.kind) {
-      case Step::Kind::kSend:
-        return write(std::move(step.bytes));
-      case Step::Kind::kRaw:
-        return write_raw(std::move(step.bytes), true);
-      case Step::Kind::kWait:
-        return timer_.start(step.ms, 0, [this] { play(); });
-      case Step::Kind::kClose:
-        return shut_down();
-      case Step::Kind::kReset:
-        return reset();
-      case Step::Kind::kTrickle:
-        std::abort();  // expanded into sends and waits
-    }
-  }
-
-  // A script's bytes: encrypted first over TLS.
-  void write(std::string bytes) {
-    if (ssl_ == nullptr) return write_raw(std::move(bytes), true);
-    if (!bytes.empty()) SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
-    char out[16 * 1024];
-    std::string all;
-    int got;
-    while ((got = BIO_read(out_, out, sizeof out)) > 0) all.append(out, static_cast<size_t>(got));
-    write_raw(std::move(all), true);
-  }
-
-  // Bytes to the socket as they are; the script goes on once they are written when `step`.
-  void write_raw(std::string bytes, bool step) {
-    auto* w = new WriteReq{{}, std::move(bytes), step};
-    uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
-    if (uv_write(&w->req, tcp_.stream(), &buf, 1, &on_written) != 0) {
-      delete w;
-      drop();
-    }
+    return all;
   }
 
   static void on_written(uv_write_t* req, int status) {
@@ -250,32 +313,8 @@ class RawHttpServer::Connection {
     if (self == nullptr) return;
     uv::guard("raw server write", [&] {
       if (status != 0) return self->drop();  // the client went away
-      if (w->step) self->play();
+      if (w->done) w->done();
     });
-  }
-
-  // FIN after the queued bytes; the socket closes when the client ends its side, so that no
-  // unread byte turns the close into an RST.
-  void shut_down() {
-    closing_ = true;
-    if (ssl_ != nullptr) {  // close_notify first, as a TLS server closes
-      SSL_shutdown(ssl_);
-      send_tls();
-    }
-    auto* req = new uv_shutdown_t{};
-    if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) {
-      delete req;
-      drop();
-    }
-  }
-
-  void reset() {
-    uv_os_fd_t fd;
-    if (uv_fileno(tcp_.base(), &fd) == 0) {
-      linger no_linger{1, 0};
-      setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
-    }
-    drop();
   }
 
   RawHttpServer& server_;
@@ -285,15 +324,11 @@ class RawHttpServer::Connection {
   BIO* out_ = nullptr;
   std::string peer_;
   uv::Handle<uv_tcp_t> tcp_;
-  uv::Timer timer_;
   bool open_ = false;
   bool closing_ = false;  // FIN sent: no further request is answered
-  bool playing_ = false;
   std::string received_;
-  std::string pending_;  // read, not yet taken as a request
   size_t requests_ = 0;
-  Script script_;
-  size_t step_ = 0;
+  std::unique_ptr<RawProtocol> protocol_;  // last: it goes first
 };
 
 RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for)
@@ -309,7 +344,14 @@ RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for)
 }
 
 RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for, const TlsServerOptions& tls)
+    : RawHttpServer(loop, std::move(script_for), nullptr, &tls) {}
+
+RawHttpServer::RawHttpServer(uv_loop_t* loop, ScriptFor script_for, ProtocolFor protocol,
+                             const TlsServerOptions* options)
     : RawHttpServer(loop, std::move(script_for)) {
+  protocol_for_ = std::move(protocol);
+  if (options == nullptr) return;
+  const TlsServerOptions& tls = *options;
   tls_ = std::make_shared<SslCtx>();
   tls_options_ = tls;
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -379,9 +421,9 @@ void RawHttpServer::opened() {
 
 void RawHttpServer::closed() { --open_; }
 
-Script RawHttpServer::script_for(RawRequest req) {
+Script RawHttpServer::answer(RawRequest req) {
   requests_.push_back(std::move(req));
-  return script_for_(requests_.back());
+  return expand(script_for_(requests_.back()));
 }
 
 }  // namespace corral::test

@@ -8,6 +8,9 @@
 // script's bytes are encrypted, a close sends close_notify first, and raw() bytes go to the
 // socket as they are (a truncated record, garbage).
 //
+// Another protocol can take the connections' plain bytes instead of the HTTP/1.1 script player:
+// HTTP/2 (h2_script_server.h) plays the same scripts over streams.
+//
 // Everything the server read is kept for assertions: every request in order, and per
 // connection the raw bytes (decrypted) and how many requests it carried. Loop thread only.
 // Destroying the server (or close()) closes its handles; the loop then ends with none left.
@@ -15,10 +18,12 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,10 +35,10 @@ namespace corral::test {
 // One step of a script. Each step starts once the previous one is done: a send once its bytes
 // are in the kernel, a wait once its timer fires.
 struct Step {
-  enum class Kind { kSend, kTrickle, kWait, kClose, kReset, kRaw };
+  enum class Kind { kSend, kTrickle, kWait, kClose, kReset, kRaw, kResetStream };
   Kind kind;
   std::string bytes;  // kSend, kTrickle
-  uint64_t ms = 0;    // kWait; kTrickle: the pause between two bytes
+  uint64_t ms = 0;    // kWait; kTrickle: the pause between two bytes; kResetStream: the code
 };
 using Script = std::vector<Step>;
 
@@ -43,6 +48,9 @@ Step wait_ms(uint64_t ms);
 Step close_connection();  // FIN once the bytes before it are sent; closed when the client ends
 Step reset_connection();  // SO_LINGER 0 and close: the client gets an RST
 Step raw(std::string bytes);  // over TLS: written to the socket unencrypted
+// HTTP/2: RST_STREAM of the request's stream with `code` (an HTTP/2 error code). HTTP/1.1 has
+// no streams: there it resets the connection.
+Step reset_stream(uint32_t code);
 
 // A server that speaks TLS.
 struct TlsServerOptions {
@@ -65,18 +73,54 @@ struct RawRequest {
   std::string peer;          // the client's IP address, as the connection came from
   std::string method;
   std::string target;  // "/path?query", as sent
-  std::string bytes;   // the request as received, head and body
+  std::string bytes;   // the request as received, head and body (HTTP/2: rendered as HTTP/1.1)
   std::string body;
+  int32_t stream = 0;  // HTTP/2: its stream id
+  // HTTP/2: the code of the RST_STREAM the client ended the stream with, if it did.
+  std::optional<uint32_t> client_reset;
+};
+
+class RawHttpServer;
+
+// One accepted connection's byte stream, as a protocol (RawProtocol) sees it.
+class RawWire {
+ public:
+  virtual ~RawWire() = default;
+  virtual uv_loop_t* loop() const = 0;
+  virtual size_t index() const = 0;           // the connection's, as in RawRequest
+  virtual const std::string& peer() const = 0;
+  virtual bool is_open() const = 0;
+  virtual bool closing() const = 0;           // shut_down() was called
+  virtual size_t count_request() = 0;         // one more request on it; returns its number
+  // Sends `bytes` (encrypted over TLS), or raw to the socket; `written` runs once they are in
+  // the kernel, unless the connection is gone by then.
+  virtual void write(std::string bytes, std::function<void()> written) = 0;
+  virtual void write_raw(std::string bytes, std::function<void()> written) = 0;
+  virtual void shut_down() = 0;  // FIN (close_notify first over TLS) after what is queued
+  virtual void reset() = 0;      // RST, at once
+};
+
+// What a connection does with its plain bytes (after TLS): created at its first bytes.
+class RawProtocol {
+ public:
+  virtual ~RawProtocol() = default;
+  virtual void on_bytes(const char* data, size_t n) = 0;
+  // The connection is gone: nothing more is sent, timers stop.
+  virtual void on_closed() = 0;
 };
 
 class RawHttpServer {
  public:
   // Chooses the script for each request; called on the loop, as soon as the request is read.
   using ScriptFor = std::function<Script(const RawRequest&)>;
+  using ProtocolFor = std::function<std::unique_ptr<RawProtocol>(RawHttpServer&, RawWire&)>;
 
   // Listens at once; aborts the test program when it cannot (a test has no use without it).
   RawHttpServer(uv_loop_t* loop, ScriptFor script_for);
   RawHttpServer(uv_loop_t* loop, ScriptFor script_for, const TlsServerOptions& tls);
+  // Connections speak `protocol` (HTTP/1.1 scripts when empty), over TLS when `tls` is set.
+  RawHttpServer(uv_loop_t* loop, ScriptFor script_for, ProtocolFor protocol,
+                const TlsServerOptions* tls);
   ~RawHttpServer();
   RawHttpServer(const RawHttpServer&) = delete;
   RawHttpServer& operator=(const RawHttpServer&) = delete;
@@ -96,15 +140,22 @@ class RawHttpServer {
   // Stops listening and closes every connection at once. Safe to call twice.
   void close();
 
+  // For protocols: records `req` and returns its script (expanded: no trickle left).
+  Script answer(RawRequest req);
+  RawRequest& request(size_t index) { return requests_.at(index); }
+  // HTTP/2: request streams open at once on one connection, at most so far.
+  size_t peak_streams() const { return peak_streams_; }
+  void streams_open(size_t n) { peak_streams_ = std::max(peak_streams_, n); }
+
  private:
   class Connection;
   void on_connection(int status);
   void opened();
   void closed();
-  Script script_for(RawRequest req);
 
   uv_loop_t* loop_;
   ScriptFor script_for_;
+  ProtocolFor protocol_for_;
   struct SslCtx;
   std::shared_ptr<SslCtx> tls_;  // null: plain TCP
   TlsServerOptions tls_options_;
@@ -114,6 +165,10 @@ class RawHttpServer {
   std::vector<RawRequest> requests_;
   size_t open_ = 0;
   size_t peak_open_ = 0;
+  size_t peak_streams_ = 0;
 };
+
+// A trickle step as one-byte sends with waits between them.
+Script expand(Script script);
 
 }  // namespace corral::test

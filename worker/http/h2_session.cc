@@ -49,11 +49,12 @@ struct Session::Stream final : lean::Paused {
   uint64_t held_body() const override { return ex ? ex->resp.body.size() : 0; }
   uint64_t waiting_bytes() const override { return need + wait.size() + raw_bytes; }
   void fail_over_budget() override {
-    session.reset(*this, NGHTTP2_CANCEL,
-                  "response bodies in flight exceed the worker's response memory budget (" +
-                      config::format_bytes(session.client_.budget().limit) + ")",
-                  kNoKind);
-    session.after_call();
+    Session& owner = session;  // reset() frees this stream
+    owner.reset(*this, NGHTTP2_CANCEL,
+                "response bodies in flight exceed the worker's response memory budget (" +
+                    config::format_bytes(owner.client_.budget().limit) + ")",
+                kNoKind);
+    owner.after_call();
   }
 };
 
@@ -82,7 +83,9 @@ bool Session::start() {
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_peer_max_concurrent_streams(opt, kAssumedStreams);
+  // Until the server's SETTINGS come, as many streams as its other connections were allowed:
+  // a stream sent past the limit is refused, and one refused twice fails.
+  nghttp2_option_set_peer_max_concurrent_streams(opt, origin_.h2_streams_hint());
   int rv = nghttp2_session_client_new2(&h2_, cb, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
@@ -441,13 +444,18 @@ bool Session::resume(Stream& s) {
   if (s.wait_raw > 0) nghttp2_session_consume(h2_, s.id, s.wait_raw);
   s.wait_raw = 0;
   s.paused = false;
-  while (!s.raw.empty() && !s.paused && s.ex) {
+  const int32_t id = s.id;
+  while (!s.raw.empty() && !s.paused) {
     std::string piece = std::move(s.raw.front());
     s.raw.pop_front();
     s.raw_bytes -= piece.size();
     data(s, reinterpret_cast<const uint8_t*>(piece.data()), piece.size());
+    if (stream(id) == nullptr) {  // the piece failed it (max_response, a bad encoding): gone
+      after_call();
+      return true;
+    }
   }
-  if (s.ex && !s.paused && s.ended) finish(s.id, true);
+  if (!s.paused && s.ended) finish(id, true);
   after_call();
   return true;
 }

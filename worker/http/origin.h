@@ -71,6 +71,9 @@ class Origin final : public Link::Owner {
   const std::string& key() const { return key_; }
   const std::string& host_header() const { return host_header_; }
   Wire wire() const { return wire_; }
+  // Streams one HTTP/2 session takes, as the origin's last session learned it from its server
+  // (100 until one says): what a new session assumes until its own server's SETTINGS come.
+  uint32_t h2_streams_hint() const { return h2_streams_hint_; }
   // Whether its requests go over TLS.
   bool tls() const { return tls_ != nullptr; }
 
