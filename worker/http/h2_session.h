@@ -18,6 +18,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -59,10 +60,34 @@ class Session final : public Link::Owner {
   uint32_t max_streams() const;
   bool closed() const { return closed_; }
 
-  struct Stream;  // public to the file's nghttp2 callbacks
+  // One exchange on a stream, and what its body waits with while the budget pauses it.
+  struct Stream final : lean::Paused {
+    Session& session;
+    int32_t id = 0;
+    std::unique_ptr<Exchange> ex;
+    size_t body_sent = 0;       // of the request's body, by read_body
+    bool got_bytes = false;     // a frame of the answer came
+    bool interim = false;       // the headers in progress are a 1xx
+    bool headers_done = false;  // the final headers came
+    bool paused = false;        // by the BodyBudget
+    bool ended = false;         // the server ended the stream while it was paused
+    uint64_t need = 0;          // a content-length to reserve before the body is taken
+    std::string wait;           // a decoded piece the budget has no room for yet
+    size_t wait_raw = 0;        // the DATA bytes it came from
+    std::deque<std::string> raw;  // DATA that came while paused
+    uint64_t raw_bytes = 0;
+
+    explicit Stream(Session& s) : session(s) {}
+    bool try_resume() override { return session.resume(*this); }
+    uint64_t held_body() const override { return ex ? ex->resp.body.size() : 0; }
+    uint64_t waiting_bytes() const override { return need + wait.size() + raw_bytes; }
+    void fail_over_budget() override;
+  };
 
  private:
   friend struct Stream;
+  static constexpr int kNoKind = -1;  // a failure counted as no OriginErrorTable::Kind
+  static Session* of(void* user) { return static_cast<Session*>(user); }
   // Link::Owner
   void on_link_up(Link&) override {}
   void on_link_failed(Link&, const std::string&, bool) override {}
