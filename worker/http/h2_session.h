@@ -76,6 +76,7 @@ class Session final : public Link::Owner {
     size_t wait_raw = 0;        // the DATA bytes it came from
     std::deque<std::string> raw;  // DATA that came while paused
     uint64_t raw_bytes = 0;
+    size_t header_bytes = 0;  // of the answer's heads so far
 
     explicit Stream(Session& s) : session(s) {}
     bool try_resume() override { return session.resume(*this); }

@@ -12,6 +12,7 @@ namespace corral::worker::h2 {
 namespace {
 
 using Kind = OriginErrorTable::Kind;
+constexpr size_t kMaxHeaderBytes = 80 * 1024;
 
 }  // namespace
 
@@ -33,6 +34,18 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8
   Stream* s = of(user)->stream(frame->hd.stream_id);
   if (s == nullptr || s->headers_done) return 0;  // trailers are not kept
   s->got_bytes = true;
+  // The same cap on a response's head as HTTP/1.1's (http-parser's 80 KiB), counted as HPACK
+  // counts a header's size.
+  // The rest of the block still comes (HPACK must decode it), so no new stream goes on this
+  // connection: the next request opens another, as over HTTP/1.1.
+  s->header_bytes += namelen + valuelen + 32;
+  if (s->header_bytes > kMaxHeaderBytes) {
+    Session* self = of(user);
+    self->goaway_ = true;
+    self->reset(*s, NGHTTP2_CANCEL,
+                "invalid HTTP response: too many header bytes seen; overflow detected", kNoKind);
+    return 0;
+  }
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
   HttpResponse& resp = s->ex->resp;

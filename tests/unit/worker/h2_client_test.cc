@@ -377,3 +377,23 @@ TEST_CASE(
   CHECK(t.http->body_bytes() == 0);
   CHECK(server.connections() == 1);
 }
+
+TEST_CASE("h2: a response head over 80 KiB is refused as over HTTP/1.1, and the next goes on a new connection") {
+  H2 h;
+  // 100 headers of about 1 KB: under nghttp2's own limits (8 CONTINUATION frames of 16 KiB),
+  // over the 80 KiB that http-parser allows an HTTP/1.1 head.
+  std::string head = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 100; ++i) {
+    head += "X-Pad-" + std::to_string(i) + ": " + std::string(1000, 'p') + "\r\n";
+  }
+  h.serve([head](const RawRequest& req) {
+    return req.target == "/huge" ? Script{send(head + "Content-Length: 2\r\n\r\n{}")}
+                                 : Script{send(ok("fine"))};
+  });
+  HttpResponse r = h.fetch(get(h.url("/huge")));
+  CHECK(r.status == 0);
+  CHECK(r.error == "invalid HTTP response: too many header bytes seen; overflow detected");
+  HttpResponse next = h.fetch(get(h.url("/")));
+  CHECK(next.body == "fine");
+  CHECK(h.server->connections() == 2);  // nothing new goes on a connection that sent that
+}
