@@ -378,7 +378,9 @@ TEST_CASE(
   CHECK(server.connections() == 1);
 }
 
-TEST_CASE("h2: a response head over 80 KiB is refused as over HTTP/1.1, and the next goes on a new connection") {
+TEST_CASE(
+    "h2: a response head over 80 KiB is refused as over HTTP/1.1, and the next goes on a new "
+    "connection") {
   H2 h;
   // 100 headers of about 1 KB: under nghttp2's own limits (8 CONTINUATION frames of 16 KiB),
   // over the 80 KiB that http-parser allows an HTTP/1.1 head.
