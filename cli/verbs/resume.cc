@@ -18,8 +18,7 @@ class ResumeVerb : public Verb {
     const Api api(ctx);
     auto answer = api.post("/runs/" + run_ + "/resume", nlohmann::json::object());
     if (!answer) return report_failure(answer.status(), api.socket_path());
-    std::cout << "corral: run " << run_ << ": resumed (" << json_string(*answer, "state")
-              << ")\n";
+    std::cout << "corral: run " << run_ << ": resumed (" << json_string(*answer, "state") << ")\n";
     return 0;
   }
 

@@ -76,8 +76,10 @@ Result<TlsOptions> tls_options_from_json(const json& j, const std::string& where
     }
   }
   TlsOptions o;
-  for (auto [name, field] : {std::pair{"ca_file", &o.ca_file}, {"client_cert", &o.client_cert},
-                             {"client_key", &o.client_key}, {"server_name", &o.server_name},
+  for (auto [name, field] : {std::pair{"ca_file", &o.ca_file},
+                             {"client_cert", &o.client_cert},
+                             {"client_key", &o.client_key},
+                             {"server_name", &o.server_name},
                              {"min_version", &o.min_version}}) {
     if (Status s = read_string(j, name, where, *field); !s) return s;
   }
@@ -137,9 +139,12 @@ std::optional<HttpVersion> http_version_from(std::string_view s) {
 
 const char* to_string(HttpVersion v) {
   switch (v) {
-    case HttpVersion::kAuto: return "auto";
-    case HttpVersion::kHttp11: return "1.1";
-    case HttpVersion::kHttp2: return "2";
+    case HttpVersion::kAuto:
+      return "auto";
+    case HttpVersion::kHttp11:
+      return "1.1";
+    case HttpVersion::kHttp2:
+      return "2";
   }
   return "auto";
 }

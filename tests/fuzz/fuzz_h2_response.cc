@@ -24,13 +24,18 @@
 
 namespace {
 
-
-void frame(std::string& out, uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
+void frame(std::string& out, uint8_t type, uint8_t flags, uint32_t stream,
+           std::string_view payload) {
   const size_t n = payload.size();
-  const char head[9] = {static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n),
-                        static_cast<char>(type),    static_cast<char>(flags),
-                        static_cast<char>(stream >> 24), static_cast<char>(stream >> 16),
-                        static_cast<char>(stream >> 8), static_cast<char>(stream)};
+  const char head[9] = {static_cast<char>(n >> 16),
+                        static_cast<char>(n >> 8),
+                        static_cast<char>(n),
+                        static_cast<char>(type),
+                        static_cast<char>(flags),
+                        static_cast<char>(stream >> 24),
+                        static_cast<char>(stream >> 16),
+                        static_cast<char>(stream >> 8),
+                        static_cast<char>(stream)};
   out.append(head, 9);
   out.append(payload);
 }
@@ -44,12 +49,14 @@ void headers(std::string& out, int status, bool gzip) {
   std::string values[] = {code, "gzip"};
   nghttp2_nv nva[2];
   for (int i = 0; i < 2; ++i) {
-    nva[i] = {reinterpret_cast<uint8_t*>(names[i].data()), reinterpret_cast<uint8_t*>(values[i].data()),
-              names[i].size(), values[i].size(), NGHTTP2_NV_FLAG_NONE};
+    nva[i] = {reinterpret_cast<uint8_t*>(names[i].data()),
+              reinterpret_cast<uint8_t*>(values[i].data()), names[i].size(), values[i].size(),
+              NGHTTP2_NV_FLAG_NONE};
   }
   const size_t count = gzip ? 2 : 1;
   std::string block(nghttp2_hd_deflate_bound(d, nva, count), '\0');
-  ssize_t n = nghttp2_hd_deflate_hd(d, reinterpret_cast<uint8_t*>(block.data()), block.size(), nva, count);
+  ssize_t n =
+      nghttp2_hd_deflate_hd(d, reinterpret_cast<uint8_t*>(block.data()), block.size(), nva, count);
   FUZZ_CHECK(n > 0);
   block.resize(static_cast<size_t>(n));
   nghttp2_hd_deflate_del(d);

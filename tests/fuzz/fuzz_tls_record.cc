@@ -73,7 +73,8 @@ struct Server {
   SSL* ssl;
   BIO* in;
   BIO* out;
-  explicit Server(SSL_CTX* ctx) : ssl(SSL_new(ctx)), in(BIO_new(BIO_s_mem())), out(BIO_new(BIO_s_mem())) {
+  explicit Server(SSL_CTX* ctx)
+      : ssl(SSL_new(ctx)), in(BIO_new(BIO_s_mem())), out(BIO_new(BIO_s_mem())) {
     SSL_set_bio(ssl, in, out);
     SSL_set_accept_state(ssl);
   }
@@ -171,12 +172,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Session::Read last = Session::Read::kMore;
   for (size_t at = 0; at < wire.size() && last == Session::Read::kMore; at += piece) {
     std::string_view part = std::string_view(wire).substr(at, piece);
-    last = client.read(part.data(), part.size(),
-                       [&](const char* p, size_t n) {
-                         got.append(p, n);
-                         return true;
-                       },
-                       out);
+    last = client.read(
+        part.data(), part.size(),
+        [&](const char* p, size_t n) {
+          got.append(p, n);
+          return true;
+        },
+        out);
   }
   FUZZ_CHECK(got.size() <= plain.size());
   FUZZ_CHECK(plain.compare(0, got.size(), got) == 0);  // a prefix, never other bytes

@@ -57,9 +57,8 @@ struct LoopbackServer {
     }
     auto* sd = new uv_shutdown_t;
     uv_shutdown(sd, reinterpret_cast<uv_stream_t*>(c), [](uv_shutdown_t* req, int) {
-      uv_close(reinterpret_cast<uv_handle_t*>(req->handle), [](uv_handle_t* h) {
-        delete reinterpret_cast<uv_tcp_t*>(h);
-      });
+      uv_close(reinterpret_cast<uv_handle_t*>(req->handle),
+               [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
       delete req;
     });
   }

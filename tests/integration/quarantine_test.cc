@@ -9,24 +9,21 @@
 namespace corral::test {
 namespace {
 
-
 TEST_CASE("quarantine: a run whose workers hang three times is no longer placed until resumed") {
   TempHome home;
   const std::string hook_file = home.file("quarantined.json");
   // The worker's loop hangs ~0.5 s after it is ready, on every start: each life ends as hung
   // with the run's instances on it.
-  Json config = {{"heartbeat_interval", "250ms"},
-                 {"heartbeat_timeout", "1s"},
-                 {"kill_grace", "1s"},
-                 {"backoff_initial", "50ms"},
-                 {"backoff_max", "300ms"},
-                 {"quarantine_after", 3},
-                 {"hooks",
-                  {{"run_quarantined", {{"command", {"sh", "-c", "cat > " + hook_file}}}}}}};
-  Daemon d(home, DaemonOptions()
-                     .with_workers(1)
-                     .with_config(config)
-                     .with_env("CORRAL_TEST_FAULT", "hang"));
+  Json config = {
+      {"heartbeat_interval", "250ms"},
+      {"heartbeat_timeout", "1s"},
+      {"kill_grace", "1s"},
+      {"backoff_initial", "50ms"},
+      {"backoff_max", "300ms"},
+      {"quarantine_after", 3},
+      {"hooks", {{"run_quarantined", {{"command", {"sh", "-c", "cat > " + hook_file}}}}}}};
+  Daemon d(home, DaemonOptions().with_workers(1).with_config(config).with_env("CORRAL_TEST_FAULT",
+                                                                              "hang"));
   d.wait_ready(1);
   const Json scenario = {{"name", "sleepy"}, {"steps", {{{"sleep", "60s"}}}}};
   const std::string id = post_run(d, scenario, 4);
@@ -81,8 +78,7 @@ TEST_CASE("quarantine: a worker killed from outside counts against no run") {
   Daemon d(home, DaemonOptions().with_workers(1).with_config(
                      {{"quarantine_after", 1}, {"backoff_initial", "50ms"}}));
   d.wait_ready(1);
-  const std::string id =
-      post_run(d, {{"name", "sleepy"}, {"steps", {{{"sleep", "60s"}}}}}, 2);
+  const std::string id = post_run(d, {{"name", "sleepy"}, {"steps", {{{"sleep", "60s"}}}}}, 2);
   wait_for([&] { return count_in(d.api("GET", "/runs/" + id).json, "running") == 2; }, seconds(10),
            "the instances to run");
   const pid_t pid = d.worker(0).at("pid");

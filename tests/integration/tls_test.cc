@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "tests/support/harness.h"
-#include "tests/support/harness_runs.h"
 #include "tests/support/harness_nginx.h"
+#include "tests/support/harness_runs.h"
 #include "tests/support/test_pki.h"
 
 namespace corral::test {
@@ -27,7 +27,6 @@ Json poll_scenario(const std::string& url, int attempts, const Json& request_ext
                {"timeout", "2m"},
                {"until", {{{"json", "/status"}, {"equals", "Y"}}}}}}}}}};
 }
-
 
 TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no worker restart") {
   Nginx nginx;
@@ -54,7 +53,8 @@ TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no wor
   CHECK(count_in(run, "failed") == n);
   Json failures = run.at("failures");
   REQUIRE(failures.size() == 1);
-  CHECK(failures[0].at("reason") == "until not met after 3 attempts: /status was \"N\", expected \"Y\"");
+  CHECK(failures[0].at("reason") ==
+        "until not met after 3 attempts: /status was \"N\", expected \"Y\"");
   CHECK(nginx.requests() >= static_cast<uint64_t>(3 * n));
   for (const Json& w : d.workers()) {
     CHECK(w.at("restarts") == 0);
@@ -71,8 +71,9 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
   SECTION("the system's store does not know the test CA") {
     const std::string id = post_run(d, poll_scenario(url, 1), 2);
     Json run;
-    wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
-             seconds(30), "the run to finish");
+    wait_for(
+        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+        seconds(30), "the run to finish");
     CHECK(count_in(run, "errored") + count_in(run, "failed") == 2);
     Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
     CHECK(step.at("reason").get<std::string>().find(
@@ -84,8 +85,9 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     scenario["tls"] = {{"ca_file", test_pki().ca}};
     const std::string id = post_run(d, scenario, 2);
     Json run;
-    wait_for([&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
-             seconds(30), "the run to finish");
+    wait_for(
+        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+        seconds(30), "the run to finish");
     INFO(run.dump());
     CHECK(count_in(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
     // The step's record says how long its request waited for the TLS handshake.
@@ -118,8 +120,10 @@ TEST_CASE("tls: a load test over https says which protocol answered and what the
                      {{"tls", {{"ca_file", test_pki().ca}}}, {"load_connections_per_worker", 20}}));
   d.wait_ready(2);
   Json scenario = {{"name", "tls get"},
-                   {"steps", {{{"name", "get"}, {"request", {{"url", nginx.https_base() + "/x"}}},
-                               {"expect", {{"status", 200}}}}}}};
+                   {"steps",
+                    {{{"name", "get"},
+                      {"request", {{"url", nginx.https_base() + "/x"}}},
+                      {"expect", {{"status", 200}}}}}}};
   struct Case {
     const char* name;
     std::vector<std::string> args;
@@ -128,7 +132,8 @@ TEST_CASE("tls: a load test over https says which protocol answered and what the
   const Case cases[] = {
       {"closed model: HTTP/2 by ALPN", {"--vus", "10", "--duration", "2s"}, "HTTP/2"},
       {"held connections: one pinned TLS connection per VU, HTTP/1.1",
-       {"--connections", "10", "--pace", "100ms", "--duration", "2s"}, "HTTP/1.1"},
+       {"--connections", "10", "--pace", "100ms", "--duration", "2s"},
+       "HTTP/1.1"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {

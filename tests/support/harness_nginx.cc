@@ -45,9 +45,10 @@ std::string config(const std::string& dir, int https, int http, const Nginx::Opt
          std::to_string(o.worker_connections) + "; }\nhttp {\n  access_log off;\n" +
          "  client_body_temp_path " + dir + "/tmp;\n  proxy_temp_path " + dir + "/tmp;\n" +
          "  fastcgi_temp_path " + dir + "/tmp;\n  uwsgi_temp_path " + dir + "/tmp;\n" +
-         "  scgi_temp_path " + dir + "/tmp;\n  server {\n    listen 127.0.0.1:" +
-         std::to_string(https) + " ssl http2;\n    listen 127.0.0.1:" + std::to_string(http) +
-         ";\n    ssl_certificate " + pki.ec.cert + ";\n    ssl_certificate_key " + pki.ec.key +
+         "  scgi_temp_path " + dir +
+         "/tmp;\n  server {\n    listen 127.0.0.1:" + std::to_string(https) +
+         " ssl http2;\n    listen 127.0.0.1:" + std::to_string(http) + ";\n    ssl_certificate " +
+         pki.ec.cert + ";\n    ssl_certificate_key " + pki.ec.key +
          ";\n    ssl_protocols TLSv1.2 TLSv1.3;\n" + o.server_extra +
          "\n    location = /nginx_status { stub_status; }\n"
          "    location / { default_type application/json; return 200 '{\"status\":\"N\"}'; }\n"
@@ -73,14 +74,14 @@ Nginx::Nginx(Options options) : child_(std::make_unique<Child>()) {
     https_port_ = free_port();
     http_port_ = free_port();
     std::ofstream(dir_ + "/nginx.conf") << config(dir_, https_port_, http_port_, options);
-    child_->process = bp::child(kNginx, "-p", dir_ + "/", "-c", dir_ + "/nginx.conf", "-e",
-                                dir_ + "/error.log", bp::std_out > bp::null,
-                                bp::std_err > dir_ + "/nginx.out");
+    child_->process =
+        bp::child(kNginx, "-p", dir_ + "/", "-c", dir_ + "/nginx.conf", "-e", dir_ + "/error.log",
+                  bp::std_out > bp::null, bp::std_err > dir_ + "/nginx.out");
     bool up = false;
     auto deadline = Clock::now() + seconds(10);
     while (!up && child_->process.running() && Clock::now() < deadline) {
-      auto r = try_tcp_request("127.0.0.1", http_port_, "GET", "/nginx_status", "",
-                               milliseconds(500));
+      auto r =
+          try_tcp_request("127.0.0.1", http_port_, "GET", "/nginx_status", "", milliseconds(500));
       up = r && r->status == 200;
       own_ += up ? 1 : 0;
       if (!up) std::this_thread::sleep_for(milliseconds(20));

@@ -18,7 +18,8 @@ class Nginx {
  public:
   struct Options {
     int worker_connections = 20000;
-    std::string server_extra;  // lines added to the server block, e.g. "http2_max_concurrent_streams 1;"
+    std::string
+        server_extra;  // lines added to the server block, e.g. "http2_max_concurrent_streams 1;"
   };
   // Fails the test when nginx is not installed or does not start within 10 s.
   Nginx();

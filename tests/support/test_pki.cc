@@ -37,9 +37,9 @@ void add_ext(X509* cert, X509* issuer, int nid, const std::string& value) {
 
 struct Spec {
   std::string cn;
-  std::string sans;        // "DNS:localhost,IP:127.0.0.1", or "" for a CA
+  std::string sans;  // "DNS:localhost,IP:127.0.0.1", or "" for a CA
   bool ca = false;
-  long from_s = -3600;     // valid from now + from_s
+  long from_s = -3600;  // valid from now + from_s
   long until_s = 86400L * 30;
 };
 
@@ -130,13 +130,13 @@ TestPki make() {
   p.expired = leaf("expired", ec_key(), {"localhost", names, false, -30 * day, -day}, ca.get(),
                    ca_key.get());
   p.expired_on = day_of(std::time(nullptr) - day);
-  p.other_host = leaf("other-host", ec_key(), {"api.internal", "DNS:api.internal"}, ca.get(),
-                      ca_key.get());
+  p.other_host =
+      leaf("other-host", ec_key(), {"api.internal", "DNS:api.internal"}, ca.get(), ca_key.get());
   p.self_signed = leaf("self-signed", ec_key(), {"localhost", names}, nullptr, nullptr);
 
   Key mid_key = ec_key();
-  Cert mid = make_cert(mid_key.get(), {"corral test intermediate CA", "", true}, ca.get(),
-                       ca_key.get());
+  Cert mid =
+      make_cert(mid_key.get(), {"corral test intermediate CA", "", true}, ca.get(), ca_key.get());
   p.intermediate = at("intermediate.pem");
   write_certs(p.intermediate, {mid.get()});
   Key via_key = ec_key();

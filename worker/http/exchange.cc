@@ -8,16 +8,20 @@
 
 namespace corral::worker::lean {
 
-Take take_body(LeanClient& client, Exchange& ex, const char* data, size_t len,
-               std::string& wait) {
+Take take_body(LeanClient& client, Exchange& ex, const char* data, size_t len, std::string& wait) {
   std::string decoded;
   std::string_view piece(data, len);
   uint64_t room = ex.max_body - std::min<uint64_t>(ex.max_body, ex.resp.body.size());
   if (ex.inflate) {
     switch (ex.inflate->feed(data, len, decoded, room)) {
-      case Inflater::Result::kOk: break;
-      case Inflater::Result::kTooLarge: ex.too_large = true; return Take::kTooLarge;
-      case Inflater::Result::kBad: ex.bad_body = ex.inflate->error(); return Take::kBad;
+      case Inflater::Result::kOk:
+        break;
+      case Inflater::Result::kTooLarge:
+        ex.too_large = true;
+        return Take::kTooLarge;
+      case Inflater::Result::kBad:
+        ex.bad_body = ex.inflate->error();
+        return Take::kBad;
     }
     piece = decoded;
   } else if (len > room) {

@@ -42,8 +42,7 @@ enum class Take {
   kTooLarge,  // past max_body (ex.too_large is set)
   kBad,       // not what its Content-Encoding says (ex.bad_body says why)
 };
-Take take_body(LeanClient& client, Exchange& ex, const char* data, size_t len,
-               std::string& wait);
+Take take_body(LeanClient& client, Exchange& ex, const char* data, size_t len, std::string& wait);
 // Appends decoded bytes to the body, counting past the reservation against the budget.
 void append_body(LeanClient& client, Exchange& ex, const char* data, size_t len);
 // Takes `bytes` (a Content-Length) from the budget at once, before the body is read, so that

@@ -22,7 +22,6 @@ constexpr uint32_t kAssumedStreams = 100;  // until the server's SETTINGS say
 
 }  // namespace
 
-
 Session::Session(LeanClient& client, lean::Origin& origin, std::unique_ptr<Link> link)
     : client_(client), origin_(origin), link_(std::move(link)) {
   link_->set_owner(this);
@@ -55,12 +54,11 @@ bool Session::start() {
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv == 0) {
-    const int32_t window = client_.options().h2_stream_window > 0
-                               ? client_.options().h2_stream_window
-                               : kStreamWindow;
-    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                                   {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
-                                    static_cast<uint32_t>(window)}};
+    const int32_t window =
+        client_.options().h2_stream_window > 0 ? client_.options().h2_stream_window : kStreamWindow;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(window)}};
     rv = nghttp2_submit_settings(h2_, NGHTTP2_FLAG_NONE, iv, 2);
     if (rv == 0) {
       rv = nghttp2_session_set_local_window_size(h2_, NGHTTP2_FLAG_NONE, 0,
@@ -76,9 +74,9 @@ bool Session::start() {
 }
 
 uint32_t Session::max_streams() const {
-  return h2_ == nullptr ? kAssumedStreams
-                        : nghttp2_session_get_remote_settings(
-                              h2_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return h2_ == nullptr
+             ? kAssumedStreams
+             : nghttp2_session_get_remote_settings(h2_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 }
 
 bool Session::can_take() const {
@@ -98,8 +96,9 @@ void Session::begin(std::unique_ptr<Exchange> ex) {
   std::vector<nghttp2_nv> nva;
   nva.reserve(headers.size());
   for (auto& [name, value] : headers) {
-    nva.push_back({reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(value.data()),
-                   name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
+    nva.push_back({reinterpret_cast<uint8_t*>(name.data()),
+                   reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                   NGHTTP2_NV_FLAG_NONE});
   }
   auto s = std::make_unique<Stream>(*this);
   nghttp2_data_provider body{};
@@ -123,8 +122,8 @@ void Session::begin(std::unique_ptr<Exchange> ex) {
   flush();
 }
 
-ssize_t Session::read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
-                           uint32_t* flags, nghttp2_data_source* source, void*) {
+ssize_t Session::read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                           nghttp2_data_source* source, void*) {
   auto* s = static_cast<Stream*>(source->ptr);
   const std::string& body = s->ex->req.body;
   size_t n = std::min(length, body.size() - s->body_sent);
@@ -147,8 +146,8 @@ void Session::on_link_data(Link&, const char* data, size_t n) {
   ssize_t rv = nghttp2_session_mem_recv(h2_, reinterpret_cast<const uint8_t*>(data), n);
   --depth_;
   if (rv < 0) {
-    close(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)) +
-          " (" + origin_.key() + ")");
+    close(std::string("HTTP/2 protocol error: ") + nghttp2_strerror(static_cast<int>(rv)) + " (" +
+          origin_.key() + ")");
     return;
   }
   after_call();

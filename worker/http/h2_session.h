@@ -65,15 +65,15 @@ class Session final : public Link::Owner {
     Session& session;
     int32_t id = 0;
     std::unique_ptr<Exchange> ex;
-    size_t body_sent = 0;       // of the request's body, by read_body
-    bool got_bytes = false;     // a frame of the answer came
-    bool interim = false;       // the headers in progress are a 1xx
-    bool headers_done = false;  // the final headers came
-    bool paused = false;        // by the BodyBudget
-    bool ended = false;         // the server ended the stream while it was paused
-    uint64_t need = 0;          // a content-length to reserve before the body is taken
-    std::string wait;           // a decoded piece the budget has no room for yet
-    size_t wait_raw = 0;        // the DATA bytes it came from
+    size_t body_sent = 0;         // of the request's body, by read_body
+    bool got_bytes = false;       // a frame of the answer came
+    bool interim = false;         // the headers in progress are a 1xx
+    bool headers_done = false;    // the final headers came
+    bool paused = false;          // by the BodyBudget
+    bool ended = false;           // the server ended the stream while it was paused
+    uint64_t need = 0;            // a content-length to reserve before the body is taken
+    std::string wait;             // a decoded piece the budget has no room for yet
+    size_t wait_raw = 0;          // the DATA bytes it came from
     std::deque<std::string> raw;  // DATA that came while paused
     uint64_t raw_bytes = 0;
     size_t header_bytes = 0;  // of the answer's heads so far

@@ -28,8 +28,7 @@ void Session::Stream::fail_over_budget() {
 // --- nghttp2 callbacks -----------------------------------------------------------------------
 
 int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
-                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                       void* user) {
+                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Stream* s = of(user)->stream(frame->hd.stream_id);
   if (s == nullptr || s->headers_done) return 0;  // trailers are not kept
@@ -183,8 +182,8 @@ void Session::stream_closed(Stream& s, uint32_t code) {
     return;
   }
   if (code == NGHTTP2_NO_ERROR) {
-    finish(s.id, false, "the server ended the HTTP/2 stream without an answer (" +
-                            origin_.key() + ")",
+    finish(s.id, false,
+           "the server ended the HTTP/2 stream without an answer (" + origin_.key() + ")",
            static_cast<int>(Kind::kReset));
     return;
   }

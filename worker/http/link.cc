@@ -56,7 +56,7 @@ void Handshakes::run_slice() {
     Link* l = queue_.front();
     queue_.pop_front();
     l->queued_ = false;
-    l->handshake_step();  // may queue links again, or close this one
+    l->handshake_step();                          // may queue links again, or close this one
     if (uv_hrtime() - start >= slice_ns_) break;  // one step at least, however small the slice
   }
   if (queue_.empty()) uv_idle_stop(idle_.get());
@@ -162,9 +162,8 @@ void Link::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   if (n < 0) {
     int status = static_cast<int>(n);
     if (l->handshaking_) {
-      l->failed(status == UV_EOF
-                    ? std::string("handshake failed: the server closed the connection")
-                    : std::string("handshake failed: ") + uv_strerror(status),
+      l->failed(status == UV_EOF ? std::string("handshake failed: the server closed the connection")
+                                 : std::string("handshake failed: ") + uv_strerror(status),
                 true);
       return;
     }
@@ -238,7 +237,8 @@ int Link::send(const uv_buf_t* bufs, unsigned nbufs) {
     for (unsigned i = 0; i < nbufs; ++i) plain.append(bufs[i].base, bufs[i].len);
     ok = tls_->write(plain.data(), plain.size(), g_cipher);
   } else {
-    for (unsigned i = 0; i < nbufs && ok; ++i) ok = tls_->write(bufs[i].base, bufs[i].len, g_cipher);
+    for (unsigned i = 0; i < nbufs && ok; ++i)
+      ok = tls_->write(bufs[i].base, bufs[i].len, g_cipher);
   }
   if (!ok) return UV_EPROTO;
   return flush(g_cipher.data(), g_cipher.size());

@@ -145,7 +145,7 @@ class Link {
     uv_write_t req;  // first: the callback gets this pointer back
     std::string bytes;
   };
-  uint64_t armed_ms_ = 0;     // the uv_now() the timer fires at; 0 when it is not running
+  uint64_t armed_ms_ = 0;      // the uv_now() the timer fires at; 0 when it is not running
   uint64_t connected_ns_ = 0;  // TCP connected, for handshake_ms
   double handshake_ms_ = 0;
   bool connecting_ = false;

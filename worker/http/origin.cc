@@ -29,8 +29,7 @@ Wire first_wire(http::HttpVersion version, bool tls) {
 
 }  // namespace
 
-Origin::Origin(LeanClient& client, const HttpUrl& url, http::HttpVersion version,
-               tls::Context* tls)
+Origin::Origin(LeanClient& client, const HttpUrl& url, http::HttpVersion version, tls::Context* tls)
     : client_(client),
       key_(url.origin()),
       host_(url.host),
@@ -93,7 +92,8 @@ void Origin::dispatch() {
   }
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(sweep_.get()))) {
     uv_timer_start(
-        sweep_.get(), [](uv_timer_t* t) {
+        sweep_.get(),
+        [](uv_timer_t* t) {
           if (auto* o = uv::owner_of<Origin>(t)) o->sweep_queue();
         },
         kSweepEveryMs, kSweepEveryMs);

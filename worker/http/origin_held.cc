@@ -34,9 +34,9 @@ void Origin::submit_pinned(std::unique_ptr<Exchange> ex) {
     return;
   }
   if (h.waiting || h.conn) {
-    fail_exchange(client_, std::move(ex),
-                  "held connection " + std::to_string(pin & 0xffffffffu) +
-                      " is busy with another request");
+    fail_exchange(
+        client_, std::move(ex),
+        "held connection " + std::to_string(pin & 0xffffffffu) + " is busy with another request");
     return;
   }
   h.waiting = std::move(ex);

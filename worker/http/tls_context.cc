@@ -64,8 +64,8 @@ Result<X509_STORE*> Contexts::store(const std::optional<std::string>& ca_file) {
     std::string why = openssl_error();
     X509_STORE_free(s);
     if (!ca_file) return io_error("cannot read the system's CA certificates: " + why);
-    return invalid_argument("tls.ca_file " + *ca_file + ": not a file of PEM certificates (" +
-                            why + ")");
+    return invalid_argument("tls.ca_file " + *ca_file + ": not a file of PEM certificates (" + why +
+                            ")");
   }
   stores_.emplace(key, s);
   return s;
@@ -103,8 +103,8 @@ Result<std::unique_ptr<Context>> Contexts::make(const http::TlsOptions& o) {
   if (o.client_cert) {
     ERR_clear_error();
     if (SSL_CTX_use_certificate_chain_file(ctx, o.client_cert->c_str()) != 1) {
-      return invalid_argument("tls.client_cert " + *o.client_cert +
-                              ": not a PEM certificate (" + openssl_error() + ")");
+      return invalid_argument("tls.client_cert " + *o.client_cert + ": not a PEM certificate (" +
+                              openssl_error() + ")");
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, o.client_key->c_str(), SSL_FILETYPE_PEM) != 1) {
       return invalid_argument("tls.client_key " + *o.client_key + ": not a PEM private key (" +

@@ -90,8 +90,8 @@ Session::~Session() {
   SSL_free(ssl_);  // frees the BIO too
 }
 
-Result<std::unique_ptr<Session>> Session::make(Context& ctx, const std::string& host,
-                                               uint16_t port, bool offer_h2) {
+Result<std::unique_ptr<Session>> Session::make(Context& ctx, const std::string& host, uint16_t port,
+                                               bool offer_h2) {
   SSL* ssl = SSL_new(ctx.get());
   BIO* bio = BIO_new(bio_method(&Session::bio_read, &Session::bio_write, &Session::bio_ctrl));
   if (ssl == nullptr || bio == nullptr) {
@@ -265,14 +265,12 @@ int Session::bio_write(BIO* b, const char* buf, int len) {
   return len;  // outside a call (SSL_free's close_notify): nobody sends it
 }
 
-long Session::bio_ctrl(BIO*, int cmd, long, void*) {
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
+long Session::bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
 
 int Session::on_verify(int ok, X509_STORE_CTX* store) {
   if (ok == 1) return 1;
-  auto* ssl = static_cast<SSL*>(
-      X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  auto* ssl =
+      static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
   auto* s = ssl != nullptr ? static_cast<Session*>(SSL_get_app_data(ssl)) : nullptr;
   if (s != nullptr && s->verify_error_ == 0) {
     s->verify_error_ = X509_STORE_CTX_get_error(store);
@@ -299,7 +297,8 @@ void Session::fail(bool handshaking) {
 
 std::string Session::describe(bool handshaking) const {
   switch (verify_error_) {
-    case 0: break;
+    case 0:
+      break;
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
       return "hostname mismatch: certificate is for " + cert_names_ + ", not " + name_;

@@ -30,8 +30,8 @@ class Session {
  public:
   // A session to `host`:`port` in `ctx`, resuming the newest session `ctx` holds for that peer.
   // ALPN offers "h2" first when `offer_h2`, then "http/1.1". `ctx` must outlive the session.
-  static Result<std::unique_ptr<Session>> make(Context& ctx, const std::string& host,
-                                               uint16_t port, bool offer_h2);
+  static Result<std::unique_ptr<Session>> make(Context& ctx, const std::string& host, uint16_t port,
+                                               bool offer_h2);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

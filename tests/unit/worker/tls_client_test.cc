@@ -139,7 +139,7 @@ TEST_CASE("tls: a request over TLS 1.3 and 1.2, with ECDSA and RSA certificates,
       CHECK(r.status == 200);
       CHECK(r.body == "hello");
       CHECK(std::string(r.protocol) == "HTTP/1.1");  // the server answers ALPN with http/1.1
-      CHECK(r.tls_ms > 0);  // it waited for the handshake
+      CHECK(r.tls_ms > 0);                           // it waited for the handshake
       CHECK(r.total_ms >= r.tls_ms);
       HttpResponse again = t.get(server.url("/again"));
       CHECK(again.body == "hello");
@@ -242,8 +242,10 @@ TEST_CASE("tls: a server that wants a client certificate gets tls.client_cert, o
   auto& server = t.serve(o);
   HttpResponse r = t.get(server.url("/"));
   CHECK(r.status == 0);
-  CHECK(r.error == "the server requires a client certificate (tls.client_cert and "
-                   "tls.client_key) (" + t.origin() + ")");
+  CHECK(r.error ==
+        "the server requires a client certificate (tls.client_cert and "
+        "tls.client_key) (" +
+            t.origin() + ")");
   r = t.get(server.url("/"), options([&](auto& c) {
               c.client_cert = pki.client.cert;
               c.client_key = pki.client.key;
@@ -295,16 +297,19 @@ TEST_CASE("tls: handshakes that fail for the connection's sake say why") {
       if (status != 0) return;
       auto peer = corral::uv::Stream::accept(&t.loop, l.raw());
       if (!peer) return;
-      (void)(*peer)->write("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
-                           "close\r\n\r\n");
+      (void)(*peer)->write(
+          "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
+          "close\r\n\r\n");
       (*peer)->shutdown([] {});
       peers.push_back(std::move(*peer));
     });
     REQUIRE(listener.is_ok());
     const std::string origin = "https://127.0.0.1:" + std::to_string((*listener)->port());
     HttpResponse r = t.get(origin + "/");
-    CHECK(r.error == "handshake failed: the server did not answer in TLS (a plain http:// "
-                     "port?) (" + origin + ")");
+    CHECK(r.error ==
+          "handshake failed: the server did not answer in TLS (a plain http:// "
+          "port?) (" +
+              origin + ")");
     (*listener)->close();
     peers.clear();
   }
@@ -358,9 +363,7 @@ TEST_CASE("tls: handshakes run in slices, with the loop's timers served between 
   // A timer looks at the queue: it runs while handshakes wait for their turn, not after them all.
   size_t most_waiting = 0;
   corral::uv::Timer tick(&t.loop);
-  tick.start(0, 1, [&] {
-    most_waiting = std::max(most_waiting, t.http->handshakes().waiting());
-  });
+  tick.start(0, 1, [&] { most_waiting = std::max(most_waiting, t.http->handshakes().waiting()); });
   REQUIRE(t.run_until([&] { return answered == 40; }, 20000));
   CHECK(t.http->tls_counts().full + t.http->tls_counts().resumed == 40);
   CHECK(most_waiting > 1);
