@@ -59,8 +59,8 @@ struct LoadSecond {
   uint64_t connect_failed = 0;
   uint64_t closed = 0;
   // TLS handshakes the second's requests waited for (a new connection each), of which those
-  // that resumed a session, and how long each took (us); requests answered over HTTP/1.1 and
-  // over HTTP/2 (the lean client; a curl request counts in neither).
+  // that resumed a session (the lean client tells; libcurl does not), and how long each took
+  // (us); requests answered over HTTP/1.1 and over HTTP/2.
   uint64_t handshakes = 0;
   uint64_t resumed = 0;
   stats::Histogram handshake;

@@ -57,8 +57,8 @@ struct HttpResponse {
   int redirects = 0;  // hops followed to get there
   double total_ms = 0;
   double tls_ms = 0;  // TLS handshakes this request waited for, included in total_ms
-  bool tls_resumed = false;  // that handshake resumed a session
-  const char* protocol = "";  // "HTTP/1.1" or "HTTP/2" (lean client); "" when not known
+  bool tls_resumed = false;  // that handshake resumed a session (lean client)
+  const char* protocol = "";  // "HTTP/1.1" (HTTP/1.0 too) or "HTTP/2"; "" when not known
 };
 
 // Response bodies held by every client of a worker, against one limit. A client that would

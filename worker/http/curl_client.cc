@@ -215,6 +215,7 @@ void CurlClient::on_transfer_done(Transfer* t, CURLcode result) {
   double total = 0;
   curl_easy_getinfo(e, CURLINFO_TOTAL_TIME, &total);
   t->resp.total_ms += total * 1000.0;
+  note_connection(t);
   curl_multi_remove_handle(multi_, e);
   if (result == CURLE_OK && t->req.follow_redirects && is_redirect(status) &&
       follow_redirect(t, status)) {
@@ -234,6 +235,26 @@ void CurlClient::on_transfer_done(Transfer* t, CURLcode result) {
                               : curl_easy_strerror(result);
   }
   finish(t);
+}
+
+// What the lean client tells of a response's connection too: the TLS handshake it waited for
+// (from the TCP connection to the handshake's end, on a new connection) and the protocol.
+void CurlClient::note_connection(Transfer* t) {
+  CURL* e = t->easy;
+  long connects = 0;
+  curl_off_t tcp_us = 0, tls_us = 0;
+  curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+  curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &tcp_us);
+  curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &tls_us);
+  if (connects > 0 && tls_us > tcp_us) {
+    t->resp.tls_ms += static_cast<double>(tls_us - tcp_us) / 1000.0;
+  }
+  long version = 0;
+  curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+  if (version == CURL_HTTP_VERSION_2_0) t->resp.protocol = "HTTP/2";
+  if (version == CURL_HTTP_VERSION_1_1 || version == CURL_HTTP_VERSION_1_0) {
+    t->resp.protocol = "HTTP/1.1";
+  }
 }
 
 void CurlClient::count_error(const std::string& url, int result) {

@@ -82,6 +82,7 @@ class CurlClient final : public QueuedClient {
   void schedule_rebalance();
   void rebalance();
   void count_error(const std::string& url, int result);
+  void note_connection(Transfer* t);
 
   uv_loop_t* loop_;
   ClientOptions opts_;

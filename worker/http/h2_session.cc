@@ -29,6 +29,7 @@ Session::Session(LeanClient& client, lean::Origin& origin, std::unique_ptr<Link>
 }
 
 Session::~Session() {
+  if (flush_pending_) client_.flush_cancel(this);
   link_->close();
   for (auto& [id, s] : streams_) {
     if (s->paused) client_.unpaused(s.get());
@@ -69,7 +70,7 @@ bool Session::start() {
     close(std::string("cannot start an HTTP/2 session: ") + nghttp2_strerror(rv));
     return false;
   }
-  flush();
+  want_flush();
   return !closed_;
 }
 
@@ -119,7 +120,7 @@ void Session::begin(std::unique_ptr<Exchange> ex) {
   link_->arm(s->ex->deadline_ms);
   client_.on_wire(+1);
   streams_.emplace(id, std::move(s));
-  flush();
+  want_flush();
 }
 
 ssize_t Session::read_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
@@ -157,8 +158,21 @@ void Session::on_link_data(Link&, const char* data, size_t n) {
 // handed on, and a session the server is done with closes.
 void Session::after_call() {
   if (closed_ || depth_ > 0) return;
-  flush();
+  want_flush();
   deliver();
+}
+
+// Frames go out once the loop's turn is done with its callbacks (LeanClient::flush_soon): the
+// requests and window updates of one turn share a write, instead of a system call each.
+void Session::want_flush() {
+  if (flush_pending_ || closed_) return;
+  flush_pending_ = true;
+  client_.flush_soon(this);
+}
+
+void Session::flush_now() {
+  flush_pending_ = false;
+  flush();
   if (!closed_ && nghttp2_session_want_read(h2_) == 0 && nghttp2_session_want_write(h2_) == 0) {
     close("the server closed the HTTP/2 session (" + origin_.key() + ")");
   }
@@ -256,6 +270,8 @@ void Session::on_link_write_failed(Link&, int status) {
 void Session::close(const std::string& error) {
   if (closed_) return;
   closed_ = true;
+  if (flush_pending_) client_.flush_cancel(this);
+  flush_pending_ = false;
   link_->close();
   std::vector<int32_t> ids;
   for (auto& [id, s] : streams_) ids.push_back(id);

@@ -59,6 +59,9 @@ class Session final : public Link::Owner {
   // The server's SETTINGS_MAX_CONCURRENT_STREAMS (100 until it says).
   uint32_t max_streams() const;
   bool closed() const { return closed_; }
+  // Sends what nghttp2 has queued (LeanClient::flush_soon calls it once per turn of the loop),
+  // and closes a session both sides are done with.
+  void flush_now();
 
   // One exchange on a stream, and what its body waits with while the budget pauses it.
   struct Stream final : lean::Paused {
@@ -117,6 +120,7 @@ class Session final : public Link::Owner {
   // The budget has room again for paused stream `s` (lean::Paused::try_resume).
   bool resume(Stream& s);
   void after_call();
+  void want_flush();
   void flush();
   void deliver();
 
@@ -138,6 +142,7 @@ class Session final : public Link::Owner {
   int depth_ = 0;  // nghttp2 calls in progress
   bool goaway_ = false;
   bool closed_ = false;
+  bool flush_pending_ = false;  // in the client's list of sessions to flush
 };
 
 }  // namespace corral::worker::h2

@@ -50,6 +50,10 @@ LeanClient::LeanClient(uv_loop_t* loop, ClientOptions opts, HttpClient& fallback
   uint64_t every = std::clamp<uint64_t>(opts_.max_idle_ms / 4, 1, 10000);
   idle_timer_.start(every, every, [this] { close_idle(); });
   idle_timer_.unref();  // the loop does not wait on it alone
+  uv_prepare_init(loop, before_poll_.get());
+  before_poll_.set_live(this);
+  uv_check_init(loop, after_poll_.get());
+  after_poll_.set_live(this);
 }
 
 LeanClient::~LeanClient() {
@@ -57,6 +61,8 @@ LeanClient::~LeanClient() {
   rebalance_timer_.close();
   reap_timer_.close();
   idle_timer_.close();
+  before_poll_.close();
+  after_poll_.close();
   origins_.clear();
   dead_.clear();
 }
@@ -285,6 +291,28 @@ void LeanClient::cancel(uint64_t tag) {
     if (o->cancel(tag)) return;
   }
   fallback_.cancel(tag);  // a proxy, or a redirect that went there
+}
+
+void LeanClient::flush_soon(h2::Session* s) {
+  to_flush_.push_back(s);
+  if (to_flush_.size() > 1) return;
+  uv_prepare_start(before_poll_.get(), [](uv_prepare_t* h) {
+    if (auto* c = uv::owner_of<LeanClient>(h)) c->flush_sessions();
+  });
+  uv_check_start(after_poll_.get(), [](uv_check_t* h) {
+    if (auto* c = uv::owner_of<LeanClient>(h)) c->flush_sessions();
+  });
+}
+
+void LeanClient::flush_cancel(h2::Session* s) { std::erase(to_flush_, s); }
+
+void LeanClient::flush_sessions() {
+  std::vector<h2::Session*> now = std::move(to_flush_);
+  to_flush_.clear();
+  for (h2::Session* s : now) s->flush_now();  // may close it; it is freed later
+  if (!to_flush_.empty()) return;
+  uv_prepare_stop(before_poll_.get());
+  uv_check_stop(after_poll_.get());
 }
 
 TlsCounts LeanClient::tls_counts() const {

@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shared/uv/handle.h"
 #include "shared/uv/timer.h"
 #include "worker/http/client.h"
 #include "worker/http/exchange.h"
@@ -45,6 +46,9 @@
 
 namespace corral::worker::lean {
 class Origin;
+}
+namespace corral::worker::h2 {
+class Session;
 }
 
 namespace corral::worker {
@@ -95,6 +99,11 @@ class LeanClient final : public QueuedClient {
   }
   // A connection came up speaking HTTP/2 or HTTP/1.1 (counted in tls_counts()).
   void count_connection(bool h2) { ++(h2 ? counts_.http2 : counts_.http1); }
+  // An HTTP/2 session has frames to send: they go out once this turn of the loop is done with
+  // its callbacks, before it polls again (a prepare handle) or right after the poll's callbacks
+  // (a check handle), so that the requests one turn makes share a write.
+  void flush_soon(h2::Session* s);
+  void flush_cancel(h2::Session* s);
   // A transfer paused on the budget.
   void paused(lean::Paused* p);
   void unpaused(lean::Paused* p);
@@ -111,6 +120,7 @@ class LeanClient final : public QueuedClient {
   void schedule_rebalance();
   void rebalance();
   void close_idle();
+  void flush_sessions();
 
   uv_loop_t* loop_;
   ClientOptions opts_;
@@ -127,6 +137,9 @@ class LeanClient final : public QueuedClient {
   uv::Timer rebalance_timer_;
   uv::Timer reap_timer_;
   uv::Timer idle_timer_;
+  uv::Handle<uv_prepare_t> before_poll_;
+  uv::Handle<uv_check_t> after_poll_;
+  std::vector<h2::Session*> to_flush_;
   bool rebalance_pending_ = false;
   size_t started_ = 0;  // made and handed to an origin, not yet finished
   size_t on_wire_ = 0;  // exchanges on a connection or stream

@@ -162,6 +162,9 @@ Session::Read Session::read(const char* in, size_t n, const Sink& sink, std::str
     int got = SSL_read(ssl_, g_plain, sizeof g_plain);
     if (got > 0) {
       if (!sink(g_plain, static_cast<size_t>(got))) break;
+      // Every byte handed over is read and no record is part read: another call would only
+      // set up a read buffer to find nothing (and a record is at most sizeof g_plain).
+      if (in_left_ == 0 && stash_used_ == stash_.size() && SSL_pending(ssl_) == 0) break;
       continue;
     }
     int err = SSL_get_error(ssl_, got);
