@@ -29,7 +29,8 @@ constexpr size_t kMaxLoadWorkers = 64;
 // its file-descriptor limit (inherited from the master) less room for its own files, the IPC
 // channel and the loop.
 uint64_t connections_per_worker(const config::Config& cfg) {
-  if (cfg.load_connections_per_worker > 0) return static_cast<uint64_t>(cfg.load_connections_per_worker);
+  if (cfg.load_connections_per_worker > 0)
+    return static_cast<uint64_t>(cfg.load_connections_per_worker);
   rlimit lim{};
   uint64_t soft = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
   return soft > 4000 ? soft - 2000 : soft / 2;
@@ -62,8 +63,9 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
   auto parsed = scenario::parse_scenario(*sc, options);
   if (!parsed) return Response::error(400, "scenario." + parsed.status().message());
   if (!(*parsed)->limits.empty()) {
-    return Response::error(400, "scenario.limits: a load test measures its target unthrottled; "
-                                "per-target limits are for scenario runs");
+    return Response::error(400,
+                           "scenario.limits: a load test measures its target unthrottled; "
+                           "per-target limits are for scenario runs");
   }
   auto spec = load::parse_load(out.load);
   if (!spec) return Response::error(400, spec.status().message());
@@ -73,8 +75,8 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
     bool known = std::any_of(steps.begin(), steps.end(),
                              [&](const scenario::Step& s) { return s.name == th.step; });
     if (!known) {
-      return Response::error(400, "load.thresholds: " + th.name + ": no step is named \"" +
-                                      th.step + "\"");
+      return Response::error(
+          400, "load.thresholds: " + th.name + ": no step is named \"" + th.step + "\"");
     }
   }
   out.scenario = *sc;
@@ -184,7 +186,8 @@ void Daemon::start_pending_loads() {
 
 LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready) {
   const int64_t now = unix_ms_now();
-  const int64_t start = sub.start_ms != 0 ? std::max(now, sub.start_ms) : now + int64_t{kStartDelayMs};
+  const int64_t start =
+      sub.start_ms != 0 ? std::max(now, sub.start_ms) : now + int64_t{kStartDelayMs};
   std::set<int> slots(ready.begin(), ready.end());
   for (uint32_t i = 1; i < sub.hosts.size(); ++i) slots.insert(Loads::host_slot(i));
   LoadTest& t = loads_.add(sub.id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),
@@ -193,11 +196,17 @@ LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready)
   t.origin = sub.origin;
   t.host_index = sub.host_index;
   t.host_count = sub.host_count;
-  for (uint32_t i = 1; i < sub.hosts.size(); ++i) t.remote[Loads::host_slot(i)] = {sub.hosts[i], ""};
+  for (uint32_t i = 1; i < sub.hosts.size(); ++i)
+    t.remote[Loads::host_slot(i)] = {sub.hosts[i], ""};
   for (size_t i = 0; i < ready.size(); ++i) {
-    json start_msg = {{"load", t.id},     {"scenario", t.scenario}, {"vars", t.vars},
-                      {"spec", t.load},   {"index", i},             {"of", ready.size()},
-                      {"host", t.host_index}, {"hosts", t.host_count},
+    json start_msg = {{"load", t.id},
+                      {"scenario", t.scenario},
+                      {"vars", t.vars},
+                      {"spec", t.load},
+                      {"index", i},
+                      {"of", ready.size()},
+                      {"host", t.host_index},
+                      {"hosts", t.host_count},
                       {"delay_ms", start - now}};
     if (!send_to(ready[i], ipc::MessageType::kLoadStart, start_msg)) {
       loads_.worker_gone(ready[i], unix_ms_now());
@@ -215,6 +224,12 @@ LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready)
                ready.size(),
                t.host_count > 1 ? fmt::format(", share {} of {} hosts", t.host_index, t.host_count)
                                 : std::string());
+  std::set<std::string> vars;
+  if (t.vars.is_object()) {
+    for (const auto& [name, value] : t.vars.items()) vars.insert(name);
+  }
+  if (auto parsed = scenario::parse_scenario(t.scenario, vars))
+    warn_unverified("load", t.id, **parsed);
   return t;
 }
 
@@ -254,7 +269,8 @@ void Daemon::check_aborting(const std::string& id) {
   LoadTest* t = loads_.find(id);
   if (t == nullptr || t->ended() || t->ending) return;
   auto crossed = loads_.crossed_aborting(*t, unix_ms_now());
-  if (!crossed.empty()) end_load(*t, LoadState::kAborted, "aborted: " + crossed[0].threshold->name + " crossed");
+  if (!crossed.empty())
+    end_load(*t, LoadState::kAborted, "aborted: " + crossed[0].threshold->name + " crossed");
 }
 
 void Daemon::api_loads_list(const ApiCall& c) {
@@ -271,7 +287,8 @@ LoadTest* Daemon::load_of(const ApiCall& c) {
 }
 
 void Daemon::api_load_get(const ApiCall& c) {
-  if (LoadTest* t = load_of(c)) c.respond.send(Response::json(200, loads_.to_json(*t, true, unix_ms_now())));
+  if (LoadTest* t = load_of(c))
+    c.respond.send(Response::json(200, loads_.to_json(*t, true, unix_ms_now())));
 }
 
 void Daemon::api_load_stop(const ApiCall& c) {

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -23,20 +23,20 @@
 #include "master/dispatcher.h"
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
-#include "master/limit_shares.h"
 #include "master/journal/journal.h"
+#include "master/limit_shares.h"
 #include "master/live_metrics.h"
 #include "master/load_watch.h"
 #include "master/loads.h"
 #include "master/pid_file.h"
 #include "master/runs.h"
-#include "shared/data/rows.h"
 #include "master/schedules.h"
 #include "master/supervisor.h"
 #include "master/worker_image.h"
 #include "master/worker_process.h"
 #include "shared/callback/token.h"
 #include "shared/cpu_meter.h"
+#include "shared/data/rows.h"
 #include "shared/http/server.h"
 #include "shared/ipc/http_errors.h"
 #include "shared/secrets.h"
@@ -279,7 +279,7 @@ class Daemon {
     std::shared_ptr<const scenario::Scenario> scenario;
     nlohmann::json vars;
     uint32_t count = 0;
-    std::vector<InstanceRecord> instances;  // built so far
+    std::vector<InstanceRecord> instances;   // built so far
     std::optional<http::Responder> respond;  // none for a schedule's run
     uint32_t priority = 1;
     std::optional<ScheduleTick> tick;  // the schedule's tick that fired it, journaled with it
@@ -289,7 +289,8 @@ class Daemon {
   // builds its records a slice per turn. Answers the request once the run is journaled.
   void submit_run(Submission sub);
   void build_submissions();
-  void warn_unverified(const std::string& id, const scenario::Scenario& s) const;
+  void warn_unverified(std::string_view what, const std::string& id,
+                       const scenario::Scenario& s) const;
   void publish_run(Submission& sub);
   // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
   void release_when_journaled(const std::string& run_id);
@@ -329,10 +330,10 @@ class Daemon {
   uv_loop_t* loop_;
   config::Config cfg_;
   std::string config_file_;
-  Secrets secrets_;  // workers expand them; the master only knows which names exist
+  Secrets secrets_;           // workers expand them; the master only knows which names exist
   std::string callback_key_;  // makes and checks callback tokens (shared/callback/token.h)
   std::string executable_;
-  std::shared_ptr<const WorkerImage> image_;  // new slots start from it
+  std::shared_ptr<const WorkerImage> image_;                       // new slots start from it
   std::map<int, std::shared_ptr<const WorkerImage>> slot_images_;  // when not image_
   std::shared_ptr<const WorkerImage> candidate_;                   // while a reload runs
   std::vector<std::string> reload_notes_;  // config changes the reload cannot apply
@@ -354,11 +355,11 @@ class Daemon {
   JournalWatch journal_watch_;
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
-  std::unique_ptr<cluster::Hosts> hosts_;  // when the journal is PostgreSQL (daemon_cluster.cc)
+  std::unique_ptr<cluster::Hosts> hosts_;      // when the journal is PostgreSQL (daemon_cluster.cc)
   std::unique_ptr<cluster::LoadShares> load_shares_;  // with hosts_ (daemon_load_shares.cc)
   std::set<std::string> spread_loads_;     // tests this host is the origin of, until forgotten
   std::set<std::string> starting_shares_;  // shares waiting for workers
-  int64_t pruned_before_ms_ = 0;  // the cluster's last prune by age, as applied here
+  int64_t pruned_before_ms_ = 0;           // the cluster's last prune by age, as applied here
   Runs runs_;
   Schedules schedules_;
   std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()
@@ -384,8 +385,8 @@ class Daemon {
   std::unique_ptr<uv::NextTurn> pump_;
   std::unique_ptr<uv::NextTurn> build_;  // builds submissions_, a slice per turn
   std::deque<Submission> submissions_;
-  std::map<int, std::unique_ptr<WorkerProcess>> workers_;     // by slot
-  std::map<int, std::unique_ptr<WorkerProcess>> successors_;  // by slot, during a reload
+  std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot
+  std::map<int, std::unique_ptr<WorkerProcess>> successors_;   // by slot, during a reload
   std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit
   uint64_t spare_ = 0;  // the number of the spare that can be taken; 0: none
   uint64_t spare_count_ = 0;

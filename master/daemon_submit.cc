@@ -57,13 +57,14 @@ void Daemon::build_submissions() {
 
 // tls.verify false is meant for a throwaway test host: said once per run, so that it is not
 // left on by mistake.
-void Daemon::warn_unverified(const std::string& id, const scenario::Scenario& s) const {
+void Daemon::warn_unverified(std::string_view what, const std::string& id,
+                             const scenario::Scenario& s) const {
   std::vector<std::string> steps = scenario::unverified_steps(s, cfg_.tls);
   if (steps.empty()) return;
   std::string names;
   for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
-  spdlog::warn("run {}: tls.verify is false for step {}: the server's certificate is not checked",
-               id, names);
+  spdlog::warn("{} {}: tls.verify is false for step {}: the server's certificate is not checked",
+               what, id, names);
 }
 
 void Daemon::publish_run(Submission& sub) {
@@ -73,7 +74,7 @@ void Daemon::publish_run(Submission& sub) {
                           std::move(sub.instances), sub.priority,
                           sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
-  warn_unverified(run.id, *run.scenario);
+  warn_unverified("run", run.id, *run.scenario);
   if (sub.tick) {
     schedules_.fired(*sub.tick, run.id, now);
     spdlog::info("schedule {}: the tick at {} fired run {}", sub.tick->name,
@@ -87,8 +88,8 @@ void Daemon::publish_run(Submission& sub) {
   if (sub.respond) {
     nlohmann::json answer = {{"run", run.id}, {"instances", sub.count}};
     if (sub.data.is_object()) {
-      answer["data"] = {{"rows", sub.data["rows"]}, {"skipped", sub.data["skipped"]},
-                        {"bad", sub.data["bad"]}};
+      answer["data"] = {
+          {"rows", sub.data["rows"]}, {"skipped", sub.data["skipped"]}, {"bad", sub.data["bad"]}};
     }
     respond_journaled(*sub.respond, 201, std::move(answer));
   }

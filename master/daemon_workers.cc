@@ -80,9 +80,10 @@ Status Daemon::on_events(int slot, const nlohmann::json& payload) {
 void Daemon::count_step(const ipc::Event& ev) {
   const Run* run = runs_.find(ev.run);
   if (run == nullptr || !run->scenario || ev.step >= run->scenario->steps.size()) return;
-  const double seconds = static_cast<double>(std::max<int64_t>(ev.ended_ms - ev.started_ms, 0)) / 1000.0;
-  live_metrics_.step_ended(run->scenario->steps[ev.step].kind->name,
-                           ipc::to_string(ev.outcome), seconds);
+  const double seconds =
+      static_cast<double>(std::max<int64_t>(ev.ended_ms - ev.started_ms, 0)) / 1000.0;
+  live_metrics_.step_ended(run->scenario->steps[ev.step].kind->name, ipc::to_string(ev.outcome),
+                           seconds);
 }
 
 const WorkerImage& Daemon::image_of(int slot) const {
@@ -178,6 +179,9 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   if (!is_current(slot, generation)) return;
   pid_t pid = workers_[slot]->pid();
   auto culprit = workers_[slot]->culprit();
+  // A culprit blamed before is a poisonous instance, which max_resumes deals with alone: its
+  // deaths must not quarantine the run it is part of.
+  const bool repeat_culprit = culprit && runs_.crash_resumes(*culprit) > 0;
   const int restarts = supervisor_.slot(slot)->restarts;
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
@@ -197,13 +201,12 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
                  culprit->first, culprit->second);
   }
   std::vector<std::string> had;
-  if (size_t n =
-          runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit), &had);
+  if (size_t n = runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit), &had);
       n > 0) {
     spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
     schedule_pump();
   }
-  if (may_be_the_runs(*s->last_exit)) quarantine_runs(had, why);
+  if (may_be_the_runs(*s->last_exit) && !repeat_culprit) quarantine_runs(had, why);
   kick();
 }
 

@@ -318,17 +318,26 @@ std::vector<Run*> Runs::worker_died(const std::vector<std::string>& runs, const 
                   [&](int64_t at) { return now_ms - at > opts_.quarantine_window_ms; });
     run->deaths_ms.push_back(now_ms);
     if (run->deaths_ms.size() < opts_.quarantine_after) continue;
-    run->quarantine = std::to_string(run->deaths_ms.size()) +
-                      " workers died while running its instances within " +
-                      config::format_duration_ms(static_cast<uint64_t>(opts_.quarantine_window_ms)) +
-                      " (the last: " + why + "); its instances are not placed until "
-                      "`corral resume " + run->id + "` (or cancel it)";
+    run->quarantine =
+        std::to_string(run->deaths_ms.size()) +
+        " workers died while running its instances within " +
+        config::format_duration_ms(static_cast<uint64_t>(opts_.quarantine_window_ms)) +
+        " (the last: " + why +
+        "); its instances are not placed until "
+        "`corral resume " +
+        run->id + "` (or cancel it)";
     journal_write([id = run->id, reason = run->quarantine](journal::Store& s) {
       return s.set_quarantine(id, reason);
     });
     quarantined.push_back(run);
   }
   return quarantined;
+}
+
+uint32_t Runs::crash_resumes(const std::pair<std::string, uint32_t>& instance) {
+  Run* run = find(instance.first);
+  if (run == nullptr || !run->whole || instance.second >= run->instances.size()) return 0;
+  return run->instances[instance.second].crash_resumes;
 }
 
 bool Runs::resume(Run& run) {

@@ -65,7 +65,7 @@ struct StepRecord {
   int status = 0;         // last HTTP status, 0 when none
   int64_t until_ms = -1;  // poll steps: time until the condition held
   std::string reason;
-  std::string url;  // the final URL, when redirects were followed
+  std::string url;      // the final URL, when redirects were followed
   uint64_t tls_us = 0;  // TLS handshakes its requests waited for
 };
 
@@ -141,13 +141,13 @@ struct Run {
 };
 
 struct RunsOptions {
-  uint32_t max_resumes = 5;              // worker deaths an instance survives before it is errored
-  size_t keep_whole = 20;                // finished runs held whole in memory, at most...
-  size_t keep_whole_instances = 20000;   // ...with this many instances between them
-  size_t keep_runs = 1000;               // finished runs kept at all (memory and journal)
-  int64_t keep_for_ms = 7 * 86400000LL;  // finished runs older than this are pruned
-  uint32_t restore_page = 50000;         // instance rows read per page at restore
-  uint32_t quarantine_after = 3;         // worker deaths with a run's instances; 0: never
+  uint32_t max_resumes = 5;               // worker deaths an instance survives before it is errored
+  size_t keep_whole = 20;                 // finished runs held whole in memory, at most...
+  size_t keep_whole_instances = 20000;    // ...with this many instances between them
+  size_t keep_runs = 1000;                // finished runs kept at all (memory and journal)
+  int64_t keep_for_ms = 7 * 86400000LL;   // finished runs older than this are pruned
+  uint32_t restore_page = 50000;          // instance rows read per page at restore
+  uint32_t quarantine_after = 3;          // worker deaths with a run's instances; 0: never
   int64_t quarantine_window_ms = 600000;  // ... within this long
 };
 
@@ -185,8 +185,7 @@ class Runs {
   using WithRun = std::function<Status(journal::Store&, const std::string& run_id)>;
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
               uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {},
-              uint32_t priority = 1, WithRun with_run = nullptr,
-              nlohmann::json data = nullptr);
+              uint32_t priority = 1, WithRun with_run = nullptr, nlohmann::json data = nullptr);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }
@@ -221,6 +220,8 @@ class Runs {
   // Lifts the quarantine of `run` and forgets its deaths (journaled). False when it was not
   // quarantined.
   bool resume(Run& run);
+  // How many worker deaths instance (run, index) was blamed for; 0 when it is not held here.
+  uint32_t crash_resumes(const std::pair<std::string, uint32_t>& instance);
   // A stopping worker handed back these instances ({"<run>": {"<index>": checkpoint}}): they
   // go back to the queue with their checkpoints; `why` is the resume reason. Returns how many;
   // fails (kProtocol) when the payload is malformed, after taking the well-formed ones.

@@ -94,6 +94,37 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
     CHECK(step.value("tls_ms", 0.0) > 0);
   }
+  SECTION("verify false reaches a server no store trusts, and the master says so once") {
+    Json scenario = poll_scenario(url, 1);
+    scenario["tls"] = {{"verify", false}};
+    const std::string id = post_run(d, scenario, 2);
+    Json run;
+    wait_for(
+        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+        seconds(30), "the run to finish");
+    INFO(run.dump());
+    CHECK(count_in(run, "failed") == 2);  // polled over TLS; the status was "N", not an error
+    const std::string warning = "run " + id +
+                                ": tls.verify is false for step \"poll status\": the server's "
+                                "certificate is not checked";
+    const std::string log = read_file(home.master_log());
+    CHECK(log.find(warning) != std::string::npos);
+    CHECK(log.find(warning) == log.rfind(warning));
+
+    std::ofstream(home.file("unverified.json")) << scenario.dump();
+    CliResult r = run_cli({"load", home.file("unverified.json"), "--vus", "1", "--duration", "1s"},
+                          home.path(), {}, seconds(60));
+    INFO(r.describe());
+    CHECK(r.exit_code == 0);
+    wait_for(
+        [&] {
+          return read_file(home.master_log())
+                     .find(": tls.verify is false for step \"poll status\"", log.size()) !=
+                 std::string::npos;
+        },
+        seconds(10), "the load test's warning");
+    CHECK_THAT(read_file(home.master_log()).substr(log.size()), Catch::Contains("load "));
+  }
   SECTION("a client key readable by others is refused at submission") {
     std::string key = home.file("open.key");
     std::filesystem::copy_file(test_pki().client.key, key);

@@ -328,7 +328,7 @@ TEST_CASE("tls: a record cut short by the server's close is a transport error") 
                        t.origin() + ")");
 }
 
-TEST_CASE("tls: ALPN decides the protocol; http_version 2 refuses a server that chose 1.1") {
+TEST_CASE("tls: ALPN decides the protocol, and http_version 2 refuses a server that chose 1.1") {
   Tls t;
   auto& server = t.serve(with_cert(test_pki().ec));  // answers ALPN with http/1.1 only
   HttpResponse r = t.get(server.url("/"));
