@@ -157,20 +157,20 @@ TestPki make() {
   return p;
 }
 
-void remove_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(test_pki().dir, ignored);
-}
+// The test PKI and its directory, removed when the process exits.
+struct Owned {
+  TestPki pki;
+  ~Owned() {
+    std::error_code ignored;
+    std::filesystem::remove_all(pki.dir, ignored);
+  }
+};
 
 }  // namespace
 
 const TestPki& test_pki() {
-  static const TestPki pki = [] {
-    TestPki p = make();
-    std::atexit(&remove_dir);
-    return p;
-  }();
-  return pki;
+  static const Owned owned{make()};
+  return owned.pki;
 }
 
 }  // namespace corral::test
