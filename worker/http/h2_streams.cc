@@ -169,7 +169,10 @@ void Session::stream_closed(Stream& s, uint32_t code) {
     finish(s.id, true);
     return;
   }
-  bool refused = code == NGHTTP2_REFUSED_STREAM || (goaway_ && !s.got_bytes);
+  // Refused (by RST_STREAM, or above a GOAWAY's last stream) before any of its answer came: the
+  // server did not process it, and it may go again. A stream whose answer had begun was
+  // processed, whatever the server says after.
+  bool refused = (code == NGHTTP2_REFUSED_STREAM || goaway_) && !s.got_bytes;
   if (refused && !s.ex->retried) {
     client_.errors().count(origin_.key(), Kind::kRetried);
     std::unique_ptr<Exchange> ex = std::move(s.ex);

@@ -215,8 +215,8 @@ TEST_CASE("h2: a RST_STREAM from the server is a transport error that names its 
   HttpResponse r = t.fetch(get(t.url("/calm")));
   CHECK(r.status == 0);
   CHECK(r.error == std::string("stream reset by the server: ") +
-                       nghttp2_http2_strerror(NGHTTP2_ENHANCE_YOUR_CALM) + " (11, " +
-                       t.url("") + ")");
+                       nghttp2_http2_strerror(NGHTTP2_ENHANCE_YOUR_CALM) + " (11, " + t.url("") +
+                       ")");
   CHECK(t.errors().reset == 1);
   // Only the stream ended: the connection carries the next request.
   CHECK(t.fetch(get(t.url("/"))).body == "fine");
@@ -244,6 +244,25 @@ TEST_CASE("h2: a stream the server refuses is sent again once, and fails the sec
                             ")");
   CHECK(server.requests().size() == 4);
   CHECK(t.errors().retried == 2);
+}
+
+TEST_CASE("h2: a stream refused after part of its answer came fails, its body given back") {
+  H2 t;
+  auto& server = t.serve([](const RawRequest&) {
+    // The head and 4 bytes of 10, then REFUSED_STREAM: the server processed it after all, so it
+    // is not sent again.
+    return Script{send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd"), wait_ms(50),
+                  reset_stream(NGHTTP2_REFUSED_STREAM)};
+  });
+  HttpResponse r = t.fetch(get(t.url("/half")));
+  CHECK(r.status == 0);
+  CHECK(r.error == std::string("stream reset by the server: ") +
+                       nghttp2_http2_strerror(NGHTTP2_REFUSED_STREAM) + " (7, " + t.url("") + ")");
+  CHECK(t.peak_body_bytes == 4);  // the 4 bytes came before the reset
+  CHECK(server.requests().size() == 1);
+  CHECK(t.errors().retried == 0);
+  CHECK(t.http->body_bytes() == 0);
+  CHECK(t.budget.used == 0);
 }
 
 TEST_CASE("h2: a 10 MB response body arrives whole through a 16 KiB stream window") {
@@ -293,8 +312,8 @@ TEST_CASE("h2: a cancelled request resets only its stream") {
   CHECK(hung->error == "request cancelled");
   CHECK(slow->status == 200);
   CHECK(slow->body == "slow but sure");
-  const RawRequest& hang_req = server.requests()[0].target == "/hang" ? server.requests()[0]
-                                                                       : server.requests()[1];
+  const RawRequest& hang_req =
+      server.requests()[0].target == "/hang" ? server.requests()[0] : server.requests()[1];
   CHECK(hang_req.client_reset == NGHTTP2_CANCEL);
   CHECK(server.connections() == 1);
   CHECK(server.open_connections() == 1);
@@ -333,8 +352,7 @@ TEST_CASE("h2: the memory budget pauses streams and resumes them, and their bodi
     std::string body = body_of(req.target);
     if (req.target == "/0" || req.target == "/1") return Script{send(ok(body))};
     return Script{send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
-                  send(chunk(body.substr(0, 4096))),
-                  send(chunk(body.substr(4096)) + "0\r\n\r\n")};
+                  send(chunk(body.substr(0, 4096))), send(chunk(body.substr(4096)) + "0\r\n\r\n")};
   });
   auto got = t.fetch_all(gets(t, 4));
   for (const auto& [target, r] : got) {
