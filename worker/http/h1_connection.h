@@ -43,6 +43,8 @@ class Connection final : public Link::Owner, public lean::Paused {
   uint64_t pin() const { return pin_; }
   bool reused() const { return served_ > 0; }
   uint64_t idle_since_ms() const { return idle_since_ms_; }
+  // While idle: gives back the memory a TLS link keeps for reading.
+  void release_buffers() { link_->release_buffers(); }
 
   // lean::Paused: only while in the client's paused list.
   bool try_resume() override;
@@ -84,9 +86,9 @@ class Connection final : public Link::Owner, public lean::Paused {
   bool done_ = false;       // this exchange's answer is complete
   bool keep_alive_ = true;
   bool paused_ = false;
-  uint64_t need_ = 0;        // a Content-Length to reserve before the body is read
-  std::string stash_body_;   // a body piece the budget did not take yet
-  std::string stash_wire_;   // bytes read after it, to parse on resume
+  uint64_t need_ = 0;       // a Content-Length to reserve before the body is read
+  std::string stash_body_;  // a body piece the budget did not take yet
+  std::string stash_wire_;  // bytes read after it, to parse on resume
   uint32_t served_ = 0;
   uint64_t idle_since_ms_ = 0;
   uint64_t pin_ = 0;

@@ -108,6 +108,10 @@ class Link {
   void arm(uint64_t deadline_ms);
   // Stops everything; no callback comes after this. The handles are freed with the object.
   void close();
+  // Over TLS: gives back OpenSSL's read buffer while the link waits (tls::Session).
+  void release_buffers() {
+    if (tls_ != nullptr) tls_->release_buffers();
+  }
 
   bool up() const { return up_; }
   bool closed() const { return closed_; }

@@ -135,6 +135,8 @@ void Origin::dial(size_t addr_index, uint64_t pin, uint64_t deadline_ms,
       return;
     }
     session = std::move(*made);
+    // A held connection mostly waits for its VU's next request.
+    session->release_after_read(pin != 0);
   }
   auto link = std::make_unique<Link>(client_.loop(), client_.handshakes(), this);
   Link* raw = link.get();
@@ -263,7 +265,11 @@ void Origin::on_closed(h1::Connection* c) {
 bool Origin::close_idle(uint64_t now) {
   std::vector<h1::Connection*> old;
   for (h1::Connection* c : idle_) {
-    if (now - c->idle_since_ms() > client_.options().max_idle_ms) old.push_back(c);
+    if (now - c->idle_since_ms() > client_.options().max_idle_ms) {
+      old.push_back(c);
+    } else {
+      c->release_buffers();  // idle now: what it keeps for reading can go
+    }
   }
   for (h1::Connection* c : old) c->close();
   bool h2_empty = close_idle_h2(now);

@@ -62,8 +62,9 @@ class Origin final : public Link::Owner {
   void on_closed(h2::Session* s, std::vector<std::unique_ptr<Exchange>> unsent);
   // Ends every queued exchange with `error` (DNS failed, the client is going away).
   void fail_queue(const std::string& error);
-  // Closes the connections idle for longer than the client's max_idle_ms. True when the origin
-  // holds nothing any more (no connection, nothing queued, no DNS lookup running).
+  // Closes the connections idle for longer than the client's max_idle_ms, and has the other
+  // idle HTTP/1.1 ones give back their TLS read buffers. True when the origin holds nothing any
+  // more (no connection, nothing queued, no DNS lookup running).
   bool close_idle(uint64_t now);
   size_t idle() const;
   size_t open() const;

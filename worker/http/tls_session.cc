@@ -165,18 +165,17 @@ Session::Read Session::read(const char* in, size_t n, const Sink& sink, std::str
       // Every byte handed over is read and no record is part read: another call would only
       // set up a read buffer to find nothing (and a record is at most sizeof g_plain).
       if (in_left_ == 0 && stash_used_ == stash_.size() && SSL_pending(ssl_) == 0) {
-        SSL_free_buffers(ssl_);  // see below
+        if (release_after_read_) release_buffers();
         break;
       }
       continue;
     }
     int err = SSL_get_error(ssl_, got);
     if (err == SSL_ERROR_WANT_READ) {
-      // The read buffer (about 17 KB) stays allocated after a read: SSL_MODE_RELEASE_BUFFERS
-      // does not give it back in every case, and an idle connection would keep it (bench/tls,
-      // memory: 27.5 KB a held connection with it, 17 KB without). Empty, it goes now (unless a
-      // record is part read, which SSL_free_buffers refuses).
-      SSL_free_buffers(ssl_);
+      // The read buffer stays allocated after a read (SSL_MODE_RELEASE_BUFFERS does not give
+      // it back in every case): bench/tls measured 27.5 KB a held connection with it, 17 KB
+      // without.
+      if (release_after_read_) release_buffers();
       break;
     }
     if (err == SSL_ERROR_ZERO_RETURN) {

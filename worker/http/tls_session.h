@@ -57,6 +57,13 @@ class Session {
   Read read(const char* in, size_t n, const Sink& sink, std::string& out);
   // Encrypts `data` (in one record when it fits) into `out`. False on failure (error()).
   bool write(const char* data, size_t n, std::string& out);
+  // OpenSSL keeps its read buffer (about 17 KB) after a read. A session told to gives it back
+  // after each read that leaves no record part read: for a connection that mostly waits, as a
+  // held one does. Others keep it between reads (a busy connection would allocate it again at
+  // once) and give it back with release_buffers() when they go idle.
+  void release_after_read(bool on) { release_after_read_ = on; }
+  // Gives back the read buffer unless a record is part read.
+  void release_buffers() { SSL_free_buffers(ssl_); }
   // Whether part of a record is held: the peer's close now cuts that record short. (OpenSSL's
   // SSL_has_pending() does not count a record whose header it has parsed, so the session
   // follows the record headers of what it hands OpenSSL: their length field, nothing more.)
@@ -97,6 +104,7 @@ class Session {
   size_t body_left_ = 0;
   // The first certificate the verification refused, as words for describe().
   long verify_error_ = 0;
+  bool release_after_read_ = false;
   std::string cert_names_;
   std::string not_before_, not_after_;
 };
