@@ -79,6 +79,7 @@ std::optional<Response> check(const json& body, const scenario::ParseOptions& ba
           400, "load.thresholds: " + th.name + ": no step is named \"" + th.step + "\"");
     }
   }
+  out.unverified = scenario::unverified_steps(**parsed, cfg.tls);
   out.scenario = *sc;
   out.scenario.erase("load");
   out.spec = std::move(*spec);
@@ -224,12 +225,7 @@ LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready)
                ready.size(),
                t.host_count > 1 ? fmt::format(", share {} of {} hosts", t.host_index, t.host_count)
                                 : std::string());
-  std::set<std::string> vars;
-  if (t.vars.is_object()) {
-    for (const auto& [name, value] : t.vars.items()) vars.insert(name);
-  }
-  if (auto parsed = scenario::parse_scenario(t.scenario, vars))
-    warn_unverified("load", t.id, **parsed);
+  warn_unverified("load", t.id, sub.unverified);
   return t;
 }
 

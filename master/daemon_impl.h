@@ -289,8 +289,9 @@ class Daemon {
   // builds its records a slice per turn. Answers the request once the run is journaled.
   void submit_run(Submission sub);
   void build_submissions();
+  // Logs once that steps `steps` of run or load `id` do not verify the server's certificate.
   void warn_unverified(std::string_view what, const std::string& id,
-                       const scenario::Scenario& s) const;
+                       const std::vector<std::string>& steps) const;
   void publish_run(Submission& sub);
   // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
   void release_when_journaled(const std::string& run_id);

@@ -58,8 +58,7 @@ void Daemon::build_submissions() {
 // tls.verify false is meant for a throwaway test host: said once per run, so that it is not
 // left on by mistake.
 void Daemon::warn_unverified(std::string_view what, const std::string& id,
-                             const scenario::Scenario& s) const {
-  std::vector<std::string> steps = scenario::unverified_steps(s, cfg_.tls);
+                             const std::vector<std::string>& steps) const {
   if (steps.empty()) return;
   std::string names;
   for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
@@ -74,7 +73,7 @@ void Daemon::publish_run(Submission& sub) {
                           std::move(sub.instances), sub.priority,
                           sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
-  warn_unverified("run", run.id, *run.scenario);
+  warn_unverified("run", run.id, scenario::unverified_steps(*run.scenario, cfg_.tls));
   if (sub.tick) {
     schedules_.fired(*sub.tick, run.id, now);
     spdlog::info("schedule {}: the tick at {} fired run {}", sub.tick->name,

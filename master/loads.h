@@ -45,6 +45,7 @@ struct LoadSubmission {
   std::string id;
   nlohmann::json scenario, load, vars;
   load::LoadSpec spec;
+  std::vector<std::string> unverified;  // steps whose tls.verify is false
   // Spread over hosts (docs/cluster.md): the hosts taking part (on the origin, itself first),
   // this host's share, the origin (on another host), and when the workers start (Unix ms).
   std::vector<std::string> hosts;
@@ -67,12 +68,12 @@ struct LoadTest {
   int64_t started_ms = 0;   // when the workers were told to start
   int64_t stopping_ms = 0;  // when it was asked to end early
   int64_t ended_ms = 0;
-  size_t workers = 0;  // taking part at the start
-  std::set<int> slots;       // workers still taking part
-  std::map<int, int64_t> last_second;  // per worker: the last second it reported
+  size_t workers = 0;                           // taking part at the start
+  std::set<int> slots;                          // workers still taking part
+  std::map<int, int64_t> last_second;           // per worker: the last second it reported
   std::map<uint32_t, ipc::LoadSecond> pending;  // seconds not yet complete
   ipc::LoadSecond total;
-  uint32_t seconds = 0;  // complete seconds so far
+  uint32_t seconds = 0;                // complete seconds so far
   std::vector<nlohmann::json> series;  // one summary per complete second
   // Set when the test was asked to end early (stopped, or aborted by a threshold): the state it
   // takes once its workers have reported their end. Unset: its thresholds decide.

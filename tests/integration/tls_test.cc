@@ -62,6 +62,20 @@ TEST_CASE("tls: 100,000 instances polling an https URL every 5 s run with no wor
   }
 }
 
+// Waits for run `id` to finish; its GET /runs/<id>.
+Json finished_run(Daemon& d, const std::string& id) {
+  Json run;
+  wait_for(
+      [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
+      seconds(30), "the run to finish");
+  return run;
+}
+
+std::string write_scenario(const TempHome& home, const std::string& name, const Json& doc) {
+  std::ofstream(home.file(name)) << doc.dump();
+  return home.file(name);
+}
+
 TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure ends the step") {
   Nginx nginx;
   TempHome home;
@@ -70,10 +84,7 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
   const std::string url = nginx.https_base() + "/status/{{instance}}";
   SECTION("the system's store does not know the test CA") {
     const std::string id = post_run(d, poll_scenario(url, 1), 2);
-    Json run;
-    wait_for(
-        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
-        seconds(30), "the run to finish");
+    Json run = finished_run(d, id);
     CHECK(count_in(run, "errored") + count_in(run, "failed") == 2);
     Json step = d.api("GET", "/runs/" + id + "/instances/0").json.at("steps").at(0);
     CHECK(step.at("reason").get<std::string>().find(
@@ -84,10 +95,7 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     Json scenario = poll_scenario(url, 1, {{"http_version", "2"}});
     scenario["tls"] = {{"ca_file", test_pki().ca}};
     const std::string id = post_run(d, scenario, 2);
-    Json run;
-    wait_for(
-        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
-        seconds(30), "the run to finish");
+    Json run = finished_run(d, id);
     INFO(run.dump());
     CHECK(count_in(run, "failed") == 2);  // each polled once over TLS, and the status was "N"
     // The step's record says how long its request waited for the TLS handshake.
@@ -98,10 +106,7 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     Json scenario = poll_scenario(url, 1);
     scenario["tls"] = {{"verify", false}};
     const std::string id = post_run(d, scenario, 2);
-    Json run;
-    wait_for(
-        [&] { return (run = d.api("GET", "/runs/" + id).json).value("state", "") == "finished"; },
-        seconds(30), "the run to finish");
+    Json run = finished_run(d, id);
     INFO(run.dump());
     CHECK(count_in(run, "failed") == 2);  // polled over TLS; the status was "N", not an error
     const std::string warning = "run " + id +
@@ -111,9 +116,9 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
     CHECK(log.find(warning) != std::string::npos);
     CHECK(log.find(warning) == log.rfind(warning));
 
-    std::ofstream(home.file("unverified.json")) << scenario.dump();
-    CliResult r = run_cli({"load", home.file("unverified.json"), "--vus", "1", "--duration", "1s"},
-                          home.path(), {}, seconds(60));
+    const std::string file = write_scenario(home, "unverified.json", scenario);
+    CliResult r =
+        run_cli({"load", file, "--vus", "1", "--duration", "1s"}, home.path(), {}, seconds(60));
     INFO(r.describe());
     CHECK(r.exit_code == 0);
     wait_for(
@@ -137,11 +142,6 @@ TEST_CASE("tls: a scenario's tls options reach the workers, and a TLS failure en
           "scenario.tls.client_key " + key +
               ": mode 0644 lets its group or others read it; make it 0600 (chmod 600)");
   }
-}
-
-std::string write_scenario(const TempHome& home, const std::string& name, const Json& doc) {
-  std::ofstream(home.file(name)) << doc.dump();
-  return home.file(name);
 }
 
 TEST_CASE("tls: a load test over https says which protocol answered and what the handshakes cost") {
