@@ -206,6 +206,19 @@ std::string protocol_lines(const json& test) {
   return out;
 }
 
+// corral's own lateness in starting iterations on schedule, and a warning when it was large
+// enough to be in the numbers: more than 1 % of the starts over 5 ms late.
+std::string lateness_lines(const json& late) {
+  std::string out = "  late     : " + latency_line(late) + "  (corral's own, starting iterations)\n";
+  const double n = json_number(late, "count"), over = json_number(late, "over_5ms");
+  if (n > 0 && over / n > 0.01) {
+    out += "warning    : corral started " + percent(over / n) +
+           " of iterations more than 5ms late: its own loop was saturated (CPU); that lateness "
+           "is in the latency above as if the server had caused it\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_load_summary(const json& test) {
@@ -240,7 +253,10 @@ std::string render_load_summary(const json& test) {
   const bool corrected = json_field(test, "corrected") == true;
   out << "latency    : " << latency_line(json_field(test, "latency"))
       << (corrected ? "  (from the intended start)\n" : "\n");
-  if (corrected) out << "  raw      : " << latency_line(json_field(test, "latency_raw")) << "\n";
+  if (corrected) {
+    out << "  raw      : " << latency_line(json_field(test, "latency_raw")) << "\n"
+        << lateness_lines(json_field(test, "start_lateness"));
+  }
   const json steps = json_field(test, "steps");
   if (steps.is_array() && steps.size() > 1) {
     for (const json& s : steps) {

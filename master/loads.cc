@@ -20,6 +20,13 @@ json latency_json(const Histogram& h) {
           {"p99.9", ms(h.value_at(99.9))}, {"max", ms(h.max())}};
 }
 
+// corral's own lateness in starting iterations, and how many it started more than 5 ms late.
+json start_lateness_json(const Histogram& late) {
+  json j = latency_json(late);
+  j["over_5ms"] = late.count() - late.count_at_or_below(5000);
+  return j;
+}
+
 json errors_json(const ipc::StepSecond& s) {
   double rate = s.requests == 0 ? 0.0 : static_cast<double>(s.errors()) / s.requests;
   return {{"count", s.errors()},   {"rate", rate},         {"status", s.status},
@@ -361,7 +368,7 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
             {"corrected", t.spec.model == load::Model::kOpen || t.spec.pace_ms != 0},
             {"latency", latency_json(all.latency)},
             {"latency_raw", latency_json(all.raw)},
-            {"start_lateness", latency_json(t.total.late)},
+            {"start_lateness", start_lateness_json(t.total.late)},
             {"steps", steps},
             {"thresholds", thresholds},
             {"reasons", t.total.reasons}};

@@ -14,13 +14,28 @@ WakeQueue::WakeQueue(uv_loop_t* loop, Fire fire) : loop_(loop), fire_(std::move(
 
 WakeQueue::~WakeQueue() { timer_.close(); }
 
+Status WakeQueue::use_exact_clock() {
+  if (exact_ != nullptr) return Status::ok();
+  auto exact = std::make_unique<uv::ExactTimer>(loop_);
+  if (Status s = exact->open([this] { on_exact(); }); !s) return s;
+  uv_timer_stop(timer_.get());
+  exact_ = std::move(exact);
+  return Status::ok();
+}
+
 uint64_t WakeQueue::schedule(uint64_t id, uint64_t delay_ms) {
   uv_update_time(loop_);
   uint64_t at = uv_now(loop_) + delay_ms;
   if (delay_ms >= kCoarseFromMs) at = (at + kGrainMs - 1) / kGrainMs * kGrainMs;
+  return push(id, at);
+}
+
+uint64_t WakeQueue::schedule_at(uint64_t id, uint64_t at_us) { return push(id, at_us); }
+
+uint64_t WakeQueue::push(uint64_t id, uint64_t at) {
   heap_.push_back({at, ++last_token_, id});
   std::push_heap(heap_.begin(), heap_.end(), later);
-  if (armed_at_ == 0 || heap_.front().at_ms < armed_at_) arm(0);
+  if (armed_at_ == 0 || heap_.front().at < armed_at_) arm(0);
   return last_token_;
 }
 
@@ -31,16 +46,21 @@ void WakeQueue::on_timer(uv_timer_t* t) {
   self->run_due();
 }
 
-// Fires every wake-up due by the loop's time. One scheduled meanwhile waits for a later turn of
+void WakeQueue::on_exact() {
+  armed_at_ = 0;
+  run_due();
+}
+
+// Fires every wake-up due by now_or_soon(). One scheduled meanwhile waits for a later turn of
 // the loop even when it is due at once: an owner that always asks to be woken now must not hold
 // the loop in this callback. libuv runs a timer again in the same turn when it is restarted with
 // no delay past the loop's time, and `schedule` moves that time on, so whenever anything was
 // scheduled meanwhile the timer waits at least 1 ms.
 void WakeQueue::run_due() {
-  uint64_t now = uv_now(loop_);
+  uint64_t now = now_or_soon();
   uint64_t last = last_token_;  // wake-ups scheduled while these run wait for the next turn
   std::vector<Entry> later_turn;
-  while (!heap_.empty() && heap_.front().at_ms <= now) {
+  while (!heap_.empty() && heap_.front().at <= now) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     Entry e = heap_.back();
     heap_.pop_back();
@@ -57,13 +77,27 @@ void WakeQueue::run_due() {
   arm(last_token_ != last ? 1 : 0);
 }
 
+// The time wake-ups are due by now: the loop's, or on the exact clock uv_hrtime()'s plus
+// kEarlyUs.
+uint64_t WakeQueue::now_or_soon() const {
+  return exact_ != nullptr ? uv_hrtime() / 1000 + kEarlyUs : uv_now(loop_);
+}
+
+// On the exact clock a timerfd is only looked at by the loop's next poll, so a timer due at
+// once never runs twice in one turn: min_delay_ms is for libuv's timer only.
 void WakeQueue::arm(uint64_t min_delay_ms) {
   if (heap_.empty()) {
+    if (exact_ != nullptr) exact_->stop();
     uv_timer_stop(timer_.get());
     armed_at_ = 0;
     return;
   }
-  uint64_t at = heap_.front().at_ms;
+  uint64_t at = heap_.front().at;
+  if (exact_ != nullptr) {
+    exact_->start_at(at > kEarlyUs ? at - kEarlyUs : 0);
+    armed_at_ = std::max<uint64_t>(at, 1);
+    return;
+  }
   uint64_t now = uv_now(loop_);
   uint64_t delay = std::max(at > now ? at - now : 0, min_delay_ms);
   uv_timer_start(timer_.get(), &WakeQueue::on_timer, delay, 0);

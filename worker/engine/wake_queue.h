@@ -10,6 +10,12 @@
 // the worker 500 times a second for two polls each, and a poll cost 1.5 to 1.8 times the CPU of
 // polls due in batches (BENCHMARKS.md, seed-polling, 2026-12-03).
 //
+// A load test's iteration starts need the opposite: their lateness is added to the latency a
+// test reports, so a driver switches its queue to the exact clock (use_exact_clock): times in
+// microseconds of uv_hrtime(), no grid, a timerfd instead of a libuv timer. There a wake-up
+// comes at most kEarlyUs before its time, never after it but for the loop's own delay: those
+// due within kEarlyUs of each other come in one turn of the loop.
+//
 // A wake-up is never removed: a newer one for the same id replaces it (schedule returns a
 // token, and the owner ignores a wake-up whose token is not the latest), and one for an id that
 // is gone is ignored by the owner. Both are dropped when their time comes.
@@ -19,8 +25,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "shared/status.h"
+#include "shared/uv/exact_timer.h"
 #include "shared/uv/handle.h"
 
 namespace corral::worker {
@@ -42,27 +51,38 @@ class WakeQueue {
   static constexpr uint64_t kCoarseFromMs = 1000;
   static constexpr uint64_t kGrainMs = 20;
   uint64_t schedule(uint64_t id, uint64_t delay_ms);
+  // From now on, on the exact clock: wake-ups are scheduled with schedule_at. Call before the
+  // first schedule. Fails when the process is out of file descriptors.
+  Status use_exact_clock();
+  // Exact clock: wakes `id` at `at_us` on uv_hrtime()'s clock in microseconds (at most
+  // kEarlyUs before; at once when that time has passed). Returns a token as schedule does.
+  static constexpr uint64_t kEarlyUs = 200;
+  uint64_t schedule_at(uint64_t id, uint64_t at_us);
   // Wake-ups held, including replaced ones whose time has not come.
   size_t size() const { return heap_.size(); }
 
  private:
   struct Entry {
-    uint64_t at_ms;
+    uint64_t at;  // the loop's time in ms, or uv_hrtime() in µs on the exact clock
     uint64_t token;  // also the order of scheduling, for wake-ups due at the same time
     uint64_t id;
   };
   static bool later(const Entry& a, const Entry& b) {
-    return a.at_ms != b.at_ms ? a.at_ms > b.at_ms : a.token > b.token;
+    return a.at != b.at ? a.at > b.at : a.token > b.token;
   }
   static void on_timer(uv_timer_t* t);
+  void on_exact();
+  uint64_t push(uint64_t id, uint64_t at);
+  uint64_t now_or_soon() const;
   void run_due();
   void arm(uint64_t min_delay_ms);
 
   uv_loop_t* loop_;
   Fire fire_;
   uv::Handle<uv_timer_t> timer_;
+  std::unique_ptr<uv::ExactTimer> exact_;  // set on the exact clock
   std::vector<Entry> heap_;  // a min-heap on (at_ms, token)
-  uint64_t armed_at_ = 0;    // the loop time the timer fires at; 0 when it is stopped
+  uint64_t armed_at_ = 0;    // the time (as Entry::at) the timer fires at; 0 when stopped
   uint64_t last_token_ = 0;
 };
 

@@ -6,8 +6,11 @@
 namespace corral::worker {
 namespace {
 
-constexpr uint64_t kTickMs = 10;        // closed: how often the VU count follows the target
-constexpr uint64_t kArrivalTickMs = 1;  // open: how often due arrivals start
+// How often the VU count follows the target (closed) and the end is looked for. An open
+// model's arrivals start on the wake-up queue's exact clock.
+constexpr uint64_t kTickMs = 10;
+// The wake-up queue's id for the open model's next arrival (VUs are numbered below it).
+constexpr uint64_t kArrivals = UINT64_MAX;
 constexpr size_t kMaxReasons = 10;      // distinct failure reasons kept per second
 constexpr size_t kMaxArrivalsPerTick = 100000;
 
@@ -33,7 +36,14 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
       report_(std::move(report)),
       scheduled_(spec_.model == load::Model::kOpen || spec_.pace_ms != 0),
       held_(spec_.model == load::Model::kHeld),
-      wakes_(loop, [this](uint64_t vu, uint64_t token) { on_wake(static_cast<uint32_t>(vu), token); }),
+      wakes_(loop,
+             [this](uint64_t wake, uint64_t token) {
+               if (wake == kArrivals) {
+                 on_arrivals_due(token);
+               } else {
+                 on_wake(static_cast<uint32_t>(wake), token);
+               }
+             }),
       start_timer_(loop),
       tick_(loop),
       second_timer_(loop),
@@ -51,6 +61,7 @@ LoadDriver::~LoadDriver() {
 
 Status LoadDriver::start(const nlohmann::json& scenario, const nlohmann::json& vars,
                          uint64_t delay_ms) {
+  if (Status s = wakes_.use_exact_clock(); !s) return s;
   if (Status s = engine_.define_load_run(id_, scenario, vars, this, spec_.think_ms); !s) return s;
   start_timer_.start(delay_ms, 0, [this] { begin(); });
   return Status::ok();
@@ -69,7 +80,7 @@ void LoadDriver::begin() {
                        (rate > 0 ? 1e6 * static_cast<double>(share_.test_vu(0)) / rate : 0.0);
   }
   second_timer_.start(1000, 1000, [this] { on_second(); });
-  tick_.start(0, open ? kArrivalTickMs : kTickMs, [this] { on_tick(); });
+  tick_.start(0, kTickMs, [this] { on_tick(); });
 }
 
 uint64_t LoadDriver::elapsed_ms(uint64_t now) const {
@@ -108,7 +119,7 @@ void LoadDriver::set_vus(uint64_t want, uint64_t now) {
       uint32_t vu = add_vu();
       uint64_t at = now + pace_us * k / add;
       if (at <= now) {
-        begin_iteration(vu, now);
+        begin_iteration(vu, now, now);
       } else {
         schedule(vu, at);
       }
@@ -152,9 +163,25 @@ void LoadDriver::retire(uint32_t vu) {
   retired_.push_back(vu);
 }
 
+void LoadDriver::on_arrivals_due(uint64_t token) {
+  if (token != arrivals_token_ || phase_ != Phase::kRunning) return;
+  arrivals_token_ = 0;
+  run_arrivals(now_us() + WakeQueue::kEarlyUs);  // the queue wakes up to kEarlyUs early
+}
+
 // Open model: every arrival due by `now` starts on an idle VU, or a new one up to max_vus, or
-// is dropped.
+// is dropped; the queue wakes the driver for the next one.
 void LoadDriver::run_arrivals(uint64_t now) {
+  run_due_arrivals(now);
+  auto next = static_cast<uint64_t>(std::llround(next_arrival_us_));
+  if (phase_ != Phase::kRunning || elapsed_ms(next) >= spec_.duration_ms()) return;  // the tick ends it
+  if (arrivals_token_ == 0 || next != arrivals_at_) {
+    arrivals_at_ = next;
+    arrivals_token_ = wakes_.schedule_at(kArrivals, next);
+  }
+}
+
+void LoadDriver::run_due_arrivals(uint64_t now) {
   for (size_t n = 0; n < kMaxArrivalsPerTick && next_arrival_us_ <= static_cast<double>(now);
        ++n) {
     // Rounded to the microsecond: the sum of intervals must not slip an arrival in before
@@ -178,11 +205,15 @@ void LoadDriver::run_arrivals(uint64_t now) {
       ++second_.dropped;
       continue;
     }
-    begin_iteration(vu, at);
+    begin_iteration(vu, at, at);  // an idle VU: ready long since
   }
 }
 
-void LoadDriver::begin_iteration(uint32_t vu, uint64_t intended_us) {
+// `ready_us`: when the VU was free to start it (its previous iteration's end). The iteration's
+// lateness (from its intended start) is added to its requests' latency; the part of it after
+// both its intended start and `ready_us` is corral's own (start_lateness): the time its loop
+// took to come to it.
+void LoadDriver::begin_iteration(uint32_t vu, uint64_t intended_us, uint64_t ready_us) {
   Vu& v = vus_[vu];
   if (elapsed_ms(intended_us) >= spec_.duration_ms()) {  // due at or after the end: the end
     v.state = VuState::kIdle;
@@ -193,21 +224,21 @@ void LoadDriver::begin_iteration(uint32_t vu, uint64_t intended_us) {
   v.state = VuState::kRunning;
   v.intended_us = intended_us;
   v.started_us = std::max(now_us(), intended_us);
-  if (scheduled_) second_.late.record(v.started_us - intended_us);
+  const uint64_t could_start = std::max(intended_us, ready_us);
+  if (scheduled_) second_.late.record(v.started_us > could_start ? v.started_us - could_start : 0);
   starting_ = true;
   Status s = engine_.start(id_, vu, ipc::Checkpoint{});
   starting_ = false;
   if (!s) on_iteration_end(vu, ipc::Outcome::kErrored, "cannot start: " + s.message());
 }
 
-// The VU waits for its next iteration, intended at `at_us`.
+// The VU waits for its next iteration, intended at `at_us` (at once if that has passed).
 void LoadDriver::schedule(uint32_t vu, uint64_t at_us) {
   Vu& v = vus_[vu];
   v.state = VuState::kWaiting;
   v.intended_us = at_us;
-  uint64_t now = now_us();
-  uint64_t delay_ms = at_us > now ? (at_us - now + 999) / 1000 : 0;
-  v.token = wakes_.schedule(vu, delay_ms);
+  v.ready_us = now_us();
+  v.token = wakes_.schedule_at(vu, at_us);
 }
 
 void LoadDriver::on_wake(uint32_t vu, uint64_t token) {
@@ -215,7 +246,7 @@ void LoadDriver::on_wake(uint32_t vu, uint64_t token) {
   Vu& v = vus_[vu];
   if (v.token != token || v.state != VuState::kWaiting || phase_ != Phase::kRunning) return;
   v.token = 0;
-  begin_iteration(vu, v.intended_us);
+  begin_iteration(vu, v.intended_us, v.ready_us);
 }
 
 void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
@@ -279,9 +310,9 @@ void LoadDriver::on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::
   uint64_t now = now_us();
   uint64_t next = spec_.pace_ms != 0 ? v.intended_us + spec_.pace_ms * 1000 : now;
   if (next <= now && !starting_) {
-    begin_iteration(vu, next);
+    begin_iteration(vu, next, now);
   } else {
-    schedule(vu, std::max(next, now));  // inside engine_.start(): through the loop
+    schedule(vu, next);  // inside engine_.start(): through the loop
   }
 }
 

@@ -8,11 +8,14 @@
 // split as above; each worker gets rate / (hosts * of).
 //
 // Schedules and lateness. With a pace (closed) or a rate (open), every iteration has an
-// intended start. A VU whose iteration overran its pace starts the next one at once, late,
+// intended start, which the wake-up queue's exact clock keeps to within a fraction of a
+// millisecond (WakeQueue::use_exact_clock). A VU whose iteration overran its pace starts the next one at once, late,
 // and keeps its schedule (it does not skip: skipping would hide the stall); an open-model
 // arrival that finds no free VU is dropped and counted. Each request's `latency` is its raw
 // time plus its iteration's lateness: the time a user who arrived on schedule would have
-// waited (coordinated omission corrected). Without a schedule the two are the same.
+// waited (coordinated omission corrected). Without a schedule the two are the same. The part of
+// the lateness that is corral's own (its loop came to a start late, not a slow iteration
+// before it) is reported apart (LoadSecond::late), so that a reader can tell the two.
 //
 // The end: at the test's duration (or stop()) no iteration starts; those running get the
 // grace period, then are cut off and counted as interrupted. The last report has done=true.
@@ -93,6 +96,7 @@ class LoadDriver final : public IterationSink {
     bool retiring = false;     // ends after its current iteration (ramping down)
     uint64_t intended_us = 0;  // the current or next iteration's intended start
     uint64_t started_us = 0;   // when the current iteration started
+    uint64_t ready_us = 0;     // when it began to wait for its next iteration
     uint64_t token = 0;        // its pending wake-up
   };
 
@@ -104,7 +108,9 @@ class LoadDriver final : public IterationSink {
   uint32_t add_vu();
   void retire(uint32_t vu);
   void run_arrivals(uint64_t now_us);
-  void begin_iteration(uint32_t vu, uint64_t intended_us);
+  void run_due_arrivals(uint64_t now_us);
+  void on_arrivals_due(uint64_t token);
+  void begin_iteration(uint32_t vu, uint64_t intended_us, uint64_t ready_us);
   void schedule(uint32_t vu, uint64_t at_us);
   void drain();
   void finish_soon();
@@ -134,6 +140,8 @@ class LoadDriver final : public IterationSink {
   uint64_t live_ = 0;              // VUs neither retired nor retiring
   uint64_t max_vus_ = 0;           // open model: this worker's share of max_vus
   double next_arrival_us_ = 0;     // open model: the next arrival's intended start
+  uint64_t arrivals_at_ = 0;       // ... as the wake-up queue has it
+  uint64_t arrivals_token_ = 0;    // ... its wake-up; 0 for none
   bool starting_ = false;  // inside engine_.start(): an iteration ending now must not restart
 
   ipc::LoadSecond second_;              // counts of the second in progress

@@ -34,6 +34,12 @@ json test_json(const char* state) {
           {"corrected", true},
           {"latency", latency(1.86, 3.01)},
           {"latency_raw", latency(0.412, 1.9)},
+          {"start_lateness", [] {
+             json l = latency(0.004, 0.21);
+             l["count"] = 24000;
+             l["over_5ms"] = 0;
+             return l;
+           }()},
           {"steps", json::array({{{"index", 0}, {"name", "get"}}})},
           {"thresholds", json::array({{{"name", "latency: p99 < 2ms"}, {"value", 3.01}, {"ok", false}},
                                       {{"name", "errors: rate < 1%"}, {"value", 0.0004}, {"ok", true}}})},
@@ -67,6 +73,19 @@ TEST_CASE("load view: the summary has the model, counts, both latencies and each
   CHECK_THAT(s, Catch::Contains("  7  expect: status was 503\n"));
   CHECK_THAT(s, Catch::Contains("  CROSSED latency: p99 < 2ms  (3.01ms)\n"));
   CHECK_THAT(s, Catch::Contains("  ok      errors: rate < 1%  (0.04%)\n"));
+}
+
+TEST_CASE("load view: corral's own lateness is shown, and a warning when it is in the numbers") {
+  json t = test_json("passed");
+  const std::string quiet = render_load_summary(t);
+  CHECK_THAT(quiet, Catch::Contains("  late     : p50 0.004ms  p90 0.004ms  p95 0.210ms  p99 0.210ms  "
+                                    "p99.9 0.210ms  max 0.210ms  (corral's own, starting iterations)\n"));
+  CHECK_THAT(quiet, !Catch::Contains("warning"));
+  t["start_lateness"]["over_5ms"] = 240;  // exactly 1 %: no warning yet
+  CHECK_THAT(render_load_summary(t), !Catch::Contains("warning"));
+  t["start_lateness"]["over_5ms"] = 744;
+  CHECK_THAT(render_load_summary(t),
+             Catch::Contains("warning    : corral started 3.10% of iterations more than 5ms late"));
 }
 
 TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") {

@@ -106,9 +106,9 @@ TEST_CASE("wake queue: every wake-up is delivered with its token, replaced ones 
   CHECK(fired == Fired{{7, first}, {7, second}});
 }
 
-TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later loop turn") {
-  // An owner that always asks to be woken at once must not hold the loop in one callback: the
-  // loop polls for I/O (its prepare handles run) between any two of its wake-ups.
+// An owner that always asks to be woken at once must not hold the loop in one callback: the
+// loop polls for I/O (its prepare handles run) between any two of its wake-ups.
+void check_later_turn(bool exact) {
   Loop l;
   static int polls = 0;
   polls = 0;
@@ -124,13 +124,14 @@ TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later l
     while (uv_hrtime() < until) {
     }
     if (polls_at_fire.size() < 5) {
-      queue->schedule(id, 0);
+      exact ? queue->schedule_at(id, uv_hrtime() / 1000) : queue->schedule(id, 0);
     } else {
       uv_prepare_stop(&prepare);  // or the loop would wait for I/O with nothing left to wake it
     }
   });
   queue = &q;
-  q.schedule(1, 0);
+  if (exact) REQUIRE(q.use_exact_clock().is_ok());
+  exact ? q.schedule_at(1, uv_hrtime() / 1000) : q.schedule(1, 0);
   REQUIRE(run_until(&l.loop, [&] { return polls_at_fire.size() == 5; }));
   for (size_t i = 1; i < polls_at_fire.size(); ++i) CHECK(polls_at_fire[i] > polls_at_fire[i - 1]);
   bool closed = false;
@@ -138,6 +139,39 @@ TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later l
   uv_close(reinterpret_cast<uv_handle_t*>(&prepare),
            [](uv_handle_t* h) { *static_cast<bool*>(h->data) = true; });
   REQUIRE(run_until(&l.loop, [&] { return closed; }));  // before `prepare` leaves the stack
+}
+
+TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later loop turn") {
+  check_later_turn(false);
+}
+
+TEST_CASE("wake queue: on the exact clock too, a wake-up scheduled from a firing one waits for a later loop turn") {
+  check_later_turn(true);
+}
+
+TEST_CASE("wake queue: on the exact clock, wake-ups come in order, at most kEarlyUs before their microsecond") {
+  Loop l;
+  Fired fired;
+  std::vector<uint64_t> at;  // uv_hrtime() in µs as each fired
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) {
+    fired.emplace_back(id, token);
+    at.push_back(uv_hrtime() / 1000);
+  });
+  REQUIRE(q.use_exact_clock().is_ok());
+  // Times that libuv's millisecond timers cannot tell apart from their neighbours.
+  uint64_t start = uv_hrtime() / 1000;
+  std::vector<uint64_t> due = {start + 7'300, start + 2'450, start + 2'900, start + 12'050};
+  uint64_t a = q.schedule_at(1, due[0]);
+  uint64_t b = q.schedule_at(2, due[1]);
+  uint64_t c = q.schedule_at(3, due[2]);
+  uint64_t d = q.schedule_at(4, due[3]);
+  REQUIRE(run_until(&l.loop, [&] { return fired.size() == 4; }));
+  CHECK(fired == Fired{{2, b}, {3, c}, {1, a}, {4, d}});
+  CHECK(at[0] + WakeQueue::kEarlyUs >= due[1]);
+  CHECK(at[1] + WakeQueue::kEarlyUs >= due[2]);
+  CHECK(at[2] + WakeQueue::kEarlyUs >= due[0]);
+  CHECK(at[3] + WakeQueue::kEarlyUs >= due[3]);
+  CHECK(q.size() == 0);
 }
 
 TEST_CASE("wake queue: an exception from the owner goes no further and the others still fire") {
