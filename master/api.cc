@@ -149,6 +149,11 @@ void Daemon::api_config(const ApiCall& c) {
   c.respond.send(Response::json(200, {{"config", settings},
                                       {"home", cfg_.home},
                                       {"file", config_file_},
+                                      {"workers",
+                                       {{"wanted", supervisor_.wanted()},
+                                        {"from", scaled_workers_ ? "corral scale"
+                                                 : cfg_.workers > 0 ? "config"
+                                                                    : "one per usable CPU"}}},
                                       {"needs_master_restart", reload_notes_}}));
 }
 
@@ -175,7 +180,8 @@ void Daemon::api_scale(const ApiCall& c) {
     c.respond.send(Response::error(409, "the daemon is stopping"));
     return;
   }
-  supervisor_.set_wanted(it->get<int>());
+  scaled_workers_ = it->get<int>();
+  supervisor_.set_wanted(*scaled_workers_);
   kick();
   c.respond.send(Response::json(200, {{"workers", supervisor_.wanted()}}));
 }

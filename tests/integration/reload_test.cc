@@ -195,3 +195,40 @@ TEST_CASE("reload: a second reload while one runs is refused with 409") {
   INFO(w.dump());
   CHECK(w["successor"]["pid"].get<pid_t>() > 0);
 }
+
+TEST_CASE("reload: the worker count corral scale set outlives a reload, until the config's "
+          "workers changes") {
+  TempHome home;
+  Json config = {{"workers", 1}, {"reload_grace", "1s"}, {"ready_timeout", "5s"}};
+  Daemon d(home, DaemonOptions().with_config(config));
+  d.wait_ready(1);
+  CliResult scaled = run_cli({"scale", "2"}, home.path());
+  INFO("scale: " << scaled.describe());
+  REQUIRE(scaled.exit_code == 0);
+  auto ready = [&] {
+    int n = 0;
+    for (const Json& w : d.workers()) n += w["state"] == "ready" ? 1 : 0;
+    return n;
+  };
+
+  CliResult reload = run_cli({"reload"}, home.path());
+  INFO("reload: " << reload.describe());
+  CHECK(reload.exit_code == 0);
+  CHECK_THAT(reload.out, Catch::Contains("reload 1 done: workers 0, 1 replaced"));
+  hold_for([&] { return ready() == 2 && d.workers().size() == 2; }, milliseconds(1500),
+           "both workers staying after the reload");
+  Json workers = d.api("GET", "/config").json["workers"];
+  CHECK(workers == Json{{"wanted", 2}, {"from", "corral scale"}});
+  CHECK_THAT(read_file(home.master_log()),
+             Catch::Contains("reload 1: keeping the 2 workers set by corral scale (the config "
+                             "says 1)"));
+
+  // A config whose workers changed was edited on purpose: it wins.
+  config["workers"] = 3;
+  home.write_config(config);
+  CliResult edited = run_cli({"reload"}, home.path());
+  INFO("reload after the edit: " << edited.describe());
+  CHECK(edited.exit_code == 0);
+  d.wait_until([&] { return ready() == 3; }, seconds(20), "3 workers, as the config now says");
+  CHECK(d.api("GET", "/config").json["workers"] == Json{{"wanted", 3}, {"from", "config"}});
+}
