@@ -20,6 +20,7 @@
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
 #include "cli/verb.h"
+#include "config/load/parse.h"
 #include "shared/exit_codes.h"
 #include "shared/http/blocking_client.h"
 
@@ -219,6 +220,22 @@ class LoadVerb : public Verb {
       }
       load["hosts"] = n;
     }
+    if (std::string e = apply_thresholds(load); !e.empty()) return e;
+    if (watch_pid_ > 0) load["watch"]["pid"] = watch_pid_;
+    if (!watch_url_.empty()) load["watch"]["url"] = watch_url_;
+    for (const std::string& w : stop_when_) load["watch"]["stop_when"].push_back(w);
+    if (load.empty()) {
+      return file_ + ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
+             "load";
+    }
+    return "";
+  }
+
+  // --threshold METRIC: EXPRESSION, checked here so that a mistake is blamed on the flag. The
+  // flags' thresholds of a metric replace the file's for that metric; the file's other metrics
+  // stay.
+  std::string apply_thresholds(json& load) const {
+    json given = json::object();
     for (const std::string& t : thresholds_) {
       // The metric ends at the first ':' outside braces ("latency{step:login}: p99 < 1s").
       size_t colon = std::string::npos;
@@ -230,15 +247,14 @@ class LoadVerb : public Verb {
       if (colon == std::string::npos) return "--threshold " + t + ": expected METRIC: EXPRESSION";
       std::string metric = t.substr(0, colon);
       while (!metric.empty() && metric.back() == ' ') metric.pop_back();
-      load["thresholds"][metric].push_back(t.substr(colon + 1));
+      const std::string expression = t.substr(colon + 1);
+      if (auto parsed = load::parse_threshold(metric, expression, "--threshold \"" + t + "\"");
+          !parsed) {
+        return parsed.status().message();
+      }
+      given[metric].push_back(expression);
     }
-    if (watch_pid_ > 0) load["watch"]["pid"] = watch_pid_;
-    if (!watch_url_.empty()) load["watch"]["url"] = watch_url_;
-    for (const std::string& w : stop_when_) load["watch"]["stop_when"].push_back(w);
-    if (load.empty()) {
-      return file_ + ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
-             "load";
-    }
+    for (const auto& [metric, expressions] : given.items()) load["thresholds"][metric] = expressions;
     return "";
   }
 

@@ -89,14 +89,18 @@ TEST_CASE("load cli: an open model starts exactly rate x duration arrivals, and 
   CHECK_THAT(r.out, Catch::Contains("(from the intended start)"));
 }
 
-TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which") {
+TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which; a flag's "
+          "thresholds replace the file's for their metric") {
   TempHome home;
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));
   d.wait_ready(1);
+  // The file's errors threshold would hold; the flag's replaces it. Its latency one stays.
   const std::string file = write_file(
       home, "failing.json",
-      get_scenario(api.base(), "/fail?status=503", {{"vus", 2}, {"duration", "1s"}}));
+      get_scenario(api.base(), "/fail?status=503",
+                   {{"vus", 2}, {"duration", "1s"},
+                    {"thresholds", {{"errors", {"count < 1000000"}}, {"latency", {"p99 < 10s"}}}}}));
   const std::string junit = home.file("load.xml");
   CliResult r = run_cli({"load", file, "--threshold", "errors: rate < 1%", "--threshold",
                          "latency{step:get}: p99 < 10s", "--junit", junit},
@@ -106,11 +110,13 @@ TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which"
   CHECK_THAT(r.out, Catch::Contains("state      : failed"));
   CHECK_THAT(r.out, Catch::Contains("CROSSED errors: rate < 1%  (100.00%)"));
   CHECK_THAT(r.out, Catch::Contains("ok      latency{step:get}: p99 < 10s"));
+  CHECK_THAT(r.out, Catch::Contains("ok      latency: p99 < 10s"));  // the file's, kept
+  CHECK_THAT(r.out, !Catch::Contains("count < 1000000"));           // replaced by the flag
   CHECK_THAT(r.out, Catch::Contains("status"));  // the errors' class
   // Each threshold is a testcase; the crossed one fails.
   std::ifstream in(junit);
   const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK_THAT(xml, Catch::Contains("tests=\"3\" failures=\"1\""));
+  CHECK_THAT(xml, Catch::Contains("tests=\"4\" failures=\"1\""));
   CHECK_THAT(xml, Catch::Contains("name=\"errors: rate &lt; 1%\""));
   CHECK_THAT(xml, Catch::Contains("<failure message=\"crossed: the value was 100.00%\""));
   CHECK_THAT(xml, Catch::Contains("name=\"latency{step:get}: p99 &lt; 10s\""));
@@ -196,6 +202,13 @@ TEST_CASE("load api: a wrong load section is refused with the field at fault, an
   CliResult r = run_cli({"load", file}, home.path());
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("no \"load\" section"));
+  // A mistake in a flag's threshold is the flag's, not the file's.
+  const std::string with_load =
+      write_file(home, "withload.json", get_scenario(api.base(), "/", {{"vus", 1}, {"duration", "1s"}}));
+  CliResult typo = run_cli({"load", with_load, "--threshold", "latncy: p99 < 5ms"}, home.path());
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("corral: --threshold \"latncy: p99 < 5ms\": unknown metric"));
+  CHECK_THAT(typo.err, !Catch::Contains("withload.json"));
   CHECK(api.stats()["requests"] == 0);
 }
 
