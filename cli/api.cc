@@ -72,4 +72,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
+int usage_error(const std::string& message) {
+  std::cerr << "corral: " << message << "\n";
+  return kExitUsage;
+}
+
 }  // namespace corral::cli

@@ -50,5 +50,7 @@ int report_failure(const Status& status, const std::string& socket_path);
 
 // Prints "corral: <message>" on stderr and returns 1.
 int fail(const std::string& message);
+// Prints "corral: <message>" on stderr and returns kExitUsage (2): a bad flag or input file.
+int usage_error(const std::string& message);
 
 }  // namespace corral::cli

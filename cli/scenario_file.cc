@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "shared/text/strict_json.h"
+
 namespace corral::cli {
 
 using nlohmann::json;
@@ -12,9 +14,9 @@ Result<json> read_scenario_file(const std::string& path) {
   if (!in) return invalid_argument("cannot read " + path);
   std::stringstream text;
   text << in.rdbuf();
-  json doc = json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded()) return invalid_argument(path + ": not valid JSON");
-  if (!doc.is_object()) return invalid_argument(path + ": not a JSON object");
+  auto doc = text::parse_strict_json(text.str());
+  if (!doc) return invalid_argument(path + ": " + doc.status().message());
+  if (!doc->is_object()) return invalid_argument(path + ": not a JSON object");
   return doc;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "config/fields.h"
+#include "shared/text/strict_json.h"
 
 namespace corral::config {
 namespace {
@@ -163,15 +164,6 @@ json field_to_json(const Config& cfg, const Field& f) {
   return nullptr;
 }
 
-// nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: ..." without
-// the bracketed id, which means nothing to a person editing the file.
-std::string describe_parse_error(const json::parse_error& e) {
-  std::string what = e.what();
-  size_t at = what.find("parse error at ");
-  if (at == std::string::npos) return "invalid JSON: " + what;
-  return what.substr(at + std::strlen("parse error at "));
-}
-
 }  // namespace
 
 Result<std::string> read_whole_file(const std::string& path) {
@@ -220,12 +212,9 @@ void apply_json(Config& cfg, const json& j) {
 json read_settings(const std::string& path) {
   Result<std::string> text = read_whole_file(path);
   if (!text) throw ConfigError(text.status().message());
-  json j;
-  try {
-    j = json::parse(*text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(describe_parse_error(e));
-  }
+  Result<json> parsed = text::parse_strict_json(*text);
+  if (!parsed) throw ConfigError(parsed.status().message());
+  json j = std::move(*parsed);
   if (!j.is_object()) {
     throw ConfigError(std::string("expected a JSON object of settings, got ") + j.type_name());
   }

@@ -6,9 +6,11 @@
 #include <functional>
 #include <string_view>
 
+#include "master/api_body.h"
 #include "master/daemon_impl.h"
 #include "shared/http/router.h"
 #include "shared/proc.h"
+#include "shared/text/strict_json.h"
 
 namespace corral::master {
 namespace {
@@ -18,15 +20,25 @@ using http::Responder;
 using http::Response;
 using nlohmann::json;
 
-// The body as a JSON object; an empty body is {}. Fails with a 400 answer otherwise.
-std::optional<json> json_body(const Request& req, const Responder& respond) {
+// The body as a JSON object; an empty body is {}. Fails with a 400 answer otherwise, which
+// says what is wrong (a repeated key, or where the syntax breaks).
+std::optional<json> json_body(const Request& req, const Responder& respond,
+                              std::initializer_list<std::string_view> known) {
   if (req.body.empty()) return json::object();
-  json j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  auto j = text::parse_strict_json(req.body);
+  if (!j) {
+    respond.send(Response::error(400, "request body: " + j.status().message()));
+    return std::nullopt;
+  }
+  if (!j->is_object()) {
     respond.send(Response::error(400, "request body must be a JSON object"));
     return std::nullopt;
   }
-  return j;
+  if (auto unknown = unknown_field(*j, known)) {
+    respond.send(Response::error(400, *unknown));
+    return std::nullopt;
+  }
+  return std::move(*j);
 }
 
 // Whether `given` equals `want`, taking the same time wherever they differ: a client cannot
@@ -169,7 +181,7 @@ void Daemon::api_workers(const ApiCall& c) {
 }
 
 void Daemon::api_scale(const ApiCall& c) {
-  auto body = json_body(c.req, c.respond);
+  auto body = json_body(c.req, c.respond, {"workers"});
   if (!body) return;
   auto it = body->find("workers");
   if (it == body->end() || !it->is_number_integer() || *it < 0 || *it > 1024) {
@@ -187,7 +199,7 @@ void Daemon::api_scale(const ApiCall& c) {
 }
 
 void Daemon::api_restart(const ApiCall& c) {
-  auto body = json_body(c.req, c.respond);
+  auto body = json_body(c.req, c.respond, {"slot"});
   if (!body) return;
   std::optional<int> slot;
   if (auto it = body->find("slot"); it != body->end()) {

@@ -15,8 +15,10 @@
 #include <set>
 
 #include "config/scenario/parse.h"
+#include "master/api_body.h"
 #include "master/daemon_impl.h"
 #include "shared/proc.h"
+#include "shared/text/strict_json.h"
 
 #include <spdlog/spdlog.h>
 
@@ -45,10 +47,19 @@ Run* Daemon::run_of(const ApiCall& c) {
   return run;
 }
 
-std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what) {
-  json body = json::parse(c.req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
+std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what,
+                                            std::initializer_list<std::string_view> known) {
+  auto body = text::parse_strict_json(c.req.body);
+  if (!body) {
+    c.respond.send(Response::error(400, "request body: " + body.status().message()));
+    return std::nullopt;
+  }
+  if (!body->is_object()) {
     c.respond.send(Response::error(400, "request body must be a JSON object"));
+    return std::nullopt;
+  }
+  if (auto unknown = unknown_field(*body, known)) {
+    c.respond.send(Response::error(400, *unknown));
     return std::nullopt;
   }
   if (supervisor_.shutting_down()) {
@@ -56,7 +67,7 @@ std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what) 
                                             " are not accepted"));
     return std::nullopt;
   }
-  return body;
+  return std::move(*body);
 }
 
 Result<Daemon::RunRequest> Daemon::run_request(const json& body,
@@ -109,7 +120,8 @@ std::optional<Daemon::Refusal> Daemon::refuse_run(uint32_t count) const {
 }
 
 void Daemon::api_run_submit(const ApiCall& c) {
-  auto submitted = submission_body(c, "runs");
+  auto submitted =
+      submission_body(c, "runs", {"scenario", "instances", "vars", "priority", "data"});
   if (!submitted) return;
   if (submitted->contains("data")) {
     api_run_submit_data(c, std::move(*submitted));

@@ -184,7 +184,10 @@ class Daemon {
   std::optional<callback::Address> callback_target(const ApiCall& c);
   // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
   // 400 or 503 and returns nullopt otherwise.
-  std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what);
+  // The body of a submission (a run, a load test, a schedule) with only the `known` fields;
+  // answers 400 (or 503 while stopping) and returns nullopt otherwise.
+  std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what,
+                                                std::initializer_list<std::string_view> known);
   // What POST /runs takes, and POST /schedules for each run: a checked scenario, its vars,
   // instances and priority (api_runs.cc).
   struct RunRequest {

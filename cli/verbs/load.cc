@@ -2,7 +2,8 @@
 // runs a scenario file as a load test on the daemon's workers (POST /loads), shows a live line
 // while it runs, then prints the summary and writes it with --out. The model comes from the
 // file's "load" section; flags override it. Exits 0 when every threshold held, 1 when one was
-// crossed or the test was stopped or aborted, 2 for a file or flags the daemon refuses.
+// crossed or the test was stopped or aborted, 2 for a file or flags the daemon refuses, 3 when no
+// daemon runs, 4 when it cannot start a test now (no worker is ready, or it is stopping).
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
 #include "cli/verb.h"
+#include "config/config.h"
 #include "config/load/parse.h"
 #include "shared/exit_codes.h"
 #include "shared/http/blocking_client.h"
@@ -42,9 +44,30 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-int usage_error(const std::string& message) {
-  std::cerr << "corral: " << message << "\n";
-  return kExitUsage;
+// --max-p99: a duration as everywhere else ("500ms", "2s"), or a plain number of milliseconds.
+Result<double> p99_bound_ms(const std::string& text) {
+  char* end = nullptr;
+  double ms = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end == text.c_str() + text.size() && ms > 0) return ms;
+  auto parsed = config::parse_duration_ms(text);
+  if (!parsed || *parsed == 0) {
+    return invalid_argument("--max-p99 " + text + ": expected a duration like 500ms or 2s");
+  }
+  return static_cast<double>(*parsed);
+}
+
+// --max-errors: a rate as thresholds write it, "1%", or a fraction from 0 to 1.
+Result<double> error_bound(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(v >= 0)) v = -1;
+  if (percent) v /= 100;
+  if (!(v >= 0 && v <= 1)) {
+    return invalid_argument("--max-errors " + text + ": expected a rate like 1% or 0.01");
+  }
+  return v;
 }
 
 class LoadVerb : public Verb {
@@ -87,11 +110,12 @@ class LoadVerb : public Verb {
     app.add_option("--max-steps", max_steps_, "--find-max: at most this many steps")
         ->needs(find)
         ->check(CLI::Range(1, 100));
-    app.add_option("--max-p99", max_p99_ms_, "--find-max: a step past this p99 (ms) broke")
+    app.add_option("--max-p99", max_p99_,
+                   "--find-max: a step past this p99 broke, e.g. 500ms (plain numbers: ms)")
         ->needs(find);
-    app.add_option("--max-errors", max_errors_, "--find-max: a step past this error rate broke")
-        ->needs(find)
-        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--max-errors", max_errors_,
+                   "--find-max: a step past this error rate broke, e.g. 1% or 0.01")
+        ->needs(find);
     auto* html = app.add_option("--html", html_,
                                 "when the test ends, write a report with charts as one HTML file")
                      ->type_name("FILE");
@@ -136,7 +160,12 @@ class LoadVerb : public Verb {
     if (answer->status != 201) {
       std::string message = json_string(reply, "error", "POST /loads failed with HTTP " +
                                                             std::to_string(answer->status));
-      return answer->status == 400 ? usage_error(file_ + ": " + message) : fail(message);
+      if (answer->status == 400) return usage_error(file_ + ": " + message);
+      if (answer->status == 503) {  // no worker ready, or the daemon stopping: not the test's fault
+        std::cerr << "corral: " << message << "\n";
+        return kExitNotReady;
+      }
+      return fail(message);
     }
     id = json_string(reply, "load");
     std::cout << "corral: load " << id << ": " << json_string(scenario, "name") << " on "
@@ -151,8 +180,12 @@ class LoadVerb : public Verb {
   // --find-max: one test per step (cli/find_max.h), each followed to its end without a live line.
   int find_max(const Api& api, const json& scenario, const json& load, const json& vars) const {
     KneeSearch search;
-    search.bounds.p99_ms = static_cast<double>(max_p99_ms_);
-    search.bounds.error_rate = max_errors_;
+    auto p99 = p99_bound_ms(max_p99_);
+    if (!p99) return usage_error(p99.status().message());
+    auto errors = error_bound(max_errors_);
+    if (!errors) return usage_error(errors.status().message());
+    search.bounds.p99_ms = *p99;
+    search.bounds.error_rate = *errors;
     search.factor = step_factor_;
     search.max_steps = max_steps_;
     search.duration = step_duration_;
@@ -319,8 +352,8 @@ class LoadVerb : public Verb {
   std::string step_duration_ = "10s";
   double step_factor_ = 1.5;
   int max_steps_ = 12;
-  long max_p99_ms_ = 1000;
-  double max_errors_ = 0.01;
+  std::string max_p99_ = "1s";
+  std::string max_errors_ = "1%";
   long watch_pid_ = 0;
   std::string watch_url_;
   std::vector<std::string> stop_when_;

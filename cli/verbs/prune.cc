@@ -7,6 +7,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/verb.h"
+#include "config/config.h"
 
 namespace corral::cli {
 namespace {
@@ -18,13 +19,16 @@ class PruneVerb : public Verb {
                    "forget finished runs that finished longer ago than this, e.g. 7d, 12h");
   }
   int run(const Context& ctx) override {
+    if (!older_than_.empty() && !config::parse_duration_ms(older_than_)) {
+      return usage_error("--older-than " + older_than_ + ": expected a duration like 7d or 12h");
+    }
     const Api api(ctx);
     std::string path = "/runs";
     if (!older_than_.empty()) path += "?older_than=" + older_than_;
     auto answer = api.del(path);
     if (!answer) return report_failure(answer.status(), api.socket_path());
-    std::cout << "corral: pruned " << static_cast<long>(json_number(*answer, "pruned"))
-              << " finished runs\n";
+    const long pruned = static_cast<long>(json_number(*answer, "pruned"));
+    std::cout << "corral: pruned " << pruned << (pruned == 1 ? " finished run\n" : " finished runs\n");
     return 0;
   }
 

@@ -36,11 +36,6 @@ constexpr long kSubmitTimeoutMs = 30000;      // a large submission is still one
 constexpr long kDataSubmitTimeoutMs = 600000;  // the daemon scans a --data file first
 constexpr long kInstancesTimeoutMs = 120000;  // every instance with its steps, for --junit
 
-int usage_error(const std::string& message) {
-  std::cerr << "corral: " << message << "\n";
-  return kExitUsage;
-}
-
 class RunVerb : public Verb {
  public:
   void setup(CLI::App& app) override {

@@ -2,6 +2,7 @@
 #include <cctype>
 
 #include "config/config.h"
+#include "config/fields.h"
 #include "config/scenario/parse_internal.h"
 
 namespace corral::scenario::detail {
@@ -26,6 +27,11 @@ std::string element_path(const std::string& path, size_t index) {
 
 std::string shown(const json& value) { return describe_value(value); }
 
+std::string did_you_mean(std::string_view name, const std::vector<std::string_view>& known) {
+  const std::string_view* close = config::closest_name(name, known);
+  return close == nullptr ? "" : " (did you mean " + shown(std::string(*close)) + "?)";
+}
+
 void check_fields(const json& j, const std::string& path,
                   std::initializer_list<std::string_view> known) {
   check_fields(j, path, std::vector<std::string_view>(known));
@@ -40,7 +46,7 @@ void check_fields(const json& j, const std::string& path,
     if (found) continue;
     std::string list;
     for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    fail(field_path(path, key), "unknown field (known: " + list + ")");
+    fail(field_path(path, key), "unknown field" + did_you_mean(key, known) + " (known: " + list + ")");
   }
 }
 
@@ -167,7 +173,10 @@ void check_scope(const Template& t, const std::string& path, const Scope& scope)
   }
   for (const std::string& name : t.variables()) {
     if (!scope.contains(name)) {
-      fail(path, "unknown variable " + shown(name) + " in " + shown(t.source()));
+      std::vector<std::string_view> known(scope.vars.begin(), scope.vars.end());
+      for (std::string_view b : {"instance", "run", "uuid"}) known.push_back(b);
+      fail(path, "unknown variable " + shown(name) + did_you_mean(name, known) + " in " +
+                     shown(t.source()));
     }
   }
   for (const std::string& name : t.names(Template::Kind::kEnv)) {

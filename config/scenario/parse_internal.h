@@ -61,8 +61,10 @@ struct Scope {
 // scope.branch; returns the first index. Each step's captures are added to `scope`.
 size_t parse_steps(const json& list, const std::string& path, Scope& scope);
 
+// ` (did you mean "base"?)` for a misspelt `name`, when one of `known` is close; "" otherwise.
+std::string did_you_mean(std::string_view name, const std::vector<std::string_view>& known);
 // Fails unless `j` is an object whose keys are all in `known`:
-// `steps[0].pol: unknown field (known: name, request, ...)`.
+// `steps[0].requst: unknown field (did you mean "request"?) (known: name, request, ...)`.
 void check_fields(const json& j, const std::string& path,
                   std::initializer_list<std::string_view> known);
 void check_fields(const json& j, const std::string& path,

@@ -71,6 +71,18 @@ Retry parse_retry(const json& j, const std::string& path) {
   return r;
 }
 
+// Every field a step of any kind takes ("name" first).
+std::vector<std::string_view> every_step_field() {
+  std::vector<std::string_view> every{"name"};
+  for (const StepKind* k : step_kinds()) {
+    for (std::string_view f : k->fields) {
+      if (std::find(every.begin(), every.end(), f) == every.end()) every.push_back(f);
+    }
+    if (std::find(every.begin(), every.end(), k->mark) == every.end()) every.push_back(k->mark);
+  }
+  return every;
+}
+
 // The kind whose mark step `j` holds; when it holds the marks of two kinds, the one that takes
 // the other's mark among its fields (a poll step holds a "request").
 const StepKind& kind_of(const json& j, const std::string& path) {
@@ -87,6 +99,8 @@ const StepKind& kind_of(const json& j, const std::string& path) {
                        [&](const StepKind* o) { return o != k && takes(o, k->mark); });
   });
   if (marked.size() == 1) return *marked.front();
+  // No mark: a misspelt one ("requst") is an unknown field; name it.
+  if (marked.empty()) check_fields(j, path, every_step_field());
   std::string marks;
   for (const StepKind* k : all)
     marks += (marks.empty() ? "\"" : ", \"") + std::string(k->mark) + "\"";
@@ -95,13 +109,7 @@ const StepKind& kind_of(const json& j, const std::string& path) {
 
 // Fails on a field that `kind` does not take, naming what it takes instead.
 void check_kind_fields(const json& j, const std::string& path, const StepKind& kind) {
-  std::vector<std::string_view> every{"name"};
-  for (const StepKind* k : step_kinds()) {
-    for (std::string_view f : k->fields) {
-      if (std::find(every.begin(), every.end(), f) == every.end()) every.push_back(f);
-    }
-  }
-  check_fields(j, path, every);
+  check_fields(j, path, every_step_field());
   for (const auto& [key, value] : j.items()) {
     if (key == "name" ||
         std::find(kind.fields.begin(), kind.fields.end(), key) != kind.fields.end()) {

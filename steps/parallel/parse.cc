@@ -11,8 +11,10 @@ namespace {
 using namespace corral::scenario;
 using namespace corral::scenario::detail;
 
-// Branch `b` at `path`: [steps...], or {"name": "eu", "steps": [...]}.
-Step::Branch parse_branch(const json& j, const std::string& path, size_t b, Scope& scope) {
+// Branch `b` at `path`: [steps...], or {"name": "eu", "steps": [...]}. What it captured is
+// added to `exports` as "<branch>.<name>".
+Step::Branch parse_branch(const json& j, const std::string& path, size_t b, const Scope& scope,
+                          std::vector<std::string>& exports) {
   Step::Branch branch;
   branch.name = "branch" + std::to_string(b);
   const json* list = &j;
@@ -43,7 +45,7 @@ Step::Branch parse_branch(const json& j, const std::string& path, size_t b, Scop
   if (inner.callback_url_at != scope.callback_url_at) {
     fail(inner.callback_url_at, "{{callback_url}} cannot be used inside a parallel branch");
   }
-  for (const std::string& name : inner.captured) scope.insert(branch.name + "." + name);
+  for (const std::string& name : inner.captured) exports.push_back(branch.name + "." + name);
   return branch;
 }
 
@@ -66,12 +68,16 @@ void parse(const json& j, const std::string& path, Step& s, Scope& scope) {
   if (!list.is_array() || list.empty()) fail(at, "expected a non-empty array of branches");
   auto spec = std::make_shared<Parallel>();
   std::set<std::string> names;
+  // A branch sees what was defined before the parallel step, not its siblings' captures: those
+  // exist only after the join.
+  std::vector<std::string> exports;
   for (size_t b = 0; b < list.size(); ++b) {
-    s.branches.push_back(parse_branch(list[b], element_path(at, b), b, scope));
+    s.branches.push_back(parse_branch(list[b], element_path(at, b), b, scope, exports));
     if (!names.insert(s.branches.back().name).second) {
       fail(element_path(at, b), "another branch is called \"" + s.branches.back().name + "\"");
     }
   }
+  for (std::string& name : exports) scope.insert(std::move(name));
   const size_t n = s.branches.size();
   spec->needed = j.contains("join") ? parse_join(j["join"], field_path(path, "join"), n) : n;
   spec->max_concurrent = n;

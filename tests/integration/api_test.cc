@@ -116,6 +116,44 @@ TEST_CASE("api: a bad scale body answers 400 naming the field") {
   CHECK(daemon.health().at("workers_wanted") == 1);  // nothing changed
 }
 
+TEST_CASE("api: an unknown or repeated field in a body answers 400 naming it, and runs nothing") {
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(1));
+  const std::string scenario = R"({"name": "t", "steps": [{"sleep": "10ms"}]})";
+  struct Case {
+    const char* method;
+    const char* path;
+    std::string body;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"POST", "/runs", R"({"scenario": )" + scenario + R"(, "instance": 3})",
+       R"(unknown field "instance" (did you mean "instances"?))"},
+      {"POST", "/runs", R"({"scenario": )" + scenario + R"(, "instances": 2, "instances": 3})",
+       R"(request body: the key "instances" appears twice)"},
+      {"POST", "/runs",
+       R"({"scenario": {"name": "t", "steps": [{"sleep": "1s", "sleep": "2s"}]}})",
+       R"(request body: scenario.steps[0]: the key "sleep" appears twice)"},
+      {"POST", "/loads", R"({"scenario": )" + scenario + R"(, "laod": {"vus": 1}})",
+       R"(unknown field "laod" (did you mean "load"?))"},
+      {"POST", "/schedules",
+       R"({"name": "n", "cron": "0 3 * * *", "catchup": true, "scenario": )" + scenario + "}",
+       R"(unknown field "catchup" (did you mean "catch_up"?))"},
+      {"POST", "/workers/scale", R"({"worker": 2})", R"(unknown field "worker")"},
+      {"POST", "/workers/restart", R"({"slots": 0})", R"(unknown field "slots")"},
+  };
+  for (const Case& c : cases) {
+    ApiResponse r = daemon.api(c.method, c.path, c.body);
+    INFO(c.path << " " << c.body << " -> " << r.status << " " << r.body);
+    CHECK(r.status == 400);
+    REQUIRE(is_json_error(r));
+    CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains(c.error));
+  }
+  CHECK(daemon.api("GET", "/runs").json["runs"].empty());
+  CHECK(daemon.api("GET", "/loads").json["loads"].empty());
+  CHECK(daemon.health().at("workers_wanted") == 1);
+}
+
 TEST_CASE("api: restarting slot 0 replaces only that worker, with reason stopped") {
   TempHome home;
   Daemon daemon(home, DaemonOptions().with_workers(2).with_config(Json{{"stop_grace", "2s"}}));

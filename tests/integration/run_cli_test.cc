@@ -200,13 +200,18 @@ TEST_CASE("run cli: an invalid scenario or command line exits 2 and starts nothi
   CHECK_THAT(secret.err, Catch::Contains("unknown secret \"NOPE\""));
 
   std::ofstream(home.file("garbage.json")) << "{not json";
+  std::ofstream(home.file("twice.json"))
+      << R"({"name": "t", "steps": [{"sleep": "1s", "sleep": "2s"}]})";
   const std::string good = write_scenario(home, "good.json", job_scenario(1));
   struct Case {
     std::vector<std::string> args;
     const char* error;
   };
   for (const Case& c : {Case{{"run", home.file("missing.json")}, "cannot read"},
-                        Case{{"run", home.file("garbage.json")}, "not valid JSON"},
+                        Case{{"run", home.file("garbage.json")},
+                             "garbage.json: line 1, column 3: syntax error"},
+                        Case{{"run", home.file("twice.json")},
+                             "twice.json: steps[0]: the key \"sleep\" appears twice"},
                         Case{{"run", good, "--detach", "--junit", junit}, "excludes"},
                         Case{{"run", good, "--var", "=1"}, "expected NAME=VALUE"},
                         Case{{"run", good, "--junit", home.file("no/such/dir.xml")}, "no dir"}}) {

@@ -118,15 +118,23 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "steps": []})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t", "steps": {}})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
-      {R"({"name": "t", "step": []})", "step: unknown field (known: name, vars, steps, load, start_spread, limits, tls, "
-       "http_version)"},
+      {R"({"name": "t", "step": []})", "step: unknown field (did you mean \"steps\"?) (known: name, "
+       "vars, steps, load, start_spread, limits, tls, http_version)"},
       {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.uuid: "uuid" is a built-in variable)"},
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.a-b: a variable name may hold only letters, digits and "_")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
-       "steps[0].pol: unknown field (known: name, callback, expect, abort_if, capture, exec, "
-       "parallel, join, max_concurrent, timeout, request, poll, retry, sleep, jitter)"},
+       "steps[0].pol: unknown field (did you mean \"poll\"?) (known: name, callback, expect, "
+       "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "
+       "sleep, jitter)"},
+      // A misspelt mark is named, not reported as a step without one.
+      {one_step(R"({"requst": {"url": "{{base}}"}})"),
+       "steps[0].requst: unknown field (did you mean \"request\"?) (known: name, callback, "
+       "expect, abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, "
+       "retry, sleep, jitter)"},
+      {one_step(R"({"request": {"url": "{{bse}}/x"}})"),
+       R"(steps[0].request.url: unknown variable "bse" (did you mean "base"?) in "{{bse}}/x")"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
        R"(steps[0].request.method: expected one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "FETCH")"},
       {one_step(R"({"request": {"method": "GET"}})"),
@@ -145,7 +153,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
            R"({"request": {"url": "{{base}}", "headers": {"Authorization": "Bearer {{token}}"}}})"),
        R"(steps[0].request.headers.Authorization: unknown variable "token" in "Bearer {{token}}")"},
       {one_step(R"({"request": {"url": "{{base}}", "json": {"user": {"id": "{{uid}}"}}}})"),
-       R"(steps[0].request.json.user.id: unknown variable "uid" in "{{uid}}")"},
+       R"(steps[0].request.json.user.id: unknown variable "uid" (did you mean "uuid"?) in "{{uid}}")"},
       {one_step(R"({"request": {"url": "{{base}}/{{job}}"}, "capture": {"job": {"json": "/id"}}})"),
        R"(steps[0].request.url: unknown variable "job" in "{{base}}/{{job}}")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "capture": {"job": {"json": "id"}}})"),
@@ -160,8 +168,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/x"}]})"),
        R"(steps[0].expect[0]: a "json" condition needs exactly one of equals, not_equals, exists, in, lt, gt, matches)"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"json": "/x", "equal": 1}]})"),
-       "steps[0].expect[0].equal: unknown field (known: status, json, header, body_contains, "
-       "exit_code, equals, not_equals, exists, in, lt, gt, matches)"},
+       "steps[0].expect[0].equal: unknown field (did you mean \"equals\"?) (known: status, json, "
+       "header, body_contains, exit_code, equals, not_equals, exists, in, lt, gt, matches)"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200, "json": "/x"}]})"),
        R"(steps[0].expect[0]: a condition needs exactly one of "status", "json", "header", "body_contains", "exit_code")"},
       {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": "200"}]})"),
@@ -261,7 +269,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "vars": {"base": "http://h"}, "steps": [{"sleep": "1s"}, {"sleep": "1s"},
           {"request": {"url": "{{base}}/jobs"}, "capture": {"job": {"json": "/id"}}},
           {"request": {"url": "{{base}}/jobs/{{jobb}}"}}]})",
-       R"(steps[3].request.url: unknown variable "jobb" in "{{base}}/jobs/{{jobb}}")"},
+       R"(steps[3].request.url: unknown variable "jobb" (did you mean "job"?) in "{{base}}/jobs/{{jobb}}")"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.doc);
