@@ -245,7 +245,9 @@ TEST_CASE(
   INFO(all.describe());
   CHECK(all.out == "corral: pruned 2 finished runs\n");
   CHECK(listed().empty());
-  CHECK(run_cli({"prune", "--older-than", "soon"}, home.path()).exit_code == 1);
+  CliResult soon = run_cli({"prune", "--older-than", "soon"}, home.path());
+  CHECK(soon.exit_code == 2);  // a usage error, named by its flag
+  CHECK(soon.err == "corral: --older-than soon: expected a duration like 7d or 12h\n");
 
   d = kill_and_restart(std::move(d), home, opts);
   CHECK(listed().empty());  // gone from the journal too

@@ -342,6 +342,20 @@ TEST_CASE("load cli: --find-max steps the rate up to where arrivals are dropped"
   // Each step was a test of its own, one second long.
   Json list = Json::parse(d.api("GET", "/loads").body);
   CHECK(list["loads"].size() == 3);
+
+  // The bounds take units as thresholds do: 50 ms answers break a 20ms p99 at the first step.
+  CliResult p99 = run_cli({"load", file, "--find-max", "--step-duration", "1s", "--max-p99",
+                           "20ms", "--max-errors", "1%"},
+                          home.path(), {}, seconds(60));
+  INFO(p99.describe());
+  CHECK(p99.exit_code == 1);  // no step held
+  CHECK_THAT(p99.out, Catch::Contains("> 20.0ms"));
+  for (const auto& [flag, value] : {std::pair{"--max-p99", "5x"}, {"--max-errors", "150%"}}) {
+    CliResult bad = run_cli({"load", file, "--find-max", flag, value}, home.path());
+    INFO(bad.describe());
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::Contains(std::string(flag) + " " + value + ": expected"));
+  }
 }
 
 TEST_CASE("load cli: --html writes a report that headless Chromium draws with its charts") {
@@ -371,4 +385,21 @@ TEST_CASE("load cli: --html writes a report that headless Chromium draws with it
                                 seconds(120));
   INFO(shown.describe());
   CHECK(shown.exit_code == 0);
+}
+
+TEST_CASE("load cli: with no worker ready the test cannot start: exit 4, not the code of a crossed "
+          "threshold") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  REQUIRE(d.api("POST", "/workers/scale", R"({"workers": 0})").status == 200);
+  d.wait_until([&] { return d.workers().empty(); }, seconds(20), "no worker left");
+  const std::string file = write_file(
+      home, "closed.json", get_scenario(api.base(), "/", {{"vus", 1}, {"duration", "1s"}}));
+  CliResult r = run_cli({"load", file}, home.path());
+  INFO(r.describe());
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.err, Catch::Contains("no worker is ready to run a load test"));
+  CHECK(api.stats()["requests"] == 0);
 }
