@@ -32,6 +32,10 @@ std::string human_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string counted(long n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string human_ms(double ms) {
   char buf[32];
   if (!(ms > 0)) return "0ms";

@@ -19,6 +19,8 @@ std::string human_duration(double seconds);
 std::string human_bytes(uint64_t bytes);
 // A lag or delay: "0.3ms", "12ms", "1.5s".
 std::string human_ms(double ms);
+// "1 instance", "3 instances": `n` and the noun in the number it needs.
+std::string counted(long n, const std::string& one, const std::string& many);
 // "2026-11-30T15:00:00Z" (fractional seconds allowed) -> that instant; nullopt if malformed.
 std::optional<WallClock::time_point> parse_utc_timestamp(const std::string& text);
 // A worker's last_exit object as one cell: "signal SIGKILL 2m ago", "crash (exit 1) 5s ago",

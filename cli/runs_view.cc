@@ -61,8 +61,8 @@ bool ProgressGate::due(const json& run, Clock::time_point now, bool final) {
 std::string render_progress(const json& run, double elapsed_s) {
   std::ostringstream out;
   out << json_string(run, "id") << "  " << json_string(run, "state") << "  "
-      << elapsed_text(elapsed_s) << "  " << static_cast<long>(json_number(run, "instances"))
-      << " instances:";
+      << elapsed_text(elapsed_s) << "  "
+      << counted(static_cast<long>(json_number(run, "instances")), "instance", "instances") << ":";
   bool first = true;
   for (const char* s : kStates) {
     long n = static_cast<long>(json_number(json_field(run, "counts"), s));
@@ -95,8 +95,16 @@ std::string render_run(const json& run) {
     out << "priority   : " << static_cast<long>(json_number(run, "priority")) << "\n";
   }
   json d = json_field(run, "duration_ms");
-  out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
-      << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";
+  double finished = 0;
+  for (const char* state : {"passed", "failed", "errored", "cancelled"}) {
+    finished += json_number(json_field(run, "counts"), state);
+  }
+  if (finished == 0) {
+    out << "duration   : - (no instance has finished)\n";
+  } else {
+    out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
+        << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";
+  }
   json failures = json_field(run, "failures");
   if (failures.is_array() && !failures.empty()) {
     out << "failures   :\n";

@@ -12,6 +12,7 @@
 #include "cli/table.h"
 #include "cli/verb.h"
 #include "config/check.h"
+#include "config/config.h"
 #include "config/sources.h"
 #include "shared/exit_codes.h"
 
@@ -80,7 +81,11 @@ class ConfigVerb : public Verb {
     }
     std::vector<std::vector<std::string>> rows;
     for (const config::Setting& s : settings) {
-      rows.push_back({s.name, value_cell(s.value), config::describe(s.origin)});
+      std::string value = value_cell(s.value);
+      if (s.name == "workers" && s.value == 0) {
+        value += " (one per usable CPU: " + std::to_string(config::usable_cpus()) + ")";
+      }
+      rows.push_back({s.name, value, config::describe(s.origin)});
     }
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
     std::cout << render_table({"field", "value", "source"}, rows, style);

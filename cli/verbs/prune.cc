@@ -28,7 +28,7 @@ class PruneVerb : public Verb {
     auto answer = api.del(path);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const long pruned = static_cast<long>(json_number(*answer, "pruned"));
-    std::cout << "corral: pruned " << pruned << (pruned == 1 ? " finished run\n" : " finished runs\n");
+    std::cout << "corral: pruned " << counted(pruned, "finished run", "finished runs") << "\n";
     return 0;
   }
 

@@ -78,7 +78,7 @@ class RunVerb : public Verb {
     const Api api(ctx);
     std::string id;
     if (int code = submit(api, *scenario, *vars, id); code != 0) return code;
-    std::cout << "corral: run " << id << ": " << instances_ << " instances of "
+    std::cout << "corral: run " << id << ": " << counted(instances_, "instance", "instances") << " of "
               << json_string(*scenario, "name");
     if (!data_.empty()) std::cout << ", one per row of " << data_;
     std::cout << "\n" << std::flush;
@@ -118,7 +118,7 @@ class RunVerb : public Verb {
   void report_skipped(const json& data) const {
     const auto skipped = static_cast<long>(json_number(data, "skipped"));
     if (skipped == 0) return;
-    std::cerr << "corral: " << data_ << ": " << skipped << " rows skipped:\n";
+    std::cerr << "corral: " << data_ << ": " << counted(skipped, "row", "rows") << " skipped:\n";
     const json bad = json_field(data, "bad");
     size_t shown = 0;
     for (const json& b : bad) {

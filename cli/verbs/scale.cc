@@ -8,6 +8,7 @@
 #include "cli/format.h"
 #include "cli/verb.h"
 #include "cli/workers.h"
+#include "config/config.h"
 
 namespace corral::cli {
 namespace {
@@ -24,7 +25,15 @@ class ScaleVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     // The daemon answers with the count it settled on (which may differ, e.g. for 0 = per CPU).
     const auto wanted = static_cast<long>(json_number(*answer, "workers", workers_));
-    std::cout << "corral: scaling to " << wanted << (wanted == 1 ? " worker\n" : " workers\n");
+    std::cout << "corral: scaling to " << counted(wanted, "worker", "workers") << "\n";
+    if (wanted == 0) {
+      std::cerr << "corral: note: with 0 workers nothing runs; runs wait in the queue until you "
+                   "scale up\n";
+    } else if (const long cpus = config::usable_cpus(); wanted > cpus) {
+      std::cerr << "corral: note: " << counted(wanted, "worker", "workers") << " on "
+                << counted(cpus, "usable CPU", "usable CPUs")
+                << ": more workers than CPUs share them; one per CPU is the default\n";
+    }
     auto done = wait_for_workers(
         api, [&](const nlohmann::json& list) { return count_in_state(list, "ready") == wanted; },
         std::chrono::seconds(10));

@@ -86,7 +86,7 @@ class ScheduleVerb : public Verb {
     }
     const json s = json_field(*answer, "schedule");
     std::cout << "corral: schedule " << name_ << ": \"" << json_string(s, "cron") << "\" (UTC), "
-              << instances_ << " instances of " << json_string(s, "scenario") << "; next at "
+              << counted(instances_, "instance", "instances") << " of " << json_string(s, "scenario") << "; next at "
               << json_string(s, "next_at", "never") << (catch_up_ ? "; catch-up on" : "") << "\n";
     return kExitOk;
   }

@@ -56,7 +56,14 @@ class ShowVerb : public Verb {
       instance_ = key.empty() ? i : 0;
     }
     const Api api(ctx);
-    if (run_.rfind('l', 0) == 0 && instance_ < 0) return show_load(api);  // a load test's id
+    if (run_.rfind('l', 0) == 0) {  // a load test's id: it has no instances to show
+      if (instance_ >= 0) {
+        std::cerr << "corral: show: " << run_ << " is a load test, which has no instances; "
+                  << "corral show " << run_ << " prints it\n";
+        return kExitUsage;
+      }
+      return show_load(api);
+    }
     std::string path = "/runs/" + run_;
     if (!key.empty()) {
       path += "/instances/" + percent_encoded(key);

@@ -50,6 +50,17 @@ export function badge(state) {
   return el("span", {class: "badge s-" + text.toLowerCase().replace(/[^a-z_]/g, "")}, text);
 }
 
+// A run's state as a label coloured by its outcome: a finished run is green only when every
+// instance passed, amber when some did not, red when none passed.
+export function runBadge(run) {
+  const b = badge(run.state);
+  if (run.state !== "finished") return b;
+  const c = run.counts || {};
+  const bad = (c.failed || 0) + (c.errored || 0) + (c.cancelled || 0);
+  if (bad > 0) b.className = "badge " + ((c.passed || 0) === 0 ? "s-failed" : "s-partial");
+  return b;
+}
+
 // The instance states, in the API's order, and the ones that have ended.
 export const STATES = ["queued", "running", "passed", "failed", "errored", "cancelled"];
 export const ENDED = ["passed", "failed", "errored", "cancelled"];

@@ -3,8 +3,8 @@
 // (GET /runs/<id>/instances?state=&from=&limit=, following "next"). While the run has not
 // finished, each refresh asks again for the instances already shown.
 import {enc} from "./api.js";
-import {STATES, badge, duration, el, ms, panel, plain, progress, secondsBetween, table, timeCell,
-        when} from "./dom.js";
+import {STATES, badge, duration, el, ms, panel, plain, progress, runBadge, secondsBetween, table,
+        timeCell, when} from "./dom.js";
 
 const PAGE = 100;           // instances a page
 const REFRESHED_MAX = 1000; // instances asked for again on a refresh, while the run goes on
@@ -62,7 +62,7 @@ export function runView(get, id, state, changed) {
 function summaryOf(run) {
   const d = run.duration_ms || {};
   const facts = [
-    ["scenario", run.scenario], ["state", badge(run.state)], ["instances", run.instances],
+    ["scenario", run.scenario], ["state", runBadge(run)], ["instances", run.instances],
     ["created", timeText(run.created_at)], ["finished", timeText(run.finished_at)],
     ["elapsed", duration(secondsBetween(run.created_at, run.finished_at))],
     ["took", `p50 ${ms(d.p50)}, p95 ${ms(d.p95)}, max ${ms(d.max)}`],

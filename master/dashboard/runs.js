@@ -2,7 +2,7 @@
 // and under a run with failures its largest failure groups (from GET /runs/<id>, asked again
 // only while the run has not finished).
 import {enc} from "./api.js";
-import {STATES, badge, duration, el, panel, progress, secondsBetween, table, timeCell}
+import {STATES, duration, el, panel, progress, runBadge, secondsBetween, table, timeCell}
     from "./dom.js";
 
 const LIMIT = 50;           // runs listed
@@ -43,7 +43,7 @@ function runRow(r) {
   return el("tr", {data: {run: r.id, state: r.state}},
             el("td", {}, el("a", {href: "#/runs/" + enc(r.id)}, r.id)),
             el("td", {class: "name"}, r.scenario),
-            el("td", {}, badge(r.state)),
+            el("td", {}, runBadge(r)),
             el("td", {class: "progress-cell"}, progress(counts, r.instances)),
             STATES.map((s) => el("td", {class: "num" + (counts[s] ? " n-" + s : "")},
                                  counts[s] ?? 0)),

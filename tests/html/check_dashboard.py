@@ -8,7 +8,8 @@ With --expect, the DOM Chromium built after the page's scripts ran (--dump-dom) 
 - each worker of "workers" ([{"slot": 0, "pid": 123, "cpu": true}, ...]) as a row of the
   workers table with its slot, its pid and the state "ready" (and with "cpu", a CPU use in %);
 - each run of "runs" ([{"id", "scenario", "state", "progress"}]) as a row of the runs table
-  holding those texts ("progress" as the bar's label, "0/200 0%");
+  holding those texts ("progress" as the bar's label, "0/200 0%"), and with "badge", its state
+  badge having that class ("s-failed": red);
 - each text of "log_lines" in a line of the log tail;
 - each text of "texts" somewhere in the page's text, and no element with an id of
   "absent_ids" (markup inside a run's name must stay text);
@@ -103,6 +104,11 @@ def check_dom(tree, expect):
         for part in (r["id"], r.get("scenario", ""), r.get("state", ""), r.get("progress", "")):
             if part and words(part) not in text:
                 problems.append(f"the row of run {r['id']} does not show {part!r}")
+        if r.get("badge") and row:
+            badges = [n.attrs.get("class", "").split() for n in row.walk()
+                      if "badge" in n.attrs.get("class", "").split()]
+            if not any(r["badge"] in b for b in badges):
+                problems.append(f"the state badge of run {r['id']} is {badges}, not {r['badge']}")
     logs = [words(n.text()) for n in tree.root.walk()
             if n.tag == "div" and "line" in n.attrs.get("class", "").split()]
     seen.append(f"{len(logs)} log lines")

@@ -99,6 +99,14 @@ TEST_CASE("config cli: show says where each setting came from: flag, file, env o
   CHECK(row_of(r.out, "api_token") ==
         std::vector<std::string>{"api_token", "(set)", "env CORRAL_API_TOKEN"});
   CHECK(r.out.find("it-s3cret") == std::string::npos);
+
+  // workers 0, the default, is shown with the count it stands for.
+  CliResult defaults = run_cli({"config", "show"}, home.path());
+  INFO(defaults.describe());
+  const std::vector<std::string> workers = row_of(defaults.out, "workers");
+  REQUIRE(workers.size() == 3);
+  CHECK_THAT(workers[1], Catch::Matches(R"(0 \(one per usable CPU: [0-9]+\))"));
+  CHECK(workers[2] == "default");
 }
 
 TEST_CASE("config cli: show --json prints the config and the sources as one object") {

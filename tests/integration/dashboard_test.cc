@@ -123,7 +123,7 @@ TEST_CASE("dashboard: Chromium shows the workers, the runs with progress and fai
       {"workers", workers},
       {"runs", {{{"id", polling}, {"scenario", name}, {"state", "running"}, {"progress", "0/200 0%"}},
                 {{"id", failing}, {"scenario", "dash-fails"}, {"state", "finished"},
-                 {"progress", "3/3 100%"}}}},
+                 {"progress", "3/3 100%"}, {"badge", "s-failed"}}}},  // red: none passed
       {"texts", {"3 × step 0 (start): "}},
       {"log_lines", {"run " + polling + ": 200 instances of", "worker 1 ready"}},
       {"absent_ids", {"injected"}}};

@@ -96,7 +96,7 @@ TEST_CASE("data rows: JSON Lines keep their types, and what cannot run is refuse
   Json typo = sleep_per_row();
   typo["steps"][0]["request"]["url"] = "{{base}}/delay?ms={{row.msec}}";
   CHECK(refused(typo, {{"path", file}}) ==
-        R"(scenario.steps[0].request.url: unknown variable "row.msec" in "{{base}}/delay?ms={{row.msec}}")");
+        R"(scenario.steps[0].request.url: unknown variable "row.msec" (did you mean "row.ms"?) in "{{base}}/delay?ms={{row.msec}}")");
   CHECK(refused(sleep_per_row(), {{"path", file}, {"key", "id"}}) ==
         "data: " + file + ": the key column \"id\" is not one of its columns");
   CHECK(refused(sleep_per_row(), {{"path", home.file("x.txt")}}) ==
@@ -116,7 +116,7 @@ TEST_CASE("data rows: corral run --data runs a row each and says which rows it s
   INFO(run.describe());
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("2 instances of rows, one per row of " + rows));
-  CHECK_THAT(run.err, Catch::Contains("1 rows skipped:\n  line 3: 1 fields, the header has 2"));
+  CHECK_THAT(run.err, Catch::Contains("1 row skipped:\n  line 3: 1 fields, the header has 2"));
   CHECK(run_cli({"run", scenario, "--data", rows, "-n", "2"}, home.path()).exit_code == 2);
   CHECK(run_cli({"run", scenario, "--key", "email"}, home.path()).exit_code == 2);
 }

@@ -174,6 +174,9 @@ TEST_CASE("load api: DELETE stops a running test, which ends as stopped") {
   CHECK(show.exit_code == 0);
   CHECK_THAT(show.out, Catch::Contains("load       : " + id + "\n"));
   CHECK_THAT(show.out, Catch::Contains("state      : stopped (stopped by request)"));
+  CliResult instance = run_cli({"show", id + "/0"}, home.path());
+  CHECK(instance.exit_code == 2);
+  CHECK_THAT(instance.err, Catch::Contains(id + " is a load test, which has no instances"));
 }
 
 TEST_CASE("load api: a wrong load section is refused with the field at fault, and runs nothing") {
@@ -393,7 +396,10 @@ TEST_CASE("load cli: with no worker ready the test cannot start: exit 4, not the
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));
   d.wait_ready(1);
-  REQUIRE(d.api("POST", "/workers/scale", R"({"workers": 0})").status == 200);
+  CliResult none = run_cli({"scale", "0"}, home.path());
+  INFO(none.describe());
+  REQUIRE(none.exit_code == 0);
+  CHECK_THAT(none.err, Catch::Contains("note: with 0 workers nothing runs"));
   d.wait_until([&] { return d.workers().empty(); }, seconds(20), "no worker left");
   const std::string file = write_file(
       home, "closed.json", get_scenario(api.base(), "/", {{"vus", 1}, {"duration", "1s"}}));

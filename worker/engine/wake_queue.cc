@@ -48,6 +48,7 @@ void WakeQueue::on_timer(uv_timer_t* t) {
 
 void WakeQueue::on_exact() {
   armed_at_ = 0;
+  woke_us_ = uv_hrtime() / 1000;
   run_due();
 }
 
@@ -77,10 +78,10 @@ void WakeQueue::run_due() {
   arm(last_token_ != last ? 1 : 0);
 }
 
-// The time wake-ups are due by now: the loop's, or on the exact clock uv_hrtime()'s plus
+// The time wake-ups are due by now: the loop's, or on the exact clock the time it woke plus
 // kEarlyUs.
 uint64_t WakeQueue::now_or_soon() const {
-  return exact_ != nullptr ? uv_hrtime() / 1000 + kEarlyUs : uv_now(loop_);
+  return exact_ != nullptr ? woke_us_ + kEarlyUs : uv_now(loop_);
 }
 
 // On the exact clock a timerfd is only looked at by the loop's next poll, so a timer due at
@@ -94,7 +95,7 @@ void WakeQueue::arm(uint64_t min_delay_ms) {
   }
   uint64_t at = heap_.front().at;
   if (exact_ != nullptr) {
-    exact_->start_at(at > kEarlyUs ? at - kEarlyUs : 0);
+    exact_->start_at(std::max(at > kEarlyUs ? at - kEarlyUs : 0, woke_us_ + kEarlyUs));
     armed_at_ = std::max<uint64_t>(at, 1);
     return;
   }

@@ -72,6 +72,16 @@ TEST_CASE("cli junit: one testsuite per run with the counts of its testcases") {
   CHECK(xml.substr(xml.size() - end.size()) == end);
 }
 
+TEST_CASE("cli junit: a run within one second of the clock is timed by its longest instance") {
+  json run = run_of();
+  run["finished_at"] = run["created_at"];  // the timestamps count whole seconds
+  const json instances = json::array(
+      {instance(0, "passed", {step(0, "a", "passed", 100), step(1, "b", "passed", 104)}),
+       instance(1, "passed", {step(0, "a", "passed", 150)})});
+  const std::string xml = render_junit(run, instances);
+  CHECK(count(xml, "time=\"0.204\"") == 2);  // <testsuites> and <testsuite>
+}
+
 TEST_CASE("cli junit: a testcase per step, named by index and name, timed in seconds") {
   const std::string xml = render_junit(run_of(), four_instances());
   CHECK(xml.find("    <testcase classname=\"job-a.instance-0\" name=\"0 start A\" "

@@ -115,6 +115,22 @@ TEST_CASE("cli show run: a run without failures has no failures section and dash
   CHECK(line_of(text, "finished ") == "finished   : -");
 }
 
+TEST_CASE("cli show run: with no instance finished, durations are a dash, not zeros") {
+  json run = finished_run();
+  run["state"] = "running";
+  run["counts"] = {{"queued", 4}, {"running", 6}, {"passed", 0}, {"failed", 0},
+                   {"errored", 0}, {"cancelled", 0}};
+  run["duration_ms"] = {{"p50", 0}, {"p95", 0}, {"max", 0}};
+  CHECK(line_of(render_run(run), "duration") == "duration   : - (no instance has finished)");
+}
+
+TEST_CASE("cli run progress: one instance is an instance") {
+  json run = finished_run();
+  run["instances"] = 1;
+  run["counts"] = {{"passed", 1}};
+  CHECK(render_progress(run, 1.0).find("  1 instance: 1 passed") != std::string::npos);
+}
+
 TEST_CASE("cli show instance: a call its callback step has not used yet is shown") {
   json in = failed_instance();
   CHECK(render_instance(in, TableStyle::kAscii).find("callback") == std::string::npos);
