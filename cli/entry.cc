@@ -1,5 +1,6 @@
 #include "cli/entry.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -82,6 +83,9 @@ std::string render_help() {
 }
 
 int main(int argc, const char* const* argv) {
+  // Each line as soon as it is written, also into a pipe (CI logs, systemd's journal): a verb
+  // that follows a reload or a load test must not hold its progress until it ends.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // Find the verb: the first word that is not an option (nor --home's value).
   int i = 1;
   bool help = false;

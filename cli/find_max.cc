@@ -82,11 +82,31 @@ std::string render_knee(const std::vector<KneeStep>& steps, size_t broke, const 
             : why.empty()        ? std::string("no knee found within the steps run")
                                  : "stopped: " + why)
         << "\n";
+    if (broke < steps.size() && why.rfind("dropped", 0) == 0) {
+      out << "note: arrivals were dropped because every VU was busy: the server slowed down, or "
+             "max_vus is too few for this rate; search again with a higher --max-vus to tell "
+             "which\n";
+    }
   }
   return out.str();
 }
 
 namespace {
+
+// The bounds as each step's thresholds, so that a step past them ends failed in `corral runs`
+// too (the throughput test is the search's alone). They replace the file's thresholds, which
+// were written for one test at one load.
+json bound_thresholds(const KneeBounds& b, bool open) {
+  auto number = [](double v) {
+    std::ostringstream text;
+    text << v;
+    return text.str();
+  };
+  json t = {{"latency", {"p99 <= " + number(b.p99_ms) + "ms"}},
+            {"errors", {"rate <= " + number(b.error_rate * 100) + "%"}}};
+  if (open) t["dropped"] = {"rate <= " + number(b.dropped_rate * 100) + "%"};
+  return t;
+}
 
 json step_json(const KneeStep& s) {
   return {{"test", s.id},        {"target", s.target},         {"rps", s.rps},
@@ -106,6 +126,7 @@ Result<json> find_knee(json load, const KneeSearch& search,
   double target = load.contains(key) && load[key].is_number() ? load[key].get<double>() : 10;
   for (const char* k : {"stages", "start", "duration", "vus", "rate", "connections"}) load.erase(k);
   load["duration"] = search.duration;
+  load["thresholds"] = bound_thresholds(search.bounds, key == "rate");
   std::vector<KneeStep> steps;
   std::string why;
   size_t broke = SIZE_MAX;  // the step past the knee, if one was

@@ -345,6 +345,10 @@ TEST_CASE("load cli: --find-max steps the rate up to where arrivals are dropped"
   // Each step was a test of its own, one second long.
   Json list = Json::parse(d.api("GET", "/loads").body);
   CHECK(list["loads"].size() == 3);
+  // The step past the bounds ended failed (they are its thresholds), the others passed.
+  int failed = 0;
+  for (const Json& t : list["loads"]) failed += t["state"] == "failed" ? 1 : 0;
+  CHECK(failed == 1);
 
   // The bounds take units as thresholds do: 50 ms answers break a 20ms p99 at the first step.
   CliResult p99 = run_cli({"load", file, "--find-max", "--step-duration", "1s", "--max-p99",

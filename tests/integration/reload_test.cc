@@ -232,3 +232,23 @@ TEST_CASE("reload: the worker count corral scale set outlives a reload, until th
   d.wait_until([&] { return ready() == 3; }, seconds(20), "3 workers, as the config now says");
   CHECK(d.api("GET", "/config").json["workers"] == Json{{"wanted", 3}, {"from", "config"}});
 }
+
+TEST_CASE("reload: piped, corral reload prints each line as it happens, not all at the end") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1).with_config({{"reload_grace", "2s"}}));
+  d.wait_ready(1);
+  const std::string command = corral_binary() + " reload --home " + home.path();
+  FILE* out = ::popen(command.c_str(), "r");
+  REQUIRE(out != nullptr);
+  char line[1024];
+  REQUIRE(std::fgets(line, sizeof line, out) != nullptr);
+  const auto first = std::chrono::steady_clock::now();
+  CHECK_THAT(line, Catch::Contains("reload 1: replacing worker"));
+  std::string rest;
+  while (std::fgets(line, sizeof line, out) != nullptr) rest += line;
+  const auto end = std::chrono::steady_clock::now();
+  CHECK(::pclose(out) == 0);
+  CHECK_THAT(rest, Catch::Contains("reload 1 done"));
+  // The first line came before the new worker's 2 s of probation, not with the last one.
+  CHECK(end - first >= milliseconds(1500));
+}

@@ -61,7 +61,9 @@ TEST_CASE("find-max: the search steps up to the knee of a server that serves 1,0
   KneeSearch search;
   search.duration = "3s";
   std::ostringstream out;
-  auto r = find_knee(json{{"rate", 200}, {"duration", "1m"}, {"max_vus", 50}}, search, run_step, out);
+  auto r = find_knee(json{{"rate", 200}, {"duration", "1m"}, {"max_vus", 50},
+                          {"thresholds", {{"rps", {"> 100"}}}}},
+                     search, run_step, out);
   REQUIRE(r);
   // 200, 300, 450, 675, 1012.5: the last drops 1.2 % of its arrivals.
   REQUIRE(loads.size() == 5);
@@ -70,11 +72,17 @@ TEST_CASE("find-max: the search steps up to the knee of a server that serves 1,0
   CHECK(loads[4]["rate"] == 1012.5);
   CHECK(loads[0]["duration"] == "3s");
   CHECK(loads[0]["max_vus"] == 50);  // the rest of the section is kept
+  // Each step is judged by the bounds as thresholds too, so that `corral runs` shows a step past
+  // them as failed; the file's own thresholds were for one test.
+  CHECK(loads[0]["thresholds"] == json{{"latency", {"p99 <= 1000ms"}},
+                                       {"errors", {"rate <= 1%"}},
+                                       {"dropped", {"rate <= 1%"}}});
   CHECK((*r)["broke"] == 4);
   CHECK((*r)["highest"]["target"] == 675.0);
   CHECK((*r)["why"] == "dropped 1.23% > 1.00%");
   CHECK_THAT(out.str(), Catch::Contains("highest sustainable load: 675 iterations/s"));
   CHECK_THAT(out.str(), Catch::Contains("broke first: dropped 1.23% > 1.00% at 1012 iterations/s"));
+  CHECK_THAT(out.str(), Catch::Contains("note: arrivals were dropped because every VU was busy"));
 }
 
 TEST_CASE("find-max: VUs step in whole numbers, and a first step that breaks leaves no load") {
