@@ -231,7 +231,7 @@ std::string render_load_summary(const json& test) {
   if (!json_string(test, "reason").empty()) out << " (" << json_string(test, "reason") << ")";
   out << "\n"
       << "duration   : " << fixed(json_number(test, "elapsed_s"), 1) << "s on "
-      << fixed(json_number(test, "workers"), 0) << " workers, up to "
+      << counted(static_cast<long>(json_number(test, "workers")), "worker", "workers") << ", up to "
       << fixed(json_number(test, "vus_max"), 0) << " VUs\n"
       << hosts_line(json_field(test, "cluster"))
       << "requests   : " << fixed(json_number(test, "requests"), 0) << " ("

@@ -169,7 +169,7 @@ class LoadVerb : public Verb {
     }
     id = json_string(reply, "load");
     std::cout << "corral: load " << id << ": " << json_string(scenario, "name") << " on "
-              << json_number(reply, "workers") << " workers";
+              << counted(static_cast<long>(json_number(reply, "workers")), "worker", "workers");
     if (const json hosts = reply.value("hosts", json()); hosts.is_array()) {
       std::cout << " here and " << hosts.size() - 1 << " other hosts";  // docs/cluster.md
     }
@@ -195,11 +195,19 @@ class LoadVerb : public Verb {
       if (code = submit(api, scenario, step_load, vars, id); code != 0) {
         return Status(Code::kUnavailable, "the daemon refused the step");
       }
+      const bool tty = ::isatty(STDOUT_FILENO) != 0;
       for (;;) {
         std::this_thread::sleep_for(kPollEvery);
         auto test = api.get("/loads/" + id);
         if (!test) return test.status();
-        if (json_string(*test, "state") != "running") return *test;
+        const bool ended = json_string(*test, "state") != "running";
+        // The step's live line: rewritten in place on a terminal, a line a second into a pipe.
+        if (tty) {
+          std::cout << "\r\033[K" << (ended ? "" : render_load_progress(*test)) << std::flush;
+        } else if (!ended) {
+          std::cout << render_load_progress(*test) << "\n";
+        }
+        if (ended) return *test;
       }
     };
     auto result = find_knee(load, search, run_step, std::cout);

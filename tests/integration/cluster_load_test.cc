@@ -43,7 +43,7 @@ TEST_CASE("cluster load: a test over all hosts runs a share on each, and its ori
                         seconds(90));
   INFO(r.describe());
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("on 1 workers here and 2 other hosts\n") &&
+  CHECK_THAT(r.out, Catch::Contains("on 1 worker here and 2 other hosts\n") &&
                         Catch::Contains("hosts      : 3 (this one the origin); "));
   Json j = Json::parse(std::ifstream(out), nullptr, false);
   REQUIRE(j.is_object());
