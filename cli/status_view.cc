@@ -123,7 +123,9 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
       {"active scenarios", int_cell(w, "active")},
       {"last exit", describe_last_exit(last_exit, now)},
       {"last exit at", json_string(last_exit, "at", "-")},
-      {"next start in", human_ms(json_number(w, "next_start_in_ms"))},
+      {"next start in", json_number(w, "next_start_in_ms") > 0
+                            ? human_ms(json_number(w, "next_start_in_ms"))
+                            : "-"},
   };
   // clang-format off
   static const std::set<std::string> kShown = {
@@ -131,8 +133,15 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
       "heartbeat_lag_ms", "loop_lag_ms", "active", "last_exit", "next_start_in_ms"};
   // clang-format on
   if (w.is_object()) {
+    // The other fields of GET /workers, labelled as the ones above: "cpu_percent" as
+    // "cpu percent", a string without its quotes.
     for (const auto& [key, value] : w.items()) {
-      if (!kShown.count(key)) lines.emplace_back(key, value.dump());
+      if (kShown.count(key)) continue;
+      std::string label = key;
+      std::replace(label.begin(), label.end(), '_', ' ');
+      lines.emplace_back(label, value.is_string() ? value.get<std::string>()
+                                : value.is_null()  ? "-"
+                                                   : value.dump());
     }
   }
   size_t width = 0;

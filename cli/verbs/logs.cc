@@ -1,5 +1,6 @@
 // `corral logs [SLOT|master] [--lines N] [--follow]`: the last lines of the daemon's and the
 // workers' log files, read straight from $CORRAL_HOME/logs (no daemon needed), like `pm2 logs`.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -37,14 +38,19 @@ class LogsVerb : public Verb {
       std::cerr << "corral: logs: expected a worker slot or 'master', got '" << which_ << "'\n";
       return kExitUsage;
     }
+    // Following, every line says which file it is from, the tail's as the new ones.
+    size_t width = 0;
+    for (const LogFile& f : files) width = std::max(width, f.label.size());
     for (const LogFile& f : files) {
+      const std::string prefix =
+          follow_ ? f.label + std::string(width - f.label.size(), ' ') + " | " : "";
       auto lines = tail_lines(f.path, lines_);
       if (!lines) {
         if (lines.status().code() == Code::kNotFound && follow_) continue;  // may appear later
         return fail(lines.status().message());
       }
       std::cout << f.path << " last " << lines_ << " lines:\n";
-      for (const std::string& l : *lines) std::cout << l << "\n";
+      for (const std::string& l : *lines) std::cout << prefix << l << "\n";
       std::cout << "\n";
     }
     if (follow_) follow(dir, files);

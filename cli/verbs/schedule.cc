@@ -99,7 +99,12 @@ class ScheduleVerb : public Verb {
       return kExitOk;
     }
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
-    std::cout << render_schedules_table(json_field(*answer, "schedules"), style);
+    const nlohmann::json list = json_field(*answer, "schedules");
+    if (!list.is_array() || list.empty()) {
+      std::cout << "no schedules (add one with corral schedule add NAME --cron EXPR FILE)\n";
+      return kExitOk;
+    }
+    std::cout << render_schedules_table(list, style);
     return kExitOk;
   }
 

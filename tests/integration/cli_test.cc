@@ -83,6 +83,16 @@ TEST_CASE("cli: start, status, start again, scale, logs and stop drive one daemo
   CHECK(from_log >= 1);
   CHECK(from_log <= 5);
 
+  // Following, the tail's lines carry the same "master | " prefix as the lines that follow.
+  CliResult followed = run_program("/usr/bin/timeout", {"2", corral_binary(), "logs", "master",
+                                                        "--lines", "3", "--follow", "--home", h},
+                                   h);
+  INFO("corral logs --follow: " << followed.describe());
+  const std::vector<std::string> seen = lines_of(followed.out);
+  REQUIRE(seen.size() >= 4);
+  CHECK_THAT(seen[0], Catch::EndsWith("master.log last 3 lines:"));
+  for (size_t k = 1; k < 4; ++k) CHECK_THAT(seen[k], Catch::StartsWith("master | "));
+
   CliResult stop = run_cli({"stop", "--home", h}, h);
   INFO("corral stop: " << stop.describe());
   CHECK(stop.exit_code == 0);

@@ -76,6 +76,10 @@ TEST_CASE("schedule cli: add, ls, pause, resume and rm, kept across a restart") 
   const std::string file = write_file(home, "ping.json", ping_scenario());
   const std::string h = home.path();
 
+  CliResult none = run_cli({"schedule", "ls"}, h);
+  CHECK(none.exit_code == 0);
+  CHECK(none.out == "no schedules (add one with corral schedule add NAME --cron EXPR FILE)\n");
+
   CliResult add = run_cli({"schedule", "add", "nightly", "--cron", "0 3 * * *", file, "-n", "2",
                            "--var", "base=http://127.0.0.1:1", "--priority", "5"},
                           h);

@@ -121,9 +121,12 @@ TEST_CASE("cli status --cluster: one row per host, this one starred, then the ho
         "0/0 hosts alive\n");
 }
 
-TEST_CASE("cli describe: prints every field as aligned key : value lines, unknown ones as JSON") {
+TEST_CASE("cli describe: prints every field as aligned label : value lines, others labelled alike") {
   nlohmann::json w = two_workers()["workers"][1];
   w["future_field"] = {{"x", 1}};
+  w["cpu_percent"] = 12.5;
+  w["phase"] = "steady";
+  w["next_start_in_ms"] = 0;  // a worker that runs: no start is waiting
   const std::string text = render_worker_description(w, kNow);
   CHECK(text.find("slot             : 0\n") != std::string::npos);
   CHECK(text.find("pid              : 456\n") != std::string::npos);
@@ -131,7 +134,10 @@ TEST_CASE("cli describe: prints every field as aligned key : value lines, unknow
   CHECK(text.find("heartbeat lag    : 120ms\n") != std::string::npos);
   CHECK(text.find("last exit        : signal SIGKILL 2m ago\n") != std::string::npos);
   CHECK(text.find("last exit at     : 2026-11-30T15:00:00Z\n") != std::string::npos);
-  CHECK(text.find("future_field     : {\"x\":1}\n") != std::string::npos);
+  CHECK(text.find("future field     : {\"x\":1}\n") != std::string::npos);
+  CHECK(text.find("cpu percent      : 12.5\n") != std::string::npos);
+  CHECK(text.find("phase            : steady\n") != std::string::npos);  // no quotes
+  CHECK(text.find("next start in    : -\n") != std::string::npos);
 }
 
 TEST_CASE("cli human formats: durations round down to the largest whole unit") {
