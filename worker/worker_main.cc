@@ -42,6 +42,9 @@ int run_worker(int argc, char** argv) {
   // that died in between is still noticed.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return kExitOk;
+  // The master execs the worker through /proc/self/fd/N, which would leave "N" as the name
+  // ps, top and perf show.
+  prctl(PR_SET_NAME, "corral-worker");
   std::signal(SIGPIPE, SIG_IGN);
 
   uv_loop_t loop;

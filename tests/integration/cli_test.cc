@@ -59,6 +59,11 @@ TEST_CASE("cli: start, status, start again, scale, logs and stop drive one daemo
   INFO("corral status: " << status.describe());
   CHECK(status.exit_code == 0);
   for (const auto& w : list) CHECK(rows_ready_with_pid(status.out, w.at("pid")) == 1);
+  // Named for ps and top, though started through /proc/self/fd/N.
+  for (const auto& w : list) {
+    CHECK(read_file("/proc/" + std::to_string(w.at("pid").get<int>()) + "/comm") ==
+          "corral-worker\n");
+  }
 
   CliResult again = run_cli({"start", "--home", h, "--listen", "127.0.0.1:0", "--workers", "2"}, h);
   INFO("corral start (again): " << again.describe());
