@@ -46,17 +46,35 @@ TestCase step_case(const json& s) {
   return tc;
 }
 
+// A skipped testcase for each of the scenario's own steps (`scenario_steps`: GET /runs/<id>'s
+// "steps") after the last one the instance has a record of: a step failed before them.
+void add_not_reached(const json& scenario_steps, long last_step, std::vector<TestCase>& cases) {
+  if (!scenario_steps.is_array()) return;
+  for (const json& s : scenario_steps) {
+    const long step = static_cast<long>(json_number(s, "step"));
+    if (step <= last_step) continue;
+    TestCase tc;
+    tc.name = std::to_string(step) + " " + json_string(s, "name");
+    tc.outcome = Outcome::kSkipped;
+    tc.message = "not run: step " + std::to_string(last_step) + " failed";
+    cases.push_back(std::move(tc));
+  }
+}
+
 // The testcases of one instance (see the header for the cases without a failing step record).
-std::vector<TestCase> instance_cases(const json& in) {
+std::vector<TestCase> instance_cases(const json& in, const json& scenario_steps) {
   std::vector<TestCase> cases;
   bool step_failed = false;
+  long last_step = -1;
   const json steps = json_field(in, "steps");
   if (steps.is_array()) {
     for (const auto& s : steps) {
       cases.push_back(step_case(s));
       step_failed = step_failed || cases.back().outcome != Outcome::kPassed;
+      last_step = std::max(last_step, static_cast<long>(json_number(s, "step")));
     }
   }
+  if (step_failed) add_not_reached(scenario_steps, last_step, cases);
   const std::string state = json_string(in, "state");
   const Outcome end = outcome_of(state);
   if (!cases.empty() &&
@@ -197,7 +215,7 @@ std::string render_junit(const json& run, const json& instances) {
     for (const auto& in : list) {
       const std::string classname =
           scenario + ".instance-" + std::to_string(static_cast<long>(json_number(in, "i")));
-      for (TestCase& tc : instance_cases(in)) {
+      for (TestCase& tc : instance_cases(in, json_field(run, "steps"))) {
         tc.classname = classname;
         cases.push_back(std::move(tc));
       }

@@ -13,7 +13,9 @@ namespace corral::cli {
 // The whole document: <testsuites> holding one <testsuite name="<scenario> (<run id>)"> with
 //   - one <testcase classname="<scenario>.instance-<i>" name="<step> <step name>"
 //     time="<seconds, 3 decimals>"> per step record of each instance, with <failure> for a
-//     failed step and <error> for an errored one (message = the step's reason);
+//     failed step and <error> for an errored one (message = the step's reason), then, after a
+//     failed or errored one, a <skipped/> testcase for each of the scenario's own steps the
+//     instance never reached (from the run's "steps");
 //   - for an instance with no step record: one testcase "not run", <skipped/> when it was
 //     cancelled, queued or still running, else <failure>/<error> with the instance's reason
 //     (an engine error before the first step);

@@ -44,7 +44,8 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
       {"GET", "/runs", &Daemon::api_runs_list, false, "recent runs with counts, newest first; `?limit=200`"},
       {"DELETE", "/runs", &Daemon::api_runs_prune, false,
        "forgets finished runs; `?older_than=7d` (default: the configured retention)"},
-      {"GET", "/runs/{id}", &Daemon::api_run_get, false, "counts, durations, top failures"},
+      {"GET", "/runs/{id}", &Daemon::api_run_get, false,
+       "counts, durations, top failures, the scenario's steps (`[{\"step\",\"name\"}]`)"},
       {"DELETE", "/runs/{id}", &Daemon::api_run_cancel, false, "cancels what has not finished"},
       {"POST", "/runs/{id}/resume", &Daemon::api_run_resume, false,
        "places a quarantined run's instances again (`state` was `quarantined`: its workers kept"

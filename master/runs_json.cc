@@ -112,6 +112,13 @@ json Runs::detail_json(const Run& run) const {
   j["failures"] = parts["failures"];
   j["vars"] = run.vars;
   j["priority"] = run.priority;
+  // The scenario's own steps (not those inside a parallel step's branches), for reports that
+  // list the steps an instance never reached.
+  j["steps"] = json::array();
+  for (size_t i = 0; i < run.scenario->steps.size(); ++i) {
+    const auto& step = run.scenario->steps[i];
+    if (step.branch.empty()) j["steps"].push_back({{"step", i}, {"name", step.name}});
+  }
   if (!run.quarantine.empty()) {
     j["quarantine"] = {{"reason", run.quarantine}, {"deaths", run.deaths_ms.size()}};
   }

@@ -82,6 +82,22 @@ TEST_CASE("cli junit: a run within one second of the clock is timed by its longe
   CHECK(count(xml, "time=\"0.204\"") == 2);  // <testsuites> and <testsuite>
 }
 
+TEST_CASE("cli junit: the steps an instance never reached after a failure are listed as skipped") {
+  json run = run_of();
+  run["steps"] = json::array({{{"step", 0}, {"name", "start A"}},
+                              {{"step", 1}, {"name", "wait"}},
+                              {{"step", 2}, {"name", "check"}}});
+  const std::string xml = render_junit(run, four_instances());
+  // Instance 1 failed at step 1: step 2 skipped. Instance 2 errored at step 0: steps 1 and 2.
+  CHECK(xml.find("<testcase classname=\"job-a.instance-1\" name=\"2 check\" time=\"0.000\">\n"
+                 "      <skipped message=\"not run: step 1 failed\"/>") != std::string::npos);
+  CHECK(xml.find("<testcase classname=\"job-a.instance-2\" name=\"1 wait\" time=\"0.000\">\n"
+                 "      <skipped message=\"not run: step 0 failed\"/>") != std::string::npos);
+  CHECK(xml.find("<testcase classname=\"job-a.instance-2\" name=\"2 check\"") != std::string::npos);
+  // Instance 0 passed both of its steps: nothing added (it ran the steps it had).
+  CHECK(count(xml, "job-a.instance-0") == 2);
+}
+
 TEST_CASE("cli junit: a testcase per step, named by index and name, timed in seconds") {
   const std::string xml = render_junit(run_of(), four_instances());
   CHECK(xml.find("    <testcase classname=\"job-a.instance-0\" name=\"0 start A\" "
