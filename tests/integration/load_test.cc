@@ -89,7 +89,7 @@ TEST_CASE("load cli: an open model starts exactly rate x duration arrivals, and 
   CHECK_THAT(r.out, Catch::Contains("(from the intended start)"));
 }
 
-TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which; a flag's "
+TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which, and a flag's "
           "thresholds replace the file's for their metric") {
   TempHome home;
   JobApi api;
