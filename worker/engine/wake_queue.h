@@ -16,7 +16,7 @@
 // loop's own. Wake-ups are still batched, forward: a turn that wakes at W fires every wake-up
 // due by W + kEarlyUs, and the next turn wakes no sooner than W + kEarlyUs, so a wake-up comes
 // at most kEarlyUs early and the queue wakes at most 1,000 times a second. (Waking for each
-// start alone cost a worker about 33 µs per start on this project's virtual machines, where
+// start alone cost a worker 30 to 40 µs per start on this project's virtual machines, where
 // every timer reprogramming exits to the hypervisor: at 20,000 starts a second, a core.)
 //
 // A wake-up is never removed: a newer one for the same id replaces it (schedule returns a
@@ -85,7 +85,7 @@ class WakeQueue {
   uv::Handle<uv_timer_t> timer_;
   std::unique_ptr<uv::ExactTimer> exact_;  // set on the exact clock
   uint64_t woke_us_ = 0;                     // exact clock: when it last fired
-  std::vector<Entry> heap_;  // a min-heap on (at_ms, token)
+  std::vector<Entry> heap_;  // a min-heap on (at, token)
   uint64_t armed_at_ = 0;    // the time (as Entry::at) the timer fires at; 0 when stopped
   uint64_t last_token_ = 0;
 };
