@@ -225,7 +225,8 @@ std::string render_junit(const json& run, const json& instances) {
   // at least that of its longest instance (the sum of that instance's steps).
   double seconds = run_seconds(run);
   std::map<std::string, double> per_instance;
-  for (const TestCase& tc : cases) seconds = std::max(seconds, per_instance[tc.classname] += tc.seconds);
+  for (const TestCase& tc : cases)
+    seconds = std::max(seconds, per_instance[tc.classname] += tc.seconds);
   return render_junit_suite(scenario + " (" + json_string(run, "id") + ")",
                             json_string(run, "created_at"), seconds, cases);
 }

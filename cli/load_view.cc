@@ -209,7 +209,8 @@ std::string protocol_lines(const json& test) {
 // corral's own lateness in starting iterations on schedule, and a warning when it was large
 // enough to be in the numbers: more than 1 % of the starts over 5 ms late.
 std::string lateness_lines(const json& late) {
-  std::string out = "  late     : " + latency_line(late) + "  (corral's own, starting iterations)\n";
+  std::string out =
+      "  late     : " + latency_line(late) + "  (corral's own, starting iterations)\n";
   const double n = json_number(late, "count"), over = json_number(late, "over_5ms");
   if (n > 0 && over / n > 0.01) {
     out += "warning    : corral started " + percent(over / n) +
@@ -235,9 +236,8 @@ std::string render_load_summary(const json& test) {
       << fixed(json_number(test, "vus_max"), 0) << " VUs\n"
       << hosts_line(json_field(test, "cluster"))
       << "requests   : " << fixed(json_number(test, "requests"), 0) << " ("
-      << fixed(json_number(test, "rps"), 1) << "/s), " << human_bytes(static_cast<uint64_t>(
-                                                              json_number(test, "bytes")))
-      << " received\n"
+      << fixed(json_number(test, "rps"), 1) << "/s), "
+      << human_bytes(static_cast<uint64_t>(json_number(test, "bytes"))) << " received\n"
       << "iterations : " << fixed(json_number(it, "passed"), 0) << " passed, "
       << fixed(json_number(it, "failed"), 0) << " failed, " << fixed(json_number(it, "dropped"), 0)
       << " dropped, " << fixed(json_number(it, "interrupted"), 0) << " interrupted\n"

@@ -123,9 +123,8 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
       {"active scenarios", int_cell(w, "active")},
       {"last exit", describe_last_exit(last_exit, now)},
       {"last exit at", json_string(last_exit, "at", "-")},
-      {"next start in", json_number(w, "next_start_in_ms") > 0
-                            ? human_ms(json_number(w, "next_start_in_ms"))
-                            : "-"},
+      {"next start in",
+       json_number(w, "next_start_in_ms") > 0 ? human_ms(json_number(w, "next_start_in_ms")) : "-"},
   };
   // clang-format off
   static const std::set<std::string> kShown = {
@@ -140,8 +139,8 @@ std::string render_worker_description(const nlohmann::json& w, WallClock::time_p
       std::string label = key;
       std::replace(label.begin(), label.end(), '_', ' ');
       lines.emplace_back(label, value.is_string() ? value.get<std::string>()
-                                : value.is_null()  ? "-"
-                                                   : value.dump());
+                                : value.is_null() ? "-"
+                                                  : value.dump());
     }
   }
   size_t width = 0;

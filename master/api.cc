@@ -163,7 +163,7 @@ void Daemon::api_config(const ApiCall& c) {
                                       {"file", config_file_},
                                       {"workers",
                                        {{"wanted", supervisor_.wanted()},
-                                        {"from", scaled_workers_ ? "corral scale"
+                                        {"from", scaled_workers_    ? "corral scale"
                                                  : cfg_.workers > 0 ? "config"
                                                                     : "one per usable CPU"}}},
                                       {"needs_master_restart", reload_notes_}}));

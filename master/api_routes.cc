@@ -9,7 +9,8 @@ namespace corral::master {
 const std::vector<ApiRoute>& Daemon::api_routes() {
   static const std::vector<ApiRoute> routes = {
       {"GET", "/health", &Daemon::api_health, true,
-       "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},...}`;"
+       "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},"
+       "...}`;"
        " `status` is `degraded` while journal writes fail"},
       {"GET", "/cluster", &Daemon::api_cluster, false,
        "the hosts sharing this daemon's PostgreSQL journal: `{\"self\":{\"id\",\"epoch\","
@@ -41,7 +42,8 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        " `\"data\":{\"path\":...}` for one instance per row of a file: 201"
        " `{\"run\":\"r1-c034\",\"instances\":N}`; 400 names the field at fault; 429 when the"
        " queue is full"},
-      {"GET", "/runs", &Daemon::api_runs_list, false, "recent runs with counts, newest first; `?limit=200`"},
+      {"GET", "/runs", &Daemon::api_runs_list, false,
+       "recent runs with counts, newest first; `?limit=200`"},
       {"DELETE", "/runs", &Daemon::api_runs_prune, false,
        "forgets finished runs; `?older_than=7d` (default: the configured retention)"},
       {"GET", "/runs/{id}", &Daemon::api_run_get, false,

@@ -54,8 +54,8 @@ Status read_schedule_fields(const json& body, Schedule& s) {
 
 void Daemon::api_schedule_add(const ApiCall& c) {
   using api_schedules_detail::schedule_error;
-  auto body = submission_body(c, "schedules", {"name", "cron", "catch_up", "scenario",
-                                               "instances", "vars", "priority"});
+  auto body = submission_body(
+      c, "schedules", {"name", "cron", "catch_up", "scenario", "instances", "vars", "priority"});
   if (!body) return;
   Schedule s;
   if (Status st = api_schedules_detail::read_schedule_fields(*body, s); !st) {

@@ -69,13 +69,15 @@ int Daemon::config_workers() const {
 void Daemon::keep_or_drop_scale(uint64_t number, const config::Config& next) {
   if (!scaled_workers_) return;
   if (next.workers != cfg_.workers) {
-    spdlog::info("reload {}: the config's workers changed to {}: it replaces the {} set by "
-                 "corral scale", number, next.workers, *scaled_workers_);
+    spdlog::info(
+        "reload {}: the config's workers changed to {}: it replaces the {} set by "
+        "corral scale",
+        number, next.workers, *scaled_workers_);
     scaled_workers_.reset();
     return;
   }
-  spdlog::info("reload {}: keeping the {} workers set by corral scale (the config says {})",
-               number, *scaled_workers_, next.workers);
+  spdlog::info("reload {}: keeping the {} workers set by corral scale (the config says {})", number,
+               *scaled_workers_, next.workers);
 }
 
 // What a worker may fill, idle RSS included: 80 % of max_memory, leaving room under the soft

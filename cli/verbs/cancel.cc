@@ -18,7 +18,8 @@ class CancelVerb : public Verb {
     auto answer = api.del("/runs/" + run_);
     if (!answer) return report_failure(answer.status(), api.socket_path());
     std::cout << "corral: run " << run_ << ": cancelled "
-              << counted(static_cast<long>(json_number(*answer, "cancelled")), "instance", "instances")
+              << counted(static_cast<long>(json_number(*answer, "cancelled")), "instance",
+                         "instances")
               << "\n";
     return 0;
   }

@@ -15,8 +15,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/api.h"
-#include "cli/format.h"
 #include "cli/find_max.h"
+#include "cli/format.h"
 #include "cli/html_report.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
@@ -266,7 +266,8 @@ class LoadVerb : public Verb {
     if (!watch_url_.empty()) load["watch"]["url"] = watch_url_;
     for (const std::string& w : stop_when_) load["watch"]["stop_when"].push_back(w);
     if (load.empty()) {
-      return file_ + ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
+      return file_ +
+             ": no \"load\" section and no --vus, --rate, --connections or --stage: say how to "
              "load";
     }
     return "";
@@ -295,7 +296,8 @@ class LoadVerb : public Verb {
       }
       given[metric].push_back(expression);
     }
-    for (const auto& [metric, expressions] : given.items()) load["thresholds"][metric] = expressions;
+    for (const auto& [metric, expressions] : given.items())
+      load["thresholds"][metric] = expressions;
     return "";
   }
 

@@ -78,8 +78,8 @@ class RunVerb : public Verb {
     const Api api(ctx);
     std::string id;
     if (int code = submit(api, *scenario, *vars, id); code != 0) return code;
-    std::cout << "corral: run " << id << ": " << counted(instances_, "instance", "instances") << " of "
-              << json_string(*scenario, "name");
+    std::cout << "corral: run " << id << ": " << counted(instances_, "instance", "instances")
+              << " of " << json_string(*scenario, "name");
     if (!data_.empty()) std::cout << ", one per row of " << data_;
     std::cout << "\n" << std::flush;
     if (detach_) return 0;

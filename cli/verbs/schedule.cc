@@ -86,8 +86,9 @@ class ScheduleVerb : public Verb {
     }
     const json s = json_field(*answer, "schedule");
     std::cout << "corral: schedule " << name_ << ": \"" << json_string(s, "cron") << "\" (UTC), "
-              << counted(instances_, "instance", "instances") << " of " << json_string(s, "scenario") << "; next at "
-              << json_string(s, "next_at", "never") << (catch_up_ ? "; catch-up on" : "") << "\n";
+              << counted(instances_, "instance", "instances") << " of "
+              << json_string(s, "scenario") << "; next at " << json_string(s, "next_at", "never")
+              << (catch_up_ ? "; catch-up on" : "") << "\n";
     return kExitOk;
   }
 

@@ -46,7 +46,8 @@ void check_fields(const json& j, const std::string& path,
     if (found) continue;
     std::string list;
     for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    fail(field_path(path, key), "unknown field" + did_you_mean(key, known) + " (known: " + list + ")");
+    fail(field_path(path, key),
+         "unknown field" + did_you_mean(key, known) + " (known: " + list + ")");
   }
 }
 

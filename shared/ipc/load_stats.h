@@ -66,7 +66,7 @@ struct LoadSecond {
   stats::Histogram handshake;
   uint64_t http1 = 0;
   uint64_t http2 = 0;
-  stats::Histogram late;     // corral's own lateness in starting iterations (LoadDriver)
+  stats::Histogram late;  // corral's own lateness in starting iterations (LoadDriver)
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted
   bool done = false;                         // the worker's last report of this test

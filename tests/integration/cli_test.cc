@@ -89,9 +89,9 @@ TEST_CASE("cli: start, status, start again, scale, logs and stop drive one daemo
   CHECK(from_log <= 5);
 
   // Following, the tail's lines carry the same "master | " prefix as the lines that follow.
-  CliResult followed = run_program("/usr/bin/timeout", {"2", corral_binary(), "logs", "master",
-                                                        "--lines", "3", "--follow", "--home", h},
-                                   h);
+  CliResult followed = run_program(
+      "/usr/bin/timeout",
+      {"2", corral_binary(), "logs", "master", "--lines", "3", "--follow", "--home", h}, h);
   INFO("corral logs --follow: " << followed.describe());
   const std::vector<std::string> seen = lines_of(followed.out);
   REQUIRE(seen.size() >= 4);

@@ -121,9 +121,13 @@ TEST_CASE("dashboard: Chromium shows the workers, the runs with progress and fai
   REQUIRE(workers.size() == 2);
   const Json expect = {
       {"workers", workers},
-      {"runs", {{{"id", polling}, {"scenario", name}, {"state", "running"}, {"progress", "0/200 0%"}},
-                {{"id", failing}, {"scenario", "dash-fails"}, {"state", "finished"},
-                 {"progress", "3/3 100%"}, {"badge", "s-failed"}}}},  // red: none passed
+      {"runs",
+       {{{"id", polling}, {"scenario", name}, {"state", "running"}, {"progress", "0/200 0%"}},
+        {{"id", failing},
+         {"scenario", "dash-fails"},
+         {"state", "finished"},
+         {"progress", "3/3 100%"},
+         {"badge", "s-failed"}}}},  // red: none passed
       {"texts", {"3 × step 0 (start): "}},
       {"log_lines", {"run " + polling + ": 200 instances of", "worker 1 ready"}},
       {"absent_ids", {"injected"}}};

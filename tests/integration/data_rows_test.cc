@@ -95,8 +95,9 @@ TEST_CASE("data rows: JSON Lines keep their types, and what cannot run is refuse
         "instances: a run over data has one instance per row; leave it out");
   Json typo = sleep_per_row();
   typo["steps"][0]["request"]["url"] = "{{base}}/delay?ms={{row.msec}}";
-  CHECK(refused(typo, {{"path", file}}) ==
-        R"(scenario.steps[0].request.url: unknown variable "row.msec" (did you mean "row.ms"?) in "{{base}}/delay?ms={{row.msec}}")");
+  CHECK(
+      refused(typo, {{"path", file}}) ==
+      R"(scenario.steps[0].request.url: unknown variable "row.msec" (did you mean "row.ms"?) in "{{base}}/delay?ms={{row.msec}}")");
   CHECK(refused(sleep_per_row(), {{"path", file}, {"key", "id"}}) ==
         "data: " + file + ": the key column \"id\" is not one of its columns");
   CHECK(refused(sleep_per_row(), {{"path", home.file("x.txt")}}) ==

@@ -89,8 +89,9 @@ TEST_CASE("load cli: an open model starts exactly rate x duration arrivals, and 
   CHECK_THAT(r.out, Catch::Contains("(from the intended start)"));
 }
 
-TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which, and a flag's "
-          "thresholds replace the file's for their metric") {
+TEST_CASE(
+    "load cli: a crossed threshold fails the test, exit 1, and says which, and a flag's "
+    "thresholds replace the file's for their metric") {
   TempHome home;
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));
@@ -98,9 +99,11 @@ TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which,
   // The file's errors threshold would hold; the flag's replaces it. Its latency one stays.
   const std::string file = write_file(
       home, "failing.json",
-      get_scenario(api.base(), "/fail?status=503",
-                   {{"vus", 2}, {"duration", "1s"},
-                    {"thresholds", {{"errors", {"count < 1000000"}}, {"latency", {"p99 < 10s"}}}}}));
+      get_scenario(
+          api.base(), "/fail?status=503",
+          {{"vus", 2},
+           {"duration", "1s"},
+           {"thresholds", {{"errors", {"count < 1000000"}}, {"latency", {"p99 < 10s"}}}}}));
   const std::string junit = home.file("load.xml");
   CliResult r = run_cli({"load", file, "--threshold", "errors: rate < 1%", "--threshold",
                          "latency{step:get}: p99 < 10s", "--junit", junit},
@@ -111,7 +114,7 @@ TEST_CASE("load cli: a crossed threshold fails the test, exit 1, and says which,
   CHECK_THAT(r.out, Catch::Contains("CROSSED errors: rate < 1%  (100.00%)"));
   CHECK_THAT(r.out, Catch::Contains("ok      latency{step:get}: p99 < 10s"));
   CHECK_THAT(r.out, Catch::Contains("ok      latency: p99 < 10s"));  // the file's, kept
-  CHECK_THAT(r.out, !Catch::Contains("count < 1000000"));           // replaced by the flag
+  CHECK_THAT(r.out, !Catch::Contains("count < 1000000"));            // replaced by the flag
   CHECK_THAT(r.out, Catch::Contains("status"));  // the errors' class
   // Each threshold is a testcase; the crossed one fails.
   std::ifstream in(junit);
@@ -206,11 +209,12 @@ TEST_CASE("load api: a wrong load section is refused with the field at fault, an
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("no \"load\" section"));
   // A mistake in a flag's threshold is the flag's, not the file's.
-  const std::string with_load =
-      write_file(home, "withload.json", get_scenario(api.base(), "/", {{"vus", 1}, {"duration", "1s"}}));
+  const std::string with_load = write_file(
+      home, "withload.json", get_scenario(api.base(), "/", {{"vus", 1}, {"duration", "1s"}}));
   CliResult typo = run_cli({"load", with_load, "--threshold", "latncy: p99 < 5ms"}, home.path());
   CHECK(typo.exit_code == 2);
-  CHECK_THAT(typo.err, Catch::Contains("corral: --threshold \"latncy: p99 < 5ms\": unknown metric"));
+  CHECK_THAT(typo.err,
+             Catch::Contains("corral: --threshold \"latncy: p99 < 5ms\": unknown metric"));
   CHECK_THAT(typo.err, !Catch::Contains("withload.json"));
   CHECK(api.stats()["requests"] == 0);
 }
@@ -351,14 +355,15 @@ TEST_CASE("load cli: --find-max steps the rate up to where arrivals are dropped"
   CHECK(failed == 1);
 
   // The bounds take units as thresholds do: 50 ms answers break a 20ms p99 at the first step.
-  CliResult p99 = run_cli({"load", file, "--find-max", "--step-duration", "3s", "--max-p99",
-                           "20ms", "--max-errors", "1%"},
+  CliResult p99 = run_cli({"load", file, "--find-max", "--step-duration", "3s", "--max-p99", "20ms",
+                           "--max-errors", "1%"},
                           home.path(), {}, seconds(60));
   INFO(p99.describe());
   CHECK(p99.exit_code == 1);  // no step held
   CHECK_THAT(p99.out, Catch::Contains("> 20.0ms"));
   // Into a pipe, the step's live line comes once a second while it runs.
-  CHECK_THAT(p99.out, Catch::Matches(R"((.|\n)*\nl4-[0-9a-f]{4}  running  [12]s/3s  vus [0-9]+  rps(.|\n)*)"));
+  CHECK_THAT(p99.out, Catch::Matches(
+                          R"((.|\n)*\nl4-[0-9a-f]{4}  running  [12]s/3s  vus [0-9]+  rps(.|\n)*)"));
   for (const auto& [flag, value] : {std::pair{"--max-p99", "5x"}, {"--max-errors", "150%"}}) {
     CliResult bad = run_cli({"load", file, "--find-max", flag, value}, home.path());
     INFO(bad.describe());
@@ -396,8 +401,9 @@ TEST_CASE("load cli: --html writes a report that headless Chromium draws with it
   CHECK(shown.exit_code == 0);
 }
 
-TEST_CASE("load cli: with no worker ready the test cannot start: exit 4, not the code of a crossed "
-          "threshold") {
+TEST_CASE(
+    "load cli: with no worker ready the test cannot start: exit 4, not the code of a crossed "
+    "threshold") {
   TempHome home;
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));

@@ -196,8 +196,9 @@ TEST_CASE("reload: a second reload while one runs is refused with 409") {
   CHECK(w["successor"]["pid"].get<pid_t>() > 0);
 }
 
-TEST_CASE("reload: the worker count corral scale set outlives a reload, until the config's "
-          "workers changes") {
+TEST_CASE(
+    "reload: the worker count corral scale set outlives a reload, until the config's "
+    "workers changes") {
   TempHome home;
   Json config = {{"workers", 1}, {"reload_grace", "1s"}, {"ready_timeout", "5s"}};
   Daemon d(home, DaemonOptions().with_config(config));

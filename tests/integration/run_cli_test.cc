@@ -209,14 +209,14 @@ TEST_CASE("run cli: an invalid scenario or command line exits 2 and starts nothi
     std::vector<std::string> args;
     const char* error;
   };
-  for (const Case& c : {Case{{"run", home.file("missing.json")}, "cannot read"},
-                        Case{{"run", home.file("garbage.json")},
-                             "garbage.json: line 1, column 3: syntax error"},
-                        Case{{"run", home.file("twice.json")},
-                             "twice.json: steps[0]: the key \"sleep\" appears twice"},
-                        Case{{"run", good, "--detach", "--junit", junit}, "excludes"},
-                        Case{{"run", good, "--var", "=1"}, "expected NAME=VALUE"},
-                        Case{{"run", good, "--junit", home.file("no/such/dir.xml")}, "no dir"}}) {
+  for (const Case& c :
+       {Case{{"run", home.file("missing.json")}, "cannot read"},
+        Case{{"run", home.file("garbage.json")}, "garbage.json: line 1, column 3: syntax error"},
+        Case{{"run", home.file("twice.json")},
+             "twice.json: steps[0]: the key \"sleep\" appears twice"},
+        Case{{"run", good, "--detach", "--junit", junit}, "excludes"},
+        Case{{"run", good, "--var", "=1"}, "expected NAME=VALUE"},
+        Case{{"run", good, "--junit", home.file("no/such/dir.xml")}, "no dir"}}) {
     CliResult bad = run_cli(c.args, home.path());
     INFO(bad.describe());
     CHECK(bad.exit_code == 2);

@@ -66,7 +66,7 @@ class WakeQueue {
 
  private:
   struct Entry {
-    uint64_t at;  // the loop's time in ms, or uv_hrtime() in µs on the exact clock
+    uint64_t at;     // the loop's time in ms, or uv_hrtime() in µs on the exact clock
     uint64_t token;  // also the order of scheduling, for wake-ups due at the same time
     uint64_t id;
   };
@@ -84,9 +84,9 @@ class WakeQueue {
   Fire fire_;
   uv::Handle<uv_timer_t> timer_;
   std::unique_ptr<uv::ExactTimer> exact_;  // set on the exact clock
-  uint64_t woke_us_ = 0;                     // exact clock: when it last fired
-  std::vector<Entry> heap_;  // a min-heap on (at, token)
-  uint64_t armed_at_ = 0;    // the time (as Entry::at) the timer fires at; 0 when stopped
+  uint64_t woke_us_ = 0;                   // exact clock: when it last fired
+  std::vector<Entry> heap_;                // a min-heap on (at, token)
+  uint64_t armed_at_ = 0;  // the time (as Entry::at) the timer fires at; 0 when stopped
   uint64_t last_token_ = 0;
 };
 

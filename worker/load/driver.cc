@@ -174,7 +174,8 @@ void LoadDriver::on_arrivals_due(uint64_t token) {
 void LoadDriver::run_arrivals(uint64_t now) {
   run_due_arrivals(now);
   auto next = static_cast<uint64_t>(std::llround(next_arrival_us_));
-  if (phase_ != Phase::kRunning || elapsed_ms(next) >= spec_.duration_ms()) return;  // the tick ends it
+  if (phase_ != Phase::kRunning || elapsed_ms(next) >= spec_.duration_ms())
+    return;  // the tick ends it
   if (arrivals_token_ == 0 || next != arrivals_at_) {
     arrivals_at_ = next;
     arrivals_token_ = wakes_.schedule_at(kArrivals, next);

@@ -9,13 +9,13 @@
 //
 // Schedules and lateness. With a pace (closed) or a rate (open), every iteration has an
 // intended start, which the wake-up queue's exact clock keeps to within a fraction of a
-// millisecond (WakeQueue::use_exact_clock). A VU whose iteration overran its pace starts the next one at once, late,
-// and keeps its schedule (it does not skip: skipping would hide the stall); an open-model
-// arrival that finds no free VU is dropped and counted. Each request's `latency` is its raw
-// time plus its iteration's lateness: the time a user who arrived on schedule would have
-// waited (coordinated omission corrected). Without a schedule the two are the same. The part of
-// the lateness that is corral's own (its loop came to a start late, not a slow iteration
-// before it) is reported apart (LoadSecond::late), so that a reader can tell the two.
+// millisecond (WakeQueue::use_exact_clock). A VU whose iteration overran its pace starts the next
+// one at once, late, and keeps its schedule (it does not skip: skipping would hide the stall); an
+// open-model arrival that finds no free VU is dropped and counted. Each request's `latency` is its
+// raw time plus its iteration's lateness: the time a user who arrived on schedule would have waited
+// (coordinated omission corrected). Without a schedule the two are the same. The part of the
+// lateness that is corral's own (its loop came to a start late, not a slow iteration before it) is
+// reported apart (LoadSecond::late), so that a reader can tell the two.
 //
 // The end: at the test's duration (or stop()) no iteration starts; those running get the
 // grace period, then are cut off and counted as interrupted. The last report has done=true.

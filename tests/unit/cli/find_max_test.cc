@@ -61,9 +61,10 @@ TEST_CASE("find-max: the search steps up to the knee of a server that serves 1,0
   KneeSearch search;
   search.duration = "3s";
   std::ostringstream out;
-  auto r = find_knee(json{{"rate", 200}, {"duration", "1m"}, {"max_vus", 50},
-                          {"thresholds", {{"rps", {"> 100"}}}}},
-                     search, run_step, out);
+  auto r = find_knee(
+      json{
+          {"rate", 200}, {"duration", "1m"}, {"max_vus", 50}, {"thresholds", {{"rps", {"> 100"}}}}},
+      search, run_step, out);
   REQUIRE(r);
   // 200, 300, 450, 675, 1012.5: the last drops 1.2 % of its arrivals.
   REQUIRE(loads.size() == 5);

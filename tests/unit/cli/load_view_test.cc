@@ -29,23 +29,33 @@ json test_json(const char* state) {
           {"bytes", 1u << 20},
           {"iterations", {{"passed", 23990}, {"failed", 10}, {"dropped", 3}, {"interrupted", 0}}},
           {"errors",
-           {{"count", 10}, {"rate", 10.0 / 24000}, {"status", 7}, {"transport", 0},
-            {"timeout", 3}, {"expect", 0}}},
+           {{"count", 10},
+            {"rate", 10.0 / 24000},
+            {"status", 7},
+            {"transport", 0},
+            {"timeout", 3},
+            {"expect", 0}}},
           {"corrected", true},
           {"latency", latency(1.86, 3.01)},
           {"latency_raw", latency(0.412, 1.9)},
-          {"start_lateness", [] {
+          {"start_lateness",
+           [] {
              json l = latency(0.004, 0.21);
              l["count"] = 24000;
              l["over_5ms"] = 0;
              return l;
            }()},
           {"steps", json::array({{{"index", 0}, {"name", "get"}}})},
-          {"thresholds", json::array({{{"name", "latency: p99 < 2ms"}, {"value", 3.01}, {"ok", false}},
-                                      {{"name", "errors: rate < 1%"}, {"value", 0.0004}, {"ok", true}}})},
+          {"thresholds",
+           json::array({{{"name", "latency: p99 < 2ms"}, {"value", 3.01}, {"ok", false}},
+                        {{"name", "errors: rate < 1%"}, {"value", 0.0004}, {"ok", true}}})},
           {"reasons", {{"expect: status was 503", 7}}},
-          {"series", json::array({{{"t", 11}, {"vus", 17}, {"rps", 1999}, {"errors", 20},
-                                   {"p99", 2.5}, {"dropped", 0}}})}};
+          {"series", json::array({{{"t", 11},
+                                   {"vus", 17},
+                                   {"rps", 1999},
+                                   {"errors", 20},
+                                   {"p99", 2.5},
+                                   {"dropped", 0}}})}};
 }
 
 }  // namespace
@@ -78,8 +88,9 @@ TEST_CASE("load view: the summary has the model, counts, both latencies and each
 TEST_CASE("load view: corral's own lateness is shown, and a warning when it is in the numbers") {
   json t = test_json("passed");
   const std::string quiet = render_load_summary(t);
-  CHECK_THAT(quiet, Catch::Contains("  late     : p50 0.004ms  p90 0.004ms  p95 0.210ms  p99 0.210ms  "
-                                    "p99.9 0.210ms  max 0.210ms  (corral's own, starting iterations)\n"));
+  CHECK_THAT(quiet,
+             Catch::Contains("  late     : p50 0.004ms  p90 0.004ms  p95 0.210ms  p99 0.210ms  "
+                             "p99.9 0.210ms  max 0.210ms  (corral's own, starting iterations)\n"));
   CHECK_THAT(quiet, !Catch::Contains("warning"));
   t["start_lateness"]["over_5ms"] = 240;  // exactly 1 %: no warning yet
   CHECK_THAT(render_load_summary(t), !Catch::Contains("warning"));

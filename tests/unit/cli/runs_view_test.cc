@@ -118,8 +118,8 @@ TEST_CASE("cli show run: a run without failures has no failures section and dash
 TEST_CASE("cli show run: with no instance finished, durations are a dash, not zeros") {
   json run = finished_run();
   run["state"] = "running";
-  run["counts"] = {{"queued", 4}, {"running", 6}, {"passed", 0}, {"failed", 0},
-                   {"errored", 0}, {"cancelled", 0}};
+  run["counts"] = {{"queued", 4}, {"running", 6}, {"passed", 0},
+                   {"failed", 0}, {"errored", 0}, {"cancelled", 0}};
   run["duration_ms"] = {{"p50", 0}, {"p95", 0}, {"max", 0}};
   CHECK(line_of(render_run(run), "duration") == "duration   : - (no instance has finished)");
 }

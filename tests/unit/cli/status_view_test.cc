@@ -121,7 +121,8 @@ TEST_CASE("cli status --cluster: one row per host, this one starred, then the ho
         "0/0 hosts alive\n");
 }
 
-TEST_CASE("cli describe: prints every field as aligned label : value lines, others labelled alike") {
+TEST_CASE(
+    "cli describe: prints every field as aligned label : value lines, others labelled alike") {
   nlohmann::json w = two_workers()["workers"][1];
   w["future_field"] = {{"x", 1}};
   w["cpu_percent"] = 12.5;

@@ -118,7 +118,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t", "steps": []})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t", "steps": {}})", "steps: expected a non-empty array of steps"},
       {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
-      {R"({"name": "t", "step": []})", "step: unknown field (did you mean \"steps\"?) (known: name, "
+      {R"({"name": "t", "step": []})",
+       "step: unknown field (did you mean \"steps\"?) (known: name, "
        "vars, steps, load, start_spread, limits, tls, http_version)"},
       {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.uuid: "uuid" is a built-in variable)"},
@@ -204,7 +205,8 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
        "steps[0].retry: an exec step runs its command once; it is not retried"},
       {one_step(R"({"exec": {"argv": ["true"]}, "timeout": "1s"})"),
        R"(steps[0].timeout: an exec step's limit is "exec": {"timeout": ...})"},
-      {one_step(R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200}, {"exit_code": 0}]})"),
+      {one_step(
+           R"({"request": {"url": "{{base}}"}, "expect": [{"status": 200}, {"exit_code": 0}]})"),
        R"(steps[0].expect[1]: a "request" step has no "exit_code" to check (its conditions read "status", "json", "header", "body_contains"))"},
       {one_step(R"({"callback": {}, "abort_if": {"status": 500}})"),
        R"(steps[0].abort_if: a "callback" step has no "status" to check (its conditions read "json", "body_contains"))"},

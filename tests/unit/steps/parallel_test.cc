@@ -87,10 +87,13 @@ TEST_CASE("parallel parse: a branch's captures are seen inside it and, after, as
   CHECK(parse_error(scenario({parallel({branch("a", {post_job()}), json::array({get_job("job")})})})) ==
         R"(steps[0].parallel[1][0].request.url: unknown variable "job" in "{{base}}/jobs/{{job}}")");
   // Nor as a.job: it exists only once the join is past.
-  CHECK(parse_error(scenario({parallel({branch("a", {post_job()}), json::array({get_job("a.job")})})})) ==
-        R"(steps[0].parallel[1][0].request.url: unknown variable "a.job" in "{{base}}/jobs/{{a.job}}")");
-  CHECK(parse_error(scenario({parallel({branch("a", {post_job()})}), get_job("job")})) ==
-        R"(steps[1].request.url: unknown variable "job" (did you mean "a.job"?) in "{{base}}/jobs/{{job}}")");
+  CHECK(
+      parse_error(
+          scenario({parallel({branch("a", {post_job()}), json::array({get_job("a.job")})})})) ==
+      R"(steps[0].parallel[1][0].request.url: unknown variable "a.job" in "{{base}}/jobs/{{a.job}}")");
+  CHECK(
+      parse_error(scenario({parallel({branch("a", {post_job()})}), get_job("job")})) ==
+      R"(steps[1].request.url: unknown variable "job" (did you mean "a.job"?) in "{{base}}/jobs/{{job}}")");
   // Nested: the inner branch's capture is <outer>.<inner>.<name> after both joins.
   json nested = scenario({parallel({branch("o", {parallel({branch("i", {post_job()})}),
                                                  get_job("i.job")})}),

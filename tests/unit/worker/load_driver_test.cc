@@ -180,9 +180,8 @@ void check_never_late(const char* spec, uint64_t requests) {
   Run run(f, spec, one_get(server.url("/")));
   const auto& get = run.total.steps.at(0);
   INFO(spec << ": start lateness p50 " << run.total.late.value_at(50) << " us, p99 "
-            << run.total.late.value_at(99) << " us, max " << run.total.late.max()
-            << " us; raw p99 " << get.raw.value_at(99) << " us, corrected p99 "
-            << get.latency.value_at(99) << " us");
+            << run.total.late.value_at(99) << " us, max " << run.total.late.max() << " us; raw p99 "
+            << get.raw.value_at(99) << " us, corrected p99 " << get.latency.value_at(99) << " us");
   CHECK(get.requests == requests);  // 10 VUs, each as many times as the pace fits in
   CHECK(get.transport + get.status + get.timeout == 0);
   CHECK(run.total.late.count() == requests);
@@ -192,15 +191,19 @@ void check_never_late(const char* spec, uint64_t requests) {
   CHECK(get.latency.value_at(90) <= get.raw.value_at(90) + 1000);
 }
 
-TEST_CASE("load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 100ms") {
+TEST_CASE(
+    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace "
+    "100ms") {
   check_never_late(R"({"vus": 10, "pace": "100ms", "duration": "2s"})", 200);
 }
 
-TEST_CASE("load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 1s") {
+TEST_CASE(
+    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 1s") {
   check_never_late(R"({"vus": 10, "pace": "1s", "duration": "3s"})", 30);
 }
 
-TEST_CASE("load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 5s") {
+TEST_CASE(
+    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 5s") {
   check_never_late(R"({"vus": 10, "pace": "5s", "duration": "10s"})", 20);
 }
 

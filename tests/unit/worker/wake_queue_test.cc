@@ -145,11 +145,15 @@ TEST_CASE("wake queue: a wake-up scheduled from a firing one waits for a later l
   check_later_turn(false);
 }
 
-TEST_CASE("wake queue: on the exact clock too, a wake-up scheduled from a firing one waits for a later loop turn") {
+TEST_CASE(
+    "wake queue: on the exact clock too, a wake-up scheduled from a firing one waits for a later "
+    "loop turn") {
   check_later_turn(true);
 }
 
-TEST_CASE("wake queue: on the exact clock, wake-ups come in order, at most kEarlyUs before their microsecond") {
+TEST_CASE(
+    "wake queue: on the exact clock, wake-ups come in order, at most kEarlyUs before their "
+    "microsecond") {
   Loop l;
   Fired fired;
   std::vector<uint64_t> at;  // uv_hrtime() in µs as each fired
