@@ -163,7 +163,7 @@ void Daemon::api_config(const ApiCall& c) {
                                       {"file", config_file_},
                                       {"workers",
                                        {{"wanted", supervisor_.wanted()},
-                                        {"from", scaled_workers_    ? "corral scale"
+                                        {"from", supervisor_.scaled() ? "corral scale"
                                                  : cfg_.workers > 0 ? "config"
                                                                     : "one per usable CPU"}}},
                                       {"needs_master_restart", reload_notes_}}));
@@ -192,8 +192,7 @@ void Daemon::api_scale(const ApiCall& c) {
     c.respond.send(Response::error(409, "the daemon is stopping"));
     return;
   }
-  scaled_workers_ = it->get<int>();
-  supervisor_.set_wanted(*scaled_workers_);
+  supervisor_.scale(it->get<int>());
   kick();
   c.respond.send(Response::json(200, {{"workers", supervisor_.wanted()}}));
 }

@@ -113,8 +113,6 @@ class Daemon {
   void settle_reload();
   // The master's own settings from cfg_: the supervisor's, retention, the worker count, hooks.
   void apply_master_config();
-  int config_workers() const;  // the config's worker count, 0 read as one per usable CPU
-  void keep_or_drop_scale(uint64_t number, const config::Config& next);
   // Hooks (daemon_hooks.cc). A worker's exit is reported after the reconcile that follows it,
   // which decides the slot's next state.
   void start_hooks();
@@ -344,9 +342,6 @@ class Daemon {
   std::shared_ptr<const WorkerImage> candidate_;                   // while a reload runs
   std::vector<std::string> reload_notes_;  // config changes the reload cannot apply
   uint64_t settled_reload_ = 0;
-  // The worker count `corral scale` asked for: it outlives reloads (as with pm2) until a reload
-  // brings a config whose `workers` differs from the one before, which then wins.
-  std::optional<int> scaled_workers_;
   bool notify_enabled_ = false;  // under systemd ($NOTIFY_SOCKET): STATUS= lines are wanted
   bool ready_notified_ = false;  // systemd was told READY=1 once
   std::string last_status_;

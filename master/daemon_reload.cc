@@ -54,30 +54,14 @@ Status Daemon::begin_reload(const std::string& origin) {
 void Daemon::apply_master_config() {
   supervisor_.update_settings(settings_from(cfg_));
   runs_.set_options(runs_options(cfg_));
-  supervisor_.set_wanted(scaled_workers_.value_or(config_workers()));
+  const int from_config = cfg_.workers > 0 ? cfg_.workers : config::usable_cpus();
+  if (!supervisor_.set_config_wanted(from_config)) {
+    spdlog::info("reload {}: keeping the {} workers set by corral scale (the config says {})",
+                 supervisor_.reload().number, supervisor_.wanted(), cfg_.workers);
+  }
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   hooks_.set_hooks(cfg_.hooks);
   refresh_limits();
-}
-
-int Daemon::config_workers() const {
-  return cfg_.workers > 0 ? cfg_.workers : config::usable_cpus();
-}
-
-// Before reload `number` applies `next`: the count `corral scale` set stays, unless `next`
-// changes `workers` (the file was edited on purpose).
-void Daemon::keep_or_drop_scale(uint64_t number, const config::Config& next) {
-  if (!scaled_workers_) return;
-  if (next.workers != cfg_.workers) {
-    spdlog::info(
-        "reload {}: the config's workers changed to {}: it replaces the {} set by "
-        "corral scale",
-        number, next.workers, *scaled_workers_);
-    scaled_workers_.reset();
-    return;
-  }
-  spdlog::info("reload {}: keeping the {} workers set by corral scale (the config says {})", number,
-               *scaled_workers_, next.workers);
 }
 
 // What a worker may fill, idle RSS included: 80 % of max_memory, leaving room under the soft
@@ -98,7 +82,6 @@ void Daemon::settle_reload() {
   }
   settled_reload_ = r.number;
   if (r.phase == ReloadStatus::Phase::kDone) {
-    keep_or_drop_scale(r.number, candidate_->config());
     cfg_ = candidate_->config();
     secrets_ = candidate_->secrets();
     image_ = candidate_;

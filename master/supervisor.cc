@@ -8,7 +8,7 @@
 namespace corral::master {
 
 Supervisor::Supervisor(SupervisorSettings settings, int wanted, std::function<double()> random)
-    : settings_(settings), wanted_(wanted), random_(std::move(random)) {}
+    : settings_(settings), wanted_(wanted), config_wanted_(wanted), random_(std::move(random)) {}
 
 Slot* Supervisor::find(int index) {
   if (index < 0 || index >= static_cast<int>(slots_.size())) return nullptr;
@@ -124,6 +124,20 @@ void Supervisor::on_exit(int index, int64_t code, int signal, bool kernel_oom_ki
 // --- requests ---
 
 void Supervisor::set_wanted(int n) { wanted_ = n < 0 ? 0 : n; }
+
+void Supervisor::scale(int n) {
+  set_wanted(n);
+  scaled_ = wanted_;
+}
+
+bool Supervisor::set_config_wanted(int n) {
+  const bool changed = n != config_wanted_;
+  config_wanted_ = n;
+  if (scaled_ && !changed) return false;
+  scaled_.reset();
+  set_wanted(n);
+  return true;
+}
 
 bool Supervisor::request_restart(std::optional<int> index) {
   if (index) {

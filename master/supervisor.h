@@ -75,6 +75,14 @@ class Supervisor {
 
   // --- requests ---
   void set_wanted(int n);
+  // `corral scale`: `n` workers, kept across reloads (as pm2 keeps its scale) while the config's
+  // count stays what it was.
+  void scale(int n);
+  // The config's worker count, at a reload: it replaces a scaled count only when it differs from
+  // the config's count before (the file was edited on purpose). False when a scaled count stays.
+  bool set_config_wanted(int n);
+  // The count scale() set and the config has not replaced since.
+  std::optional<int> scaled() const { return scaled_; }
   // Restarts one slot, or every slot when `slot` is empty. False for an unknown slot.
   bool request_restart(std::optional<int> slot);
   // Replaces the workers one slot at a time: each slot's new worker starts beside the old one,
@@ -124,6 +132,8 @@ class Supervisor {
 
   SupervisorSettings settings_;
   int wanted_;
+  int config_wanted_;          // the config's count, as last applied
+  std::optional<int> scaled_;  // see scaled()
   std::function<double()> random_;
   std::vector<Slot> slots_;
   ReloadStatus reload_;

@@ -223,3 +223,17 @@ TEST_CASE("supervisor: a worker leaving at the soft limit is not hard-killed, on
   b.step();
   CHECK(b.last_reason(0) == ExitReason::kMemorySoft);
 }
+
+TEST_CASE("supervisor: a scaled count stays while the config's count does not change") {
+  SupervisorBench b(2);
+  b.sup.scale(3);
+  CHECK(b.sup.wanted() == 3);
+  CHECK(b.sup.scaled() == 3);
+  CHECK_FALSE(b.sup.set_config_wanted(2));  // a reload with the same config: scale stays
+  CHECK(b.sup.wanted() == 3);
+  CHECK(b.sup.set_config_wanted(4));  // the config changed: it wins
+  CHECK(b.sup.wanted() == 4);
+  CHECK_FALSE(b.sup.scaled().has_value());
+  CHECK(b.sup.set_config_wanted(4));  // nothing scaled: the config's count
+  CHECK(b.sup.wanted() == 4);
+}
