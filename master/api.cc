@@ -10,7 +10,6 @@
 #include "master/daemon_impl.h"
 #include "shared/http/router.h"
 #include "shared/proc.h"
-#include "shared/text/strict_json.h"
 
 namespace corral::master {
 namespace {
@@ -20,26 +19,6 @@ using http::Responder;
 using http::Response;
 using nlohmann::json;
 
-// The body as a JSON object; an empty body is {}. Fails with a 400 answer otherwise, which
-// says what is wrong (a repeated key, or where the syntax breaks).
-std::optional<json> json_body(const Request& req, const Responder& respond,
-                              std::initializer_list<std::string_view> known) {
-  if (req.body.empty()) return json::object();
-  auto j = text::parse_strict_json(req.body);
-  if (!j) {
-    respond.send(Response::error(400, "request body: " + j.status().message()));
-    return std::nullopt;
-  }
-  if (!j->is_object()) {
-    respond.send(Response::error(400, "request body must be a JSON object"));
-    return std::nullopt;
-  }
-  if (auto unknown = unknown_field(*j, known)) {
-    respond.send(Response::error(400, *unknown));
-    return std::nullopt;
-  }
-  return std::move(*j);
-}
 
 // Whether `given` equals `want`, taking the same time wherever they differ: a client cannot
 // find the token a byte at a time by timing the answers.

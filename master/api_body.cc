@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "config/fields.h"
+#include "shared/text/strict_json.h"
 
 namespace corral::master {
 
@@ -15,6 +16,25 @@ std::optional<std::string> unknown_field(const nlohmann::json& body,
     return config::unknown_name("field", key, names);
   }
   return std::nullopt;
+}
+
+std::optional<nlohmann::json> json_body(const http::Request& req, const http::Responder& respond,
+                                        std::initializer_list<std::string_view> known) {
+  if (req.body.empty()) return nlohmann::json::object();
+  auto j = text::parse_strict_json(req.body);
+  if (!j) {
+    respond.send(http::Response::error(400, "request body: " + j.status().message()));
+    return std::nullopt;
+  }
+  if (!j->is_object()) {
+    respond.send(http::Response::error(400, "request body must be a JSON object"));
+    return std::nullopt;
+  }
+  if (auto unknown = unknown_field(*j, known)) {
+    respond.send(http::Response::error(400, *unknown));
+    return std::nullopt;
+  }
+  return std::move(*j);
 }
 
 }  // namespace corral::master

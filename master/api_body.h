@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/http/server.h"
+
 namespace corral::master {
 
 // The error for the first field of the object `body` that is not in `known`:
@@ -18,5 +20,11 @@ namespace corral::master {
 // nullopt when every field is known.
 std::optional<std::string> unknown_field(const nlohmann::json& body,
                                          std::initializer_list<std::string_view> known);
+
+// The request's body as a JSON object with only `known` fields; an empty body is {}. Otherwise
+// answers 400 saying what is wrong (a repeated key, where the syntax breaks, an unknown field)
+// and returns nullopt.
+std::optional<nlohmann::json> json_body(const http::Request& req, const http::Responder& respond,
+                                        std::initializer_list<std::string_view> known);
 
 }  // namespace corral::master

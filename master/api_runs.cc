@@ -18,7 +18,6 @@
 #include "master/api_body.h"
 #include "master/daemon_impl.h"
 #include "shared/proc.h"
-#include "shared/text/strict_json.h"
 
 #include <spdlog/spdlog.h>
 
@@ -49,19 +48,8 @@ Run* Daemon::run_of(const ApiCall& c) {
 
 std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what,
                                             std::initializer_list<std::string_view> known) {
-  auto body = text::parse_strict_json(c.req.body);
-  if (!body) {
-    c.respond.send(Response::error(400, "request body: " + body.status().message()));
-    return std::nullopt;
-  }
-  if (!body->is_object()) {
-    c.respond.send(Response::error(400, "request body must be a JSON object"));
-    return std::nullopt;
-  }
-  if (auto unknown = unknown_field(*body, known)) {
-    c.respond.send(Response::error(400, *unknown));
-    return std::nullopt;
-  }
+  auto body = json_body(c.req, c.respond, known);
+  if (!body) return std::nullopt;
   if (supervisor_.shutting_down()) {
     c.respond.send(Response::error(503, std::string("the daemon is stopping; ") + what +
                                             " are not accepted"));
