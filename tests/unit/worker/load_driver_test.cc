@@ -166,11 +166,14 @@ TEST_CASE("load driver: a stall shows in the corrected latency of every iteratio
   CHECK(run.total.late.max() < 30000);
 }
 
-// Known answers without a stall: a server that answers at once, 10 VUs at a pace under, at and
-// over the second from which the engine's own waits are batched on a 20 ms grid. Iterations
-// start on time, so the corrected latency is the raw one to within 1 ms. (One start in 20 may be
-// late by more, for a machine that gave the test's loop no CPU for a moment: the checks are about
-// the schedule, not about the machine. With the 20 ms grid, most starts at 1 s and 5 s were.)
+// Known answers without a stall: a server that answers at once, VUs at a pace under, at and over
+// the second from which the engine's own waits are batched on a 20 ms grid. Iterations start on
+// time, so the corrected latency is the raw one to within 1 ms. One start in ten (at least two)
+// may be late by more, for a machine that gave the test's loop no CPU for a moment: the checks
+// are about the schedule, not about the machine. With the 20 ms grid, every start after the
+// first of each VU was late at 1 s and 5 s: two in three and one in two of them. Tagged
+// [timing]: CTest runs these alone (tests/CMakeLists.txt), so that other tests do not take the
+// CPU they measure.
 void check_never_late(const char* spec, uint64_t requests) {
   Fixture f;
   namespace t = corral::test;
@@ -182,29 +185,32 @@ void check_never_late(const char* spec, uint64_t requests) {
   INFO(spec << ": start lateness p50 " << run.total.late.value_at(50) << " us, p99 "
             << run.total.late.value_at(99) << " us, max " << run.total.late.max() << " us; raw p99 "
             << get.raw.value_at(99) << " us, corrected p99 " << get.latency.value_at(99) << " us");
-  CHECK(get.requests == requests);  // 10 VUs, each as many times as the pace fits in
+  CHECK(get.requests == requests);  // every VU as many times as the pace fits in
   CHECK(get.transport + get.status + get.timeout == 0);
   CHECK(run.total.late.count() == requests);
   CHECK(run.total.late.count() - run.total.late.count_at_or_below(1000) <=
-        std::max<uint64_t>(1, requests / 20));
+        std::max<uint64_t>(2, requests / 10));
   CHECK(get.latency.value_at(50) <= get.raw.value_at(50) + 1000);
   CHECK(get.latency.value_at(90) <= get.raw.value_at(90) + 1000);
 }
 
 TEST_CASE(
     "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace "
-    "100ms") {
+    "100ms",
+    "[timing]") {
   check_never_late(R"({"vus": 10, "pace": "100ms", "duration": "2s"})", 200);
 }
 
 TEST_CASE(
-    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 1s") {
-  check_never_late(R"({"vus": 10, "pace": "1s", "duration": "3s"})", 30);
+    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 1s",
+    "[timing]") {
+  check_never_late(R"({"vus": 20, "pace": "1s", "duration": "3s"})", 60);
 }
 
 TEST_CASE(
-    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 5s") {
-  check_never_late(R"({"vus": 10, "pace": "5s", "duration": "10s"})", 20);
+    "load driver: a server that never stalls gets corrected latency within 1 ms of raw, pace 5s",
+    "[timing]") {
+  check_never_late(R"({"vus": 20, "pace": "5s", "duration": "10s"})", 40);
 }
 
 TEST_CASE("load driver: failing iterations are counted by class, with their reasons") {
