@@ -43,6 +43,9 @@ TestCase step_case(const json& s) {
     tc.detail += ", last status " + std::to_string(status);
   }
   tc.detail += ": " + tc.message;
+  if (std::string body = json_string(s, "body"); !body.empty()) {
+    tc.detail += "\nresponse: " + body;
+  }
   return tc;
 }
 

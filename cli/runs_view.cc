@@ -21,6 +21,26 @@ std::string text_or_dash(const json& j, const char* key) {
   return s.empty() ? "-" : s;
 }
 
+// The start of the response each failed step kept, under the steps' table, indented.
+std::string response_bodies(const json& steps) {
+  std::string out;
+  for (const auto& s : steps) {
+    std::string body = json_string(s, "body");
+    if (body.empty()) continue;
+    out += "response of step " + std::to_string(static_cast<long>(json_number(s, "step"))) + " (" +
+           json_string(s, "name") + "):\n  ";
+    for (char c : body) {
+      if (c == '\n') {
+        out += "\n  ";
+      } else if (c != '\r') {
+        out += c;
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_runs_table(const json& runs, TableStyle style) {
@@ -160,6 +180,7 @@ std::string render_instance(const json& in, TableStyle style) {
   }
   out << render_table(
       {"step", "name", "state", "attempts", "took", "until held", "status", "reason"}, rows, style);
+  out << response_bodies(json_field(in, "steps"));
   return out.str();
 }
 

@@ -215,6 +215,10 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   r.tls_us = ev.tls_us;
   r.reason = ev.reason;
   r.url = ev.url;
+  if (run.body_bytes + ev.body.size() <= opts_.body_bytes) {
+    r.body = ev.body;
+    run.body_bytes += r.body.size();
+  }
   if (in.started_ms == 0) in.started_ms = r.started_ms;
   if (ev.in_branch) {
     // A step of a parallel step's branch: the instance is still at the parallel step, and

@@ -67,7 +67,9 @@ struct StepRecord {
   std::string reason;
   std::string url;      // the final URL, when redirects were followed
   uint64_t tls_us = 0;  // TLS handshakes its requests waited for
+  std::string body;     // the start of the response of a step that failed on one
 };
+
 
 struct InstanceRecord {
   InstanceState state = InstanceState::kQueued;
@@ -126,6 +128,7 @@ struct Run {
   // A run over data rows (shared/data/rows.h), as workers get it in define_run: {"path",
   // "format", "index", "columns", "key"?, "rows", "skipped", "bad"}. Null for other runs.
   nlohmann::json data;
+  size_t body_bytes = 0;  // of its steps' `body` texts, up to RunsOptions::body_bytes
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
   // Moves instance `index` to state `to`, keeping `counts` in step.
@@ -149,6 +152,11 @@ struct RunsOptions {
   uint32_t restore_page = 50000;          // instance rows read per page at restore
   uint32_t quarantine_after = 3;          // worker deaths with a run's instances; 0: never
   int64_t quarantine_window_ms = 600000;  // ... within this long
+  // The most bytes of failed steps' responses (StepRecord::body) one run keeps, in memory and in
+  // the journal: at 512 bytes each, the first 32,768 failed steps or more. The steps that fail
+  // after that keep their status and reason only, so that a large run whose every instance
+  // fails does not hold half a kilobyte more per instance.
+  size_t body_bytes = 16u << 20;
 };
 
 class Runs {

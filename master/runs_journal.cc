@@ -45,7 +45,7 @@ journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
           s.step,       s.state,    s.attempts,
           s.started_ms, s.ended_ms, s.status,
           s.until_ms,   s.reason,   s.url,
-          static_cast<int64_t>(s.tls_us)};
+          static_cast<int64_t>(s.tls_us), s.body};
 }
 
 namespace {
@@ -113,7 +113,9 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
     if (r.idx >= run.size) continue;
     run.instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
                                           r.status, r.until_ms, r.reason, r.url,
-                                          static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us))});
+                                          static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us)),
+                                          r.body});
+    run.body_bytes += r.body.size();
   }
   // A call the instance has not used yet goes to the worker that resumes it.
   for (const journal::CallbackRow& r : rows.callbacks) {

@@ -163,6 +163,7 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
     if (r.tls_us > 0) s["tls_ms"] = static_cast<double>(r.tls_us) / 1000;
     if (!r.reason.empty()) s["reason"] = r.reason;
     if (!r.url.empty()) s["url"] = r.url;
+    if (!r.body.empty()) s["body"] = r.body;
     j["steps"].push_back(std::move(s));
   }
   return j;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shared/text/utf8.h"
+
 namespace corral {
 
 void Secrets::add(const std::string& name, std::string value) {
@@ -26,6 +28,16 @@ std::string Secrets::marker(std::string_view name) {
 
 std::string Secrets::redact(std::string_view text) const {
   return replace_all(text, false, nullptr);
+}
+
+std::string Secrets::excerpt(std::string_view text, size_t max_bytes) const {
+  size_t longest = 0;
+  for (const auto& [name, value] : values_) longest = std::max(longest, value.size());
+  std::string_view start = text.substr(0, max_bytes + longest);
+  bool cut = false;
+  std::string out = text::printable_prefix(redact(start), max_bytes, &cut);
+  if (cut || start.size() < text.size()) out += text::kEllipsis;
+  return out;
 }
 
 std::string Secrets::mask(std::string_view text, std::vector<std::string>& masked) const {

@@ -30,6 +30,10 @@ class Secrets {
 
   // `text` with every occurrence of every value replaced by "***".
   std::string redact(std::string_view text) const;
+  // The start of `text` to show (a failed step's response): redacted first, over enough of it
+  // that a value the cut would split is masked whole; then at most `max_bytes` of printable text
+  // (text::printable_prefix), with "…" (text::kEllipsis) after it when some was left out.
+  std::string excerpt(std::string_view text, size_t max_bytes) const;
   // `text` with every occurrence of a value replaced by "{{secret.NAME}}"; the names of the
   // secrets masked are added to `masked` (once each). Longer values are masked first, so a
   // value that contains another is masked whole.

@@ -1,5 +1,7 @@
 #include "master/journal/pg_conn.h"
 
+#include "shared/text/utf8.h"
+
 namespace corral::master::journal {
 namespace {
 
@@ -28,41 +30,10 @@ std::string numbered(const std::string& text) {
   return out;
 }
 
-// Valid UTF-8 without NUL: what a PostgreSQL text value may hold.
-void append_text(std::string& out, const std::string& v) {
-  static const char kReplacement[] = "\xEF\xBF\xBD";
-  size_t i = 0;
-  while (i < v.size()) {
-    auto c = static_cast<unsigned char>(v[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
-    bool ok = len != 0 && c != 0 && i + len <= v.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(v[i + k]) >> 6) == 0x2;
-    if (ok && len > 1) {
-      uint32_t cp = c & (0xFF >> (len + 1));
-      for (size_t k = 1; k < len; ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(v[i + k]) & 0x3F);
-      static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    }
-    if (ok) {
-      out.append(v, i, len);
-      i += len;
-    } else {
-      out += kReplacement;
-      i += 1;
-    }
-  }
-}
-
 }  // namespace
 
 Params& Params::bind(const std::string& v) {
-  values_.emplace_back();
-  append_text(values_.back(), v);
+  values_.push_back(text::to_utf8(v));
   return *this;
 }
 

@@ -114,6 +114,7 @@ class PgStore final : public Store {
     p.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
     p.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
     p.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url).bind(r.tls_us);
+    p.bind(r.body);
     if (Status s = check_fence("put_step"); !s) return s;
     return db_.run(kPutStep, p, "put_step");
   }
@@ -270,7 +271,7 @@ class PgStore final : public Store {
       out.steps.push_back({col_text(q, i, 0), col_u32(q, i, 1), col_u32(q, i, 2), col_u32(q, i, 3),
                            col_text(q, i, 4), col_u32(q, i, 5), col_i64(q, i, 6), col_i64(q, i, 7),
                            static_cast<int>(col_i64(q, i, 8)), col_i64(q, i, 9), col_text(q, i, 10),
-                           col_text(q, i, 11), col_i64(q, i, 12)});
+                           col_text(q, i, 11), col_i64(q, i, 12), col_text(q, i, 13)});
     }
     auto cb = db_.query(kCallbackColumns, page, "load_run");
     if (!cb) return cb.status();

@@ -52,6 +52,7 @@ struct StepRow {
   std::string reason;
   std::string url;  // the final URL, when redirects were followed
   int64_t tls_us = 0;  // TLS handshakes its requests waited for
+  std::string body;    // the start of the response of a step that failed on one
 };
 
 // A call of a callback step's URL (steps/callback), kept until its run is deleted: the

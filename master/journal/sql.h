@@ -154,6 +154,8 @@ CREATE TABLE load_seconds (
     "ALTER TABLE runs ADD COLUMN quarantine TEXT NOT NULL DEFAULT '';",
     // 12: the time a step's requests waited for TLS handshakes.
     "ALTER TABLE steps ADD COLUMN tls_us BIGINT NOT NULL DEFAULT 0;",
+    // 13: the start of the response of a step that failed on one (ipc::kBodyExcerptBytes).
+    "ALTER TABLE steps ADD COLUMN body TEXT NOT NULL DEFAULT '';",
 };
 
 inline constexpr const char* kPutRun = R"sql(
@@ -179,8 +181,8 @@ INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', 
 ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
 inline constexpr const char* kPutStep = R"sql(
 INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status,
-  until_ms, reason, url, tls_us)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  until_ms, reason, url, tls_us, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
 inline constexpr const char* kSetQuarantine = "UPDATE runs SET quarantine = ? WHERE id = ?";
 inline constexpr const char* kFinishRun =
@@ -239,7 +241,7 @@ inline constexpr const char* kInstanceColumns =
     "ORDER BY idx";
 inline constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason, url, tls_us FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
+    "reason, url, tls_us, body FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
 
 // PostgreSQL only: the claims of hosts sharing the journal (docs/cluster.md).
 // A new run's instances, in ranges of kClaimRange, none held yet. Parameters: id, instances,

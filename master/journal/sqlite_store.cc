@@ -143,6 +143,7 @@ class SqliteStore final : public Store {
     s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
     s.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
     s.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url).bind(r.tls_us);
+    s.bind(r.body);
     return done(s, "put_step");
   }
 
@@ -300,7 +301,8 @@ class SqliteStore final : public Store {
                   st.i64(9),
                   st.text(10),
                   st.text(11),
-                  st.i64(12)};
+                  st.i64(12),
+                  st.text(13)};
       out.steps.push_back(std::move(row));
     }
     st.reset();

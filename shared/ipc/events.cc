@@ -1,6 +1,7 @@
 #include "shared/ipc/events.h"
 
 #include "shared/ipc/fields.h"
+#include "shared/text/utf8.h"
 
 namespace corral::ipc {
 
@@ -85,6 +86,7 @@ json to_json(const Event& e) {
       if (e.tls_us > 0) j["tls_us"] = e.tls_us;
       if (!e.reason.empty()) j["reason"] = e.reason;
       if (!e.url.empty()) j["url"] = e.url;
+      if (!e.body.empty()) j["body"] = e.body;
       if (!e.vars.is_null()) j["vars"] = e.vars;
       if (e.in_branch) j["checkpoint"] = to_json(e.checkpoint);
       return j;
@@ -127,6 +129,11 @@ Result<Event> event_from_json(const json& j, const std::string& path) {
       r.u64("tls_us", e.tls_us);
       r.text("reason", e.reason);
       r.text("url", e.url);
+      r.text("body", e.body);
+      if (r.ok() && e.body.size() > kBodyExcerptBytes + text::kEllipsis.size()) {
+        r.fail("body", "expected at most " + std::to_string(kBodyExcerptBytes) +
+                           " bytes of a response, got " + std::to_string(e.body.size()));
+      }
       r.object("vars", e.vars);
       if (j.contains("checkpoint")) {
         if (Status s = read_checkpoint(r, e); !s) return s;

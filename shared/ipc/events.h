@@ -3,8 +3,11 @@
 // unknown kind, or with a field of the wrong type, is the worker's protocol error.
 //
 //   step      a step ended: {"t":"step","run","i","step","state","attempts","started_ms",
-//             "ended_ms","status","until_ms"?,"tls_us"?,"reason"?,"url"?,"vars"?}
+//             "ended_ms","status","until_ms"?,"tls_us"?,"reason"?,"url"?,"body"?,"vars"?}
 //             `tls_us` is the time its requests waited for TLS handshakes, when they did.
+//             `body` is the start of the response of a step that failed on one: at most
+//             kBodyExcerptBytes of printable UTF-8, secrets masked, with "…" after it when
+//             the body was longer.
 //             `url` is the final URL when redirects were followed; `vars` (wire form, see
 //             vars.h) is present when the step captured something. A step inside a parallel
 //             step's branch has "checkpoint": the instance's position (still at the parallel
@@ -27,6 +30,10 @@
 #include "shared/status.h"
 
 namespace corral::ipc {
+
+// The most bytes of a failed step's response body its record keeps (the "…" that says the body
+// went on comes after them: Secrets::excerpt).
+constexpr size_t kBodyExcerptBytes = 512;
 
 // Closed tables: switch over them without `default` (-Werror=switch).
 #define CORRAL_EVENT_KINDS(X) \
@@ -67,6 +74,7 @@ struct Event {
   int64_t until_ms = -1;  // poll steps: time until the condition held; -1 = not a poll
   uint64_t tls_us = 0;    // TLS handshakes its requests waited for
   std::string url;        // the final URL after redirects; empty when none were followed
+  std::string body;       // the start of the response of a failed step (see above)
   nlohmann::json vars;    // wire form; null when the step captured nothing
   bool in_branch = false;  // a step of a parallel step's branch: `checkpoint` is set
   // progress, and step events in a branch

@@ -1,5 +1,6 @@
 #include "shared/text/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace corral::text {
@@ -31,6 +32,30 @@ size_t sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Appends `bytes` to `out` as well-formed UTF-8, with U+FFFD for each byte that starts no
+// well-formed sequence and for each character (its bytes) `refused` rejects, until `out` would
+// pass `limit` bytes. Returns the bytes of `bytes` used.
+template <typename Refused>
+size_t append_utf8(std::string& out, std::string_view bytes, size_t limit, Refused refused) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    size_t n = sequence_length(bytes, i);
+    bool replace = n == 0 || refused(bytes.substr(i, n));
+    size_t grows = replace ? kReplacement.size() : n;
+    if (out.size() + grows > limit) break;
+    if (replace) {
+      out += kReplacement;
+      i += n == 0 ? 1 : n;  // one for each bad byte, one for a refused character
+    } else {
+      out.append(bytes.substr(i, n));
+      i += n;
+    }
+  }
+  return i;
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -57,6 +82,27 @@ bool is_utf8(std::string_view s) {
     i += n;
   }
   return true;
+}
+
+std::string to_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  append_utf8(out, bytes, std::string::npos, [](std::string_view ch) { return ch[0] == '\0'; });
+  return out;
+}
+
+std::string printable_prefix(std::string_view bytes, size_t max_bytes, bool* cut) {
+  std::string out;
+  out.reserve(std::min(bytes.size(), max_bytes));
+  // C0 controls and DEL, and the C1 controls (U+0080..U+009F) some terminals obey too.
+  auto control = [](std::string_view ch) {
+    auto c = static_cast<unsigned char>(ch[0]);
+    if (ch.size() == 2) return c == 0xC2 && static_cast<unsigned char>(ch[1]) < 0xA0;
+    return ch.size() == 1 && (c < 0x20 || c == 0x7F) && c != '\t' && c != '\n' && c != '\r';
+  };
+  size_t used = append_utf8(out, bytes, max_bytes, control);
+  if (cut != nullptr) *cut = used < bytes.size();
+  return out;
 }
 
 std::string to_hex(std::string_view bytes) {

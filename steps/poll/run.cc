@@ -73,7 +73,7 @@ class PollRunner final : public worker::HttpStepRunner {
     in.cp.tries = 0;
     if (poll.max_attempts != 0) report_now_and_then(engine, in, poll);
     if (in.cp.deadline_ms != 0 && next >= in.cp.deadline_ms) {
-      engine.time_out_at(in, in.cp.deadline_ms, timed_out());
+      engine.time_out_at(in, in.cp.deadline_ms, timed_out(), &resp);
       return;
     }
     engine.wake_step_at(in, next);

@@ -70,6 +70,7 @@ journal::StoredRun stored_from(FuzzedDataProvider& p) {
     r.step = p.ConsumeIntegralInRange<uint32_t>(0, 5);
     r.state = kStates[p.ConsumeIntegralInRange(0, 6)];
     r.reason = p.ConsumeRandomLengthString(40);
+    r.body = p.ConsumeRandomLengthString(40);
     s.steps.push_back(std::move(r));
   }
   return s;

@@ -1,5 +1,5 @@
 // Secrets: `{{secret.NAME}}` reaches the target, and its value reaches nothing else: not the
-// journal, the logs, the API, `corral show` or a JUnit report.
+// journal, the logs, the API, `corral show`, a failed step's response or a JUnit report.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -88,8 +88,17 @@ TEST_CASE("secrets: values reach the target and nothing that is stored or shown"
   CHECK(in["vars"]["seen"] == "Bearer ***");
   CHECK(in["steps"][1]["reason"] ==
         "expect: /body was \"Bearer *** ***\", expected \"something else\"");
+  // The failed step keeps the start of the echo, the secrets in it masked: in the API, in
+  // `corral show` under the steps, and in the JUnit failure.
+  const std::string body = in["steps"][1].value("body", "");
+  CHECK_THAT(body, Catch::StartsWith("{\"body\":\"Bearer *** ***\",\"headers\":{"));
+  CHECK_THAT(body, Catch::Contains("\"path\":\"/echo\""));
+  CHECK_FALSE(in["steps"][0].contains("body"));
+  const std::string instance = run_cli({"show", id + "/0"}, home.path()).out;
+  CHECK_THAT(instance, Catch::Contains("response of step 1 (POST {{base}}/echo):\n  " + body + "\n"));
+  CHECK_THAT(read_file(junit), Catch::Contains("&#10;response: {&quot;body&quot;:&quot;Bearer *** ***"));
 
-  std::string shown = run_cli({"show", id + "/0"}, home.path()).out +
+  std::string shown = instance +
                       run_cli({"show", id}, home.path()).out + run.out + run.err +
                       d.api("GET", "/runs/" + id + "/instances?steps=true").body +
                       d.api("GET", "/runs/" + id).body + read_file(junit);

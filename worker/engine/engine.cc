@@ -247,17 +247,29 @@ void Engine::on_timer(Instance& in) {
         wait_until(in, in.cp.deadline_ms);
         return;
       }
-      auto it = timeout_reasons_.find(in.serial);
-      std::string reason =
-          it != timeout_reasons_.end() ? std::move(it->second) : timed_out_reason(in, -1);
-      finish(in, ipc::Outcome::kFailed, reason);
+      auto it = timeouts_.find(in.serial);
+      if (it == timeouts_.end()) {
+        finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
+        return;
+      }
+      Timeout t = std::move(it->second);
+      HttpResponse last;  // what the record shows of it: the excerpt is already made
+      last.status = t.status;
+      last.body = std::move(t.body);
+      finish(in, ipc::Outcome::kFailed, t.reason, &last);
       return;
     }
   }
 }
 
-void Engine::time_out_at(Instance& in, int64_t at_ms, std::string reason) {
-  timeout_reasons_[in.serial] = std::move(reason);
+void Engine::time_out_at(Instance& in, int64_t at_ms, std::string reason,
+                         const HttpResponse* last) {
+  Timeout& t = timeouts_[in.serial];
+  t.reason = std::move(reason);
+  if (last != nullptr && in.run->sink == nullptr) {
+    t.status = last->status;
+    t.body = secrets_.excerpt(last->body, ipc::kBodyExcerptBytes);
+  }
   in.next = Instance::Next::kTimedOut;
   wait_until(in, at_ms);
 }
@@ -344,7 +356,7 @@ void Engine::cancel_run(const std::string& run) {
   }
   for (uint64_t serial : serials) {
     release(*instances_.at(serial));
-    timeout_reasons_.erase(serial);
+    timeouts_.erase(serial);
     rows_.erase(serial);
     instances_.erase(serial);
   }

@@ -234,8 +234,10 @@ class Engine {
   // Fails the step, and returns true, when its deadline passed while it did not run (it
   // resumed late, or waited for its turn).
   bool ended_past_deadline(Instance& in);
-  // Waits for the step's deadline, then fails it with `reason`.
-  void time_out_at(Instance& in, int64_t at_ms, std::string reason);
+  // Waits for the step's deadline, then fails it with `reason`; its record shows the status
+  // and the start of `last` (the response the step is still not satisfied with), if given.
+  void time_out_at(Instance& in, int64_t at_ms, std::string reason,
+                   const HttpResponse* last = nullptr);
   // "step timed out after 30s (last request in flight 2s)"; `in_flight_ms` < 0 leaves it out.
   std::string timed_out_reason(const Instance& in, int64_t in_flight_ms) const;
   // Sets the step's captures from what `view` shows (`resp`, when it is a response); false
@@ -311,9 +313,15 @@ class Engine {
   const Secrets& secrets_;
   std::unordered_map<std::string, std::unique_ptr<Run>> runs_;
   std::unordered_map<uint64_t, std::unique_ptr<Instance>> instances_;  // by serial
-  // Instances waiting for their step's deadline, with the reason they will fail with. Kept
-  // aside so that the many instances that are not in this state pay nothing for it.
-  std::unordered_map<uint64_t, std::string> timeout_reasons_;
+  // Instances waiting for their step's deadline, with the reason they will fail with and what
+  // their record will show of the last response. Kept aside so that the many instances that
+  // are not in this state pay nothing for it.
+  struct Timeout {
+    std::string reason;
+    int status = 0;
+    std::string body;  // an excerpt (Secrets::excerpt)
+  };
+  std::unordered_map<uint64_t, Timeout> timeouts_;
   // The branches of instances in a parallel step, by the instance's serial; and which
   // instance and branch each branch's serial is.
   std::unordered_map<uint64_t, std::vector<Branch>> forks_;

@@ -136,7 +136,7 @@ void Engine::drop_branch(uint64_t serial) {
   auto it = instances_.find(serial);
   if (it == instances_.end()) return;
   release(*it->second);  // a branch in a parallel step drops its own branches
-  timeout_reasons_.erase(serial);
+  timeouts_.erase(serial);
   branch_of_.erase(serial);
   instances_.erase(serial);
 }

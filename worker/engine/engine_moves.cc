@@ -39,7 +39,7 @@ void Engine::drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::itera
   release(*it->second);
   it->second->run->active -= 1;
   if (!it->second->run->next_callback.empty()) it->second->run->serials.erase(it->second->index);
-  timeout_reasons_.erase(it->first);
+  timeouts_.erase(it->first);
   rows_.erase(it->first);
   instances_.erase(it);  // its pending wake-up, if any, finds nothing (on_wake)
 }
@@ -55,7 +55,7 @@ nlohmann::json Engine::take_all() {
   }
   for (uint64_t serial : serials) release(*instances_.at(serial));
   instances_.clear();
-  timeout_reasons_.clear();
+  timeouts_.clear();
   forks_.clear();
   branch_of_.clear();
   rows_.clear();

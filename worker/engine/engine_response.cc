@@ -152,7 +152,7 @@ void Engine::step_passed(Instance& in, const HttpResponse* resp, int64_t until_m
   // wake-up is the old step's, not the next one's.
   if (in.next == Instance::Next::kTimedOut) {
     in.wake_token = 0;
-    timeout_reasons_.erase(in.serial);
+    timeouts_.erase(in.serial);
   }
   if (in.cp.callback.is_object() && in.cp.callback.value("step", uint64_t{0}) <= in.cp.step) {
     in.cp.callback = nullptr;  // used, or for a step it passed
@@ -194,6 +194,9 @@ ipc::Event Engine::step_event(const Instance& in, ipc::Outcome outcome,
   ev.status = resp != nullptr ? resp->status : 0;
   ev.tls_us = static_cast<uint64_t>(in.step_tls_ms * 1000);
   if (resp != nullptr && resp->redirects > 0) ev.url = secrets_.redact(resp->url);
+  if (resp != nullptr && outcome != ipc::Outcome::kPassed) {
+    ev.body = secrets_.excerpt(resp->body, ipc::kBodyExcerptBytes);
+  }
   return ev;
 }
 
@@ -237,7 +240,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
     std::string why = reason.empty() ? std::string() : secrets_.redact(reason);
     release(in);
     in.run->active -= 1;
-    timeout_reasons_.erase(in.serial);
+    timeouts_.erase(in.serial);
     instances_.erase(in.serial);  // first: the sink may start the VU's next iteration
     sink->on_iteration_end(vu, outcome, why);
     return;
@@ -253,7 +256,7 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   emit_(std::move(ev));
   release(in);
   in.run->active -= 1;
-  timeout_reasons_.erase(in.serial);
+  timeouts_.erase(in.serial);
   rows_.erase(in.serial);
   instances_.erase(in.serial);  // `in` is gone after this line
 }

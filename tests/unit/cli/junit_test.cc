@@ -115,6 +115,17 @@ TEST_CASE("cli junit: a testcase per step, named by index and name, timed in sec
                  "    </testcase>") != std::string::npos);
 }
 
+TEST_CASE("cli junit: a failed step's response, as its record kept it, is in the failure's text") {
+  json failed = step(1, "wait", "failed", 30000, "expect: status was 503, expected 200");
+  failed["status"] = 503;
+  failed["body"] = "{\"error\": \"quota <exceeded>\"}\n...";
+  json list = json::array({instance(0, "failed", {step(0, "start A", "passed", 10), failed})});
+  const std::string xml = render_junit(run_of(), list);
+  CHECK(xml.find("type=\"failed\">step 1 failed after 1 attempt(s), last status 503: expect: "
+                 "status was 503, expected 200&#10;response: {&quot;error&quot;: &quot;quota "
+                 "&lt;exceeded&gt;&quot;}&#10;...</failure>") != std::string::npos);
+}
+
 TEST_CASE("cli junit: an instance that ended badly after passing steps gets a testcase saying so") {
   json list =
       json::array({instance(0, "errored", {step(0, "start A", "passed", 10)},

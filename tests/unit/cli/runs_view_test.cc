@@ -139,6 +139,19 @@ TEST_CASE("cli show instance: a call its callback step has not used yet is shown
         "callback of step 2: called, not used yet");
 }
 
+TEST_CASE("cli show instance: the response a failed step kept follows the table, indented") {
+  json in = failed_instance();
+  CHECK(render_instance(in, TableStyle::kAscii).find("response") == std::string::npos);
+  in["steps"][1]["body"] = "{\"state\": \"failed\",\r\n \"error\": \"quota\"}\xE2\x80\xA6";
+  const std::string text = render_instance(in, TableStyle::kAscii);
+  const std::string expected =
+      "response of step 1 (wait for A):\n"
+      "  {\"state\": \"failed\",\n"
+      "   \"error\": \"quota\"}\xE2\x80\xA6\n";
+  REQUIRE(text.size() >= expected.size());
+  CHECK(text.substr(text.size() - expected.size()) == expected);
+}
+
 TEST_CASE("cli show instance: where each branch of a parallel step is, and branch steps by branch") {
   json in = failed_instance();
   in["step"] = 1;

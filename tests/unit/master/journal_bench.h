@@ -67,7 +67,7 @@ inline InstanceRow instance(const std::string& run, uint32_t idx, const std::str
   return {run, idx, state, 0, 0, ended_ms, "", 0, 0, "[]", "{}", ""};
 }
 inline StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
-  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, "", "", 0};
+  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, "", "", 0, ""};
 }
 
 // The values separated by '|', so that one CHECK compares several and shows both sides.

@@ -49,7 +49,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the curren
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "12/1");
+    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "13/1");
     CHECK(sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
               "table_name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
               "'schedule_fires')") == "7");

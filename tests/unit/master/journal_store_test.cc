@@ -31,7 +31,7 @@ std::string describe(const InstanceRow& r) {
 }
 std::string describe(const StepRow& r) {
   return join(r.run_id, r.idx, r.seq, r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-              r.status, r.until_ms, r.reason, r.url, r.tls_us);
+              r.status, r.until_ms, r.reason, r.url, r.tls_us, r.body);
 }
 template <typename Row>
 std::string describe(const std::vector<Row>& rows) {
@@ -59,7 +59,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "12/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "13/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -83,9 +83,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
+  sql(path, "ALTER TABLE steps DROP COLUMN body");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -103,9 +104,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
+  sql(path, "ALTER TABLE steps DROP COLUMN body");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -121,9 +123,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "DROP TABLE loads; DROP TABLE load_shares; DROP TABLE load_seconds");
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
+  sql(path, "ALTER TABLE steps DROP COLUMN body");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "12");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";
@@ -154,13 +157,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 13");
+  sql("UPDATE schema_version SET version = 14");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 13, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "13");
+             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 14, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "14");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {
@@ -180,6 +183,7 @@ TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip e
   s1.started_ms = 1'700'000'000'200, s1.ended_ms = 1'700'000'000'800;
   s1.url = "http://127.0.0.1:1/final";
   s1.tls_us = 2345;
+  s1.body = "{\"error\": \"quota \u00e9\"}\n\xE2\x80\xA6";
   const StepRow s0 = step(run.id, 3, 0, "passed"), s_other = step(run.id, 1, 0, "passed");
   REQUIRE_OK(store->begin());
   REQUIRE_OK(store->put_run(run));
@@ -209,10 +213,10 @@ TEST_CASE_METHOD(AnyDb, "journal store: upserts: mark_running keeps a start, put
   InstanceRow resumed = before;  // running, same start, its checkpoint used up
   resumed.state = "running", resumed.checkpoint = "";
   CHECK_SAME(load(*store, "r1-aaaa").instances, std::vector<InstanceRow>{fresh0, resumed, fresh4});
-  const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, "", ""};
+  const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, "", "", 0, ""};
   REQUIRE_OK(store->put_step(first));
   // A second record of the same step changes nothing.
-  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x", "u"}));
+  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x", "u", 0, "b"}));
   const InstanceRow last{"r1-aaaa", 1, "passed", 3, 3000, 777, "", 1, 0, R"(["x"])", "{}", ""};
   REQUIRE_OK(store->put_instance(last));
   StoredRun got = load(*store, "r1-aaaa");

@@ -226,6 +226,41 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   CHECK(h.runs->find(id)->priority == 1);
 }
 
+TEST_CASE("runs journal: failed steps keep the start of their response, up to the run's budget") {
+  Home h;
+  h.open(RunsOptions{.body_bytes = 10});
+  Run& run = h.create(3, 1000);
+  const std::string id = run.id;
+  run.next_fresh = 3;
+  h.runs->mark_running(run, {0, 1, 2}, 0, 1100);
+  auto failed = [&](uint32_t i, const std::string& body) {
+    h.runs->apply(0,
+                  event({{"t", "step"}, {"run", id}, {"i", i}, {"step", 0}, {"state", "failed"},
+                         {"attempts", 1}, {"started_ms", 1100}, {"ended_ms", 1200},
+                         {"status", 503}, {"reason", "expect: status"}, {"body", body}}),
+                  1200);
+  };
+  failed(0, "{\"e\":1}");  // 7 bytes
+  failed(1, "{\"e\":22}");  // 8 more would pass the budget of 10: not kept
+  failed(2, "ok");          // 2 more fit
+  auto bodies = [](const Run& r) {
+    std::vector<std::string> out;
+    for (const InstanceRecord& in : r.instances) out.push_back(in.steps.at(0).body);
+    return out;
+  };
+  using Bodies = std::vector<std::string>;
+  CHECK(bodies(run) == Bodies{"{\"e\":1}", "", "ok"});
+  CHECK(run.body_bytes == 9);
+  CHECK(h.runs->instance_json(run, 0, true)["steps"][0]["body"] == "{\"e\":1}");
+  CHECK_FALSE(h.runs->instance_json(run, 1, true)["steps"][0].contains("body"));
+  // The journal has what memory has, and a restarted master counts it against the budget.
+  h.restart(2000, RunsOptions{.body_bytes = 10});
+  Run* back = h.runs->find(id);
+  REQUIRE(back != nullptr);
+  CHECK(bodies(*back) == Bodies{"{\"e\":1}", "", "ok"});
+  CHECK(back->body_bytes == 9);
+}
+
 TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpoint kept, the instance stays at the parallel step") {
   Home h;
   h.open();

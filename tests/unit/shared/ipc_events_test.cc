@@ -40,6 +40,7 @@ TEST_CASE("events: a step, a done and a progress event survive the round trip") 
   step.tls_us = 1500;
   step.reason = "expect: status was 503, expected 200";
   step.url = "http://127.0.0.1:1/final";
+  step.body = std::string(corral::ipc::kBodyExcerptBytes, 'x') + "\xE2\x80\xA6";  // the longest
   step.vars = {{"job", "j-1"}};
   CHECK(round_trip(step) == step);
 
@@ -95,4 +96,8 @@ TEST_CASE("events: an unknown kind or state, or a field of the wrong type, is a 
   // until_ms decoded, but it is written as "not a poll" and came back as -1.
   CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "failed"},
                   {"until_ms", -900}}) == "events[3].until_ms: expected a time of 0 or more, got -900");
+  // A worker keeps at most kBodyExcerptBytes of a response: more is its bug, not a record.
+  CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "failed"},
+                  {"body", std::string(600, 'x')}}) ==
+        "events[3].body: expected at most 512 bytes of a response, got 600");
 }

@@ -60,3 +60,44 @@ TEST_CASE("hex: round trip, and odd or non-hex input is refused") {
   CHECK_FALSE(from_hex("abc").has_value());
   CHECK_FALSE(from_hex("zz").has_value());
 }
+
+TEST_CASE("utf8: to_utf8 keeps well-formed text and replaces bad bytes and NUL with U+FFFD") {
+  using corral::text::to_utf8;
+  CHECK(to_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  CHECK(to_utf8(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b");
+  CHECK(to_utf8("\xFF\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // bad, overlong
+  CHECK(to_utf8("end \xE2\x82") == "end \xEF\xBF\xBD\xEF\xBF\xBD");          // cut short
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes(rng() % 40, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    std::string out = to_utf8(bytes);
+    INFO(to_hex(bytes));
+    CHECK(is_utf8(out));
+    CHECK(out.find('\0') == std::string::npos);
+    if (is_utf8(bytes) && bytes.find('\0') == std::string::npos) CHECK(out == bytes);
+  }
+}
+
+TEST_CASE("utf8: a printable prefix keeps whole characters within its size and hides controls") {
+  using corral::text::printable_prefix;
+  bool cut = true;
+  CHECK(printable_prefix("{\"state\": \"failed\"}\n", 512, &cut) == "{\"state\": \"failed\"}\n");
+  CHECK_FALSE(cut);
+  // A cut never splits a character: "é" is two bytes and does not fit in the fifth.
+  CHECK(printable_prefix("abcd\xC3\xA9", 5, &cut) == "abcd");
+  CHECK(cut);
+  CHECK(printable_prefix("abcd\xC3\xA9", 6, &cut) == "abcd\xC3\xA9");
+  CHECK_FALSE(cut);
+  // Escape sequences, NUL, DEL and C1 controls would act on a terminal: U+FFFD instead. Tab,
+  // line feed and carriage return stay.
+  CHECK(printable_prefix("a\x1B[2Jb\tc\r\nd\x7F" "e\xC2\x9B" "f", 100) ==
+        "a\xEF\xBF\xBD[2Jb\tc\r\nd\xEF\xBF\xBD" "e\xEF\xBF\xBD" "f");
+  CHECK(printable_prefix(std::string("x\0y", 3), 100) == "x\xEF\xBF\xBDy");
+  CHECK(printable_prefix("\xC2\xA0", 100) == "\xC2\xA0");  // U+00A0 is no control
+  // A bad byte is three bytes out: one that does not fit ends the prefix.
+  CHECK(printable_prefix("ab\xFF", 4, &cut) == "ab");
+  CHECK(cut);
+  CHECK(printable_prefix("", 10, &cut).empty());
+  CHECK_FALSE(cut);
+}

@@ -159,4 +159,22 @@ TEST_CASE("engine: secrets expand into requests and are masked in everything rep
   CHECK(steps[0]["vars"]["$secrets"]["seen"] == json{"TOKEN"});
   // The second request got the real value back (the echo saw it), and the reason is masked.
   CHECK_THAT(steps[1]["reason"].get<std::string>(), Catch::Contains("Bearer ***"));
+  // The failed step's record has the start of the response, masked too.
+  CHECK_THAT(steps[1]["body"].get<std::string>(),
+             Catch::StartsWith("{\"body\":\"Bearer ***\"") && Catch::Contains("/echo"));
+  CHECK_FALSE(steps[0].contains("body"));  // a passed step keeps none
+}
+
+TEST_CASE("engine: a failed step keeps the first 512 bytes of its response, a passed one none") {
+  Fixture f;
+  json s = json::parse(R"({"name": "big", "steps": [
+      {"request": {"url": "{{base}}/big?bytes=100"}},
+      {"request": {"url": "{{base}}/big?bytes=5000"}, "expect": [{"status": 201}]}]})");
+  f.start(s);
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  auto steps = f.of("step");
+  REQUIRE(steps.size() == 2);
+  CHECK_FALSE(steps[0].contains("body"));
+  CHECK(steps[1]["state"] == "failed");
+  CHECK(steps[1]["body"] == "{\"data\": \"" + std::string(512 - 10, 'x') + "\xE2\x80\xA6");
 }

@@ -44,6 +44,10 @@ TEST_CASE("engine: a poll that never holds fails when its timeout passes") {
   auto step = f.of("step").back();
   CHECK(step["state"] == "failed");
   CHECK_THAT(step["reason"].get<std::string>(), Catch::StartsWith("poll timed out after 150ms"));
+  // Its record has the last answer it was not satisfied with, also when it waited for the
+  // deadline after that answer.
+  CHECK(step["status"] == 200);
+  CHECK_THAT(step.value("body", ""), Catch::Contains("\"status\":\"running\""));
   int64_t took = step["ended_ms"].get<int64_t>() - step["started_ms"].get<int64_t>();
   CHECK(took >= 150);
   CHECK(took < 2000);
