@@ -102,6 +102,10 @@ Status Daemon::open_journal() {
   // the journal's thread).
   auto schedule_rows = journal_->load_now([](journal::Store& s) { return s.schedules(); });
   if (!schedule_rows) return schedule_rows.status();
+  auto load_seq =
+      journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kLoadSeq); });
+  if (!load_seq) return load_seq.status();
+  load_seq_ = *load_seq - 1;
   const int64_t now = unix_ms_now();
   auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();

@@ -242,6 +242,9 @@ class Daemon {
   // or the run ends, then answers.
   void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
                       const http::Responder& respond);
+  // The id of a new load test, l<N>: numbers continue across restarts (the journal keeps the
+  // last one).
+  std::string next_load_id();
   // A load test's submission checked into `out`; or the answer that refuses it.
   std::optional<http::Response> check_load(const nlohmann::json& body, LoadSubmission& out) const;
   using LoadStarted = std::function<void(const LoadTest&)>;
@@ -373,7 +376,7 @@ class Daemon {
   LimitShares limit_shares_;
   std::set<std::string> limited_runs_;
   Loads loads_;
-  uint64_t load_seq_ = 0;
+  uint64_t load_seq_ = 0;  // the last load test's number (next_load_id)
   // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
   // beyond the usual count if need be: it waits here while they start.
   struct PendingLoad {

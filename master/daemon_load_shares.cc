@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "master/daemon_impl.h"
-#include "master/ids.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/proc.h"
 
@@ -110,7 +109,7 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
     respond.send(Response::error(503, "load.hosts: " + hosts.status().message()));
     return;
   }
-  sub.id = numbered_id('l', ++load_seq_);
+  sub.id = next_load_id();
   if (hosts->size() == 1) {  // "all" of a lone host
     run_load(
         std::move(sub),

@@ -205,7 +205,7 @@ Status Runs::restore_rows(Run& run) {
 
 Result<size_t> Runs::restore(int64_t now_ms) {
   if (journal_ == nullptr) return size_t{0};
-  auto seq = journal_->load_now([](journal::Store& s) { return s.next_run_seq(); });
+  auto seq = journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kRunSeq); });
   if (!seq) return seq.status();
   auto rows = journal_->load_now([](journal::Store& s) { return s.runs(); });
   if (!rows) return rows.status();

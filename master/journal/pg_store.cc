@@ -80,8 +80,7 @@ class PgStore final : public Store {
     p.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
     p.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
     if (Status s = db_.run(kPutRun, p, "put_run"); !s) return s;
-    if (Status s = db_.run(kBumpSeq, Params().bind(static_cast<int64_t>(r.seq + 1)), "put_run"); !s)
-      return s;
+    if (Status s = bump_seq(Store::kRunSeq, r.seq + 1); !s) return s;
     if (r.finished_ms != 0) return Status::ok();
     Params c;
     c.bind(r.id).bind(int64_t{r.instances}).bind(static_cast<int64_t>(r.seq));
@@ -225,11 +224,16 @@ class PgStore final : public Store {
     return out;
   }
 
-  Result<uint64_t> next_run_seq() override {
-    auto res = db_.query("SELECT value FROM meta WHERE name = 'run_seq'", Params(), "next_run_seq");
+  Result<uint64_t> next_seq(std::string_view counter) override {
+    auto res = db_.query(kNextSeq, Params().bind(std::string(counter)), "next_seq");
     if (!res) return res.status();
     if (PQntuples(res->get()) == 0) return uint64_t{1};
     return static_cast<uint64_t>(col_i64(*res, 0, 0));
+  }
+
+  Status bump_seq(std::string_view counter, uint64_t next) override {
+    return db_.run(kBumpSeq, Params().bind(std::string(counter)).bind(static_cast<int64_t>(next)),
+                   "bump_seq");
   }
 
   Result<std::vector<RunRow>> runs() override {

@@ -164,8 +164,9 @@ INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, c
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
   cancelled = excluded.cancelled, summary = excluded.summary)sql";
+inline constexpr const char* kNextSeq = "SELECT value FROM meta WHERE name = ?";
 inline constexpr const char* kBumpSeq = R"sql(
-INSERT INTO meta (name, value) VALUES ('run_seq', ?)
+INSERT INTO meta (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < excluded.value)sql";
 inline constexpr const char* kPutInstance = R"sql(
 INSERT INTO instances (run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes,

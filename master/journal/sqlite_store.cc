@@ -115,7 +115,7 @@ class SqliteStore final : public Store {
     s.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
     s.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
     if (Status st = done(s, "put_run"); !st) return st;
-    return done(stmt(kBumpSeq).bind(static_cast<int64_t>(r.seq + 1)), "put_run");
+    return bump_seq(Store::kRunSeq, r.seq + 1);
   }
 
   Status put_instance(const InstanceRow& r) override {
@@ -235,13 +235,18 @@ class SqliteStore final : public Store {
   // WAL itself is kept small by SQLite's automatic checkpoints).
   Status reclaim() override { return exec("PRAGMA incremental_vacuum"); }
 
-  Result<uint64_t> next_run_seq() override {
-    Stmt& s = stmt("SELECT value FROM meta WHERE name = 'run_seq'");
+  Result<uint64_t> next_seq(std::string_view counter) override {
+    Stmt& s = stmt(kNextSeq).bind(std::string(counter));
     int rc = s.step();
     uint64_t seq = rc == SQLITE_ROW ? static_cast<uint64_t>(s.i64(0)) : 1;
     s.reset();
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("next_run_seq");
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("next_seq");
     return seq;
+  }
+
+  Status bump_seq(std::string_view counter, uint64_t next) override {
+    return done(stmt(kBumpSeq).bind(std::string(counter)).bind(static_cast<int64_t>(next)),
+                "bump_seq");
   }
 
   Result<std::vector<RunRow>> runs() override {

@@ -102,8 +102,14 @@ class Store {
   // Every schedule, by name, each with its newest fire.
   virtual Result<std::vector<ScheduleRow>> schedules() = 0;
 
-  // The next run number: one more than any run ever stored, deleted ones included.
-  virtual Result<uint64_t> next_run_seq() = 0;
+  // The counters of ids, kept in the meta table: runs (r<N>-xxxx) and load tests (l<N>).
+  static constexpr std::string_view kRunSeq = "run_seq";
+  static constexpr std::string_view kLoadSeq = "load_seq";
+  // The next number of `counter` (kRunSeq, kLoadSeq): one more than any number used, deleted
+  // runs and ended load tests included; 1 when none was. put_run() uses its run's number.
+  virtual Result<uint64_t> next_seq(std::string_view counter) = 0;
+  // Records that numbers of `counter` below `next` are used; a lower `next` changes nothing.
+  virtual Status bump_seq(std::string_view counter, uint64_t next) = 0;
   // Every run row, oldest first.
   virtual Result<std::vector<RunRow>> runs() = 0;
   // One run with its instances, steps and callbacks; kNotFound when there is no such run.

@@ -4,6 +4,7 @@
 // seconds of load at a few thousand requests per second at most.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -180,6 +181,29 @@ TEST_CASE("load api: DELETE stops a running test, which ends as stopped") {
   CliResult instance = run_cli({"show", id + "/0"}, home.path());
   CHECK(instance.exit_code == 2);
   CHECK_THAT(instance.err, Catch::Contains(id + " is a load test, which has no instances"));
+}
+
+TEST_CASE("load api: load test ids go on after the daemon restarts, as run ids do") {
+  TempHome home;
+  JobApi api;
+  Json body = {{"scenario", get_scenario(api.base(), "/delay?ms=10", nullptr)},
+               {"load", {{"vus", 1}, {"duration", "1s"}}}};
+  std::vector<std::string> ids;
+  for (int daemon = 0; daemon < 2; ++daemon) {
+    Daemon d(home, DaemonOptions().with_workers(1));
+    d.wait_ready(1);
+    for (int k = 0; k < 2; ++k) {
+      ApiResponse created = d.api("POST", "/loads", body.dump());
+      REQUIRE(created.status == 201);
+      ids.push_back(Json::parse(created.body)["load"]);
+    }
+    d.signal(SIGTERM);
+    CHECK(d.wait_exit(seconds(20)) == 0);
+  }
+  REQUIRE(ids.size() == 4);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    CHECK_THAT(ids[k], Catch::StartsWith("l" + std::to_string(k + 1) + "-"));
+  }
 }
 
 TEST_CASE("load api: a wrong load section is refused with the field at fault, and runs nothing") {

@@ -169,7 +169,8 @@ class FlakyStore final : public Store {
   Result<std::vector<master::journal::ScheduleRow>> schedules() override {
     return in_->schedules();
   }
-  Result<uint64_t> next_run_seq() override { return in_->next_run_seq(); }
+  Result<uint64_t> next_seq(std::string_view c) override { return in_->next_seq(c); }
+  Status bump_seq(std::string_view c, uint64_t next) override { return in_->bump_seq(c, next); }
   Result<std::vector<RunRow>> runs() override { return in_->runs(); }
   Result<StoredRun> load_run(S id) override { return in_->load_run(id); }
   Result<StoredRun> load_run_page(S id, uint32_t from, uint32_t to) override {

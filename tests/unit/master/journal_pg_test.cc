@@ -12,6 +12,7 @@
 using corral::Code;
 using corral::Status;
 using corral::master::journal::is_bad_write;
+using corral::master::journal::Store;
 using corral::master::journal::WriteTag;
 using corral::master::journal::is_postgresql;
 using corral::master::journal::open_postgresql_store;
@@ -55,7 +56,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the curren
               "'schedule_fires')") == "7");
     store = reopen();
     CHECK(load_run_id(*store, "r1-aaaa") == "r1-aaaa");
-    CHECK(store->next_run_seq().value() == 2);
+    CHECK(store->next_seq(Store::kRunSeq).value() == 2);
     store.reset();
   }
 }

@@ -67,7 +67,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
     CHECK(sql(path, "PRAGMA journal_mode") == "wal");
     store = open_store(path);
     CHECK_SAME(load(*store, "r1-aaaa").run, run_row("r1-aaaa", 1));  // kept what was written
-    CHECK(store->next_run_seq().value() == 2);
+    CHECK(store->next_seq(Store::kRunSeq).value() == 2);
     store.reset();
   }
 }
@@ -246,22 +246,22 @@ TEST_CASE_METHOD(AnyDb, "journal store: finish_run cancels open instances only f
 TEST_CASE_METHOD(AnyDb,
                  "journal store: the run number never goes back, and delete_run forgets a run") {
   EACH_STORE();
-  CHECK(store->next_run_seq().value() == 1);
+  CHECK(store->next_seq(Store::kRunSeq).value() == 1);
   REQUIRE_OK(store->put_run(run_row("r3-cccc", 3)));
-  CHECK(store->next_run_seq().value() == 4);
+  CHECK(store->next_seq(Store::kRunSeq).value() == 4);
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));  // an older number does not lower it
-  CHECK(store->next_run_seq().value() == 4);
+  CHECK(store->next_seq(Store::kRunSeq).value() == 4);
   REQUIRE_OK(store->put_run(run_row("r5-eeee", 5)));
   REQUIRE_OK(store->put_instance(instance("r5-eeee", 0, "running")));
   REQUIRE_OK(store->put_step(step("r5-eeee", 0, 0, "passed")));
   REQUIRE_OK(store->put_instance(instance("r3-cccc", 0, "passed")));
-  CHECK(store->next_run_seq().value() == 6);
+  CHECK(store->next_seq(Store::kRunSeq).value() == 6);
   REQUIRE_OK(store->begin());  // in one transaction, as the journal's thread runs every write
   REQUIRE_OK(store->delete_run("r5-eeee"));
   Status reclaimed = store->reclaim();
   CHECK(reclaimed.message() == "");
   REQUIRE_OK(store->commit());
-  CHECK(store->next_run_seq().value() == 6);
+  CHECK(store->next_seq(Store::kRunSeq).value() == 6);
   CHECK(store->load_run("r5-eeee").status().code() == Code::kNotFound);
   CHECK(load(*store, "r3-cccc").instances.size() == 1);  // other runs keep their rows
   std::string ids;
@@ -271,7 +271,19 @@ TEST_CASE_METHOD(AnyDb,
   store.reset();
   CHECK(sql("SELECT (SELECT COUNT(*) FROM instances WHERE run_id = 'r5-eeee') || '/' || "
             "(SELECT COUNT(*) FROM steps WHERE run_id = 'r5-eeee')") == "0/0");
-  CHECK(reopen()->next_run_seq().value() == 6);  // across a reopen too
+  CHECK(reopen()->next_seq(Store::kRunSeq).value() == 6);  // across a reopen too
+}
+
+TEST_CASE_METHOD(AnyDb, "journal store: the load test number has its own counter, never lowered") {
+  EACH_STORE();
+  CHECK(store->next_seq(Store::kLoadSeq).value() == 1);
+  REQUIRE_OK(store->bump_seq(Store::kLoadSeq, 3));
+  REQUIRE_OK(store->bump_seq(Store::kLoadSeq, 2));  // a lower number changes nothing
+  CHECK(store->next_seq(Store::kLoadSeq).value() == 3);
+  REQUIRE_OK(store->put_run(run_row("r7-aaaa", 7)));
+  CHECK(store->next_seq(Store::kLoadSeq).value() == 3);  // runs count apart
+  CHECK(store->next_seq(Store::kRunSeq).value() == 8);
+  CHECK(reopen()->next_seq(Store::kLoadSeq).value() == 3);
 }
 
 TEST_CASE_METHOD(Db, "journal store: a file at its page limit fails writes as on a full disk") {
