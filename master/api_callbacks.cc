@@ -84,7 +84,7 @@ void Daemon::api_callback(const ApiCall& c) {
   }
   run.callbacks[a->index] = {{"step", a->step}, {"body", body}};
   spdlog::info("run {} instance {}: callback of step {} called", a->run, a->index, a->step);
-  json frame = {{"run", a->run}, {"index", a->index}, {"step", a->step}, {"body", body}};
+  ipc::Callback frame{a->run, a->index, a->step, false, body};
   auto deliver = [this, frame = std::move(frame), respond = c.respond]() {
     json answer = {{"accepted", true}};
     if (journal_ && !journal_->health().ok) {
@@ -92,10 +92,12 @@ void Daemon::api_callback(const ApiCall& c) {
       answer["warning"] = "the journal cannot be written: " + journal_->health().error;
     }
     respond.send(Response::json(202, answer));
-    Run* r = runs_.find(frame["run"].get<std::string>());
+    Run* r = runs_.find(frame.run);
     if (r == nullptr) return;
-    const InstanceRecord& in = r->instances[frame["index"].get<uint32_t>()];
-    if (in.state == InstanceState::kRunning) send_to(in.worker, ipc::MessageType::kCallback, frame);
+    const InstanceRecord& in = r->instances[frame.index];
+    if (in.state == InstanceState::kRunning) {
+      send_to(in.worker, ipc::MessageType::kCallback, ipc::to_json(frame));
+    }
   };
   if (!journal_) {
     deliver();
@@ -114,7 +116,7 @@ void Daemon::api_callback_heartbeat(const ApiCall& c) {
   const InstanceRecord& in = runs_.find(a->run)->instances[a->index];
   if (in.state == InstanceState::kRunning) {
     send_to(in.worker, ipc::MessageType::kCallback,
-            {{"run", a->run}, {"index", a->index}, {"step", a->step}, {"heartbeat", true}});
+            ipc::to_json(ipc::Callback{a->run, a->index, a->step, true, nullptr}));
   }
   c.respond.send(Response::json(202, {{"accepted", true}}));
 }

@@ -210,16 +210,16 @@ LoadTest& Daemon::launch_load(LoadSubmission sub, const std::vector<int>& ready)
   for (uint32_t i = 1; i < sub.hosts.size(); ++i)
     t.remote[Loads::host_slot(i)] = {sub.hosts[i], ""};
   for (size_t i = 0; i < ready.size(); ++i) {
-    json start_msg = {{"load", t.id},
-                      {"scenario", t.scenario},
-                      {"vars", t.vars},
-                      {"spec", t.load},
-                      {"index", i},
-                      {"of", ready.size()},
-                      {"host", t.host_index},
-                      {"hosts", t.host_count},
-                      {"delay_ms", start - now}};
-    if (!send_to(ready[i], ipc::MessageType::kLoadStart, start_msg)) {
+    ipc::LoadStart start_msg{t.id,
+                             t.scenario,
+                             t.vars,
+                             t.load,
+                             static_cast<uint32_t>(i),
+                             static_cast<uint32_t>(ready.size()),
+                             t.host_index,
+                             t.host_count,
+                             static_cast<uint64_t>(start - now)};
+    if (!send_to(ready[i], ipc::MessageType::kLoadStart, ipc::to_json(start_msg))) {
       loads_.worker_gone(ready[i], unix_ms_now());
     }
   }
@@ -257,7 +257,7 @@ void Daemon::end_load(LoadTest& t, LoadState state, const std::string& reason) {
   if (!loads_.end(t, state, reason, unix_ms_now())) return;
   spdlog::info("load {}: {}", t.id, reason);
   for (int slot : slots) {
-    if (slot >= 0) (void)send_to(slot, ipc::MessageType::kLoadStop, {{"load", t.id}});
+    if (slot >= 0) (void)send_to(slot, ipc::MessageType::kLoadStop, ipc::to_json(ipc::LoadStop{t.id}));
   }
   if (!t.remote.empty() && load_shares_) load_shares_->stop(t.id);
 }

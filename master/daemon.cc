@@ -298,7 +298,7 @@ void Daemon::execute(const Action& a) {
     case Action::Kind::kSendStop:
       dispatcher_.worker_gone(a.slot);
       if (auto it = workers_.find(a.slot); it != workers_.end()) {
-        Status s = it->second->send(ipc::MessageType::kStop, {{"grace_ms", a.grace_ms}});
+        Status s = it->second->send(ipc::MessageType::kStop, ipc::to_json(ipc::Stop{a.grace_ms}));
         // A worker that cannot be told is killed instead; it gets no grace.
         if (!s) it->second->signal(SIGKILL);
       }

@@ -116,7 +116,7 @@ void Daemon::leave_cluster() {
 
 void Daemon::stop_on_workers(const std::string& run_id) {
   for (const auto& [slot, w] : workers_) {
-    (void)send_to(slot, ipc::MessageType::kCancel, {{"run", run_id}});
+    (void)send_to(slot, ipc::MessageType::kCancel, ipc::to_json(ipc::Cancel{run_id}));
   }
 }
 

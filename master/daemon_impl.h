@@ -38,6 +38,7 @@
 #include "shared/cpu_meter.h"
 #include "shared/data/rows.h"
 #include "shared/http/server.h"
+#include "shared/ipc/control.h"
 #include "shared/ipc/http_errors.h"
 #include "shared/secrets.h"
 #include "shared/uv/next_turn.h"
@@ -128,6 +129,7 @@ class Daemon {
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
   void notify_systemd(uint64_t now_ms);
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
+  void on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat, uint64_t now);
   void quarantine_runs(const std::vector<std::string>& runs, const std::string& why);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
@@ -136,7 +138,7 @@ class Daemon {
   void sample_memory();
   // Each worker's CPU use since the last sample, from /proc/<pid>/stat: one small read a worker.
   void sample_cpu();
-  nlohmann::json welcome_payload(int slot, const WorkerImage& image) const;
+  ipc::Welcome welcome(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
   // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_schedules.cc, api_logs.cc,

@@ -122,16 +122,12 @@ void Daemon::on_successor_frame(int slot, ipc::Frame&& f) {
   const nlohmann::json& p = f.payload;
   switch (f.type) {
     case ipc::MessageType::kHello:
-      if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
-        supervisor_.on_successor_failed(
-            slot,
-            "speaks protocol " + p.value("protocol", nlohmann::json()).dump() + ", master speaks " +
-                std::to_string(ipc::kProtocolVersion),
-            false, now);
+      if (Status st = ipc::check_hello(p); !st) {
+        supervisor_.on_successor_failed(slot, st.message(), false, now);
         kick();
         return;
       }
-      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot, *candidate_));
+      (void)w->send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, *candidate_)));
       return;
     case ipc::MessageType::kReady:
       spdlog::info("slot {}: new worker pid {} ready; on probation for {}", slot, w->pid(),
@@ -140,18 +136,27 @@ void Daemon::on_successor_frame(int slot, ipc::Frame&& f) {
       kick();
       return;
     case ipc::MessageType::kHeartbeat:
-      supervisor_.on_successor_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}));
+      if (auto beat = ipc::read<ipc::Heartbeat>(p); !beat) {
+        w->fail_protocol(beat.status());
+      } else {
+        supervisor_.on_successor_heartbeat(slot, now, beat->rss_bytes);
+      }
       return;
-    case ipc::MessageType::kLeaving:
+    case ipc::MessageType::kLeaving: {
+      auto leaving = ipc::read<ipc::Leaving>(p);
+      if (!leaving) {
+        w->fail_protocol(leaving.status());
+        return;
+      }
       supervisor_.on_successor_failed(
           slot,
-          fmt::format("left on its own ({}: RSS {:.1f}MB, max_memory {})",
-                      p.value("reason", std::string("no reason")),
-                      static_cast<double>(p.value("rss_bytes", uint64_t{0})) / 1048576.0,
+          fmt::format("left on its own ({}: RSS {:.1f}MB, max_memory {})", leaving->reason,
+                      static_cast<double>(leaving->rss_bytes) / 1048576.0,
                       config::format_bytes(candidate_->config().max_memory_bytes)),
           false, now);
       kick();
       return;
+    }
     default:
       // It was given no work: anything else is outside the contract.
       supervisor_.on_successor_failed(

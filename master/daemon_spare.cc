@@ -70,8 +70,8 @@ void Daemon::on_spare_frame(uint64_t seq, ipc::Frame&& f) {
   if (f.type != ipc::MessageType::kHello) {
     drop_spare(std::string("it sent ") + std::string(ipc::message_info(f.type).name) +
                " before its welcome");
-  } else if (f.payload.value("protocol", 0u) != ipc::kProtocolVersion) {
-    drop_spare("it speaks protocol " + f.payload.value("protocol", nlohmann::json()).dump());
+  } else if (Status st = ipc::check_hello(f.payload); !st) {
+    drop_spare("it " + st.message());
     spare_failures_ += 1;
     spare_due_ms_ = monotonic_ms() + 60000;
   } else {

@@ -127,7 +127,7 @@ bool Daemon::give_spare(int slot, const WorkerImage& image) {
   WorkerProcess& w = *taken;
   workers_[slot] = std::move(taken);
   // One that has not said hello yet gets its welcome when it does (on_frame).
-  if (said_hello) (void)w.send(ipc::MessageType::kWelcome, welcome_payload(slot, image));
+  if (said_hello) (void)w.send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, image)));
   return true;
 }
 
@@ -221,26 +221,47 @@ void Daemon::quarantine_runs(const std::vector<std::string>& runs, const std::st
   }
 }
 
-nlohmann::json Daemon::welcome_payload(int slot, const WorkerImage& image) const {
+ipc::Welcome Daemon::welcome(int slot, const WorkerImage& image) const {
   const config::Config& cfg = image.config();
-  uint64_t kernel =
+  ipc::Welcome w;
+  w.protocol = ipc::kProtocolVersion;
+  w.slot = slot;
+  w.heartbeat_ms = cfg.heartbeat_interval_ms;
+  w.max_memory_bytes = cfg.max_memory_bytes;
+  w.kernel_memory_bytes =
       static_cast<uint64_t>(static_cast<double>(cfg.max_memory_bytes) * cfg.memory_kernel_factor);
-  return {{"protocol", ipc::kProtocolVersion},
-          {"slot", slot},
-          {"heartbeat_ms", cfg.heartbeat_interval_ms},
-          {"max_memory_bytes", cfg.max_memory_bytes},
-          {"kernel_memory_bytes", kernel},
-          {"log_max_bytes", cfg.log_max_bytes},
-          {"log_files", cfg.log_files},
-          {"log_level", cfg.log_level},
-          {"max_response_bytes", cfg.max_response_bytes},
-          {"response_memory_bytes", cfg.response_memory_bytes},
-          {"http_client", cfg.http_client},
-          {"http_version", cfg.http_version},
-          {"tls", http::to_json(cfg.tls)},
-          {"max_connections_per_host", cfg.max_connections_per_host},
-          {"secrets", image.secrets().all()},
-          {"callback", {{"base", callback_base(cfg)}, {"key", callback_key_}}}};
+  w.log_max_bytes = cfg.log_max_bytes;
+  w.log_files = cfg.log_files;
+  w.log_level = cfg.log_level;
+  w.max_response_bytes = cfg.max_response_bytes;
+  w.response_memory_bytes = cfg.response_memory_bytes;
+  w.http_client = cfg.http_client;
+  w.http_version = cfg.http_version;
+  w.tls = http::to_json(cfg.tls);
+  w.max_connections_per_host = static_cast<int>(cfg.max_connections_per_host);
+  w.secrets = {image.secrets().all().begin(), image.secrets().all().end()};
+  w.callback_base = callback_base(cfg);
+  w.callback_key = callback_key_;
+  return w;
+}
+
+void Daemon::on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat, uint64_t now) {
+  supervisor_.on_heartbeat(slot, now, beat.rss_bytes, beat.loop_lag_ms, beat.active);
+  dispatcher_.memory().sample(slot, beat.rss_bytes, beat.idle_rss_bytes, beat.active);
+  // What it measured may have made room for queued instances.
+  if (runs_.pending() > 0 && dispatcher_.capacity() > 0) schedule_pump();
+  if (!beat.http_errors.is_null()) {
+    auto counts = ipc::http_errors_from_json(beat.http_errors);
+    if (!counts) {
+      w.fail_protocol(protocol_error("heartbeat.http_errors: malformed"));
+      return;
+    }
+    http_errors_[slot] = std::move(*counts);
+  }
+  requests_sent_[slot] = beat.requests;
+  if (!beat.limits.is_null()) {
+    if (Status st = on_limit_use(slot, beat.limits, now); !st) w.fail_protocol(st);
+  }
 }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
@@ -255,14 +276,12 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
   switch (f.type) {
     case ipc::MessageType::kHello:
       http_errors_.erase(slot);  // a new worker counts from 0
-      if (p.value("protocol", 0u) != ipc::kProtocolVersion) {
-        supervisor_.on_protocol_error(
-            slot, "worker speaks protocol " + p.value("protocol", nlohmann::json()).dump() +
-                      ", master speaks " + std::to_string(ipc::kProtocolVersion));
+      if (Status st = ipc::check_hello(p); !st) {
+        supervisor_.on_protocol_error(slot, "worker " + st.message());
         kick();
         return;
       }
-      (void)w->send(ipc::MessageType::kWelcome, welcome_payload(slot, image_of(slot)));
+      (void)w->send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, image_of(slot))));
       return;
     case ipc::MessageType::kReady:
       spdlog::info("slot {}: worker pid {} ready", slot, w->pid());
@@ -275,33 +294,26 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       kick();
       return;
     case ipc::MessageType::kHeartbeat:
-      supervisor_.on_heartbeat(slot, now, p.value("rss_bytes", uint64_t{0}),
-                               p.value("loop_lag_ms", 0.0), p.value("active", uint64_t{0}));
-      dispatcher_.memory().sample(slot, p.value("rss_bytes", uint64_t{0}),
-                                  p.value("idle_rss_bytes", uint64_t{0}),
-                                  p.value("active", uint64_t{0}));
-      // What it measured may have made room for queued instances.
-      if (runs_.pending() > 0 && dispatcher_.capacity() > 0) schedule_pump();
-      if (auto it = p.find("http_errors"); it != p.end()) {
-        auto counts = ipc::http_errors_from_json(*it);
-        if (!counts) {
-          w->fail_protocol(Status(Code::kInvalidArgument, "heartbeat: malformed http_errors"));
-          return;
-        }
-        http_errors_[slot] = std::move(*counts);
-      }
-      requests_sent_[slot] = p.value("requests", uint64_t{0});
-      if (auto it = p.find("limits"); it != p.end()) {
-        if (Status st = on_limit_use(slot, *it, now); !st) w->fail_protocol(st);
+      if (auto beat = ipc::read<ipc::Heartbeat>(p); !beat) {
+        w->fail_protocol(beat.status());
+      } else {
+        on_heartbeat(slot, *w, *beat, now);
       }
       return;
-    case ipc::MessageType::kLeaving:
-      spdlog::warn("slot {}: worker pid {} is leaving: {}", slot, w->pid(), p.dump());
-      supervisor_.on_leaving(slot, p.value("reason", "") == "memory_soft" ? ExitReason::kMemorySoft
-                                                                          : ExitReason::kCrash);
+    case ipc::MessageType::kLeaving: {
+      auto leaving = ipc::read<ipc::Leaving>(p);
+      if (!leaving) {
+        w->fail_protocol(leaving.status());
+        return;
+      }
+      spdlog::warn("slot {}: worker pid {} is leaving: {} (RSS {} bytes)", slot, w->pid(),
+                   leaving->reason, leaving->rss_bytes);
+      supervisor_.on_leaving(slot, leaving->reason == "memory_soft" ? ExitReason::kMemorySoft
+                                                                     : ExitReason::kCrash);
       dispatcher_.worker_gone(slot);
       kick();
       return;
+    }
     case ipc::MessageType::kEvents:
       if (Status st = on_events(slot, p); !st) w->fail_protocol(st);
       return;
@@ -310,11 +322,16 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       return;
     case ipc::MessageType::kHandback: {
       // Released to even out the workers' loads, or handed back by a stopping worker.
-      const bool released = p.value("released", false);
+      auto back = ipc::read<ipc::Handback>(p);
+      if (!back) {
+        w->fail_protocol(back.status());
+        return;
+      }
+      const bool released = back->released;
       const char* why = released                      ? "rebalanced"
                         : supervisor_.shutting_down() ? "master_stopped"
                                                       : "worker_stopped";
-      auto n = runs_.hand_back(slot, p.value("instances", nlohmann::json()), why);
+      auto n = runs_.hand_back(slot, back->instances, why);
       if (!n) {
         w->fail_protocol(n.status());
         return;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "shared/ipc/checkpoint.h"
+#include "shared/ipc/control.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -99,14 +100,14 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
     if (before_define_) before_define_(run);
-    json define = {{"run", run.id},         {"scenario", run.scenario->source},
-                   {"vars", run.vars},      {"size", run.size},
-                   {"created_ms", run.created_ms}, {"priority", run.priority}};
-    if (run.data.is_object()) define["data"] = run.data;
-    if (!send_(slot, ipc::MessageType::kDefineRun, define)) return false;
+    ipc::DefineRun define{run.id,   run.scenario->source, run.vars,
+                          run.size, run.created_ms,         run.priority,
+                          run.data.is_object() ? run.data : json()};
+    if (!send_(slot, ipc::MessageType::kDefineRun, ipc::to_json(define))) return false;
     w.defined.insert(run.id);
   }
-  json start = {{"run", run.id}};
+  ipc::Start start;
+  start.run = run.id;
   std::vector<uint32_t> taken;
   if (!run.requeued.empty()) {
     json resume = json::object();
@@ -136,17 +137,17 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
       resume[std::to_string(i)] = with_callback(run, i, ipc::to_json(cp));
       taken.push_back(i);
     }
-    start["resume"] = std::move(resume);
+    start.resume = std::move(resume);
   } else {
     uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.fresh_count()));
     uint32_t first = run.fresh_first();
-    start["first"] = first;
-    start["count"] = count;
+    start.first = first;
+    start.count = count;
     for (uint32_t k = 0; k < count; ++k) taken.push_back(first + k);
     run.take_fresh(count);
   }
   if (taken.empty()) return true;
-  if (!send_(slot, ipc::MessageType::kStart, start)) {
+  if (!send_(slot, ipc::MessageType::kStart, ipc::to_json(start))) {
     // Put them back: they were not sent.
     for (uint32_t i : taken) run.requeued.push_back(i);
     return false;
@@ -227,7 +228,9 @@ void Dispatcher::rebalance(uint64_t now_ms) {
       continue;
     }
     auto count = static_cast<uint32_t>(std::min<uint64_t>(w.load - share, kReleaseChunk));
-    if (send_(slot, ipc::MessageType::kRelease, {{"count", count}})) w.releasing = count;
+    if (send_(slot, ipc::MessageType::kRelease, ipc::to_json(ipc::Release{count}))) {
+      w.releasing = count;
+    }
   }
 }
 

@@ -63,8 +63,7 @@ Status Worker::start() {
         leave(kExitOk, status == UV_EOF ? "IPC pipe closed by master" : uv_strerror(status));
       });
   if (!s) return s;
-  send(ipc::MessageType::kHello,
-       {{"protocol", ipc::kProtocolVersion}, {"pid", getpid()}, {"slot", slot_}});
+  send(ipc::MessageType::kHello, ipc::to_json(ipc::Hello{ipc::kProtocolVersion, getpid(), slot_}));
   return Status::ok();
 }
 
@@ -99,30 +98,40 @@ void Worker::on_bytes(std::string_view bytes) {
   }
 }
 
+template <typename T>
+std::optional<T> Worker::payload(const ipc::Frame& f) {
+  auto m = ipc::read<T>(f.payload);
+  if (m) return std::move(*m);
+  leave(kExitProtocol, "bad \"" + std::string(ipc::message_info(f.type).name) +
+                           "\" payload from master: " + m.status().message());
+  return std::nullopt;
+}
+
 void Worker::on_frame(ipc::Frame&& f) {
   switch (f.type) {
     case ipc::MessageType::kWelcome:
-      on_welcome(f.payload);
+      if (auto w = payload<ipc::Welcome>(f)) on_welcome(*w);
       return;
     case ipc::MessageType::kStop:
+      if (!payload<ipc::Stop>(f)) return;
       flush_events();
       hand_back();
       leave(kExitOk, "asked to stop");
       return;
     case ipc::MessageType::kDefineRun:
-      on_define_run(f.payload);
+      if (auto d = payload<ipc::DefineRun>(f)) on_define_run(*d);
       return;
     case ipc::MessageType::kStart:
-      on_start(f.payload);
+      if (auto s = payload<ipc::Start>(f)) on_start(*s);
       return;
     case ipc::MessageType::kRelease:
-      release(f.payload.value("count", 0u));
+      if (auto r = payload<ipc::Release>(f)) release(r->count);
       return;
     case ipc::MessageType::kCancel:
-      if (engine_) engine_->cancel_run(f.payload.value("run", ""));
+      if (auto c = payload<ipc::Cancel>(f); c && engine_) engine_->cancel_run(c->run);
       return;
     case ipc::MessageType::kCallback:
-      on_callback(f.payload);
+      if (auto c = payload<ipc::Callback>(f)) on_callback(*c);
       return;
     case ipc::MessageType::kLimits:
       if (auto shares = ipc::limit_shares_from_json(f.payload); !shares) {
@@ -132,11 +141,11 @@ void Worker::on_frame(ipc::Frame&& f) {
       }
       return;
     case ipc::MessageType::kLoadStart:
-      on_load_start(f.payload);
+      if (auto l = payload<ipc::LoadStart>(f)) on_load_start(*l);
       return;
     case ipc::MessageType::kLoadStop:
-      if (auto it = loads_.find(f.payload.value("load", "")); it != loads_.end()) {
-        it->second->stop();
+      if (auto l = payload<ipc::LoadStop>(f)) {
+        if (auto it = loads_.find(l->load); it != loads_.end()) it->second->stop();
       }
       return;
     case ipc::MessageType::kHello:
@@ -150,12 +159,10 @@ void Worker::on_frame(ipc::Frame&& f) {
   }
 }
 
-void Worker::on_welcome(const nlohmann::json& p) {
+void Worker::on_welcome(const ipc::Welcome& w) {
   if (welcomed_) return;
   welcomed_ = true;
-  if (auto it = p.find("slot"); it != p.end() && it->is_number_integer()) {
-    slot_ = it->get<int>();  // a spare learns its slot here
-  }
+  slot_ = w.slot;  // a spare learns its slot here
   if (slot_ < 0) {
     leave(kExitInitFailed, "welcome without a slot");
     return;
@@ -166,21 +173,17 @@ void Worker::on_welcome(const nlohmann::json& p) {
     leave(kExitInitFailed, "test fault init_fail");
     return;
   }
-  heartbeat_ms_ = p.value("heartbeat_ms", uint64_t{1000});
-  max_memory_ = p.value("max_memory_bytes", uint64_t{0});
-  LogOptions log{home_ + "/logs",
-                 "worker-" + std::to_string(slot_),
-                 p.value("log_max_bytes", uint64_t{10u << 20}),
-                 p.value("log_files", 5),
-                 p.value("log_level", std::string("info")),
-                 false};
+  heartbeat_ms_ = w.heartbeat_ms;
+  max_memory_ = w.max_memory_bytes;
+  LogOptions log{home_ + "/logs", "worker-" + std::to_string(slot_), w.log_max_bytes, w.log_files,
+                 w.log_level, false};
   if (Status s = open_log(log); !s) {
     std::fprintf(stderr, "corral worker %d: %s\n", slot_, s.message().c_str());
     leave(kExitInitFailed, s.message());
     return;
   }
   std::set_new_handler(&on_out_of_memory);
-  if (Status s = apply_kernel_limit(p.value("kernel_memory_bytes", uint64_t{0})); !s) {
+  if (Status s = apply_kernel_limit(w.kernel_memory_bytes); !s) {
     spdlog::error("{}", s.message());
     leave(kExitInitFailed, s.message());
     return;
@@ -188,38 +191,31 @@ void Worker::on_welcome(const nlohmann::json& p) {
   spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_, getpid(),
                heartbeat_ms_, max_memory_);
 
-  if (auto it = p.find("secrets"); it != p.end() && it->is_object()) {
-    for (const auto& [name, value] : it->items()) {
-      if (value.is_string()) secrets_.add(name, value.get<std::string>());
-    }
-  }
+  for (const auto& [name, value] : w.secrets) secrets_.add(name, value);
   ClientOptions http;
-  http.max_body_bytes = p.value("max_response_bytes", http.max_body_bytes);
-  http.memory_budget_bytes = p.value("response_memory_bytes", http.memory_budget_bytes);
-  http.max_connections_per_host =
-      p.value("max_connections_per_host", http.max_connections_per_host);
+  if (w.max_response_bytes != 0) http.max_body_bytes = w.max_response_bytes;
+  if (w.response_memory_bytes != 0) http.memory_budget_bytes = w.response_memory_bytes;
+  if (w.max_connections_per_host != 0) http.max_connections_per_host = w.max_connections_per_host;
   http::TlsOptions tls;
-  if (auto it = p.find("tls"); it != p.end()) {
-    auto read = http::tls_options_from_json(*it, "welcome.tls");
+  if (!w.tls.is_null()) {
+    auto read = http::tls_options_from_json(w.tls, "welcome.tls");
     if (!read) throw std::invalid_argument(read.status().message());
     tls = std::move(*read);
   }
-  auto version = http::http_version_from(p.value("http_version", std::string("auto")));
+  auto version = http::http_version_from(w.http_version);
   if (!version) throw std::invalid_argument("welcome.http_version: not auto, 1.1 or 2");
   http.tls = tls;
   budget_.limit = http.memory_budget_bytes;
   curl_ = std::make_unique<CurlClient>(loop_, http, &budget_);
   HttpClient* client = curl_.get();
-  if (auto it = p.find("http_client"); it == p.end() || *it != "curl") {
+  if (w.http_client != "curl") {
     lean_ = std::make_unique<LeanClient>(loop_, http, *curl_, budget_);
     client = lean_.get();
   }
   engine_ = std::make_unique<Engine>(
       loop_, *client, [this](ipc::Event&& ev) { on_event(std::move(ev)); }, secrets_);
   engine_->set_http_defaults(std::move(tls), *version);
-  if (auto it = p.find("callback"); it != p.end() && it->is_object()) {
-    engine_->set_callbacks(it->value("base", ""), it->value("key", ""));
-  }
+  engine_->set_callbacks(w.callback_base, w.callback_key);
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
@@ -242,21 +238,22 @@ void Worker::on_heartbeat_timer() {
   // How late this tick fired: the time the loop spent on something else.
   last_lag_ms_ = now > next_beat_ns_ ? static_cast<double>(now - next_beat_ns_) / 1e6 : 0.0;
   next_beat_ns_ = now + heartbeat_ms_ * 1000000;
-  nlohmann::json beat = {{"seq", ++seq_},
-                         {"loop_lag_ms", last_lag_ms_},
-                         {"rss_bytes", self_rss_bytes()},
-                         {"idle_rss_bytes", idle_rss_},
-                         {"active", engine_ ? engine_->active() : 0},
-                         {"requests", engine_ ? engine_->requests_sent() : 0}};
+  ipc::Heartbeat beat;
+  beat.seq = ++seq_;
+  beat.loop_lag_ms = last_lag_ms_;
+  beat.rss_bytes = self_rss_bytes();
+  beat.idle_rss_bytes = idle_rss_;
+  beat.active = engine_ ? engine_->active() : 0;
+  beat.requests = engine_ ? engine_->requests_sent() : 0;
   if (HttpClient* http = lean_ ? static_cast<HttpClient*>(lean_.get()) : curl_.get()) {
     std::vector<ipc::HttpErrorCounts> counts;
     for (const auto& [origin, e] : http->origin_errors()) {
       counts.push_back({origin, e.connect, e.reset, e.timeout, e.retried});
     }
-    if (!counts.empty()) beat["http_errors"] = ipc::http_errors_to_json(counts);
+    if (!counts.empty()) beat.http_errors = ipc::http_errors_to_json(counts);
   }
-  if (engine_ && engine_->has_limits()) beat["limits"] = ipc::to_json(engine_->limit_use());
-  send(ipc::MessageType::kHeartbeat, beat);
+  if (engine_ && engine_->has_limits()) beat.limits = ipc::to_json(engine_->limit_use());
+  send(ipc::MessageType::kHeartbeat, ipc::to_json(beat));
   check_memory();
 }
 
@@ -266,7 +263,7 @@ void Worker::check_memory() {
   if (rss <= max_memory_) return;
   spdlog::warn("worker {}: RSS {} bytes is past max_memory {} bytes; leaving to be replaced", slot_,
                rss, max_memory_);
-  send(ipc::MessageType::kLeaving, {{"reason", "memory_soft"}, {"rss_bytes", rss}});
+  send(ipc::MessageType::kLeaving, ipc::to_json(ipc::Leaving{"memory_soft", rss}));
   leave(kExitMemorySoft, "soft memory limit");
 }
 
@@ -297,31 +294,28 @@ void Worker::leave(int code, const std::string& why) {
   }
 }
 
-void Worker::on_define_run(const nlohmann::json& p) {
+void Worker::on_define_run(const ipc::DefineRun& d) {
   if (!engine_) return;
-  std::string run = p.value("run", "");
   RunShape shape;
-  shape.size = p.value("size", uint32_t{0});
-  shape.created_ms = p.value("created_ms", int64_t{0});
-  shape.priority = p.value("priority", uint32_t{1});
-  if (auto d = p.find("data"); d != p.end() && d->is_object()) shape.data = *d;
-  Status s = engine_->define_run(run, p.value("scenario", nlohmann::json()),
-                                 p.value("vars", nlohmann::json::object()), shape);
-  if (!s) spdlog::error("run {}: scenario rejected: {}", run, s.message());
+  shape.size = d.size;
+  shape.created_ms = d.created_ms;
+  shape.priority = d.priority;
+  shape.data = d.data;
+  Status s = engine_->define_run(d.run, d.scenario, d.vars, shape);
+  if (!s) spdlog::error("run {}: scenario rejected: {}", d.run, s.message());
 }
 
 // A call of an instance's callback URL, or a heartbeat, that the master journaled.
-void Worker::on_callback(const nlohmann::json& p) {
+void Worker::on_callback(const ipc::Callback& c) {
   if (!engine_) return;
   std::optional<nlohmann::json> body;
-  if (!p.value("heartbeat", false)) body = p.at("body");
-  engine_->callback(p.at("run").get<std::string>(), p.at("index").get<uint32_t>(),
-                    p.at("step").get<uint32_t>(), std::move(body));
+  if (!c.heartbeat) body = c.body;
+  engine_->callback(c.run, c.index, c.step, std::move(body));
 }
 
-void Worker::on_start(const nlohmann::json& p) {
+void Worker::on_start(const ipc::Start& start) {
   if (!engine_) return;
-  std::string run = p.value("run", "");
+  const std::string& run = start.run;
   auto fail = [&](uint32_t i, const std::string& why) {
     ipc::Event ev;
     ev.kind = ipc::EventKind::kDone;
@@ -332,8 +326,8 @@ void Worker::on_start(const nlohmann::json& p) {
     ev.started_ms = ev.ended_ms = unix_ms_now();
     on_event(std::move(ev));
   };
-  if (auto it = p.find("resume"); it != p.end() && it->is_object()) {
-    for (const auto& [key, json_cp] : it->items()) {
+  if (start.resume.is_object()) {
+    for (const auto& [key, json_cp] : start.resume.items()) {
       auto i = static_cast<uint32_t>(std::stoul(key));
       auto cp = ipc::checkpoint_from_json(json_cp, "resume." + key);
       // A checkpoint of the wrong shape is the master's protocol error: leave.
@@ -343,32 +337,28 @@ void Worker::on_start(const nlohmann::json& p) {
     }
     return;
   }
-  uint32_t first = p.value("first", 0u), count = p.value("count", 0u);
-  for (uint32_t i = first; i < first + count; ++i) {
+  for (uint32_t i = start.first; i < start.first + start.count; ++i) {
     Status s = engine_->start(run, i, ipc::Checkpoint{});
     if (!s) fail(i, s.message());
   }
 }
 
-void Worker::on_load_start(const nlohmann::json& p) {
+void Worker::on_load_start(const ipc::LoadStart& l) {
   if (!engine_) return;
-  const std::string id = p.value("load", "");
+  const std::string& id = l.load;
   if (id.empty() || loads_.count(id) != 0) return;
-  auto spec = load::parse_load(p.value("spec", nlohmann::json()));
+  auto spec = load::parse_load(l.spec);
   if (!spec) {
     load_failed(id, spec.status().message());
     return;
   }
-  LoadShare share{p.value("index", 0u), std::max(1u, p.value("of", 1u)), p.value("host", 0u),
-                  std::max(1u, p.value("hosts", 1u))};
+  LoadShare share{l.index, l.of, l.host, l.hosts};
   auto driver = std::make_unique<LoadDriver>(
       loop_, *engine_, id, std::move(*spec), share, [this](ipc::LoadSecond&& s) {
         send(ipc::MessageType::kLoadStats, ipc::to_json(s));
         if (s.done) reap_loads();
       });
-  Status s = driver->start(p.value("scenario", nlohmann::json()),
-                           p.value("vars", nlohmann::json::object()),
-                           p.value("delay_ms", uint64_t{0}));
+  Status s = driver->start(l.scenario, l.vars, l.delay_ms);
   if (!s) {
     load_failed(id, s.message());
     return;
@@ -405,13 +395,13 @@ void Worker::hand_back() {
       chunk[run][index] = std::move(cp);
       ++total;
       if (++n == kHandbackPerFrame) {
-        send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
+        send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(chunk), false}));
         chunk = nlohmann::json::object();
         n = 0;
       }
     }
   }
-  if (n > 0) send(ipc::MessageType::kHandback, {{"instances", std::move(chunk)}});
+  if (n > 0) send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(chunk), false}));
   spdlog::info("worker {}: handed back {} running instances", slot_, total);
 }
 
@@ -422,7 +412,7 @@ void Worker::release(uint32_t count) {
   size_t taken = 0;
   nlohmann::json instances = nlohmann::json::object();
   if (engine_) instances = engine_->take_waiting(std::min<size_t>(count, kHandbackPerFrame), taken);
-  send(ipc::MessageType::kHandback, {{"instances", std::move(instances)}, {"released", true}});
+  send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(instances), true}));
   spdlog::log(taken > 0 ? spdlog::level::info : spdlog::level::debug,
               "worker {}: released {} of the {} instances asked for", slot_, taken, count);
 }

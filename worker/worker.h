@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shared/ipc/codec.h"
+#include "shared/ipc/control.h"
 #include "shared/uv/stream.h"
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
@@ -32,17 +33,21 @@ class Worker {
  private:
   void on_bytes(std::string_view bytes);
   void on_frame(ipc::Frame&& f);
-  void on_welcome(const nlohmann::json& p);
+  // The frame's payload as message T; nullopt once it has left, when the payload breaks the
+  // contract (the master's protocol error).
+  template <typename T>
+  std::optional<T> payload(const ipc::Frame& f);
+  void on_welcome(const ipc::Welcome& w);
   void on_heartbeat_timer();
   void check_memory();
   void send(ipc::MessageType type, const nlohmann::json& payload);
   // Flushes what is queued to the master, then closes every handle so the loop ends.
   void leave(int code, const std::string& why);
   void start_fault();
-  void on_define_run(const nlohmann::json& p);
-  void on_start(const nlohmann::json& p);
-  void on_callback(const nlohmann::json& p);
-  void on_load_start(const nlohmann::json& p);
+  void on_define_run(const ipc::DefineRun& d);
+  void on_start(const ipc::Start& start);
+  void on_callback(const ipc::Callback& c);
+  void on_load_start(const ipc::LoadStart& l);
   // Reports a load test that could not start as done, with the reason.
   void load_failed(const std::string& id, const std::string& why);
   void reap_loads();

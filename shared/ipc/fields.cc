@@ -1,5 +1,7 @@
 #include "shared/ipc/fields.h"
 
+#include <algorithm>
+
 namespace corral::ipc::detail {
 
 using nlohmann::json;
@@ -99,6 +101,30 @@ void FieldReader::text(std::string_view name, std::string& out, bool required) {
     return;
   }
   out = v->get<std::string>();
+}
+
+void FieldReader::number(std::string_view name, double& out, bool required) {
+  const json* v = find(name, required);
+  if (v == nullptr) return;
+  if (!v->is_number()) {
+    fail_(name, "expected a number, got " + shown(*v));
+    return;
+  }
+  out = v->get<double>();
+}
+
+void FieldReader::any(std::string_view name, json& out, bool required) {
+  if (const json* v = find(name, required)) out = *v;
+}
+
+void FieldReader::known(std::initializer_list<std::string_view> known) {
+  if (!ok() || !j_.is_object()) return;
+  for (const auto& [key, value] : j_.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      fail_(key, "unknown field");
+      return;
+    }
+  }
 }
 
 void FieldReader::object(std::string_view name, json& out, bool required) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -28,9 +29,19 @@ class FieldReader {
   void i64(std::string_view name, int64_t& out, bool required = false);
   void i32(std::string_view name, int& out, bool required = false);
   void text(std::string_view name, std::string& out, bool required = false);
+  void number(std::string_view name, double& out, bool required = false);
   // The raw JSON of an object field (null when absent and not required).
   void object(std::string_view name, nlohmann::json& out, bool required = false);
+  // The raw JSON of a field of any type, for a reader of its own (a scenario, a checkpoint).
+  void any(std::string_view name, nlohmann::json& out, bool required = false);
+  // An error for the first field not in `known`: both sides of the pipe are built from one
+  // source, so a field the reader does not know is a renamed or mistyped one.
+  void known(std::initializer_list<std::string_view> known);
 
+  // Takes the first error of a reader of a nested object (made with path(name)).
+  void take(const FieldReader& nested) {
+    if (status_.is_ok()) status_ = nested.status_;
+  }
   // Records an error about field `name` (the first error is kept).
   void fail(std::string_view name, const std::string& what) { fail_(name, what); }
   // The first error met, or ok.

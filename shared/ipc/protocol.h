@@ -92,7 +92,10 @@ struct MessageInfo {
 const MessageInfo* find_message(uint8_t wire_type);
 const MessageInfo& message_info(MessageType type);
 
-// Payload fields, by message (all optional unless noted):
+// Payload fields, by message (all optional unless noted). Each payload has a struct and a strict
+// codec, used by both sides: control.h for the messages below, events.h, load_stats.h and
+// limits.h for theirs. A field that is unknown, of the wrong type or out of range is a
+// protocol error.
 //   hello     {"protocol": u32 (required), "pid": int, "slot": int}
 //   welcome   {"protocol": u32, "slot": int, "heartbeat_ms": u64, "max_memory_bytes": u64,
 //              "kernel_memory_bytes": u64, "log_max_bytes": u64, "log_files": int,
@@ -109,7 +112,8 @@ const MessageInfo& message_info(MessageType type);
 //   leaving   {"reason": "memory_soft", "rss_bytes": u64}
 //   define_run {"run": str, "scenario": {scenario document}, "vars": {run-time vars},
 //               "size": u32 (instances in the run), "created_ms": i64 (its submission),
-//               "priority": u32 (its weight in per-target limits' fair share)}
+//               "priority": u32 (its weight in per-target limits' fair share),
+//               "data": {data rows of the run, master/runs.h}}
 //              sent once per worker before the first `start` of that run; the last two
 //              place each fresh instance's start within the run's start_spread
 //   start     {"run": str, "first": u32, "count": u32}  fresh instances first..first+count-1

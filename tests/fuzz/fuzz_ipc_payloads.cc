@@ -1,9 +1,10 @@
 // Fuzz target: the payloads inside IPC frames (shared/ipc/events.h, checkpoint.h, vars.h,
-// limits.h), the master's and the workers' one definition of what a worker reports and what it
-// resumes from.
+// limits.h, control.h), the master's and the workers' one definition of what a worker reports
+// and what it resumes from.
 //
 // Input: any bytes. Parsed as JSON (non-JSON inputs stop there), then decoded as an event, a
-// checkpoint, wire vars, and limit shares and uses. For each one that decodes, checks that:
+// checkpoint, wire vars, limit shares and uses, and every control message. For each one that
+// decodes, checks that:
 // - encoding it and decoding the result gives back an equal value (one format, both ways);
 // - its JSON text is UTF-8, so it fits a frame and a journal row;
 // - wire vars survive to_wire(from_wire(x)) and the display form never fails.
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shared/ipc/checkpoint.h"
+#include "shared/ipc/control.h"
 #include "shared/ipc/events.h"
 #include "shared/ipc/limits.h"
 #include "shared/ipc/vars.h"
@@ -88,6 +90,40 @@ void check_limits(const json& j) {
   }
 }
 
+// A control message that decodes encodes to UTF-8 JSON and decodes back equal; one that does
+// not is refused as a protocol error.
+template <typename T>
+void check_control(const json& j) {
+  auto m = corral::ipc::read<T>(j);
+  if (!m) {
+    FUZZ_CHECK(m.status().code() == corral::Code::kProtocol);
+    return;
+  }
+  std::string text = text_of(corral::ipc::to_json(*m));
+  FUZZ_CHECK(corral::text::is_utf8(text));
+  auto back = corral::ipc::read<T>(json::parse(text));
+  FUZZ_CHECK(back.is_ok());
+  FUZZ_CHECK(*back == *m);
+}
+
+void check_controls(const json& j) {
+  namespace ipc = corral::ipc;
+  check_control<ipc::Hello>(j);
+  check_control<ipc::Welcome>(j);
+  check_control<ipc::Heartbeat>(j);
+  check_control<ipc::Stop>(j);
+  check_control<ipc::Leaving>(j);
+  check_control<ipc::DefineRun>(j);
+  check_control<ipc::Start>(j);
+  check_control<ipc::Cancel>(j);
+  check_control<ipc::Release>(j);
+  check_control<ipc::Callback>(j);
+  check_control<ipc::LoadStart>(j);
+  check_control<ipc::LoadStop>(j);
+  check_control<ipc::Handback>(j);
+  (void)corral::ipc::check_hello(j);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -101,6 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_checkpoint(j);
   check_wire_vars(j, secrets);
   check_limits(j);
+  check_controls(j);
   if (j.is_object()) {
     for (const auto& [key, value] : j.items()) {
       check_event(value);
