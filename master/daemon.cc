@@ -15,6 +15,7 @@
 #include "shared/exit_codes.h"
 #include "shared/log.h"
 #include "shared/proc.h"
+#include "shared/test_hooks.h"
 
 namespace corral::master {
 namespace {
@@ -88,7 +89,7 @@ std::string Daemon::journal_label() const { return journal::redact_journal(journ
 
 Status Daemon::open_journal() {
   // CORRAL_TEST_JOURNAL_MAX_PAGES caps the journal's size, so that tests can fill it up.
-  const char* pages = std::getenv("CORRAL_TEST_JOURNAL_MAX_PAGES");
+  const char* pages = test_hook("CORRAL_TEST_JOURNAL_MAX_PAGES");
   auto store = journal::open_journal_store(journal_path(), pages ? std::atoll(pages) : 0);
   if (!store) return store.status();
   journal_ = std::make_unique<journal::Journal>(loop_, std::move(*store));
@@ -166,7 +167,7 @@ Status Daemon::start() {
   start_schedules();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
-    if (const char* v = std::getenv(name)) {
+    if (const char* v = test_hook(name)) {
       spdlog::warn("{}={} is set: this daemon misbehaves on purpose, for tests", name, v);
     }
   }

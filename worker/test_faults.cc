@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "shared/test_hooks.h"
+
 namespace corral::worker {
 namespace {
 
@@ -34,12 +36,12 @@ Fault parse_fault(std::string_view spec, int slot) {
 }
 
 Fault fault_from_env(int slot) {
-  const char* spec = std::getenv("CORRAL_TEST_FAULT");
+  const char* spec = test_hook("CORRAL_TEST_FAULT");
   return spec == nullptr ? Fault::kNone : parse_fault(spec, slot);
 }
 
 std::optional<uint32_t> poison_instance_from_env() {
-  const char* v = std::getenv("CORRAL_TEST_POISON_INSTANCE");
+  const char* v = test_hook("CORRAL_TEST_POISON_INSTANCE");
   if (v == nullptr || *v == '\0') return std::nullopt;
   return static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
 }
