@@ -77,11 +77,23 @@ void add_load_metrics(prometheus::Registry& registry, const Loads& loads) {
 
 }  // namespace
 
-std::string Daemon::metrics_text() const {
-  using prometheus::BuildCounter;
-  using prometheus::BuildGauge;
-  prometheus::Registry registry;
+namespace {
 
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::Registry;
+
+// A family of one gauge or one counter without labels.
+void gauge(Registry& registry, const char* name, const char* help, double value) {
+  BuildGauge().Name(name).Help(help).Register(registry).Add({}).Set(value);
+}
+void counter(Registry& registry, const char* name, const char* help, double value) {
+  BuildCounter().Name(name).Help(help).Register(registry).Add({}).Increment(value);
+}
+
+// The worker slots (the supervisor's) and what their workers reported in heartbeats.
+void add_worker_metrics(Registry& registry, const Supervisor& supervisor,
+                        const std::map<int, uint64_t>& requests_sent) {
   auto& workers =
       BuildGauge().Name("corral_workers").Help("Worker slots by state").Register(registry);
   auto& restarts = BuildCounter()
@@ -101,24 +113,27 @@ std::string Daemon::metrics_text() const {
                        .Help("HTTP requests each slot's worker sent, since that worker started")
                        .Register(registry);
   std::map<std::string, int> by_state;
-  for (const Slot& s : supervisor_.slots()) {
+  for (const Slot& s : supervisor.slots()) {
     by_state[std::string(to_string(s.state))] += 1;
     std::string slot = std::to_string(s.index);
     restarts.Add({{"slot", slot}}).Increment(static_cast<double>(s.restarts));
     rss.Add({{"slot", slot}}).Set(static_cast<double>(s.rss_bytes));
     lag.Add({{"slot", slot}}).Set(s.loop_lag_ms / 1000.0);
-    auto sent = requests_sent_.find(s.index);
+    auto sent = requests_sent.find(s.index);
     requests.Add({{"slot", slot}})
-        .Increment(static_cast<double>(sent != requests_sent_.end() ? sent->second : 0));
+        .Increment(static_cast<double>(sent != requests_sent.end() ? sent->second : 0));
   }
   for (const auto& [state, n] : by_state) workers.Add({{"state", state}}).Set(n);
+}
 
+void add_http_error_metrics(Registry& registry,
+                            const std::map<int, std::vector<ipc::HttpErrorCounts>>& errors) {
   auto& http_errors = BuildCounter()
                           .Name("corral_http_connection_errors_total")
                           .Help("HTTP connection errors per worker slot and origin, since that "
                                 "worker started: connect, reset, timeout, retried (stale reuse)")
                           .Register(registry);
-  for (const auto& [slot, counts] : http_errors_) {
+  for (const auto& [slot, counts] : errors) {
     for (const ipc::HttpErrorCounts& c : counts) {
       std::pair<const char*, uint64_t> kinds[] = {
           {"connect", c.connect}, {"reset", c.reset}, {"timeout", c.timeout}, {"retried", c.retried}};
@@ -128,131 +143,107 @@ std::string Daemon::metrics_text() const {
       }
     }
   }
+}
 
+// The runs' instances, and where the dispatcher can place them.
+void add_instance_metrics(Registry& registry, const Runs& runs, const Dispatcher& dispatcher,
+                          const Supervisor& supervisor) {
   auto& instances = BuildGauge()
                         .Name("corral_instances")
                         .Help("Instances of the runs the daemon holds, by state")
                         .Register(registry);
   std::array<double, kInstanceStates> counts{};
-  for (const auto& run : runs_.all()) {
+  for (const auto& run : runs.all()) {
     for (size_t s = 0; s < kInstanceStates; ++s) counts[s] += run->counts[s];
   }
   for (size_t s = 0; s < kInstanceStates; ++s) {
     instances.Add({{"state", std::string(to_string(static_cast<InstanceState>(s)))}})
         .Set(counts[s]);
   }
-  BuildCounter()
-      .Name("corral_instances_rebalanced_total")
-      .Help("Instances moved between workers by checkpoint to even out their loads")
-      .Register(registry)
-      .Add({})
-      .Increment(static_cast<double>(dispatcher_.moved()));
+  counter(registry, "corral_instances_rebalanced_total",
+          "Instances moved between workers by checkpoint to even out their loads",
+          static_cast<double>(dispatcher.moved()));
   auto& capacity = BuildGauge()
                        .Name("corral_worker_capacity_instances")
                        .Help("The most instances each ready worker may hold: what fits in its "
                              "memory budget, and worker_instances")
                        .Register(registry);
-  for (const Slot& s : supervisor_.slots()) {
+  for (const Slot& s : supervisor.slots()) {
     if (s.state == SlotState::kReady) {
-      capacity.Add({{"slot", std::to_string(s.index)}}).Set(double(dispatcher_.cap(s.index)));
+      capacity.Add({{"slot", std::to_string(s.index)}}).Set(double(dispatcher.cap(s.index)));
     }
   }
-  BuildGauge()
-      .Name("corral_instance_memory_bytes")
-      .Help("What one instance costs in a worker's memory, as measured from heartbeats")
-      .Register(registry)
-      .Add({})
-      .Set(double(dispatcher_.memory().bytes_per_instance()));
+  gauge(registry, "corral_instance_memory_bytes",
+        "What one instance costs in a worker's memory, as measured from heartbeats",
+        double(dispatcher.memory().bytes_per_instance()));
   auto& blocked = BuildGauge()
                       .Name("corral_queue_blocked")
                       .Help("1 while queued instances wait because no worker has room, by "
                             "reason: memory, worker_instances, no_worker")
                       .Register(registry);
-  const Dispatcher::Blocked why =
-      runs_.pending() > 0 ? dispatcher_.blocked() : Dispatcher::Blocked{};
+  const Dispatcher::Blocked why = runs.pending() > 0 ? dispatcher.blocked() : Dispatcher::Blocked{};
   for (const char* kind : {"memory", "worker_instances", "no_worker"}) {
     blocked.Add({{"reason", kind}}).Set(why.kind == kind ? 1 : 0);
   }
-  BuildGauge()
-      .Name("corral_runs")
-      .Help("Runs the daemon holds (finished ones within retention)")
-      .Register(registry)
-      .Add({})
-      .Set(static_cast<double>(runs_.all().size()));
+  gauge(registry, "corral_runs", "Runs the daemon holds (finished ones within retention)",
+        static_cast<double>(runs.all().size()));
+}
 
-  journal::Journal::Health h = journal_ ? journal_->health() : journal::Journal::Health{};
-  BuildGauge()
-      .Name("corral_journal_ok")
-      .Help("1 while journal writes succeed, 0 while they fail")
-      .Register(registry)
-      .Add({})
-      .Set(h.ok ? 1 : 0);
-  BuildGauge()
-      .Name("corral_journal_queued_writes")
-      .Help("Journal writes not committed yet")
-      .Register(registry)
-      .Add({})
-      .Set(static_cast<double>(h.queued));
-  BuildCounter()
-      .Name("corral_journal_committed_writes_total")
-      .Help("Journal writes committed")
-      .Register(registry)
-      .Add({})
-      .Increment(static_cast<double>(h.committed));
-  BuildCounter()
-      .Name("corral_journal_failed_batches_total")
-      .Help("Journal transactions that failed (each is retried)")
-      .Register(registry)
-      .Add({})
-      .Increment(static_cast<double>(h.failed_batches));
-  BuildCounter()
-      .Name("corral_journal_rejected_writes_total")
-      .Help("Journal writes set aside as wrong in themselves (their instance ends errored)")
-      .Register(registry)
-      .Add({})
-      .Increment(static_cast<double>(h.rejected_writes));
-  if (hosts_) {
-    BuildCounter()
-        .Name("corral_journal_fenced_writes_total")
-        .Help("Journal writes about instances another host had taken over (changed nothing)")
-        .Register(registry)
-        .Add({})
-        .Increment(static_cast<double>(h.fenced_writes));
-    auto& hosts = BuildGauge()
-                      .Name("corral_cluster_hosts")
-                      .Help("Hosts sharing this daemon's PostgreSQL journal, by state")
-                      .Register(registry);
-    size_t dead = 0;
-    for (const cluster::HostRow& row : hosts_->hosts()) dead += row.dead ? 1 : 0;
-    hosts.Add({{"state", "alive"}}).Set(static_cast<double>(hosts_->hosts().size() - dead));
-    hosts.Add({{"state", "dead"}}).Set(static_cast<double>(dead));
-    BuildGauge()
-        .Name("corral_cluster_heartbeat_ok")
-        .Help("1 while this host's heartbeat in the hosts table is current, 0 otherwise")
-        .Register(registry)
-        .Add({})
-        .Set(hosts_->alive() ? 1 : 0);
-  }
-  BuildCounter()
-      .Name("corral_callback_exceptions_total")
-      .Help("Exceptions caught at the master's loop callbacks (each one logged)")
-      .Register(registry)
-      .Add({})
-      .Increment(static_cast<double>(uv::callback_failures()));
+// The journal's writes; on a PostgreSQL journal shared by hosts, the cluster too.
+void add_journal_metrics(Registry& registry, const journal::Journal::Health& h,
+                         const cluster::Hosts* hosts) {
+  gauge(registry, "corral_journal_ok", "1 while journal writes succeed, 0 while they fail",
+        h.ok ? 1 : 0);
+  gauge(registry, "corral_journal_queued_writes", "Journal writes not committed yet",
+        static_cast<double>(h.queued));
+  counter(registry, "corral_journal_committed_writes_total", "Journal writes committed",
+          static_cast<double>(h.committed));
+  counter(registry, "corral_journal_failed_batches_total",
+          "Journal transactions that failed (each is retried)",
+          static_cast<double>(h.failed_batches));
+  counter(registry, "corral_journal_rejected_writes_total",
+          "Journal writes set aside as wrong in themselves (their instance ends errored)",
+          static_cast<double>(h.rejected_writes));
+  if (hosts == nullptr) return;
+  counter(registry, "corral_journal_fenced_writes_total",
+          "Journal writes about instances another host had taken over (changed nothing)",
+          static_cast<double>(h.fenced_writes));
+  auto& by_state = BuildGauge()
+                       .Name("corral_cluster_hosts")
+                       .Help("Hosts sharing this daemon's PostgreSQL journal, by state")
+                       .Register(registry);
+  size_t dead = 0;
+  for (const cluster::HostRow& row : hosts->hosts()) dead += row.dead ? 1 : 0;
+  by_state.Add({{"state", "alive"}}).Set(static_cast<double>(hosts->hosts().size() - dead));
+  by_state.Add({{"state", "dead"}}).Set(static_cast<double>(dead));
+  gauge(registry, "corral_cluster_heartbeat_ok",
+        "1 while this host's heartbeat in the hosts table is current, 0 otherwise",
+        hosts->alive() ? 1 : 0);
+}
 
-  BuildGauge()
-      .Name("corral_hooks_in_flight")
-      .Help("Hook deliveries running now (webhook tries, their pauses, commands)")
-      .Register(registry)
-      .Add({})
-      .Set(static_cast<double>(hooks_.in_flight()));
-  BuildGauge()
-      .Name("corral_hooks_queued")
-      .Help("Hook deliveries waiting for one of the running ones to end")
-      .Register(registry)
-      .Add({})
-      .Set(static_cast<double>(hooks_.queued()));
+void add_hook_metrics(Registry& registry, const HookSender& hooks) {
+  gauge(registry, "corral_hooks_in_flight",
+        "Hook deliveries running now (webhook tries, their pauses, commands)",
+        static_cast<double>(hooks.in_flight()));
+  gauge(registry, "corral_hooks_queued", "Hook deliveries waiting for one of the running ones to end",
+        static_cast<double>(hooks.queued()));
+}
 
+}  // namespace
+
+// One snapshot of every part's metrics: each part's families are declared in its function above
+// (loads' and limits' beside them, in add_load_metrics and limit_shares.h).
+std::string Daemon::metrics_text() const {
+  Registry registry;
+  add_worker_metrics(registry, supervisor_, requests_sent_);
+  add_http_error_metrics(registry, http_errors_);
+  add_instance_metrics(registry, runs_, dispatcher_, supervisor_);
+  add_journal_metrics(registry, journal_ ? journal_->health() : journal::Journal::Health{},
+                      hosts_.get());
+  counter(registry, "corral_callback_exceptions_total",
+          "Exceptions caught at the master's loop callbacks (each one logged)",
+          static_cast<double>(uv::callback_failures()));
+  add_hook_metrics(registry, hooks_);
   add_load_metrics(registry, loads_);
   add_limit_metrics(registry, limit_shares_);
   std::vector<prometheus::MetricFamily> families = registry.Collect();
