@@ -131,31 +131,9 @@ Status Daemon::start() {
   if (!key) return key.status();
   callback_key_ = std::move(*key);
   if (Status s = open_journal(); !s) return s;
-  api_ = std::make_unique<http::Server>(
-      loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
-  if (Status s = api_->listen_unix(cfg_.home + "/corral.sock", 0600); !s) return s;
-  if (cfg_.listen != "off") {
-    auto hp = config::parse_host_port(cfg_.listen);
-    if (!hp) return hp.status();
-    if (Status s = api_->listen_tcp(hp->first, hp->second); !s) {
-      return Status(s.code(), "cannot listen on " + cfg_.listen + ": " + s.message());
-    }
-  }
+  if (Status s = listen(); !s) return s;
   start_cluster();  // once listening: its row gives the API's address
-
-  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
-    auto sig = std::make_unique<uv::Signal>(loop_);
-    Status s = sig->start(signum, [this](int n) {
-      if (n == SIGHUP) {
-        if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
-      } else {
-        shutdown(signal_name(n));
-      }
-    });
-    if (!s) return s;
-    signals_.push_back(std::move(sig));
-  }
-
+  if (Status s = handle_signals(); !s) return s;
   notify_enabled_ = systemd::notify_enabled();
   watchdog_ms_ = systemd::watchdog_interval_ms();
   if (watchdog_ms_ != 0) spdlog::info("systemd watchdog: WATCHDOG=1 every {} ms", watchdog_ms_ / 2);
@@ -175,6 +153,37 @@ Status Daemon::start() {
                CORRAL_VERSION, getpid(), cfg_.home, listen_address(), supervisor_.wanted(),
                cfg_.max_memory_bytes ? config::format_bytes(cfg_.max_memory_bytes) : "none");
   reconcile();
+  return Status::ok();
+}
+
+// The control API on the Unix socket, and on TCP unless `listen` is "off".
+Status Daemon::listen() {
+  api_ = std::make_unique<http::Server>(
+      loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
+  if (Status s = api_->listen_unix(cfg_.home + "/corral.sock", 0600); !s) return s;
+  if (cfg_.listen == "off") return Status::ok();
+  auto hp = config::parse_host_port(cfg_.listen);
+  if (!hp) return hp.status();
+  if (Status s = api_->listen_tcp(hp->first, hp->second); !s) {
+    return Status(s.code(), "cannot listen on " + cfg_.listen + ": " + s.message());
+  }
+  return Status::ok();
+}
+
+// SIGTERM and SIGINT stop the daemon; SIGHUP reloads it.
+Status Daemon::handle_signals() {
+  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+    auto sig = std::make_unique<uv::Signal>(loop_);
+    Status s = sig->start(signum, [this](int n) {
+      if (n == SIGHUP) {
+        if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
+      } else {
+        shutdown(signal_name(n));
+      }
+    });
+    if (!s) return s;
+    signals_.push_back(std::move(sig));
+  }
   return Status::ok();
 }
 

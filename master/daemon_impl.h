@@ -129,7 +129,12 @@ class Daemon {
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
   void notify_systemd(uint64_t now_ms);
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
+  // One function per frame a current worker sends (daemon_workers.cc).
+  void on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload);
+  void on_worker_ready(int slot, WorkerProcess& w, uint64_t now);
   void on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat, uint64_t now);
+  void on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving);
+  void on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, uint64_t now);
   void quarantine_runs(const std::vector<std::string>& runs, const std::string& why);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
@@ -305,6 +310,8 @@ class Daemon {
   void release_when_journaled(const std::string& run_id);
   size_t submitted_instances() const;  // in runs not created yet
   Status open_journal();
+  Status listen();
+  Status handle_signals();
   // Schedules (daemon_schedules.cc): at start, the ticks that catch_up fires, then the timer,
   // armed for the next tick of any schedule and again after each change.
   void start_schedules();

@@ -264,86 +264,52 @@ void Daemon::on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat
   }
 }
 
+namespace {
+
+// Decodes the frame as message T for `handle`; a payload that breaks the contract is the
+// worker's protocol error.
+template <typename T, typename Handle>
+void with_payload(WorkerProcess& w, const ipc::Frame& f, Handle&& handle) {
+  auto m = ipc::read<T>(f.payload);
+  if (!m) {
+    w.fail_protocol(m.status());
+    return;
+  }
+  handle(*m);
+}
+
+}  // namespace
+
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
   if (is_successor(slot, generation)) {
     on_successor_frame(slot, std::move(f));
     return;
   }
   if (!is_current(slot, generation)) return;
-  WorkerProcess* w = workers_[slot].get();
+  WorkerProcess& w = *workers_[slot];
   uint64_t now = monotonic_ms();
-  const nlohmann::json& p = f.payload;
   switch (f.type) {
     case ipc::MessageType::kHello:
-      http_errors_.erase(slot);  // a new worker counts from 0
-      if (Status st = ipc::check_hello(p); !st) {
-        supervisor_.on_protocol_error(slot, "worker " + st.message());
-        kick();
-        return;
-      }
-      (void)w->send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, image_of(slot))));
+      on_hello(slot, w, f.payload);
       return;
     case ipc::MessageType::kReady:
-      spdlog::info("slot {}: worker pid {} ready", slot, w->pid());
-      supervisor_.on_ready(slot, now);
-      if (supervisor_.slot(slot)->state == SlotState::kReady) {
-        dispatcher_.worker_ready(slot);
-        limits_worker_ready(slot);
-        schedule_pump();
-      }
-      kick();
+      on_worker_ready(slot, w, now);
       return;
     case ipc::MessageType::kHeartbeat:
-      if (auto beat = ipc::read<ipc::Heartbeat>(p); !beat) {
-        w->fail_protocol(beat.status());
-      } else {
-        on_heartbeat(slot, *w, *beat, now);
-      }
+      with_payload<ipc::Heartbeat>(w, f, [&](const auto& b) { on_heartbeat(slot, w, b, now); });
       return;
-    case ipc::MessageType::kLeaving: {
-      auto leaving = ipc::read<ipc::Leaving>(p);
-      if (!leaving) {
-        w->fail_protocol(leaving.status());
-        return;
-      }
-      spdlog::warn("slot {}: worker pid {} is leaving: {} (RSS {} bytes)", slot, w->pid(),
-                   leaving->reason, leaving->rss_bytes);
-      supervisor_.on_leaving(slot, leaving->reason == "memory_soft" ? ExitReason::kMemorySoft
-                                                                     : ExitReason::kCrash);
-      dispatcher_.worker_gone(slot);
-      kick();
+    case ipc::MessageType::kLeaving:
+      with_payload<ipc::Leaving>(w, f, [&](const auto& l) { on_leaving(slot, w, l); });
       return;
-    }
     case ipc::MessageType::kEvents:
-      if (Status st = on_events(slot, p); !st) w->fail_protocol(st);
+      if (Status st = on_events(slot, f.payload); !st) w.fail_protocol(st);
       return;
     case ipc::MessageType::kLoadStats:
-      if (Status st = on_load_stats(slot, p); !st) w->fail_protocol(st);
+      if (Status st = on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
       return;
-    case ipc::MessageType::kHandback: {
-      // Released to even out the workers' loads, or handed back by a stopping worker.
-      auto back = ipc::read<ipc::Handback>(p);
-      if (!back) {
-        w->fail_protocol(back.status());
-        return;
-      }
-      const bool released = back->released;
-      const char* why = released                      ? "rebalanced"
-                        : supervisor_.shutting_down() ? "master_stopped"
-                                                      : "worker_stopped";
-      auto n = runs_.hand_back(slot, back->instances, why);
-      if (!n) {
-        w->fail_protocol(n.status());
-        return;
-      }
-      if (released) dispatcher_.released(slot, *n, now);
-      if (*n > 0) {
-        spdlog::log(released ? spdlog::level::debug : spdlog::level::info,
-                    "slot {}: {} instances handed back to resume elsewhere ({})", slot, *n, why);
-        schedule_pump();
-      }
+    case ipc::MessageType::kHandback:
+      with_payload<ipc::Handback>(w, f, [&](const auto& b) { on_handback(slot, w, b, now); });
       return;
-    }
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
     case ipc::MessageType::kDefineRun:
@@ -358,4 +324,53 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       std::abort();
   }
 }
+
+void Daemon::on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload) {
+  http_errors_.erase(slot);  // a new worker counts from 0
+  if (Status st = ipc::check_hello(payload); !st) {
+    supervisor_.on_protocol_error(slot, "worker " + st.message());
+    kick();
+    return;
+  }
+  (void)w.send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, image_of(slot))));
+}
+
+void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
+  spdlog::info("slot {}: worker pid {} ready", slot, w.pid());
+  supervisor_.on_ready(slot, now);
+  if (supervisor_.slot(slot)->state == SlotState::kReady) {
+    dispatcher_.worker_ready(slot);
+    limits_worker_ready(slot);
+    schedule_pump();
+  }
+  kick();
+}
+
+void Daemon::on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving) {
+  spdlog::warn("slot {}: worker pid {} is leaving: {} (RSS {} bytes)", slot, w.pid(),
+               leaving.reason, leaving.rss_bytes);
+  supervisor_.on_leaving(slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft
+                                                                : ExitReason::kCrash);
+  dispatcher_.worker_gone(slot);
+  kick();
+}
+
+// Instances released to even out the workers' loads, or handed back by a stopping worker.
+void Daemon::on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, uint64_t now) {
+  const char* why = back.released                 ? "rebalanced"
+                    : supervisor_.shutting_down() ? "master_stopped"
+                                                  : "worker_stopped";
+  auto n = runs_.hand_back(slot, back.instances, why);
+  if (!n) {
+    w.fail_protocol(n.status());
+    return;
+  }
+  if (back.released) dispatcher_.released(slot, *n, now);
+  if (*n > 0) {
+    spdlog::log(back.released ? spdlog::level::debug : spdlog::level::info,
+                "slot {}: {} instances handed back to resume elsewhere ({})", slot, *n, why);
+    schedule_pump();
+  }
+}
+
 }  // namespace corral::master

@@ -94,6 +94,40 @@ json with_callback(const Run& run, uint32_t i, json cp) {
   if (auto c = run.callbacks.find(i); c != run.callbacks.end()) cp["callback"] = c->second;
   return cp;
 }
+
+// The checkpoints of up to `room` requeued instances of `run`, taken off its queue (their
+// indexes added to `taken`): {"<index>": checkpoint, ...}.
+json resume_points(Run& run, size_t room, std::vector<uint32_t>& taken) {
+  json resume = json::object();
+  while (!run.requeued.empty() && taken.size() < room) {
+    uint32_t i = run.requeued.front();
+    run.requeued.pop_front();
+    if (run.instances[i].state != InstanceState::kQueued) continue;
+    InstanceRecord& in = run.instances[i];
+    if (in.checkpoint.is_object()) {
+      // Handed back by a stopping worker, or the last progress report of the step: its
+      // attempt and retry counts, deadline and start go on from there. It is kept until the
+      // step ends: if this worker dies too, the next resume starts from it again.
+      resume[std::to_string(i)] = with_callback(run, i, in.checkpoint);
+      taken.push_back(i);
+      continue;
+    }
+    ipc::Checkpoint cp;
+    cp.step = in.next_step;
+    cp.started_ms = in.started_ms;
+    cp.vars = in.vars;
+    // The step began when the previous one ended (or when the instance started): resuming
+    // keeps that start, so a sleep ends and a poll times out when they would have.
+    cp.step_started_ms = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
+    if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
+      cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
+    }
+    resume[std::to_string(i)] = with_callback(run, i, ipc::to_json(cp));
+    taken.push_back(i);
+  }
+  return resume;
+}
+
 }  // namespace
 
 bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& placed) {
@@ -110,34 +144,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   start.run = run.id;
   std::vector<uint32_t> taken;
   if (!run.requeued.empty()) {
-    json resume = json::object();
-    while (!run.requeued.empty() && taken.size() < room) {
-      uint32_t i = run.requeued.front();
-      run.requeued.pop_front();
-      if (run.instances[i].state != InstanceState::kQueued) continue;
-      InstanceRecord& in = run.instances[i];
-      if (in.checkpoint.is_object()) {
-        // Handed back by a stopping worker, or the last progress report of the step: its
-        // attempt and retry counts, deadline and start go on from there. It is kept until the
-        // step ends: if this worker dies too, the next resume starts from it again.
-        resume[std::to_string(i)] = with_callback(run, i, in.checkpoint);
-        taken.push_back(i);
-        continue;
-      }
-      ipc::Checkpoint cp;
-      cp.step = in.next_step;
-      cp.started_ms = in.started_ms;
-      cp.vars = in.vars;
-      // The step began when the previous one ended (or when the instance started): resuming
-      // keeps that start, so a sleep ends and a poll times out when they would have.
-      cp.step_started_ms = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
-      if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
-        cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
-      }
-      resume[std::to_string(i)] = with_callback(run, i, ipc::to_json(cp));
-      taken.push_back(i);
-    }
-    start.resume = std::move(resume);
+    start.resume = resume_points(run, room, taken);
   } else {
     uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.fresh_count()));
     uint32_t first = run.fresh_first();

@@ -306,13 +306,10 @@ std::vector<ThresholdResult> Loads::crossed_aborting(const LoadTest& t, int64_t 
   return out;
 }
 
-json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
-  ipc::StepSecond all = merged_steps(t.total, "", {});
-  uint64_t vus_max = 0, connections_max = 0;
-  for (const json& s : t.series) {
-    vus_max = std::max(vus_max, s["vus"].get<uint64_t>());
-    connections_max = std::max(connections_max, s["connections"].get<uint64_t>());
-  }
+namespace {
+
+// Each step's requests, errors and latency over the whole test.
+json steps_json(const LoadTest& t) {
   json steps = json::array();
   for (const auto& [index, s] : t.total.steps) {
     steps.push_back({{"index", index},
@@ -322,6 +319,12 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
                      {"latency", latency_json(s.latency)},
                      {"latency_raw", latency_json(s.raw)}});
   }
+  return steps;
+}
+
+}  // namespace
+
+json Loads::thresholds_json(const LoadTest& t, int64_t now_ms) const {
   json thresholds = json::array();
   for (const ThresholdResult& r : evaluate(t, now_ms)) {
     const bool latency = r.threshold->metric == load::Metric::kLatency ||
@@ -329,6 +332,16 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
     thresholds.push_back({{"name", r.threshold->name},
                           {"value", latency ? r.value / 1000 : r.value},
                           {"ok", r.held}});
+  }
+  return thresholds;
+}
+
+json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
+  ipc::StepSecond all = merged_steps(t.total, "", {});
+  uint64_t vus_max = 0, connections_max = 0;
+  for (const json& s : t.series) {
+    vus_max = std::max(vus_max, s["vus"].get<uint64_t>());
+    connections_max = std::max(connections_max, s["connections"].get<uint64_t>());
   }
   const double elapsed = elapsed_s(t, now_ms);
   json j = {{"id", t.id},
@@ -369,8 +382,8 @@ json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
             {"latency", latency_json(all.latency)},
             {"latency_raw", latency_json(all.raw)},
             {"start_lateness", start_lateness_json(t.total.late)},
-            {"steps", steps},
-            {"thresholds", thresholds},
+            {"steps", steps_json(t)},
+            {"thresholds", thresholds_json(t, now_ms)},
             {"reasons", t.total.reasons}};
   if (t.spec.watch.any()) j["target"] = target_json(t, with_series);
   if (t.host_count > 1) j["cluster"] = cluster_json(t);

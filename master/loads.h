@@ -127,6 +127,8 @@ class Loads {
   // The test's summary for the API: state, totals, latency, thresholds, and (with `series`)
   // the per-second time series. Latency thresholds' values are in milliseconds.
   nlohmann::json to_json(const LoadTest& t, bool series, int64_t now_ms) const;
+  // Each threshold with its value now and whether it holds.
+  nlohmann::json thresholds_json(const LoadTest& t, int64_t now_ms) const;
   // Seconds the test has been generating load: up to now, its stop or its duration.
   static double elapsed_s(const LoadTest& t, int64_t now_ms);
   // Marks a test to end as `state` (kStopped or kAborted) once its workers report their end.

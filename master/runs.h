@@ -183,6 +183,9 @@ class Runs {
   // restore(): an unfinished run's instance and step rows into its records, a page at a time.
   // Fails with kIo when the journal cannot be read, kInvalidArgument when a row is damaged.
   Status restore_rows(Run& run);
+  // restore(): an unfinished run's instances back in its queue, those that were running with a
+  // resume (`master_restart`). Returns how many will resume.
+  size_t requeue_restored(Run& run);
 
   // `built`: the run's instance records when the caller built them already (a slice at a time,
   // for a large run); otherwise, or when its size is not `instances`, they are built here.

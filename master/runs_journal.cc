@@ -235,34 +235,39 @@ Result<size_t> Runs::restore(int64_t now_ms) {
   }
   size_t resumed = 0;
   for (Run* r : unfinished) {
-    Run& run = *r;
     if (clustered_) {
-      unclaimed(run);  // its instances wait for this host, or another, to claim them
+      unclaimed(*r);  // its instances wait for this host, or another, to claim them
       continue;
     }
-    // Every instance that was dispatched and has not ended continues from its last finished
-    // step; those never dispatched start as if new.
-    run.next_fresh = 0;
-    for (uint32_t i = 0; i < run.size; ++i) {
-      if (run.instances[i].started_ms != 0 || run.instances[i].state != InstanceState::kQueued)
-        run.next_fresh = i + 1;
-    }
-    for (uint32_t i = 0; i < run.next_fresh; ++i) {
-      InstanceRecord& in = run.instances[i];
-      if (is_terminal(in.state)) continue;
-      if (in.state == InstanceState::kRunning) {
-        run.set_state(i, InstanceState::kQueued);
-        in.resumes += 1;
-        in.resume_reasons.push_back("master_restart");
-        journal_instance(run, i);
-      }
-      run.requeued.push_back(i);
-      ++resumed;
-    }
-    if (run.finished()) on_finished(run, now_ms);
+    resumed += requeue_restored(*r);
+    if (r->finished()) on_finished(*r, now_ms);
   }
   // Retention applies before the first request: a prune that a crash cut short is redone.
   prune(now_ms);
+  return resumed;
+}
+
+size_t Runs::requeue_restored(Run& run) {
+  // Every instance that was dispatched and has not ended continues from its last finished
+  // step; those never dispatched start as if new.
+  run.next_fresh = 0;
+  for (uint32_t i = 0; i < run.size; ++i) {
+    if (run.instances[i].started_ms != 0 || run.instances[i].state != InstanceState::kQueued)
+      run.next_fresh = i + 1;
+  }
+  size_t resumed = 0;
+  for (uint32_t i = 0; i < run.next_fresh; ++i) {
+    InstanceRecord& in = run.instances[i];
+    if (is_terminal(in.state)) continue;
+    if (in.state == InstanceState::kRunning) {
+      run.set_state(i, InstanceState::kQueued);
+      in.resumes += 1;
+      in.resume_reasons.push_back("master_restart");
+      journal_instance(run, i);
+    }
+    run.requeued.push_back(i);
+    ++resumed;
+  }
   return resumed;
 }
 

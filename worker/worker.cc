@@ -190,7 +190,24 @@ void Worker::on_welcome(const ipc::Welcome& w) {
   }
   spdlog::info("worker {} (pid {}) starting: heartbeat {} ms, max_memory {} bytes", slot_, getpid(),
                heartbeat_ms_, max_memory_);
+  start_engine(w);
+  flush_timer_ = std::make_unique<uv::Timer>(loop_);
+  heartbeat_ = std::make_unique<uv::Timer>(loop_);
+  next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;
+  heartbeat_->start(heartbeat_ms_, heartbeat_ms_, [this] { on_heartbeat_timer(); });
+  if (max_memory_ != 0) {
+    memory_ = std::make_unique<uv::Timer>(loop_);
+    memory_->start(kMemoryCheckMs, kMemoryCheckMs, [this] { check_memory(); });
+  }
+  idle_rss_ = self_rss_bytes();
+  if (fault_ != Fault::kNeverReady) send(ipc::MessageType::kReady, nlohmann::json::object());
+  spdlog::info("worker {} ready", slot_);
+  start_fault();
+}
 
+// The HTTP clients and the engine, as the welcome sets them up. Throws std::invalid_argument
+// for settings that break the contract (the master's protocol error).
+void Worker::start_engine(const ipc::Welcome& w) {
   for (const auto& [name, value] : w.secrets) secrets_.add(name, value);
   ClientOptions http;
   if (w.max_response_bytes != 0) http.max_body_bytes = w.max_response_bytes;
@@ -219,18 +236,6 @@ void Worker::on_welcome(const ipc::Welcome& w) {
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
-  flush_timer_ = std::make_unique<uv::Timer>(loop_);
-  heartbeat_ = std::make_unique<uv::Timer>(loop_);
-  next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;
-  heartbeat_->start(heartbeat_ms_, heartbeat_ms_, [this] { on_heartbeat_timer(); });
-  if (max_memory_ != 0) {
-    memory_ = std::make_unique<uv::Timer>(loop_);
-    memory_->start(kMemoryCheckMs, kMemoryCheckMs, [this] { check_memory(); });
-  }
-  idle_rss_ = self_rss_bytes();
-  if (fault_ != Fault::kNeverReady) send(ipc::MessageType::kReady, nlohmann::json::object());
-  spdlog::info("worker {} ready", slot_);
-  start_fault();
 }
 
 void Worker::on_heartbeat_timer() {

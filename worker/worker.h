@@ -38,6 +38,7 @@ class Worker {
   template <typename T>
   std::optional<T> payload(const ipc::Frame& f);
   void on_welcome(const ipc::Welcome& w);
+  void start_engine(const ipc::Welcome& w);
   void on_heartbeat_timer();
   void check_memory();
   void send(ipc::MessageType type, const nlohmann::json& payload);
