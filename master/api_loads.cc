@@ -257,7 +257,8 @@ void Daemon::end_load(LoadTest& t, LoadState state, const std::string& reason) {
   if (!loads_.end(t, state, reason, unix_ms_now())) return;
   spdlog::info("load {}: {}", t.id, reason);
   for (int slot : slots) {
-    if (slot >= 0) (void)send_to(slot, ipc::MessageType::kLoadStop, ipc::to_json(ipc::LoadStop{t.id}));
+    if (slot < 0) continue;
+    (void)send_to(slot, ipc::MessageType::kLoadStop, ipc::to_json(ipc::LoadStop{t.id}));
   }
   if (!t.remote.empty() && load_shares_) load_shares_->stop(t.id);
 }

@@ -349,8 +349,8 @@ void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
 void Daemon::on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving) {
   spdlog::warn("slot {}: worker pid {} is leaving: {} (RSS {} bytes)", slot, w.pid(),
                leaving.reason, leaving.rss_bytes);
-  supervisor_.on_leaving(slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft
-                                                                : ExitReason::kCrash);
+  supervisor_.on_leaving(
+      slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft : ExitReason::kCrash);
   dispatcher_.worker_gone(slot);
   kick();
 }

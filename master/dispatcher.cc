@@ -134,8 +134,12 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
   size_t room = std::min<size_t>({budget, chunk_, this->room(slot)});
   if (!w.defined.count(run.id)) {
     if (before_define_) before_define_(run);
-    ipc::DefineRun define{run.id,   run.scenario->source, run.vars,
-                          run.size, run.created_ms,         run.priority,
+    ipc::DefineRun define{run.id,
+                          run.scenario->source,
+                          run.vars,
+                          run.size,
+                          run.created_ms,
+                          run.priority,
                           run.data.is_object() ? run.data : json()};
     if (!send_(slot, ipc::MessageType::kDefineRun, ipc::to_json(define))) return false;
     w.defined.insert(run.id);

@@ -225,7 +225,8 @@ void add_hook_metrics(Registry& registry, const HookSender& hooks) {
   gauge(registry, "corral_hooks_in_flight",
         "Hook deliveries running now (webhook tries, their pauses, commands)",
         static_cast<double>(hooks.in_flight()));
-  gauge(registry, "corral_hooks_queued", "Hook deliveries waiting for one of the running ones to end",
+  gauge(registry, "corral_hooks_queued",
+        "Hook deliveries waiting for one of the running ones to end",
         static_cast<double>(hooks.queued()));
 }
 

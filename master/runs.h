@@ -70,7 +70,6 @@ struct StepRecord {
   std::string body;     // the start of the response of a step that failed on one
 };
 
-
 struct InstanceRecord {
   InstanceState state = InstanceState::kQueued;
   int worker = -1;  // slot that runs it

@@ -41,11 +41,20 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
 
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
   const StepRecord& s = run.instances[index].steps[seq];
-  return {run.id,       index,      static_cast<uint32_t>(seq),
-          s.step,       s.state,    s.attempts,
-          s.started_ms, s.ended_ms, s.status,
-          s.until_ms,   s.reason,   s.url,
-          static_cast<int64_t>(s.tls_us), s.body};
+  return {run.id,
+          index,
+          static_cast<uint32_t>(seq),
+          s.step,
+          s.state,
+          s.attempts,
+          s.started_ms,
+          s.ended_ms,
+          s.status,
+          s.until_ms,
+          s.reason,
+          s.url,
+          static_cast<int64_t>(s.tls_us),
+          s.body};
 }
 
 namespace {
@@ -111,10 +120,9 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
   }
   for (const journal::StepRow& r : rows.steps) {
     if (r.idx >= run.size) continue;
-    run.instances[r.idx].steps.push_back({r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-                                          r.status, r.until_ms, r.reason, r.url,
-                                          static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us)),
-                                          r.body});
+    run.instances[r.idx].steps.push_back(
+        {r.step, r.state, r.attempts, r.started_ms, r.ended_ms, r.status, r.until_ms, r.reason,
+         r.url, static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us)), r.body});
     run.body_bytes += r.body.size();
   }
   // A call the instance has not used yet goes to the worker that resumes it.
@@ -205,7 +213,8 @@ Status Runs::restore_rows(Run& run) {
 
 Result<size_t> Runs::restore(int64_t now_ms) {
   if (journal_ == nullptr) return size_t{0};
-  auto seq = journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kRunSeq); });
+  auto seq =
+      journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kRunSeq); });
   if (!seq) return seq.status();
   auto rows = journal_->load_now([](journal::Store& s) { return s.runs(); });
   if (!rows) return rows.status();

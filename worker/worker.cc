@@ -175,8 +175,9 @@ void Worker::on_welcome(const ipc::Welcome& w) {
   }
   heartbeat_ms_ = w.heartbeat_ms;
   max_memory_ = w.max_memory_bytes;
-  LogOptions log{home_ + "/logs", "worker-" + std::to_string(slot_), w.log_max_bytes, w.log_files,
-                 w.log_level, false};
+  LogOptions log{home_ + "/logs", "worker-" + std::to_string(slot_),
+                 w.log_max_bytes, w.log_files,
+                 w.log_level,     false};
   if (Status s = open_log(log); !s) {
     std::fprintf(stderr, "corral worker %d: %s\n", slot_, s.message().c_str());
     leave(kExitInitFailed, s.message());
@@ -406,7 +407,8 @@ void Worker::hand_back() {
       }
     }
   }
-  if (n > 0) send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(chunk), false}));
+  if (n > 0)
+    send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(chunk), false}));
   spdlog::info("worker {}: handed back {} running instances", slot_, total);
 }
 

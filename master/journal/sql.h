@@ -242,7 +242,8 @@ inline constexpr const char* kInstanceColumns =
     "ORDER BY idx";
 inline constexpr const char* kStepColumns =
     "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason, url, tls_us, body FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
+    "reason, url, tls_us, body FROM steps "
+    "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
 
 // PostgreSQL only: the claims of hosts sharing the journal (docs/cluster.md).
 // A new run's instances, in ranges of kClaimRange, none held yet. Parameters: id, instances,

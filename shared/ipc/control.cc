@@ -5,8 +5,8 @@
 
 namespace corral::ipc {
 
-using nlohmann::json;
 using detail::FieldReader;
+using nlohmann::json;
 
 namespace {
 
@@ -48,7 +48,9 @@ void read_callback(FieldReader& r, Welcome& m) {
 
 }  // namespace
 
-json to_json(const Hello& m) { return {{"protocol", m.protocol}, {"pid", m.pid}, {"slot", m.slot}}; }
+json to_json(const Hello& m) {
+  return {{"protocol", m.protocol}, {"pid", m.pid}, {"slot", m.slot}};
+}
 
 template <>
 Result<Hello> read<Hello>(const json& p) {
@@ -111,9 +113,9 @@ Result<Welcome> read<Welcome>(const json& p) {
   read_secrets(r, m.secrets);
   read_callback(r, m);
   r.known({"protocol", "slot", "heartbeat_ms", "max_memory_bytes", "kernel_memory_bytes",
-           "log_max_bytes", "log_files", "log_level", "max_response_bytes",
-           "response_memory_bytes", "http_client", "http_version", "tls",
-           "max_connections_per_host", "secrets", "callback"});
+           "log_max_bytes", "log_files", "log_level", "max_response_bytes", "response_memory_bytes",
+           "http_client", "http_version", "tls", "max_connections_per_host", "secrets",
+           "callback"});
   if (r.ok() && m.http_client != "lean" && m.http_client != "curl") {
     r.fail("http_client", "expected \"lean\" or \"curl\", got \"" + m.http_client + "\"");
   }
@@ -145,8 +147,8 @@ Result<Heartbeat> read<Heartbeat>(const json& p) {
   r.u64("requests", m.requests);
   r.any("http_errors", m.http_errors);
   r.any("limits", m.limits);
-  r.known({"seq", "loop_lag_ms", "rss_bytes", "idle_rss_bytes", "active", "requests",
-           "http_errors", "limits"});
+  r.known({"seq", "loop_lag_ms", "rss_bytes", "idle_rss_bytes", "active", "requests", "http_errors",
+           "limits"});
   return done(r, m);
 }
 
@@ -258,9 +260,9 @@ Result<Callback> read<Callback>(const json& p) {
 }
 
 json to_json(const LoadStart& m) {
-  return {{"load", m.load},   {"scenario", m.scenario}, {"vars", m.vars},
-          {"spec", m.spec},   {"index", m.index},       {"of", m.of},
-          {"host", m.host},   {"hosts", m.hosts},       {"delay_ms", m.delay_ms}};
+  return {{"load", m.load}, {"scenario", m.scenario}, {"vars", m.vars},
+          {"spec", m.spec}, {"index", m.index},       {"of", m.of},
+          {"host", m.host}, {"hosts", m.hosts},       {"delay_ms", m.delay_ms}};
 }
 
 template <>

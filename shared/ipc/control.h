@@ -36,10 +36,10 @@ struct Welcome {
   std::string log_level = "info";
   uint64_t max_response_bytes = 0;     // 0: the HTTP client's default
   uint64_t response_memory_bytes = 0;  // 0: the HTTP client's default
-  std::string http_client = "lean";  // "lean" | "curl"
+  std::string http_client = "lean";    // "lean" | "curl"
   std::string http_version = "auto";
   nlohmann::json tls;  // http::TlsOptions as JSON (shared/http/tls_options.h); null: defaults
-  int max_connections_per_host = 0;  // 0: the client's default
+  int max_connections_per_host = 0;            // 0: the client's default
   std::map<std::string, std::string> secrets;  // the pipe is the only place secrets travel
   std::string callback_base;                   // shared/callback
   std::string callback_key;                    // 64 hex digits
@@ -111,7 +111,7 @@ struct LoadStart {
   std::string load;         // required
   nlohmann::json scenario;  // required
   nlohmann::json vars = nlohmann::json::object();
-  nlohmann::json spec;  // required: the load section (config/load/parse.h)
+  nlohmann::json spec;           // required: the load section (config/load/parse.h)
   uint32_t index = 0, of = 1;    // this worker's share of the host's
   uint32_t host = 0, hosts = 1;  // this host's share of the test's
   uint64_t delay_ms = 0;

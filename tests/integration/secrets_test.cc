@@ -95,11 +95,12 @@ TEST_CASE("secrets: values reach the target and nothing that is stored or shown"
   CHECK_THAT(body, Catch::Contains("\"path\":\"/echo\""));
   CHECK_FALSE(in["steps"][0].contains("body"));
   const std::string instance = run_cli({"show", id + "/0"}, home.path()).out;
-  CHECK_THAT(instance, Catch::Contains("response of step 1 (POST {{base}}/echo):\n  " + body + "\n"));
-  CHECK_THAT(read_file(junit), Catch::Contains("&#10;response: {&quot;body&quot;:&quot;Bearer *** ***"));
+  CHECK_THAT(instance,
+             Catch::Contains("response of step 1 (POST {{base}}/echo):\n  " + body + "\n"));
+  CHECK_THAT(read_file(junit),
+             Catch::Contains("&#10;response: {&quot;body&quot;:&quot;Bearer *** ***"));
 
-  std::string shown = instance +
-                      run_cli({"show", id}, home.path()).out + run.out + run.err +
+  std::string shown = instance + run_cli({"show", id}, home.path()).out + run.out + run.err +
                       d.api("GET", "/runs/" + id + "/instances?steps=true").body +
                       d.api("GET", "/runs/" + id).body + read_file(junit);
   CHECK_THAT(shown, Catch::Contains("***"));

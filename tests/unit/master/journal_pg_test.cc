@@ -12,11 +12,11 @@
 using corral::Code;
 using corral::Status;
 using corral::master::journal::is_bad_write;
-using corral::master::journal::Store;
-using corral::master::journal::WriteTag;
 using corral::master::journal::is_postgresql;
 using corral::master::journal::open_postgresql_store;
 using corral::master::journal::redact_journal;
+using corral::master::journal::Store;
+using corral::master::journal::WriteTag;
 using namespace corral::test;  // NOLINT: the journal's test bench
 
 namespace {

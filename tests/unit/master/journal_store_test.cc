@@ -161,8 +161,8 @@ TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, namin
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
-  CHECK_THAT(again.status().message(),
-             Catch::Contains("the journal " + where()) && Catch::Contains("schema version 14, newer"));
+  CHECK_THAT(again.status().message(), Catch::Contains("the journal " + where()) &&
+                                           Catch::Contains("schema version 14, newer"));
   CHECK(sql("SELECT MAX(version) FROM schema_version") == "14");
 }
 
@@ -216,7 +216,8 @@ TEST_CASE_METHOD(AnyDb, "journal store: upserts: mark_running keeps a start, put
   const StepRow first{"r1-aaaa", 0, 0, 0, "passed", 1, 100, 200, 200, -1, "", "", 0, ""};
   REQUIRE_OK(store->put_step(first));
   // A second record of the same step changes nothing.
-  REQUIRE_OK(store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x", "u", 0, "b"}));
+  REQUIRE_OK(
+      store->put_step({"r1-aaaa", 0, 0, 0, "failed", 9, 300, 400, 500, 7, "x", "u", 0, "b"}));
   const InstanceRow last{"r1-aaaa", 1, "passed", 3, 3000, 777, "", 1, 0, R"(["x"])", "{}", ""};
   REQUIRE_OK(store->put_instance(last));
   StoredRun got = load(*store, "r1-aaaa");

@@ -235,12 +235,20 @@ TEST_CASE("runs journal: failed steps keep the start of their response, up to th
   h.runs->mark_running(run, {0, 1, 2}, 0, 1100);
   auto failed = [&](uint32_t i, const std::string& body) {
     h.runs->apply(0,
-                  event({{"t", "step"}, {"run", id}, {"i", i}, {"step", 0}, {"state", "failed"},
-                         {"attempts", 1}, {"started_ms", 1100}, {"ended_ms", 1200},
-                         {"status", 503}, {"reason", "expect: status"}, {"body", body}}),
+                  event({{"t", "step"},
+                         {"run", id},
+                         {"i", i},
+                         {"step", 0},
+                         {"state", "failed"},
+                         {"attempts", 1},
+                         {"started_ms", 1100},
+                         {"ended_ms", 1200},
+                         {"status", 503},
+                         {"reason", "expect: status"},
+                         {"body", body}}),
                   1200);
   };
-  failed(0, "{\"e\":1}");  // 7 bytes
+  failed(0, "{\"e\":1}");   // 7 bytes
   failed(1, "{\"e\":22}");  // 8 more would pass the budget of 10: not kept
   failed(2, "ok");          // 2 more fit
   auto bodies = [](const Run& r) {

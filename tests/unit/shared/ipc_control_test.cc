@@ -92,18 +92,19 @@ TEST_CASE("ipc control: a field of the wrong type, missing or unknown is named")
         "start.resume: expected either resume or first and count, not both");
   CHECK(error_of<DefineRun>({{"run", "r"}}) == "define_run.scenario: missing");
   CHECK(error_of<Callback>({{"run", "r"}, {"index", 1}, {"step", 0}}) == "callback.body: missing");
-  CHECK(error_of<LoadStart>({{"load", "l"}, {"scenario", json::object()},
-                             {"spec", json::object()}, {"index", 2}, {"of", 2}}) ==
-        "load_start.index: expected an index below of");
+  CHECK(error_of<LoadStart>({{"load", "l"},
+                             {"scenario", json::object()},
+                             {"spec", json::object()},
+                             {"index", 2},
+                             {"of", 2}}) == "load_start.index: expected an index below of");
   CHECK(error_of<Stop>(json::array()) == "stop: expected an object");
 }
 
 TEST_CASE("ipc control: a hello of another protocol version says so before anything else") {
   CHECK(check_hello(to_json(Hello{kProtocolVersion, 1, 0})).is_ok());
   json other = {{"protocol", kProtocolVersion + 1}, {"features", {"x"}}};
-  CHECK(check_hello(other).message() ==
-        "speaks protocol " + std::to_string(kProtocolVersion + 1) + ", master speaks " +
-            std::to_string(kProtocolVersion));
+  CHECK(check_hello(other).message() == "speaks protocol " + std::to_string(kProtocolVersion + 1) +
+                                            ", master speaks " + std::to_string(kProtocolVersion));
   CHECK(check_hello({{"pid", 1}}).message() == "hello.protocol: missing");
   CHECK(check_hello({{"protocol", kProtocolVersion}, {"pid", "me"}}).message() ==
         "hello.pid: expected a 64-bit integer, got \"me\"");

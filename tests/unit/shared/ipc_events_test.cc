@@ -97,7 +97,11 @@ TEST_CASE("events: an unknown kind or state, or a field of the wrong type, is a 
   CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "failed"},
                   {"until_ms", -900}}) == "events[3].until_ms: expected a time of 0 or more, got -900");
   // A worker keeps at most kBodyExcerptBytes of a response: more is its bug, not a record.
-  CHECK(error_of({{"t", "step"}, {"run", "r"}, {"i", 1}, {"step", 0}, {"state", "failed"},
+  CHECK(error_of({{"t", "step"},
+                  {"run", "r"},
+                  {"i", 1},
+                  {"step", 0},
+                  {"state", "failed"},
                   {"body", std::string(600, 'x')}}) ==
         "events[3].body: expected at most 512 bytes of a response, got 600");
 }

@@ -64,7 +64,9 @@ TEST_CASE("hex: round trip, and odd or non-hex input is refused") {
 TEST_CASE("utf8: to_utf8 keeps well-formed text and replaces bad bytes and NUL with U+FFFD") {
   using corral::text::to_utf8;
   CHECK(to_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xF0\x9F\x98\x80");
-  CHECK(to_utf8(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b");
+  CHECK(to_utf8(std::string("a\0b", 3)) ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(to_utf8("\xFF\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // bad, overlong
   CHECK(to_utf8("end \xE2\x82") == "end \xEF\xBF\xBD\xEF\xBF\xBD");          // cut short
   std::mt19937 rng(7);
@@ -91,8 +93,13 @@ TEST_CASE("utf8: a printable prefix keeps whole characters within its size and h
   CHECK_FALSE(cut);
   // Escape sequences, NUL, DEL and C1 controls would act on a terminal: U+FFFD instead. Tab,
   // line feed and carriage return stay.
-  CHECK(printable_prefix("a\x1B[2Jb\tc\r\nd\x7F" "e\xC2\x9B" "f", 100) ==
-        "a\xEF\xBF\xBD[2Jb\tc\r\nd\xEF\xBF\xBD" "e\xEF\xBF\xBD" "f");
+  CHECK(printable_prefix("a\x1B[2Jb\tc\r\nd\x7F"
+                         "e\xC2\x9B"
+                         "f",
+                         100) ==
+        "a\xEF\xBF\xBD[2Jb\tc\r\nd\xEF\xBF\xBD"
+        "e\xEF\xBF\xBD"
+        "f");
   CHECK(printable_prefix(std::string("x\0y", 3), 100) == "x\xEF\xBF\xBDy");
   CHECK(printable_prefix("\xC2\xA0", 100) == "\xC2\xA0");  // U+00A0 is no control
   // A bad byte is three bytes out: one that does not fit ends the prefix.
