@@ -4,6 +4,7 @@
 // parse_condition.cc; the field readers are in parse_fields.cc.
 #include <algorithm>
 
+#include "config/fields.h"
 #include "config/scenario/parse.h"
 #include "config/scenario/parse_internal.h"
 
@@ -83,6 +84,40 @@ std::vector<std::string_view> every_step_field() {
   return every;
 }
 
+// A step without the mark of any kind: the key that should have been one is named. A key
+// nearest to a mark ("reqest") or close to no step field at all ("teleport") is an unknown
+// step kind; one nearest to another field ("expct") is a misspelt field; a step of known fields
+// only lacks its kind.
+[[noreturn]] void no_kind(const json& j, const std::string& path) {
+  std::vector<std::string_view> marks;
+  std::string list;
+  for (const StepKind* k : step_kinds()) {
+    marks.push_back(k->mark);
+    list += (list.empty() ? "\"" : ", \"") + std::string(k->mark) + "\"";
+  }
+  const std::vector<std::string_view> fields = every_step_field();
+  auto known = [&](const std::string& key) {
+    return std::find(fields.begin(), fields.end(), key) != fields.end();
+  };
+  auto unknown_kind = [&](const std::string& key) {
+    fail(field_path(path, key), "unknown step kind \"" + key + "\"" + did_you_mean(key, marks) +
+                                    " (kinds: " + list + ")");
+  };
+  auto nearest_is_mark = [&](const std::string& key) {
+    const std::string_view* near = config::closest_name(key, fields);
+    return near != nullptr && std::find(marks.begin(), marks.end(), *near) != marks.end();
+  };
+  for (const auto& [key, value] : j.items()) {
+    if (!known(key) && nearest_is_mark(key)) unknown_kind(key);
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (known(key)) continue;
+    if (config::closest_name(key, fields) != nullptr) check_fields(j, path, fields);
+    unknown_kind(key);
+  }
+  fail(path, "a step needs exactly one of " + list);
+}
+
 // The kind whose mark step `j` holds; when it holds the marks of two kinds, the one that takes
 // the other's mark among its fields (a poll step holds a "request").
 const StepKind& kind_of(const json& j, const std::string& path) {
@@ -99,8 +134,7 @@ const StepKind& kind_of(const json& j, const std::string& path) {
                        [&](const StepKind* o) { return o != k && takes(o, k->mark); });
   });
   if (marked.size() == 1) return *marked.front();
-  // No mark: a misspelt one ("requst") is an unknown field; name it.
-  if (marked.empty()) check_fields(j, path, every_step_field());
+  if (marked.empty()) no_kind(j, path);
   std::string marks;
   for (const StepKind* k : all)
     marks += (marks.empty() ? "\"" : ", \"") + std::string(k->mark) + "\"";

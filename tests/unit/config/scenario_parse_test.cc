@@ -129,11 +129,18 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
        "steps[0].pol: unknown field (did you mean \"poll\"?) (known: name, callback, expect, "
        "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "
        "sleep, jitter)"},
-      // A misspelt mark is named, not reported as a step without one.
-      {one_step(R"({"requst": {"url": "{{base}}"}})"),
-       "steps[0].requst: unknown field (did you mean \"request\"?) (known: name, callback, "
-       "expect, abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, "
-       "retry, sleep, jitter)"},
+      // A misspelt mark, or a kind corral does not have, is named, not reported as a step
+      // without one; a misspelt field beside no mark stays a misspelt field.
+      {one_step(R"({"requst": {"url": "{{base}}"}, "expct": []})"),
+       "steps[0].requst: unknown step kind \"requst\" (did you mean \"request\"?) (kinds: "
+       "\"callback\", \"exec\", \"parallel\", \"poll\", \"request\", \"sleep\")"},
+      {one_step(R"({"name": "go", "teleport": {"to": "mars"}})"),
+       "steps[0].teleport: unknown step kind \"teleport\" (kinds: \"callback\", \"exec\", "
+       "\"parallel\", \"poll\", \"request\", \"sleep\")"},
+      {one_step(R"({"expct": [], "timeout": "1s"})"),
+       "steps[0].expct: unknown field (did you mean \"expect\"?) (known: name, callback, expect, "
+       "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "
+       "sleep, jitter)"},
       {one_step(R"({"request": {"url": "{{bse}}/x"}})"),
        R"(steps[0].request.url: unknown variable "bse" (did you mean "base"?) in "{{bse}}/x")"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
