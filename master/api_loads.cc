@@ -110,16 +110,6 @@ std::optional<Response> Daemon::check_load(const json& body, LoadSubmission& out
   return check(body, options, cfg_, out);
 }
 
-std::string Daemon::next_load_id() {
-  load_seq_ += 1;
-  if (journal_) {
-    journal_->write([next = load_seq_ + 1](journal::Store& s) {
-      return s.bump_seq(journal::Store::kLoadSeq, next);
-    });
-  }
-  return numbered_id('l', load_seq_);
-}
-
 void Daemon::api_load_start(const ApiCall& c) {
   const http::Responder& respond = c.respond;
   auto submitted = submission_body(c, "load tests", {"scenario", "load", "vars"});
@@ -133,7 +123,7 @@ void Daemon::api_load_start(const ApiCall& c) {
     spread_load(std::move(sub), respond);
     return;
   }
-  sub.id = next_load_id();
+  sub.id = loads_.next_id();
   run_load(
       std::move(sub),
       [respond](const LoadTest& t) {

@@ -106,7 +106,9 @@ Status Daemon::open_journal() {
   auto load_seq =
       journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kLoadSeq); });
   if (!load_seq) return load_seq.status();
-  load_seq_ = *load_seq - 1;
+  loads_.number_from(*load_seq, [this](uint64_t next) {
+    journal_->write([next](journal::Store& s) { return s.bump_seq(journal::Store::kLoadSeq, next); });
+  });
   const int64_t now = unix_ms_now();
   auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();
@@ -115,6 +117,36 @@ Status Daemon::open_journal() {
                runs_.all().size(), *resumed, schedules_.all().size());
   return Status::ok();
 }
+
+namespace {
+
+// The control API on the Unix socket, and on TCP unless `listen` is "off".
+Result<std::unique_ptr<http::Server>> open_api(uv_loop_t* loop, const config::Config& cfg,
+                                               http::Handler handler) {
+  auto api = std::make_unique<http::Server>(loop, std::move(handler));
+  if (Status s = api->listen_unix(cfg.home + "/corral.sock", 0600); !s) return s;
+  if (cfg.listen == "off") return api;
+  auto hp = config::parse_host_port(cfg.listen);
+  if (!hp) return hp.status();
+  if (Status s = api->listen_tcp(hp->first, hp->second); !s) {
+    return Status(s.code(), "cannot listen on " + cfg.listen + ": " + s.message());
+  }
+  return api;
+}
+
+// SIGTERM, SIGINT and SIGHUP, each handed to `on_signal`.
+Result<std::vector<std::unique_ptr<uv::Signal>>> catch_signals(uv_loop_t* loop,
+                                                               std::function<void(int)> on_signal) {
+  std::vector<std::unique_ptr<uv::Signal>> signals;
+  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+    auto sig = std::make_unique<uv::Signal>(loop);
+    if (Status s = sig->start(signum, on_signal); !s) return s;
+    signals.push_back(std::move(sig));
+  }
+  return signals;
+}
+
+}  // namespace
 
 Status Daemon::start() {
   started_ms_ = monotonic_ms();
@@ -131,9 +163,21 @@ Status Daemon::start() {
   if (!key) return key.status();
   callback_key_ = std::move(*key);
   if (Status s = open_journal(); !s) return s;
-  if (Status s = listen(); !s) return s;
+  auto api = open_api(loop_, cfg_, [this](http::Request&& req, http::Responder r) {
+    handle_api(std::move(req), r);
+  });
+  if (!api) return api.status();
+  api_ = std::move(*api);
   start_cluster();  // once listening: its row gives the API's address
-  if (Status s = handle_signals(); !s) return s;
+  auto signals = catch_signals(loop_, [this](int n) {
+    if (n == SIGHUP) {
+      if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
+    } else {
+      shutdown(signal_name(n));
+    }
+  });
+  if (!signals) return signals.status();
+  signals_ = std::move(*signals);
   notify_enabled_ = systemd::notify_enabled();
   watchdog_ms_ = systemd::watchdog_interval_ms();
   if (watchdog_ms_ != 0) spdlog::info("systemd watchdog: WATCHDOG=1 every {} ms", watchdog_ms_ / 2);
@@ -153,37 +197,6 @@ Status Daemon::start() {
                CORRAL_VERSION, getpid(), cfg_.home, listen_address(), supervisor_.wanted(),
                cfg_.max_memory_bytes ? config::format_bytes(cfg_.max_memory_bytes) : "none");
   reconcile();
-  return Status::ok();
-}
-
-// The control API on the Unix socket, and on TCP unless `listen` is "off".
-Status Daemon::listen() {
-  api_ = std::make_unique<http::Server>(
-      loop_, [this](http::Request&& req, http::Responder r) { handle_api(std::move(req), r); });
-  if (Status s = api_->listen_unix(cfg_.home + "/corral.sock", 0600); !s) return s;
-  if (cfg_.listen == "off") return Status::ok();
-  auto hp = config::parse_host_port(cfg_.listen);
-  if (!hp) return hp.status();
-  if (Status s = api_->listen_tcp(hp->first, hp->second); !s) {
-    return Status(s.code(), "cannot listen on " + cfg_.listen + ": " + s.message());
-  }
-  return Status::ok();
-}
-
-// SIGTERM and SIGINT stop the daemon; SIGHUP reloads it.
-Status Daemon::handle_signals() {
-  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
-    auto sig = std::make_unique<uv::Signal>(loop_);
-    Status s = sig->start(signum, [this](int n) {
-      if (n == SIGHUP) {
-        if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
-      } else {
-        shutdown(signal_name(n));
-      }
-    });
-    if (!s) return s;
-    signals_.push_back(std::move(sig));
-  }
   return Status::ok();
 }
 

@@ -249,9 +249,6 @@ class Daemon {
   // or the run ends, then answers.
   void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
                       const http::Responder& respond);
-  // The id of a new load test, l<N>: numbers continue across restarts (the journal keeps the
-  // last one).
-  std::string next_load_id();
   // A load test's submission checked into `out`; or the answer that refuses it.
   std::optional<http::Response> check_load(const nlohmann::json& body, LoadSubmission& out) const;
   using LoadStarted = std::function<void(const LoadTest&)>;
@@ -310,8 +307,6 @@ class Daemon {
   void release_when_journaled(const std::string& run_id);
   size_t submitted_instances() const;  // in runs not created yet
   Status open_journal();
-  Status listen();
-  Status handle_signals();
   // Schedules (daemon_schedules.cc): at start, the ticks that catch_up fires, then the timer,
   // armed for the next tick of any schedule and again after each change.
   void start_schedules();
@@ -385,7 +380,6 @@ class Daemon {
   LimitShares limit_shares_;
   std::set<std::string> limited_runs_;
   Loads loads_;
-  uint64_t load_seq_ = 0;  // the last load test's number (next_load_id)
   // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
   // beyond the usual count if need be: it waits here while they start.
   struct PendingLoad {

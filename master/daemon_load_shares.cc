@@ -109,7 +109,7 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
     respond.send(Response::error(503, "load.hosts: " + hosts.status().message()));
     return;
   }
-  sub.id = next_load_id();
+  sub.id = loads_.next_id();
   if (hosts->size() == 1) {  // "all" of a lone host
     run_load(
         std::move(sub),

@@ -1,5 +1,7 @@
 #include "master/loads.h"
 
+#include "master/ids.h"
+
 #include <algorithm>
 
 #include "shared/proc.h"
@@ -154,6 +156,12 @@ double threshold_value(const load::Threshold& th, const ipc::LoadSecond& total,
       return static_cast<double>(total.passed + total.failed);
   }
   return 0;
+}
+
+std::string Loads::next_id() {
+  seq_ += 1;
+  if (keep_seq_) keep_seq_(seq_ + 1);
+  return numbered_id('l', seq_);
 }
 
 LoadTest& Loads::add(std::string id, json scenario, json vars, json load, load::LoadSpec spec,

@@ -139,6 +139,14 @@ class Loads {
   // last complete second and returns the reason to end the test (loads_target.cc).
   std::optional<std::string> on_target(LoadTest& t, nlohmann::json sample, int64_t now_ms);
 
+  // Ids of new tests, l<N>-xxxx: numbers go on from `next` (the journal's, at start-up), and
+  // `keep` is told each time the next number changes, so that a restart goes on from there.
+  void number_from(uint64_t next, std::function<void(uint64_t next)> keep) {
+    seq_ = next - 1;
+    keep_seq_ = std::move(keep);
+  }
+  std::string next_id();
+
  private:
   void complete_seconds(LoadTest& t);
   void finish_if_done(LoadTest& t, int64_t now_ms);
@@ -146,6 +154,8 @@ class Loads {
   std::function<void(const LoadTest&, const ipc::LoadSecond&)> forward_;
   std::map<std::string, std::unique_ptr<LoadTest>> tests_;
   std::vector<std::string> order_;  // ids, oldest first
+  uint64_t seq_ = 0;                 // the last test's number
+  std::function<void(uint64_t)> keep_seq_;
 };
 
 // The value of `th` over `total` (a merged second), for a test that ran `elapsed_s` seconds.
