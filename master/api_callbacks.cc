@@ -60,8 +60,8 @@ std::optional<callback::Address> Daemon::callback_target(const ApiCall& c) {
     c.respond.send(Response::error(404, "no such callback"));
     return std::nullopt;
   }
-  if (run->finished() || !run->whole || is_terminal(run->instances[a->index].state) ||
-      run->instances[a->index].next_step > a->step) {
+  if (run->finished() || !run->whole || is_terminal(run->instance(a->index).state) ||
+      run->instance(a->index).next_step > a->step) {
     c.respond.send(Response::error(410, "this callback's step has ended"));
     return std::nullopt;
   }
@@ -94,7 +94,7 @@ void Daemon::api_callback(const ApiCall& c) {
     respond.send(Response::json(202, answer));
     Run* r = runs_.find(frame.run);
     if (r == nullptr) return;
-    const InstanceRecord& in = r->instances[frame.index];
+    const InstanceRecord& in = r->instance(frame.index);
     if (in.state == InstanceState::kRunning) {
       send_to(in.worker, ipc::MessageType::kCallback, ipc::to_json(frame));
     }
@@ -113,7 +113,7 @@ void Daemon::api_callback(const ApiCall& c) {
 void Daemon::api_callback_heartbeat(const ApiCall& c) {
   auto a = callback_target(c);
   if (!a) return;
-  const InstanceRecord& in = runs_.find(a->run)->instances[a->index];
+  const InstanceRecord& in = runs_.find(a->run)->instance(a->index);
   if (in.state == InstanceState::kRunning) {
     send_to(in.worker, ipc::MessageType::kCallback,
             ipc::to_json(ipc::Callback{a->run, a->index, a->step, true, nullptr}));

@@ -71,7 +71,7 @@ uint32_t Daemon::collect_instances(const Run& window, uint32_t offset, const Ins
                                    json& list) const {
   uint32_t i = q.from > offset ? q.from - offset : 0;
   for (; i < window.size && list.size() < q.limit; ++i) {
-    if (q.state && window.instances[i].state != *q.state) continue;
+    if (q.state && window.instance(i).state != *q.state) continue;
     json j = runs_.instance_json(window, i, q.with_steps);
     j["i"] = offset + i;
     list.push_back(std::move(j));

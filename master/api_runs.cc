@@ -101,7 +101,7 @@ std::optional<Daemon::Refusal> Daemon::refuse_run(uint32_t count) const {
                               "): new runs are refused until it can be written"};
     }
   }
-  const size_t waiting = runs_.pending() + submitted_instances();
+  const size_t waiting = runs_.pending();
   if (waiting + count <= kMaxQueued + dispatcher_.capacity()) return std::nullopt;
   return Refusal{429, "queue full: " + std::to_string(waiting) +
                           " instances are waiting for a worker; try again when some have finished"};
@@ -124,7 +124,7 @@ void Daemon::api_run_submit(const ApiCall& c) {
     c.respond.send(Response::error(refused->status, refused->why));
     return;
   }
-  submit_run({std::move(req->scenario), std::move(req->vars), req->count, {}, c.respond,
+  submit_run({std::move(req->scenario), std::move(req->vars), req->count, c.respond,
               req->priority, std::nullopt, nullptr});
 }
 

@@ -185,7 +185,6 @@ Status Daemon::start() {
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
-  build_ = std::make_unique<uv::NextTurn>(loop_);
   start_schedules();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
@@ -358,7 +357,6 @@ void Daemon::finish() {
   kick_.reset();
   schedule_timer_.reset();
   pump_.reset();
-  build_.reset();
   signals_.clear();
   stop_hooks();
   leave_cluster();

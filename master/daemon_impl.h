@@ -283,29 +283,23 @@ class Daemon {
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
-  // A run accepted by POST /runs or fired by a schedule, waiting for its instance records
-  // (daemon_submit.cc).
+  // A run accepted by POST /runs or fired by a schedule (daemon_submit.cc).
   struct Submission {
     std::shared_ptr<const scenario::Scenario> scenario;
     nlohmann::json vars;
     uint32_t count = 0;
-    std::vector<InstanceRecord> instances;   // built so far
     std::optional<http::Responder> respond;  // none for a schedule's run
     uint32_t priority = 1;
     std::optional<ScheduleTick> tick;  // the schedule's tick that fired it, journaled with it
     nlohmann::json data = nullptr;     // a run over data rows: Run::data
   };
-  // Creates the run now when it is small and nothing waits before it; else queues it and
-  // builds its records a slice per turn. Answers the request once the run is journaled.
+  // Creates the run. Answers the request once the run is journaled.
   void submit_run(Submission sub);
-  void build_submissions();
   // Logs once that steps `steps` of run or load `id` do not verify the server's certificate.
   void warn_unverified(std::string_view what, const std::string& id,
                        const std::vector<std::string>& steps) const;
-  void publish_run(Submission& sub);
   // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
   void release_when_journaled(const std::string& run_id);
-  size_t submitted_instances() const;  // in runs not created yet
   Status open_journal();
   // Schedules (daemon_schedules.cc): at start, the ticks that catch_up fires, then the timer,
   // armed for the next tick of any schedule and again after each change.
@@ -393,8 +387,6 @@ class Daemon {
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::NextTurn> pump_;
-  std::unique_ptr<uv::NextTurn> build_;  // builds submissions_, a slice per turn
-  std::deque<Submission> submissions_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;   // by slot, during a reload
   std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit

@@ -56,7 +56,7 @@ void Daemon::fire_schedule(const ScheduleTick& tick) {
     schedules_.skipped(tick, refused->why);
     return;
   }
-  submit_run({s->scenario, s->vars, s->instances, {}, std::nullopt, s->priority, tick, nullptr});
+  submit_run({s->scenario, s->vars, s->instances, std::nullopt, s->priority, tick, nullptr});
 }
 
 }  // namespace corral::master

@@ -81,9 +81,9 @@ int Dispatcher::least_loaded() const {
 }
 
 void Dispatcher::forget_run(const Run& run) {
-  for (const InstanceRecord& in : run.instances) {
+  run.instances.each(run.size, [this](uint32_t, const InstanceRecord& in) {
     if (in.state == InstanceState::kRunning) instance_done(in.worker);
-  }
+  });
   for (auto& [slot, w] : workers_) w.defined.erase(run.id);
 }
 
@@ -102,8 +102,8 @@ json resume_points(Run& run, size_t room, std::vector<uint32_t>& taken) {
   while (!run.requeued.empty() && taken.size() < room) {
     uint32_t i = run.requeued.front();
     run.requeued.pop_front();
-    if (run.instances[i].state != InstanceState::kQueued) continue;
-    InstanceRecord& in = run.instances[i];
+    InstanceRecord& in = run.instances.at(i);
+    if (in.state != InstanceState::kQueued) continue;
     if (in.checkpoint.is_object()) {
       // Handed back by a stopping worker, or the last progress report of the step: its
       // attempt and retry counts, deadline and start go on from there. It is kept until the

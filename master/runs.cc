@@ -79,16 +79,43 @@ void Run::take_fresh(uint32_t n) {
   if (fresh.front().first >= fresh.front().second) fresh.pop_front();
 }
 
+const InstanceRecord& Run::instance(uint32_t i) const {
+  static const InstanceRecord kQueued;
+  static const InstanceRecord kCancelled = [] {
+    InstanceRecord r;
+    r.state = InstanceState::kCancelled;
+    return r;
+  }();
+  if (const InstanceRecord* in = instances.find(i)) return *in;
+  return cancelled ? kCancelled : kQueued;
+}
+
+size_t Run::cancel_unfinished(int64_t ended_ms) {
+  size_t n = 0;
+  instances.each(size, [&](uint32_t i, InstanceRecord& in) {
+    if (is_terminal(in.state)) return;
+    set_state(i, InstanceState::kCancelled);
+    in.ended_ms = ended_ms;
+    in.worker = -1;
+    ++n;
+  });
+  // Those never placed have no record: they read as cancelled with the run (instance()).
+  const uint32_t unplaced = count(InstanceState::kQueued);
+  counts[static_cast<size_t>(InstanceState::kQueued)] = 0;
+  counts[static_cast<size_t>(InstanceState::kCancelled)] += unplaced;
+  return n + unplaced;
+}
+
 const char* Run::state() const {
   if (cancelled) return "cancelled";
   if (finished()) return "finished";
   if (!quarantine.empty()) return "quarantined";
-  if (count(InstanceState::kQueued) == instances.size()) return "queued";
+  if (count(InstanceState::kQueued) == size) return "queued";
   return "running";
 }
 
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
-                  int64_t now_ms, std::vector<InstanceRecord> built, uint32_t priority,
+                  int64_t now_ms, uint32_t priority,
                   WithRun with_run, json data) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
@@ -99,8 +126,6 @@ Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars,
   run->created_ms = now_ms;
   run->priority = priority;
   run->data = std::move(data);
-  run->instances = std::move(built);
-  run->instances.resize(instances);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = instances;
   run->clustered = clustered_;
   Run& ref = *run;
@@ -132,8 +157,9 @@ Run* Runs::find(const std::string& id) {
 void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms) {
   for (uint32_t i : index) {
     run.set_state(i, InstanceState::kRunning);
-    run.instances[i].worker = slot;
-    if (run.instances[i].started_ms == 0) run.instances[i].started_ms = now_ms;
+    InstanceRecord& in = run.instances.at(i);
+    in.worker = slot;
+    if (in.started_ms == 0) in.started_ms = now_ms;
   }
   journal_write(
       [id = run.id, index, now_ms](journal::Store& s) { return s.mark_running(id, index, now_ms); },
@@ -141,7 +167,7 @@ void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, 
 }
 
 void Run::set_state(uint32_t index, InstanceState to) {
-  InstanceRecord& in = instances[index];
+  InstanceRecord& in = instances.at(index);
   counts[static_cast<size_t>(in.state)] -= 1;
   counts[static_cast<size_t>(to)] += 1;
   in.state = to;
@@ -149,7 +175,7 @@ void Run::set_state(uint32_t index, InstanceState to) {
 
 void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
                            int64_t started_ms, int64_t ended_ms) {
-  InstanceRecord& in = run.instances[index];
+  InstanceRecord& in = run.instances.at(index);
   run.set_state(index, state);
   run.callbacks.erase(index);
   in.reason = reason;
@@ -182,8 +208,9 @@ void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
   Run* run = find(ev.run);
   if (run == nullptr) return;
   uint32_t i = ev.index;
-  if (!run->whole || i >= run->instances.size()) return;
-  InstanceRecord& in = run->instances[i];
+  InstanceRecord* found = run->whole ? run->instances.find(i) : nullptr;
+  if (found == nullptr) return;  // never placed: no worker runs it
+  InstanceRecord& in = *found;
   if (in.state != InstanceState::kRunning || in.worker != slot) return;  // stale or cancelled
   switch (ev.kind) {
     case ipc::EventKind::kStep:
@@ -203,7 +230,7 @@ void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
 }
 
 void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
-  InstanceRecord& in = run.instances[i];
+  InstanceRecord& in = run.instances.at(i);
   StepRecord r;
   r.step = ev.step;
   r.state = std::string(ipc::to_string(ev.outcome));
@@ -251,9 +278,8 @@ size_t Runs::requeue_worker(int slot, const std::string& why,
   for (auto& run : runs_) {
     if (run->finished() || !run->whole) continue;
     bool had = false;
-    for (uint32_t i = 0; i < run->size; ++i) {
-      InstanceRecord& in = run->instances[i];
-      if (in.state != InstanceState::kRunning || in.worker != slot) continue;
+    run->instances.each(run->size, [&](uint32_t i, InstanceRecord& in) {
+      if (in.state != InstanceState::kRunning || in.worker != slot) return;
       if (!had && runs != nullptr) runs->push_back(run->id);
       had = true;
       in.worker = -1;
@@ -265,7 +291,7 @@ size_t Runs::requeue_worker(int slot, const std::string& why,
                             " times (" + why + "); max_resumes is " +
                             std::to_string(opts_.max_resumes),
                         in.started_ms, unix_ms_now());
-        continue;
+        return;
       }
       run->set_state(i, InstanceState::kQueued);
       in.resumes += 1;
@@ -274,7 +300,7 @@ size_t Runs::requeue_worker(int slot, const std::string& why,
       run->requeued.push_back(i);
       journal_instance(*run, i);
       ++n;
-    }
+    });
   }
   return n;
 }
@@ -295,14 +321,13 @@ Result<size_t> Runs::hand_back(int slot, const json& instances, const std::strin
       }
       auto cp = ipc::checkpoint_from_json(json_cp, path);
       if (!cp) return cp.status();
-      if (run == nullptr || !run->whole || i >= run->instances.size()) continue;
-      InstanceRecord& in = run->instances[i];
-      if (in.state != InstanceState::kRunning || in.worker != slot) continue;
+      InstanceRecord* in = run != nullptr && run->whole ? run->instances.find(i) : nullptr;
+      if (in == nullptr || in->state != InstanceState::kRunning || in->worker != slot) continue;
       run->set_state(i, InstanceState::kQueued);
-      in.worker = -1;
-      in.checkpoint = ipc::to_json(*cp);
-      in.resumes += 1;
-      in.resume_reasons.push_back(why);
+      in->worker = -1;
+      in->checkpoint = ipc::to_json(*cp);
+      in->resumes += 1;
+      in->resume_reasons.push_back(why);
       run->requeued.push_back(i);
       journal_instance(*run, i);
       ++n;
@@ -340,8 +365,8 @@ std::vector<Run*> Runs::worker_died(const std::vector<std::string>& runs, const 
 
 uint32_t Runs::crash_resumes(const std::pair<std::string, uint32_t>& instance) {
   Run* run = find(instance.first);
-  if (run == nullptr || !run->whole || instance.second >= run->instances.size()) return 0;
-  return run->instances[instance.second].crash_resumes;
+  if (run == nullptr || !run->whole) return 0;
+  return run->instance(instance.second).crash_resumes;
 }
 
 bool Runs::resume(Run& run) {
@@ -354,15 +379,8 @@ bool Runs::resume(Run& run) {
 
 size_t Runs::cancel(Run& run, int64_t now_ms) {
   if (run.finished()) return 0;  // nothing left to cancel: the run keeps its outcome
-  size_t n = 0;
   run.cancelled = true;
-  for (uint32_t i = 0; i < run.instances.size(); ++i) {
-    if (is_terminal(run.instances[i].state)) continue;
-    run.set_state(i, InstanceState::kCancelled);
-    run.instances[i].ended_ms = now_ms;
-    run.instances[i].worker = -1;
-    ++n;
-  }
+  const size_t n = run.cancel_unfinished(now_ms);
   run.next_fresh = run.size;
   run.requeued.clear();
   run.fresh.clear();
@@ -400,7 +418,7 @@ size_t Runs::prune(int64_t now_ms) {
     if (++whole <= opts_.keep_whole && instances <= opts_.keep_whole_instances) continue;
     whole = opts_.keep_whole;  // past a limit: every older run is summarised too
     r.whole = false;
-    std::vector<InstanceRecord>().swap(r.instances);
+    r.instances.clear();
     std::vector<int64_t>().swap(r.durations_ms);
     r.failures.clear();
   }
@@ -445,7 +463,7 @@ void Runs::on_journal_rejected(const journal::WriteTag& tag, const std::string& 
   if (run == nullptr || !run->whole) return;
   const std::string kPrefix = "the journal rejected its record: ";
   auto end = [&](uint32_t i) {
-    InstanceRecord& in = run->instances[i];
+    InstanceRecord& in = run->instances.at(i);
     // Its record of the rejection was refused too: writing it again could be refused again,
     // for ever. It stays errored in memory.
     if (in.reason.starts_with(kPrefix)) return;
@@ -459,13 +477,13 @@ void Runs::on_journal_rejected(const journal::WriteTag& tag, const std::string& 
     in.reason = kPrefix + error;
     journal_instance(*run, i);
   };
-  if (tag.instance >= 0 && static_cast<uint64_t>(tag.instance) < run->instances.size()) {
+  if (tag.instance >= 0 && static_cast<uint64_t>(tag.instance) < run->size) {
     end(static_cast<uint32_t>(tag.instance));
     return;
   }
   // A record of the whole run was refused: it cannot be kept, so none of it goes on.
-  for (uint32_t i = 0; i < run->instances.size(); ++i) {
-    if (!is_terminal(run->instances[i].state)) end(i);
+  for (uint32_t i = 0; i < run->size; ++i) {
+    if (!is_terminal(run->instance(i).state)) end(i);
   }
 }
 

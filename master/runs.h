@@ -2,10 +2,12 @@
 // transitions (a step ended, an instance ended); this table applies them, answers the runs
 // API, and hands every change to the journal, from which restore() rebuilds it after a restart.
 //
-// Memory: unfinished runs are held whole. A finished run is held whole while it is among the
-// newest `keep_whole` finished ones and they hold at most `keep_whole_instances` instances
-// between them; older ones keep only their summary (counts, durations, failures) and are read
-// back from the journal when someone asks for their instances.
+// Memory: an unfinished run holds a record for each instance placed so far (instance_table.h);
+// one still waiting in the queue costs nothing but its place in the run's fresh range. A
+// finished run is held whole while it is among the newest `keep_whole` finished ones and they
+// hold at most `keep_whole_instances` instances between them; older ones keep only their
+// summary (counts, durations, failures) and are read back from the journal when someone asks
+// for their instances.
 // Loop thread only.
 #pragma once
 
@@ -23,30 +25,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario/model.h"
+#include "master/instance_table.h"
 #include "master/journal/journal.h"
 #include "shared/ipc/events.h"
 
 namespace corral::master {
-
-#define CORRAL_INSTANCE_STATES(X) \
-  X(kQueued, "queued")            \
-  X(kRunning, "running")          \
-  X(kPassed, "passed")            \
-  X(kFailed, "failed")            \
-  X(kErrored, "errored")          \
-  X(kCancelled, "cancelled")
-
-enum class InstanceState : uint8_t {
-#define CORRAL_INSTANCE_ENUM(name, text) name,
-  CORRAL_INSTANCE_STATES(CORRAL_INSTANCE_ENUM)
-#undef CORRAL_INSTANCE_ENUM
-};
-constexpr size_t kInstanceStates = 6;
-std::string_view to_string(InstanceState s);
-std::optional<InstanceState> instance_state_from(std::string_view s);
-inline bool is_terminal(InstanceState s) {
-  return s != InstanceState::kQueued && s != InstanceState::kRunning;
-}
 
 // The most instances one run may have (a submission, or a run read back from the journal).
 constexpr uint32_t kMaxRunInstances = 1000000;
@@ -57,36 +40,6 @@ inline int64_t elapsed_ms(int64_t from, int64_t to) {
   return from > 0 && to >= from ? to - from : 0;
 }
 
-struct StepRecord {
-  uint32_t step = 0;
-  std::string state;  // passed, failed, errored
-  uint32_t attempts = 0;
-  int64_t started_ms = 0, ended_ms = 0;
-  int status = 0;         // last HTTP status, 0 when none
-  int64_t until_ms = -1;  // poll steps: time until the condition held
-  std::string reason;
-  std::string url;      // the final URL, when redirects were followed
-  uint64_t tls_us = 0;  // TLS handshakes its requests waited for
-  std::string body;     // the start of the response of a step that failed on one
-};
-
-struct InstanceRecord {
-  InstanceState state = InstanceState::kQueued;
-  int worker = -1;  // slot that runs it
-  uint32_t next_step = 0;
-  uint32_t resumes = 0;
-  int64_t started_ms = 0, ended_ms = 0;
-  std::string reason;
-  std::vector<std::string> resume_reasons;
-  nlohmann::json vars;  // captured so far (wire form): what a resumed instance continues with
-  // The exact position of the step in progress, when the worker sent one (a hand-back, or a
-  // progress report of a step's counters): the next placement resumes from it. Cleared when
-  // the step ends.
-  nlohmann::json checkpoint;
-  uint32_t crash_resumes = 0;  // resumes because the worker died (counted against the limit)
-  std::vector<StepRecord> steps;
-};
-
 struct Run {
   std::string id;
   uint64_t seq = 0;
@@ -94,7 +47,7 @@ struct Run {
   std::shared_ptr<const scenario::Scenario> scenario;
   nlohmann::json vars;  // run-time vars
   int64_t created_ms = 0, finished_ms = 0;
-  std::vector<InstanceRecord> instances;
+  InstanceTable instances;  // records of the instances placed at least once
   std::array<uint32_t, kInstanceStates> counts{};
   uint32_t next_fresh = 0;        // instances at or past this were never dispatched
   std::deque<uint32_t> requeued;  // instances to resume from their checkpoint
@@ -130,9 +83,14 @@ struct Run {
   size_t body_bytes = 0;  // of its steps' `body` texts, up to RunsOptions::body_bytes
 
   uint32_t count(InstanceState s) const { return counts[static_cast<size_t>(s)]; }
+  // Instance `i`'s record: one never placed reads as queued, or cancelled once the run is.
+  const InstanceRecord& instance(uint32_t i) const;
   // Moves instance `index` to state `to`, keeping `counts` in step.
   void set_state(uint32_t index, InstanceState to);
   bool finished() const;
+  // Every instance not ended is cancelled (ended at `ended_ms`): those with a record one by one,
+  // the rest by count alone. `cancelled` must be set first. Returns how many.
+  size_t cancel_unfinished(int64_t ended_ms);
   size_t pending() const;
   // Instances never started that may be placed now: `fresh_count()` of them from
   // `fresh_first()` on; take_fresh() takes the first n of them.
@@ -186,16 +144,14 @@ class Runs {
   // resume (`master_restart`). Returns how many will resume.
   size_t requeue_restored(Run& run);
 
-  // `built`: the run's instance records when the caller built them already (a slice at a time,
-  // for a large run); otherwise, or when its size is not `instances`, they are built here.
+  // No instance has a record yet: each gets one when it is placed (instance_table.h).
   // `priority`: the run's weight in the dispatcher's fair share, 1 to 100.
   // `with_run`: a journal write that must commit with the run's row or not at all (a schedule's
   // record of the tick that fired the run): it runs in the same write, after put_run(), with the
   // run's id. Should it fail as wrong in itself, the run's row is set aside with it.
   using WithRun = std::function<Status(journal::Store&, const std::string& run_id)>;
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
-              uint32_t instances, int64_t now_ms, std::vector<InstanceRecord> built = {},
-              uint32_t priority = 1, WithRun with_run = nullptr, nlohmann::json data = nullptr);
+              uint32_t instances, int64_t now_ms, uint32_t priority = 1, WithRun with_run = nullptr, nlohmann::json data = nullptr);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

@@ -60,11 +60,11 @@ void Runs::unclaimed(Run& run) {
   run.requeued.clear();
   run.fresh.clear();
   run.claims.clear();
-  for (uint32_t i = 0; i < run.instances.size(); ++i) {
-    if (run.instances[i].state != InstanceState::kRunning) continue;
+  run.instances.each(run.size, [&run](uint32_t i, InstanceRecord& in) {
+    if (in.state != InstanceState::kRunning) return;
     run.set_state(i, InstanceState::kQueued);  // running on no worker of this host
-    run.instances[i].worker = -1;
-  }
+    in.worker = -1;
+  });
 }
 
 Result<size_t> Runs::claimed(const journal::StoredRun& page, const std::vector<Range>& ranges) {
@@ -80,7 +80,7 @@ Result<size_t> Runs::claimed(const journal::StoredRun& page, const std::vector<R
   for (auto [lo, hi] : ranges) {
     for (uint32_t i = lo; i < std::min(hi, run->size); ++i) {
       run->set_state(i, InstanceState::kQueued);
-      run->instances[i] = InstanceRecord{};
+      run->instances.at(i) = InstanceRecord{};
       run->callbacks.erase(i);
     }
   }
@@ -107,7 +107,7 @@ Result<size_t> Runs::claimed(const journal::StoredRun& page, const std::vector<R
 size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
   size_t waiting = 0;
   for (uint32_t i = lo; i < hi; ++i) {
-    InstanceRecord& in = run.instances[i];
+    InstanceRecord& in = run.instances.at(i);
     if (is_terminal(in.state)) continue;
     ++waiting;
     bool started = in.started_ms != 0 || in.state == InstanceState::kRunning ||
@@ -138,9 +138,9 @@ std::vector<std::string> Runs::drop_claims() {
     Run& run = *r;
     if (!run.clustered || run.finished_ms != 0 || !run.whole) continue;
     bool any = !run.claims.empty();
-    for (uint32_t i = 0; i < run.instances.size(); ++i) {
-      if (run.instances[i].state == InstanceState::kRunning) any = true;
-    }
+    run.instances.each(run.size, [&any](uint32_t, const InstanceRecord& in) {
+      any = any || in.state == InstanceState::kRunning;
+    });
     unclaimed(run);
     if (any) dropped.push_back(run.id);
   }
@@ -153,7 +153,7 @@ void Runs::range_finished(Run& run, uint32_t index) {
   --it;
   if (index >= it->second) return;
   for (uint32_t i = it->first; i < it->second; ++i) {
-    if (!is_terminal(run.instances[i].state)) return;
+    if (!is_terminal(run.instance(i).state)) return;
   }
   const uint32_t lo = it->first;
   run.claims.erase(it);
@@ -215,7 +215,7 @@ void Runs::read_finish_page(const std::string& id, uint32_t from, std::shared_pt
     r->durations_ms = std::move(tally->durations_ms);
     r->failures = std::move(tally->failures);
     r->whole = false;
-    std::vector<InstanceRecord>().swap(r->instances);
+    r->instances.clear();
     on_finished(*r, unix_ms_now());
     std::vector<int64_t>().swap(r->durations_ms);
     r->failures.clear();

@@ -22,7 +22,7 @@ json parse_or(const std::string& text, json fallback) {
 }  // namespace
 
 journal::InstanceRow instance_row(const Run& run, uint32_t index) {
-  const InstanceRecord& in = run.instances[index];
+  const InstanceRecord& in = run.instance(index);
   journal::InstanceRow r;
   r.run_id = run.id;
   r.idx = index;
@@ -40,7 +40,7 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
 }
 
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
-  const StepRecord& s = run.instances[index].steps[seq];
+  const StepRecord& s = run.instance(index).steps[seq];
   return {run.id,
           index,
           static_cast<uint32_t>(seq),
@@ -80,7 +80,7 @@ std::vector<std::string> reasons_from(const std::string& text) {
 // the scenario's end, a checkpoint of the wrong shape) is mended or ended here, so that what
 // reaches a worker is always well-formed.
 void instance_from_row(Run& run, const journal::InstanceRow& r) {
-  InstanceRecord& in = run.instances[r.idx];
+  InstanceRecord& in = run.instances.at(r.idx);
   run.set_state(r.idx, instance_state_from(r.state).value_or(InstanceState::kQueued));
   in.next_step = r.next_step;
   in.started_ms = r.started_ms;
@@ -120,7 +120,7 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
   }
   for (const journal::StepRow& r : rows.steps) {
     if (r.idx >= run.size) continue;
-    run.instances[r.idx].steps.push_back(
+    run.instances.at(r.idx).steps.push_back(
         {r.step, r.state, r.attempts, r.started_ms, r.ended_ms, r.status, r.until_ms, r.reason,
          r.url, static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us)), r.body});
     run.body_bytes += r.body.size();
@@ -128,7 +128,7 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
   // A call the instance has not used yet goes to the worker that resumes it.
   for (const journal::CallbackRow& r : rows.callbacks) {
     if (r.idx >= run.size) continue;
-    const InstanceRecord& in = run.instances[r.idx];
+    const InstanceRecord& in = run.instance(r.idx);
     if (is_terminal(in.state) || in.next_step > r.step) continue;
     run.callbacks[r.idx] = {{"step", r.step}, {"body", parse_or(r.body, json())}};
   }
@@ -170,15 +170,10 @@ Result<std::unique_ptr<Run>> build_run(const journal::StoredRun& stored, bool wh
     counts_from_summary(*run);
     return run;
   }
-  run->instances.resize(run->size);
   run->counts[static_cast<size_t>(InstanceState::kQueued)] = run->size;
   fill_from_rows(*run, stored);
-  if (run->cancelled) {
-    // Instances never dispatched have no row: they ended with the run.
-    for (uint32_t i = 0; i < run->size; ++i) {
-      if (!is_terminal(run->instances[i].state)) run->set_state(i, InstanceState::kCancelled);
-    }
-  }
+  // Instances never dispatched have no row: they ended with the run.
+  if (run->cancelled) run->cancel_unfinished(run->finished_ms);
   return run;
 }
 
@@ -260,13 +255,12 @@ size_t Runs::requeue_restored(Run& run) {
   // Every instance that was dispatched and has not ended continues from its last finished
   // step; those never dispatched start as if new.
   run.next_fresh = 0;
-  for (uint32_t i = 0; i < run.size; ++i) {
-    if (run.instances[i].started_ms != 0 || run.instances[i].state != InstanceState::kQueued)
-      run.next_fresh = i + 1;
-  }
+  run.instances.each(run.size, [&run](uint32_t i, const InstanceRecord& in) {
+    if (in.started_ms != 0 || in.state != InstanceState::kQueued) run.next_fresh = i + 1;
+  });
   size_t resumed = 0;
   for (uint32_t i = 0; i < run.next_fresh; ++i) {
-    InstanceRecord& in = run.instances[i];
+    InstanceRecord& in = run.instances.at(i);
     if (is_terminal(in.state)) continue;
     if (in.state == InstanceState::kRunning) {
       run.set_state(i, InstanceState::kQueued);

@@ -130,8 +130,10 @@ json Runs::detail_json(const Run& run) const {
 }
 
 json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const {
-  const InstanceRecord& in = run.instances[index];
+  const InstanceRecord& in = run.instance(index);
   const auto& steps = run.scenario->steps;
+  // One cancelled before it was placed has no record: it ended with its run.
+  const int64_t ended_ms = in.ended_ms != 0 || !is_terminal(in.state) ? in.ended_ms : run.finished_ms;
   json j = {{"i", index},
             {"state", to_string(in.state)},
             {"step", in.next_step},
@@ -139,8 +141,8 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
             {"resumes", in.resumes},
             {"resume_reasons", in.resume_reasons},
             {"started_at", time_or_null(in.started_ms)},
-            {"ended_at", time_or_null(in.ended_ms)},
-            {"duration_ms", elapsed_ms(in.started_ms, in.ended_ms)}};
+            {"ended_at", time_or_null(ended_ms)},
+            {"duration_ms", elapsed_ms(in.started_ms, ended_ms)}};
   if (in.worker >= 0) j["worker"] = in.worker;
   if (auto c = run.callbacks.find(index); c != run.callbacks.end()) {
     j["callback"] = {{"step", c->second["step"]}, {"called", true}};  // not used yet

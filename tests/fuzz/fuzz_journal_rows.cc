@@ -92,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint32_t i = 0; i < run.size && i < 10; ++i) {
     (void)runs.instance_json(run, i, true)
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const InstanceRecord& in = run.instances[i];
+    const InstanceRecord& in = run.instance(i);
     FUZZ_CHECK(in.vars.is_object() || in.vars.is_null());  // null: never dispatched
     if (in.checkpoint.is_object()) {
       auto cp = corral::ipc::checkpoint_from_json(in.checkpoint);

@@ -64,7 +64,7 @@ struct Bench {
     json instances = json::object();
     size_t k = 0;
     for (uint32_t i = 0; i < run.size && k < n; ++i) {
-      if (run.instances[i].state != InstanceState::kRunning || run.instances[i].worker != slot) continue;
+      if (run.instance(i).state != InstanceState::kRunning || run.instance(i).worker != slot) continue;
       corral::ipc::Checkpoint cp;
       cp.step_started_ms = 1000;
       cp.attempts = 3;
@@ -126,8 +126,8 @@ TEST_CASE("dispatcher: a worker that returns empty gets half the instances back 
   CHECK(b.dispatcher.load(0) == 500);
   CHECK(b.dispatcher.load(1) == 500);
   CHECK(b.dispatcher.moved() == 500);
-  CHECK(run.instances[0].worker == 0);  // the first 500 moved
-  CHECK(run.instances[0].resume_reasons == std::vector<std::string>{"rebalanced"});
+  CHECK(run.instance(0).worker == 0);  // the first 500 moved
+  CHECK(run.instance(0).resume_reasons == std::vector<std::string>{"rebalanced"});
 
   b.dispatcher.rebalance(kT + 1200);
   CHECK(b.take(MessageType::kRelease).empty());  // even now
@@ -302,8 +302,8 @@ namespace {
 // Ends `n` of `run`'s running instances as passed, as their workers would report them.
 void end_running(Run& run, Dispatcher& d, uint32_t n) {
   for (uint32_t i = 0; i < run.size && n > 0; ++i) {
-    if (run.instances[i].state != InstanceState::kRunning) continue;
-    d.instance_done(run.instances[i].worker);
+    if (run.instance(i).state != InstanceState::kRunning) continue;
+    d.instance_done(run.instance(i).worker);
     run.set_state(i, InstanceState::kPassed);
     --n;
   }
@@ -366,7 +366,7 @@ TEST_CASE("dispatcher: a run's priority weighs its share: 3 to 1 takes three qua
   Dispatcher d(runs, [](int, MessageType, const json&) { return true; }, /*per_worker_limit=*/400);
   const auto s = one_request();
   Run& low = runs.create(s, json::object(), 100000, 1000);
-  Run& high = runs.create(s, json::object(), 100000, 1001, {}, /*priority=*/3);
+  Run& high = runs.create(s, json::object(), 100000, 1001, /*priority=*/3);
   CHECK(high.priority == 3);
   d.worker_ready(0);
   d.worker_ready(1);

@@ -64,12 +64,12 @@ TEST_CASE("runs (cluster): a claimed range starts fresh what never started and r
   CHECK(run->count(InstanceState::kQueued) == 5);
   CHECK(run->pending() == 5);
   CHECK(run->requeued == std::deque<uint32_t>{2, 3});
-  CHECK(run->instances[2].next_step == 1);
-  CHECK(run->instances[2].vars == nlohmann::json{{"id", "j2"}});
-  CHECK(run->instances[2].steps.size() == 1);
-  CHECK(run->instances[2].resume_reasons == std::vector<std::string>{"host_lost"});
-  CHECK(run->instances[2].crash_resumes == 0);  // a host's death is not the instance's fault
-  CHECK(run->instances[3].resume_reasons.empty());  // it was not running anywhere
+  CHECK(run->instance(2).next_step == 1);
+  CHECK(run->instance(2).vars == nlohmann::json{{"id", "j2"}});
+  CHECK(run->instance(2).steps.size() == 1);
+  CHECK(run->instance(2).resume_reasons == std::vector<std::string>{"host_lost"});
+  CHECK(run->instance(2).crash_resumes == 0);  // a host's death is not the instance's fault
+  CHECK(run->instance(3).resume_reasons.empty());  // it was not running anywhere
   // Fresh instances go out as ranges: 0, then 4..5.
   CHECK(run->fresh_first() == 0);
   CHECK(run->fresh_count() == 1);
@@ -91,9 +91,9 @@ TEST_CASE("runs (cluster): claiming again takes the journal's rows over what thi
   auto waiting = runs.claimed(later, 0, 6);
   REQUIRE(waiting.is_ok());
   CHECK(*waiting == 4);
-  CHECK(run->instances[0].state == InstanceState::kFailed);
+  CHECK(run->instance(0).state == InstanceState::kFailed);
   CHECK(run->count(InstanceState::kRunning) == 0);
-  CHECK(run->instances[2].steps.size() == 1);  // not twice
+  CHECK(run->instance(2).steps.size() == 1);  // not twice
 }
 
 TEST_CASE("runs (cluster): fenced off, a host forgets every instance it held") {
@@ -104,7 +104,7 @@ TEST_CASE("runs (cluster): fenced off, a host forgets every instance it held") {
   runs.mark_running(*run, {2, 3}, 0, 5);
   CHECK(runs.drop_claims() == std::vector<std::string>{"r3-cccc"});
   CHECK(run->count(InstanceState::kRunning) == 0);
-  CHECK(run->instances[2].worker == -1);
+  CHECK(run->instance(2).worker == -1);
   CHECK(run->pending() == 0);
   CHECK(run->claims.empty());
   CHECK(runs.drop_claims().empty());  // nothing held any more
@@ -173,5 +173,5 @@ TEST_CASE("runs (cluster): ranges read in one page are claimed each, and one alr
   CHECK(run->requeued == std::deque<uint32_t>{2, 3});
   CHECK(run->fresh_first() == 4);
   CHECK(run->fresh_count() == 2);
-  CHECK(run->instances[2].resume_reasons == std::vector<std::string>{"host_lost"});
+  CHECK(run->instance(2).resume_reasons == std::vector<std::string>{"host_lost"});
 }

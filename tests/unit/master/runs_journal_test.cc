@@ -182,19 +182,19 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   REQUIRE(r != nullptr);
   CHECK(json{r->seq, r->size, r->created_ms, r->finished_ms, r->whole} ==
         json{seq, 5, 1000, 0, true});
-  REQUIRE(r->instances.size() == 5);
-  const InstanceRecord* in = r->instances.data();
-  CHECK(brief(in[0]) == "queued@1 resumes 1/0 1100 | master_restart");
-  CHECK(in[0].vars == json{{"a", "1"}});
-  REQUIRE(in[0].steps.size() == 1);
-  const auto& st = in[0].steps[0];
+  REQUIRE(r->size == 5);
+  auto in = [r](uint32_t i) -> const InstanceRecord& { return r->instance(i); };
+  CHECK(brief(in(0)) == "queued@1 resumes 1/0 1100 | master_restart");
+  CHECK(in(0).vars == json{{"a", "1"}});
+  REQUIRE(in(0).steps.size() == 1);
+  const auto& st = in(0).steps[0];
   CHECK(json{st.step, st.state, st.attempts, st.started_ms, st.ended_ms, st.status} ==
         json{0, "passed", 1, 1100, 1200, 201});
-  CHECK(brief(in[1]) == "passed@0 resumes 0/0 1100");
-  CHECK(in[1].ended_ms == 1300);
-  CHECK(brief(in[2]) == "queued@0 resumes 1/0 1100 | master_restart");
-  CHECK(brief(in[3]) == "queued@0 resumes 0/0 0");  // never dispatched
-  CHECK(brief(in[4]) == "queued@0 resumes 0/0 0");
+  CHECK(brief(in(1)) == "passed@0 resumes 0/0 1100");
+  CHECK(in(1).ended_ms == 1300);
+  CHECK(brief(in(2)) == "queued@0 resumes 1/0 1100 | master_restart");
+  CHECK(brief(in(3)) == "queued@0 resumes 0/0 0");  // never dispatched
+  CHECK(brief(in(4)) == "queued@0 resumes 0/0 0");
   CHECK(r->next_fresh == 3);
   CHECK(r->requeued == Queue{0, 2});
   CHECK(r->count(kQueued) == 4);
@@ -211,7 +211,7 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   CHECK(h.restart(4000) == 2);
   r = h.runs->find(id);
   REQUIRE(r != nullptr);
-  CHECK(brief(r->instances[0]) == "queued@1 resumes 1/0 1100 | master_restart");
+  CHECK(brief(r->instance(0)) == "queued@1 resumes 1/0 1100 | master_restart");
   CHECK(r->requeued == Queue{0, 2});
   REQUIRE(h.runs->find(next_id) != nullptr);
   CHECK(h.runs->find(next_id)->next_fresh == 0);
@@ -219,7 +219,7 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
 
   // A run's priority comes back with it.
   const std::string weighted =
-      h.runs->create(scenario(), json::object(), 2, 5100, {}, /*priority=*/9).id;
+      h.runs->create(scenario(), json::object(), 2, 5100, /*priority=*/9).id;
   h.restart(6000);
   REQUIRE(h.runs->find(weighted) != nullptr);
   CHECK(h.runs->find(weighted)->priority == 9);
@@ -253,7 +253,7 @@ TEST_CASE("runs journal: failed steps keep the start of their response, up to th
   failed(2, "ok");          // 2 more fit
   auto bodies = [](const Run& r) {
     std::vector<std::string> out;
-    for (const InstanceRecord& in : r.instances) out.push_back(in.steps.at(0).body);
+    for (uint32_t i = 0; i < r.size; ++i) out.push_back(r.instance(i).steps.at(0).body);
     return out;
   };
   using Bodies = std::vector<std::string>;
@@ -287,7 +287,7 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
                 event({{"t", "step"}, {"run", id}, {"i", 0}, {"step", 2}, {"state", "passed"},
                        {"started_ms", 1100}, {"ended_ms", 1200}, {"checkpoint", cp}}),
                 1200);
-  const InstanceRecord& in = run.instances[0];
+  const InstanceRecord& in = run.instance(0);
   CHECK(in.next_step == 0);  // still at the parallel step
   REQUIRE(in.steps.size() == 1);
   CHECK(in.steps[0].step == 2);
@@ -300,10 +300,10 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
   h.restart(2000);  // the journal has both: the step, and where each branch is
   Run* r = h.runs->find(id);
   REQUIRE(r != nullptr);
-  CHECK(brief(r->instances[0]) == "queued@0 resumes 1/0 1100 | master_restart");
-  CHECK(r->instances[0].checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
-  REQUIRE(r->instances[0].steps.size() == 1);
-  CHECK(r->instances[0].steps[0].step == 2);
+  CHECK(brief(r->instance(0)) == "queued@0 resumes 1/0 1100 | master_restart");
+  CHECK(r->instance(0).checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
+  REQUIRE(r->instance(0).steps.size() == 1);
+  CHECK(r->instance(0).steps[0].step == 2);
 }
 
 TEST_CASE("runs journal: a run over data rows comes back with its data file") {
@@ -311,7 +311,7 @@ TEST_CASE("runs journal: a run over data rows comes back with its data file") {
   h.open();
   json data = {{"path", "/srv/rows.csv"}, {"format", "csv"}, {"index", "/home/data/1.idx"},
                {"columns", {"email"}}, {"rows", 3}, {"skipped", 0}, {"bad", json::array()}};
-  const std::string id = h.runs->create(scenario(), json::object(), 3, 1000, {}, 1, nullptr, data).id;
+  const std::string id = h.runs->create(scenario(), json::object(), 3, 1000, 1, nullptr, data).id;
   const std::string plain = h.create(1, 1100).id;
   h.restart(2000);
   REQUIRE(h.runs->find(id) != nullptr);
@@ -345,12 +345,12 @@ TEST_CASE("runs journal: a cancelled run is restored finished, every unpassed in
   auto whole = h.page(id, 0, 4);  // the instances, as the journal has them
   REQUIRE(whole != nullptr);
   CHECK(whole->size == r->size);
-  REQUIRE(whole->instances.size() == 4);
-  CHECK(brief(whole->instances[0]) == "passed@0 resumes 0/0 1100");
-  CHECK(brief(whole->instances[1]) == "cancelled@0 resumes 0/0 1100");
-  CHECK(whole->instances[1].ended_ms == 2000);
-  CHECK(brief(whole->instances[2]) == "cancelled@0 resumes 0/0 0");  // never dispatched
-  CHECK(brief(whole->instances[3]) == "cancelled@0 resumes 0/0 0");
+  REQUIRE(whole->size == 4);
+  CHECK(brief(whole->instance(0)) == "passed@0 resumes 0/0 1100");
+  CHECK(brief(whole->instance(1)) == "cancelled@0 resumes 0/0 1100");
+  CHECK(whole->instance(1).ended_ms == 2000);
+  CHECK(brief(whole->instance(2)) == "cancelled@0 resumes 0/0 0");  // never dispatched
+  CHECK(brief(whole->instance(3)) == "cancelled@0 resumes 0/0 0");
   CHECK(whole->count(InstanceState::kCancelled) == 3);
 }
 
@@ -372,11 +372,11 @@ TEST_CASE("runs journal: retention keeps old runs as summaries, then forgets the
   Run* old = h.runs->find(a);
   REQUIRE(old != nullptr);
   CHECK_FALSE(old->whole);
-  CHECK(old->instances.empty());
+  CHECK(old->instances.held() == 0);
   CHECK(old->size == 2);
   CHECK(h.runs->detail_json(*old) == detail);
   CHECK(h.runs->find(b)->whole);
-  CHECK(h.runs->find(b)->instances.size() == 1);
+  CHECK(h.runs->find(b)->instances.held() > 0);
 
   bool called = false;
   h.runs->read_page(a, 0, 2, [&called](Runs::Page) { called = true; });
@@ -388,12 +388,12 @@ TEST_CASE("runs journal: retention keeps old runs as summaries, then forgets the
   // A page from the middle: instance 1 alone, as instance 0 of the page.
   auto second = h.page(a, 1, 2);
   REQUIRE(second->size == 1);
-  CHECK(brief(second->instances[0]) == "failed@0 resumes 0/0 1000");
-  REQUIRE(back->instances.size() == 2);
-  CHECK(brief(back->instances[0]) == "passed@0 resumes 0/0 1000");
-  CHECK(brief(back->instances[1]) == "failed@0 resumes 0/0 1000");
-  CHECK(back->instances[1].reason == "boom");
-  CHECK(back->instances[1].ended_ms == 2000);
+  CHECK(brief(second->instance(0)) == "failed@0 resumes 0/0 1000");
+  REQUIRE(back->size == 2);
+  CHECK(brief(back->instance(0)) == "passed@0 resumes 0/0 1000");
+  CHECK(brief(back->instance(1)) == "failed@0 resumes 0/0 1000");
+  CHECK(back->instance(1).reason == "boom");
+  CHECK(back->instance(1).ended_ms == 2000);
   CHECK(h.runs->detail_json(*back) == detail);
 
   opts.keep_runs = 1;
@@ -425,8 +425,8 @@ TEST_CASE("runs journal: finished runs stay whole only within the instance budge
   CHECK(h.runs->find(c)->whole);
   CHECK(h.runs->find(b)->whole);
   CHECK_FALSE(h.runs->find(a)->whole);
-  CHECK(h.runs->find(a)->instances.empty());
-  CHECK(h.runs->find(open)->instances.size() == 5);  // unfinished runs do not count
+  CHECK(h.runs->find(a)->instances.held() == 0);
+  CHECK(h.runs->find(open)->whole);  // unfinished runs do not count
 
   // A finished run larger than the whole budget is a summary at once, and so is every older one.
   opts.keep_whole_instances = 1;
@@ -439,9 +439,9 @@ TEST_CASE("runs journal: finished runs stay whole only within the instance budge
   h.runs->read_page(b, 0, 2, [&called](Runs::Page) { called = true; });
   REQUIRE(h.run_until([&called] { return called; }));
   auto back = h.page(b, 0, 2);
-  REQUIRE(back->instances.size() == 2);
-  CHECK(brief(back->instances[1]) == "passed@0 resumes 0/0 2000");  // started with b, at 2000
-  CHECK(back->instances[1].ended_ms == 3000);
+  REQUIRE(back->size == 2);
+  CHECK(brief(back->instance(1)) == "passed@0 resumes 0/0 2000");  // started with b, at 2000
+  CHECK(back->instance(1).ended_ms == 3000);
 }
 
 TEST_CASE("runs journal: prune_finished_before forgets only runs that finished before the time") {
@@ -472,7 +472,7 @@ TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, r
   run.next_fresh = 1;
   h.runs->mark_running(run, {0}, 0, 1000);
   CHECK(h.runs->requeue_worker(0, "died", std::nullopt, true) == 1);  // blames every instance
-  CHECK(brief(run.instances[0]) == "queued@0 resumes 1/1 1000 | died");
+  CHECK(brief(run.instance(0)) == "queued@0 resumes 1/1 1000 | died");
   CHECK(run.requeued == Queue{0});
 
   run.requeued.pop_front();  // as the dispatcher does when it places them again
@@ -482,25 +482,25 @@ TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, r
   CHECK(h.runs->requeue_worker(0, "died again", std::make_pair(id, 0u)) == 1);
   const std::string poisoned = "its worker died with it 2 times (died again); max_resumes is 1";
   auto check = [&](const Run& r) {
-    CHECK(brief(r.instances[0]) == "errored@0 resumes 1/1 1000 | died");
-    CHECK(r.instances[0].reason == poisoned);
-    CHECK(r.instances[0].ended_ms > 0);
-    CHECK(brief(r.instances[1]) == "queued@0 resumes 1/0 2000 | died again");  // not blamed
+    CHECK(brief(r.instance(0)) == "errored@0 resumes 1/1 1000 | died");
+    CHECK(r.instance(0).reason == poisoned);
+    CHECK(r.instance(0).ended_ms > 0);
+    CHECK(brief(r.instance(1)) == "queued@0 resumes 1/0 2000 | died again");  // not blamed
     CHECK(r.count(InstanceState::kErrored) == 1);
   };
   check(run);
-  CHECK(run.instances[0].worker == -1);
-  CHECK(run.instances[1].worker == -1);
-  CHECK(brief(run.instances[2]) == "running@0 resumes 0/0 2000");  // on another worker
-  CHECK(run.instances[2].worker == 1);
+  CHECK(run.instance(0).worker == -1);
+  CHECK(run.instance(1).worker == -1);
+  CHECK(brief(run.instance(2)) == "running@0 resumes 0/0 2000");  // on another worker
+  CHECK(run.instance(2).worker == 1);
   CHECK(run.requeued == Queue{1});
 
   CHECK(h.restart(10'000, opts) == 2);
   Run* r = h.runs->find(id);
   REQUIRE(r != nullptr);
   check(*r);
-  CHECK(brief(r->instances[2]) == "queued@0 resumes 1/0 2000 | master_restart");
-  CHECK(brief(r->instances[3]) == "queued@0 resumes 0/0 0");
+  CHECK(brief(r->instance(2)) == "queued@0 resumes 1/0 2000 | master_restart");
+  CHECK(brief(r->instance(3)) == "queued@0 resumes 0/0 0");
   CHECK(r->next_fresh == 3);
   CHECK(r->requeued == Queue{1, 2});
   CHECK(h.runs->detail_json(*r)["failures"] ==
@@ -578,13 +578,13 @@ TEST_CASE("runs journal: an instance whose record the journal refuses ends error
   h.runs->mark_running(run, {0, 1, 2}, 0, 1000);
   h.done(run, 0, "failed", 1000, 1100);
   h.done(run, 1, "failed", 1000, 1200);
-  REQUIRE(h.run_until([&] { return run.instances[1].reason != "boom"; }));
-  CHECK(to_string(run.instances[1].state) == std::string("errored"));
+  REQUIRE(h.run_until([&] { return run.instance(1).reason != "boom"; }));
+  CHECK(to_string(run.instance(1).state) == std::string("errored"));
   CHECK(
-      run.instances[1].reason ==
+      run.instance(1).reason ==
       "the journal rejected its record: put_instance: UNIQUE constraint failed: instances.reason");
   // The others go on: instance 2 still runs and finishes normally.
-  CHECK(run.instances[2].state == InstanceState::kRunning);
+  CHECK(run.instance(2).state == InstanceState::kRunning);
   h.done(run, 2, "passed", 1000, 1300);
   CHECK(run.finished());
   h.journal->flush();
@@ -627,14 +627,14 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   REQUIRE(built.is_ok());
   Run& run = **built;
   CHECK(run.vars == json::object());  // run vars that are not an object
-  CHECK(run.instances[0].resume_reasons == std::vector<std::string>{"ok"});
-  CHECK(run.instances[0].vars == json::object());
-  CHECK(run.instances[0].checkpoint.is_null());              // wrong types: dropped
-  CHECK(run.instances[1].state == InstanceState::kErrored);  // step 7 of a 2-step scenario
-  CHECK(run.instances[1].reason ==
+  CHECK(run.instance(0).resume_reasons == std::vector<std::string>{"ok"});
+  CHECK(run.instance(0).vars == json::object());
+  CHECK(run.instance(0).checkpoint.is_null());              // wrong types: dropped
+  CHECK(run.instance(1).state == InstanceState::kErrored);  // step 7 of a 2-step scenario
+  CHECK(run.instance(1).reason ==
         "its record in the journal names step 7, past the scenario's last step");
-  CHECK(run.instances[2].checkpoint.is_null());         // step out of range: dropped
-  CHECK(run.instances[3].checkpoint["attempts"] == 4);  // well-formed: kept
+  CHECK(run.instance(2).checkpoint.is_null());         // step out of range: dropped
+  CHECK(run.instance(3).checkpoint["attempts"] == 4);  // well-formed: kept
 
   s.run.instances = 0;
   CHECK_FALSE(run_from_journal(s, true).is_ok());

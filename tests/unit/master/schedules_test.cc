@@ -324,7 +324,7 @@ struct Master : corral::test::File {
   std::string fire(const ScheduleTick& tick, int64_t now_ms) {
     const Schedule* s = schedules->find(tick.name);
     REQUIRE(s != nullptr);
-    Run& run = runs->create(s->scenario, s->vars, s->instances, now_ms, {}, s->priority,
+    Run& run = runs->create(s->scenario, s->vars, s->instances, now_ms, s->priority,
                             fire_write(tick, now_ms));
     schedules->fired(tick, run.id, now_ms);
     return run.id;
