@@ -23,7 +23,6 @@ namespace {
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
 constexpr uint64_t kCpuSampleMs = 1000;  // the CPU use shown in GET /workers is over this long
-constexpr size_t kPumpBudget = 1000;       // instances placed per loop iteration
 constexpr uint64_t kLimitsEveryMs = 1000;  // the limits of runs that finished go this often
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 
@@ -185,6 +184,7 @@ Status Daemon::start() {
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
+  requeue_ = std::make_unique<uv::NextTurn>(loop_);
   start_schedules();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
@@ -223,7 +223,8 @@ void Daemon::schedule_pump() {
   if (!pump_ || pump_->scheduled()) return;
   // One slice per turn of the loop, so that I/O and the API are served between slices.
   pump_->schedule([this] {
-    if (dispatcher_.pump(kPumpBudget)) schedule_pump();
+    const uv::Slice slice;
+    if (dispatcher_.pump(SIZE_MAX, &slice)) schedule_pump();
   });
 }
 
@@ -297,9 +298,7 @@ void Daemon::execute(const Action& a) {
       slot_images_[a.slot] = candidate_;
       http_errors_.erase(a.slot);
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
-      dispatcher_.worker_ready(a.slot);
-      limits_worker_ready(a.slot);
-      schedule_pump();
+      open_slot(a.slot);
       return;
     case Action::Kind::kSignal:
       if (a.successor) {
@@ -357,6 +356,7 @@ void Daemon::finish() {
   kick_.reset();
   schedule_timer_.reset();
   pump_.reset();
+  requeue_.reset();
   signals_.clear();
   stop_hooks();
   leave_cluster();

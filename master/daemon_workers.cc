@@ -200,14 +200,37 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
     spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
                  culprit->first, culprit->second);
   }
-  std::vector<std::string> had;
-  if (size_t n = runs_.requeue_worker(slot, why, culprit, crashed_on_its_own(*s->last_exit), &had);
-      n > 0) {
-    spdlog::warn("slot {}: {} instances go back to the queue to resume ({})", slot, n, why);
-    schedule_pump();
-  }
-  if (may_be_the_runs(*s->last_exit) && !repeat_culprit) quarantine_runs(had, why);
+  const bool quarantine = may_be_the_runs(*s->last_exit) && !repeat_culprit;
+  runs_.requeue_worker(
+      {slot, why, culprit, crashed_on_its_own(*s->last_exit),
+       [this, slot, why, quarantine](size_t n, const std::vector<std::string>& had) {
+         if (n > 0) spdlog::warn("slot {}: {} instances went back to the queue to resume ({})", slot, n, why);
+         if (quarantine) quarantine_runs(had, why);
+         if (ready_after_requeue_.erase(slot) != 0) dispatcher_.worker_ready(slot);
+         schedule_pump();
+       }});
+  ready_after_requeue_.erase(slot);  // a worker that died before it was given any work
+  schedule_requeue();
   kick();
+}
+
+void Daemon::schedule_requeue() {
+  if (!requeue_ || requeue_->scheduled()) return;
+  requeue_->schedule([this] {
+    const uv::Slice slice;
+    if (runs_.requeue_work(slice)) schedule_requeue();
+    schedule_pump();  // what it put back in the queue
+  });
+}
+
+void Daemon::open_slot(int slot) {
+  limits_worker_ready(slot);
+  if (runs_.requeuing(slot)) {
+    ready_after_requeue_.insert(slot);  // opened by the requeue's end (on_worker_exit)
+    return;
+  }
+  dispatcher_.worker_ready(slot);
+  schedule_pump();
 }
 
 // A run whose workers keep dying is not placed again: it must never take every worker down in
@@ -338,11 +361,7 @@ void Daemon::on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload)
 void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
   spdlog::info("slot {}: worker pid {} ready", slot, w.pid());
   supervisor_.on_ready(slot, now);
-  if (supervisor_.slot(slot)->state == SlotState::kReady) {
-    dispatcher_.worker_ready(slot);
-    limits_worker_ready(slot);
-    schedule_pump();
-  }
+  if (supervisor_.slot(slot)->state == SlotState::kReady) open_slot(slot);
   kick();
 }
 

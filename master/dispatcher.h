@@ -1,6 +1,6 @@
 // Placing instances on workers: each goes to the least-loaded ready worker that is under the
 // per-worker concurrency limit; the rest wait in the master. Dispatch is incremental: pump()
-// places at most `budget` instances per call, so a submission of 100,000 instances never
+// places instances for one slice of time per call, so a submission of 100,000 instances never
 // holds the loop for long.
 //
 // Fair share: when instances of several runs wait, the room goes first to the run with the
@@ -27,6 +27,7 @@
 #include "master/memory_model.h"
 #include "master/runs.h"
 #include "shared/ipc/protocol.h"
+#include "shared/uv/next_turn.h"
 
 namespace corral::master {
 
@@ -51,8 +52,9 @@ class Dispatcher {
   // also makes the workers forget the run): none counts as load any more, and the run is
   // defined again before its next placement.
   void forget_run(const Run& run);
-  // Places up to `budget` instances. Returns true when more could be placed right away.
-  bool pump(size_t budget);
+  // Places up to `budget` instances, stopping early when `slice` (if given) is over. Returns
+  // true when more could be placed right away.
+  bool pump(size_t budget, const uv::Slice* slice = nullptr);
   // Asks the workers holding clearly more than their share (more than the mean by a tenth, and
   // by at least a few instances) for kOverForMs to release their excess, at most kReleaseChunk
   // at a time and one request per worker in flight, until they hold their share. Does nothing

@@ -2,6 +2,7 @@
 // ended; and the table that holds a run's records. Loop thread only.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,15 @@ class InstanceTable {
   }
   InstanceRecord* find(uint32_t i) {
     return const_cast<InstanceRecord*>(std::as_const(*this).find(i));
+  }
+  // The first instance at or after `i` that may have a record (the start of the next page
+  // held when `i`'s has none); `end` when there is none below it.
+  uint32_t next_held(uint32_t i, uint32_t end) const {
+    for (size_t p = i / kPage; p < pages_.size(); ++p) {
+      if (!pages_[p]) continue;
+      return std::min(end, std::max(i, static_cast<uint32_t>(p * kPage)));
+    }
+    return end;
   }
   // Calls fn(index, record) for every record held, in index order, below `end`.
   template <class Fn>

@@ -271,38 +271,83 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
       {run.id, i});
 }
 
+void Runs::requeue_worker(Death death) {
+  Requeue job;
+  job.death = std::move(death);
+  requeues_.push_back(std::move(job));
+}
+
+bool Runs::requeuing(int slot) const {
+  return std::any_of(requeues_.begin(), requeues_.end(),
+                     [slot](const Requeue& r) { return r.death.slot == slot; });
+}
+
+bool Runs::requeue_work(const uv::Slice& slice) {
+  while (!requeues_.empty()) {
+    if (!requeue_some(requeues_.front(), &slice)) return true;
+    Requeue job = std::move(requeues_.front());
+    requeues_.pop_front();
+    if (job.death.done) job.death.done(job.requeued, job.runs);
+  }
+  return false;
+}
+
 size_t Runs::requeue_worker(int slot, const std::string& why,
                             const std::optional<std::pair<std::string, uint32_t>>& culprit,
                             bool blame_all, std::vector<std::string>* runs) {
-  size_t n = 0;
-  for (auto& run : runs_) {
-    if (run->finished() || !run->whole) continue;
-    bool had = false;
-    run->instances.each(run->size, [&](uint32_t i, InstanceRecord& in) {
-      if (in.state != InstanceState::kRunning || in.worker != slot) return;
-      if (!had && runs != nullptr) runs->push_back(run->id);
-      had = true;
-      in.worker = -1;
-      bool blamed = culprit ? (culprit->first == run->id && culprit->second == i) : blame_all;
-      if (blamed && in.crash_resumes >= opts_.max_resumes) {
-        // Its worker keeps dying with it: one poisonous instance must not take every worker.
-        finish_instance(*run, i, InstanceState::kErrored,
-                        "its worker died with it " + std::to_string(in.crash_resumes + 1) +
-                            " times (" + why + "); max_resumes is " +
-                            std::to_string(opts_.max_resumes),
-                        in.started_ms, unix_ms_now());
-        return;
+  Requeue job;
+  job.death = {slot, why, culprit, blame_all, nullptr};
+  requeue_some(job, nullptr);
+  if (runs != nullptr) runs->insert(runs->end(), job.runs.begin(), job.runs.end());
+  return job.requeued;
+}
+
+bool Runs::requeue_some(Requeue& job, const uv::Slice* slice) {
+  // Runs are in the order of their numbers: the job finds its place again by number, whatever
+  // was added or forgotten meanwhile.
+  auto it = std::find_if(runs_.begin(), runs_.end(),
+                         [&job](const auto& r) { return r->seq >= job.run_seq; });
+  for (; it != runs_.end(); ++it) {
+    Run& run = **it;
+    if (run.seq != job.run_seq) job.index = 0;
+    job.run_seq = run.seq;
+    if (run.finished() || !run.whole) continue;
+    for (uint32_t n = 0;; ++n) {
+      job.index = run.instances.next_held(job.index, run.size);
+      if (job.index >= run.size) break;
+      if (slice != nullptr && n > 0 && n % 64 == 0 && slice->over()) return false;
+      InstanceRecord& in = *run.instances.find(job.index);
+      if (in.state == InstanceState::kRunning && in.worker == job.death.slot) {
+        if (job.runs.empty() || job.runs.back() != run.id) job.runs.push_back(run.id);
+        requeue_one(job, run, job.index, in);
       }
-      run->set_state(i, InstanceState::kQueued);
-      in.resumes += 1;
-      if (blamed) in.crash_resumes += 1;
-      in.resume_reasons.push_back(why);
-      run->requeued.push_back(i);
-      journal_instance(*run, i);
-      ++n;
-    });
+      ++job.index;
+    }
+    job.run_seq = run.seq + 1;
+    job.index = 0;
   }
-  return n;
+  return true;
+}
+
+void Runs::requeue_one(Requeue& job, Run& run, uint32_t i, InstanceRecord& in) {
+  const Death& d = job.death;
+  in.worker = -1;
+  const bool blamed = d.culprit ? (d.culprit->first == run.id && d.culprit->second == i) : d.blame_all;
+  if (blamed && in.crash_resumes >= opts_.max_resumes) {
+    // Its worker keeps dying with it: one poisonous instance must not take every worker.
+    finish_instance(run, i, InstanceState::kErrored,
+                    "its worker died with it " + std::to_string(in.crash_resumes + 1) + " times (" +
+                        d.why + "); max_resumes is " + std::to_string(opts_.max_resumes),
+                    in.started_ms, unix_ms_now());
+    return;
+  }
+  run.set_state(i, InstanceState::kQueued);
+  in.resumes += 1;
+  if (blamed) in.crash_resumes += 1;
+  in.resume_reasons.push_back(d.why);
+  run.requeued.push_back(i);
+  journal_instance(run, i);
+  ++job.requeued;
 }
 
 Result<size_t> Runs::hand_back(int slot, const json& instances, const std::string& why) {

@@ -28,6 +28,7 @@
 #include "master/instance_table.h"
 #include "master/journal/journal.h"
 #include "shared/ipc/events.h"
+#include "shared/uv/next_turn.h"
 
 namespace corral::master {
 
@@ -171,9 +172,25 @@ class Runs {
   // its last finished step, with `why` as the resume reason. The death counts against the
   // `culprit` (the instance the worker's loop was in) alone; with no culprit, against every
   // instance when `blame_all` (a crash outside any instance's code), else against none. An
-  // instance blamed more than max_resumes times is errored instead. Returns how many were
-  // requeued.
-  // `runs`, when given, gets the ids of the runs that had instances on the worker.
+  // instance blamed more than max_resumes times is errored instead.
+  // This is done a slice at a time: requeue_work() goes on with it, and `done` gets how many
+  // were requeued and the ids of the runs that had instances on the worker. Until then
+  // requeuing(slot) is true, and no instance may be placed on `slot`: an instance is known to
+  // be on a worker by its slot alone.
+  struct Death {
+    int slot = -1;
+    std::string why;
+    std::optional<std::pair<std::string, uint32_t>> culprit;
+    bool blame_all = false;
+    std::function<void(size_t requeued, const std::vector<std::string>& runs)> done;
+  };
+  void requeue_worker(Death death);
+  // Goes on with the requeues begun, until they are done or `slice` is over. Returns true
+  // while some are left.
+  bool requeue_work(const uv::Slice& slice);
+  bool requeuing(int slot) const;
+  // All at once (tests): returns how many were requeued; `runs`, when given, gets the ids of
+  // the runs that had instances on the worker.
   size_t requeue_worker(int slot, const std::string& why,
                         const std::optional<std::pair<std::string, uint32_t>>& culprit = {},
                         bool blame_all = false, std::vector<std::string>* runs = nullptr);
@@ -273,8 +290,22 @@ class Runs {
   void unclaimed(Run& run);
   size_t take_claimed(Run& run, uint32_t lo, uint32_t hi);
 
+  // A death being dealt with (requeue_worker): the run and instance it goes on from.
+  struct Requeue {
+    Death death;
+    uint64_t run_seq = 0;
+    uint32_t index = 0;
+    size_t requeued = 0;
+    std::vector<std::string> runs;
+  };
+  // Deals with instance `i` of `run`, which ran on the dead worker.
+  void requeue_one(Requeue& job, Run& run, uint32_t i, InstanceRecord& in);
+  // Goes on with `job` until it is done (true) or `slice` is over (false).
+  bool requeue_some(Requeue& job, const uv::Slice* slice);
+
   RunsOptions opts_;
   journal::Journal* journal_;
+  std::deque<Requeue> requeues_;
   std::function<void(const Run&)> on_finished_;
   RunList runs_;
   std::map<std::string, Run*> by_id_;

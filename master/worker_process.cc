@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -63,6 +64,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   w->pid_ = w->process_.get()->pid;
 
   w->resume_ = std::make_unique<uv::NextTurn>(loop);
+  w->loop_ = loop;
   if (Status s = w->start_reading(); !s) return s;
   return w;
 }
@@ -91,9 +93,10 @@ void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int te
   auto* self = uv::owner_of<WorkerProcess>(p);
   if (self == nullptr) return;
   self->exited_ = true;
-  uv::guard("draining an exited worker's pipe", [&] { self->drain_all(); });
-  auto cb = self->cb_.on_exit;
-  uv::guard("process exit", [&] { cb(exit_status, term_signal); });  // may destroy self
+  self->exit_status_ = exit_status;
+  self->term_signal_ = term_signal;
+  uv::guard("reading an exited worker's pipe", [&] { self->read_rest(); });
+  self->finish_exit();  // may destroy self
 }
 
 void WorkerProcess::on_bytes(std::string_view bytes) {
@@ -137,36 +140,68 @@ bool WorkerProcess::handle_front() {
 }
 
 void WorkerProcess::drain() {
-  const uint64_t start = uv_hrtime();
-  while (!backlog_.empty() && handle_front() && uv_hrtime() - start < kTurnNs) {
+  if (uv_now(loop_) != turn_ms_) {
+    turn_ms_ = uv_now(loop_);
+    turn_start_ns_ = uv_hrtime();
+  }
+  const uv::Slice slice(uv::Slice::kNs, turn_start_ns_);
+  while (!backlog_.empty() && !slice.over() && handle_front()) {
   }
   if (protocol_broken_) {
     backlog_.clear();
     return;
   }
-  if (!backlog_.empty()) {
+  if (!backlog_.empty() || slice.over()) {
     if (!paused_ && pipe_) pipe_->stop_read();
     paused_ = true;
-    resume_->schedule([this] { drain(); });
+    resume_->schedule([this] {
+      turn_ms_ = uv_now(loop_);  // a new turn: a new slice
+      turn_start_ns_ = uv_hrtime();
+      drain();
+    });
   } else if (paused_) {
     paused_ = false;
     if (pipe_ && pipe_->is_open()) (void)start_reading();
   }
 }
 
-void WorkerProcess::drain_all() {
+void WorkerProcess::read_rest() {
   resume_->cancel();
   if (protocol_broken_ || !pipe_ || !pipe_->is_open()) return;
   int fd = -1;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe_->raw()), &fd) == 0) {
-    // The worker is gone: what it wrote is all in the socket, and a read ends at EOF.
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0 || !decode(std::string_view(buf, static_cast<size_t>(n)))) break;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe_->raw()), &fd) != 0) return;
+  pipe_->stop_read();
+  // The worker is gone: what it wrote is all in the socket, and a read ends at EOF.
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) rest_.append(buf, static_cast<size_t>(n));
+}
+
+void WorkerProcess::finish_exit() {
+  // Frames are decoded a read's worth at a time, as they are while the worker lives.
+  constexpr size_t kDecodeBytes = 65536;
+  const uv::Slice slice;
+  bool more = false;
+  uv::guard("draining an exited worker's pipe", [&] {
+    while (!protocol_broken_ && !slice.over()) {
+      if (!backlog_.empty()) {
+        handle_front();
+        continue;
+      }
+      if (rest_offset_ >= rest_.size()) break;
+      const size_t n = std::min(kDecodeBytes, rest_.size() - rest_offset_);
+      Status decoded = decode(std::string_view(rest_).substr(rest_offset_, n));
+      rest_offset_ = decoded ? rest_offset_ + n : rest_.size();  // nothing after a broken frame
     }
+    more = !protocol_broken_ && (!backlog_.empty() || rest_offset_ < rest_.size());
+  });
+  if (more) {
+    resume_->schedule([this] { finish_exit(); });
+    return;
   }
-  handle_all();
+  backlog_.clear();
+  std::string().swap(rest_);
+  auto cb = cb_.on_exit;
+  uv::guard("process exit", [&] { cb(exit_status_, term_signal_); });  // may destroy self
 }
 
 void WorkerProcess::report_protocol_error(const Status& s) {
@@ -179,6 +214,7 @@ void WorkerProcess::report_protocol_error(const Status& s) {
 
 Status WorkerProcess::send(ipc::MessageType type, const nlohmann::json& payload) {
   if (!pipe_ || !pipe_->is_open()) return Status(Code::kUnavailable, "IPC pipe is closed");
+  if (exited_) return Status(Code::kUnavailable, "the worker has exited");
   if (pipe_->queued_bytes() > kMaxQueuedBytes) {
     return Status(Code::kResourceExhausted, "worker is not reading its IPC pipe (" +
                                                 std::to_string(pipe_->queued_bytes()) +

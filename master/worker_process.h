@@ -44,9 +44,6 @@ class WorkerProcess {
   // The most bytes queued towards one worker before send() refuses (backpressure: libuv's
   // write queue is unbounded, and a worker that stops reading must not grow the master).
   static constexpr size_t kMaxQueuedBytes = 64u << 20;
-  // Frame handling per turn of the master's loop (see drain()).
-  static constexpr uint64_t kTurnNs = 5'000'000;
-
   static Result<std::unique_ptr<WorkerProcess>> spawn(uv_loop_t* loop, const SpawnSpec& spec,
                                                       Callbacks cb);
   ~WorkerProcess();
@@ -70,13 +67,17 @@ class WorkerProcess {
   static void on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal);
   Status start_reading();
   void on_bytes(std::string_view bytes);
-  // Hands queued frames to on_frame for at most kTurnNs, then, if some are left, stops reading
-  // the pipe and goes on in the next turn of the loop: a worker's burst (a hand-back of
-  // thousands of checkpoints) never holds the master's loop, and its API, for long.
+  // Hands queued frames to on_frame until the turn's slice (uv::Slice) is over, then, if
+  // frames are left or the slice is spent, stops reading the pipe and goes on in the next turn
+  // of the loop: a worker's burst (a hand-back of thousands of checkpoints) never holds the
+  // master's loop, and its API, for long.
   void drain();
-  // After the exit: every byte still in the pipe and every queued frame, at once, so that the
-  // frames a worker sent before it exited (a hand-back) are all handled before its exit is.
-  void drain_all();
+  // After the exit: every byte still in the pipe is read at once (into `rest_`), then decoded
+  // and handed to on_frame a slice per turn; on_exit comes once the last frame is handled, so
+  // that the frames a worker sent before it exited (a hand-back) are all handled before its
+  // exit is.
+  void read_rest();
+  void finish_exit();
   // Decodes `bytes` onto the backlog; fails on a broken frame (those before it are queued).
   Status decode(std::string_view bytes);
   bool handle_front();  // false when the worker broke the contract
@@ -89,10 +90,19 @@ class WorkerProcess {
   std::vector<ipc::Frame> frames_;  // decoded from one read
   std::deque<ipc::Frame> backlog_;   // not handed to on_frame yet
   std::unique_ptr<uv::NextTurn> resume_;
-  bool paused_ = false;  // reading stopped until the backlog is handled
+  bool paused_ = false;  // reading stopped until the next turn
+  // libuv calls the read callback up to 32 times in a row in one turn: the slice counts from
+  // the first frame handled in the turn (told apart by the loop's time, in ms, or a resume).
+  uv_loop_t* loop_ = nullptr;
+  uint64_t turn_ms_ = UINT64_MAX;
+  uint64_t turn_start_ns_ = 0;
   Callbacks cb_;
   pid_t pid_ = 0;
   bool exited_ = false;
+  int64_t exit_status_ = 0;
+  int term_signal_ = 0;
+  std::string rest_;        // bytes read after the exit, not decoded yet
+  size_t rest_offset_ = 0;  // decoded up to here
   bool protocol_broken_ = false;
   ipc::InHand* in_hand_ = nullptr;
 };

@@ -8,11 +8,27 @@
 // loop polls without blocking. Loop thread only.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include "shared/uv/handle.h"
 
 namespace corral::uv {
+
+// The time one slice of such work may take. Work that grows with the number of instances (a
+// worker's burst of frames, placing, requeueing after a death) stops when its slice is over
+// and goes on in the next turn, so that the loop, and the API's answers, never wait long:
+// several kinds of work may each take a slice in one turn, and a turn stays within a few ms.
+class Slice {
+ public:
+  static constexpr uint64_t kNs = 2'000'000;
+  explicit Slice(uint64_t ns = kNs, uint64_t start_ns = uv_hrtime()) : start_(start_ns), ns_(ns) {}
+  bool over() const { return uv_hrtime() - start_ >= ns_; }
+
+ private:
+  uint64_t start_;
+  uint64_t ns_;
+};
 
 class NextTurn {
  public:

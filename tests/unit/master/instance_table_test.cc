@@ -84,3 +84,61 @@ TEST_CASE("runs: cancelling a run cancels the instances never placed too, withou
   CHECK(never["state"] == "cancelled");
   CHECK(never["ended_at"] == runs.instance_json(run, 5, false)["ended_at"]);
 }
+
+TEST_CASE("runs: a dead worker's instances go back to the queue a slice at a time") {
+  Runs runs;
+  Run& a = runs.create(one_request(), json::object(), 3000, 1000);
+  Run& b = runs.create(one_request(), json::object(), 10, 1000);
+  std::vector<uint32_t> all(3000);
+  for (uint32_t i = 0; i < 3000; ++i) all[i] = i;
+  a.take_fresh(3000);
+  runs.mark_running(a, all, 0, 1000);
+  b.take_fresh(10);
+  runs.mark_running(b, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 1000);  // on another worker
+  size_t done = 0;
+  std::vector<std::string> had;
+  runs.requeue_worker({0, "worker_killed", std::nullopt, false,
+                       [&](size_t n, const std::vector<std::string>& r) {
+                         done = n;
+                         had = r;
+                       }});
+  CHECK(runs.requeuing(0));
+  CHECK_FALSE(runs.requeuing(1));
+  CHECK(runs.requeue_work(corral::uv::Slice(0)));  // a slice that is over at once: 64 of them
+  CHECK(a.count(InstanceState::kQueued) == 64);
+  CHECK(done == 0);
+  size_t turns = 1;
+  while (runs.requeue_work(corral::uv::Slice(0))) ++turns;
+  CHECK(turns + 1 == (3000 + 63) / 64);  // 64 per slice, the last one returning false
+  CHECK_FALSE(runs.requeuing(0));
+  CHECK(done == 3000);
+  CHECK(had == std::vector<std::string>{a.id});
+  CHECK(a.count(InstanceState::kQueued) == 3000);
+  CHECK(a.requeued.size() == 3000);
+  CHECK(a.instance(2999).resume_reasons == std::vector<std::string>{"worker_killed"});
+  CHECK(b.count(InstanceState::kRunning) == 10);
+}
+
+TEST_CASE("runs: a requeue goes on past a run cancelled and a run added meanwhile") {
+  Runs runs;
+  Run& a = runs.create(one_request(), json::object(), 200, 1000);
+  Run& b = runs.create(one_request(), json::object(), 200, 1000);
+  for (Run* r : {&a, &b}) {
+    std::vector<uint32_t> all(200);
+    for (uint32_t i = 0; i < 200; ++i) all[i] = i;
+    r->take_fresh(200);
+    runs.mark_running(*r, all, 0, 1000);
+  }
+  size_t done = SIZE_MAX;
+  runs.requeue_worker({0, "worker_crash", std::nullopt, false,
+                       [&](size_t n, const std::vector<std::string>&) { done = n; }});
+  CHECK(runs.requeue_work(corral::uv::Slice(0)));
+  runs.cancel(a, 2000);
+  Run& c = runs.create(one_request(), json::object(), 5, 2000);
+  while (runs.requeue_work(corral::uv::Slice(0))) {
+  }
+  CHECK(done == 64 + 200);  // what a had requeued before it was cancelled, and all of b
+  CHECK(b.count(InstanceState::kQueued) == 200);
+  CHECK(a.count(InstanceState::kCancelled) == 200);
+  CHECK(c.instances.held() == 0);
+}
