@@ -24,10 +24,14 @@ constexpr uint64_t kFaultDelayMs = 500;
 constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
 constexpr uint64_t kEventFlushMs = 50;    // events wait at most this long to be batched
 constexpr size_t kEventBatch = 2000;      // ... or until this many are pending
-// Checkpoints per hand-back frame. The master handles each frame in one turn of its loop (about
-// 40 us per checkpoint, most of it the journal row): 500 keep that turn near 20 ms, where one
-// frame of 5,000 held the master's API for 250 ms.
-constexpr size_t kHandbackPerFrame = 500;
+// Checkpoints per hand-back frame. The master handles a frame in one go (about 20 to 40 us per
+// checkpoint, decoding and the journal row included), between frames it may let the loop turn:
+// 50 keep a frame within the master's 2 ms slice of work, where frames of 500 held its API for
+// 20 ms each, and a reload's frames back to back for 300 ms.
+constexpr size_t kHandbackPerFrame = 50;
+// A release (rebalancing) is answered in one frame of at most the master's chunk (500): the
+// master counts a release as done when its answer comes.
+constexpr size_t kReleasePerFrame = 500;
 
 void on_out_of_memory() {
   static const char msg[] = "corral worker: allocation refused by the kernel memory limit\n";
@@ -418,7 +422,7 @@ void Worker::release(uint32_t count) {
   flush_events();
   size_t taken = 0;
   nlohmann::json instances = nlohmann::json::object();
-  if (engine_) instances = engine_->take_waiting(std::min<size_t>(count, kHandbackPerFrame), taken);
+  if (engine_) instances = engine_->take_waiting(std::min<size_t>(count, kReleasePerFrame), taken);
   send(ipc::MessageType::kHandback, ipc::to_json(ipc::Handback{std::move(instances), true}));
   spdlog::log(taken > 0 ? spdlog::level::info : spdlog::level::debug,
               "worker {}: released {} of the {} instances asked for", slot_, taken, count);
