@@ -223,7 +223,7 @@ void Daemon::schedule_pump() {
   if (!pump_ || pump_->scheduled()) return;
   // One slice per turn of the loop, so that I/O and the API are served between slices.
   pump_->schedule([this] {
-    const uv::Slice slice;
+    const uv::Slice slice = uv::Slice::of_turn(loop_);
     if (dispatcher_.pump(SIZE_MAX, &slice)) schedule_pump();
   });
 }

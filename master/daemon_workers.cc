@@ -217,7 +217,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
 void Daemon::schedule_requeue() {
   if (!requeue_ || requeue_->scheduled()) return;
   requeue_->schedule([this] {
-    const uv::Slice slice;
+    const uv::Slice slice = uv::Slice::of_turn(loop_);
     if (runs_.requeue_work(slice)) schedule_requeue();
     schedule_pump();  // what it put back in the queue
   });

@@ -195,8 +195,8 @@ Run* Dispatcher::fairest(double& runner_up) const {
 bool Dispatcher::pump(size_t budget, const uv::Slice* slice) {
   size_t placed = 0;
   std::map<const Run*, size_t> spread;  // per run, from what it had waiting when this call began
-  while (placed < budget) {
-    if (slice != nullptr && slice->over()) return true;
+  for (size_t rounds = 0; placed < budget; ++rounds) {
+    if (rounds > 0 && slice != nullptr && slice->over()) return true;
     double runner_up = 0;
     Run* run = fairest(runner_up);
     if (run == nullptr) return false;

@@ -52,8 +52,8 @@ class Dispatcher {
   // also makes the workers forget the run): none counts as load any more, and the run is
   // defined again before its next placement.
   void forget_run(const Run& run);
-  // Places up to `budget` instances, stopping early when `slice` (if given) is over. Returns
-  // true when more could be placed right away.
+  // Places up to `budget` instances, stopping early (after one chunk at least) when `slice`, if
+  // given, is over. Returns true when more could be placed right away.
   bool pump(size_t budget, const uv::Slice* slice = nullptr);
   // Asks the workers holding clearly more than their share (more than the mean by a tenth, and
   // by at least a few instances) for kOverForMs to release their excess, at most kReleaseChunk

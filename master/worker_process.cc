@@ -140,12 +140,8 @@ bool WorkerProcess::handle_front() {
 }
 
 void WorkerProcess::drain() {
-  if (uv_now(loop_) != turn_ms_) {
-    turn_ms_ = uv_now(loop_);
-    turn_start_ns_ = uv_hrtime();
-  }
-  const uv::Slice slice(uv::Slice::kNs, turn_start_ns_);
-  while (!backlog_.empty() && !slice.over() && handle_front()) {
+  const uv::Slice slice = uv::Slice::of_turn(loop_);
+  while (!backlog_.empty() && handle_front() && !slice.over()) {
   }
   if (protocol_broken_) {
     backlog_.clear();
@@ -154,11 +150,7 @@ void WorkerProcess::drain() {
   if (!backlog_.empty() || slice.over()) {
     if (!paused_ && pipe_) pipe_->stop_read();
     paused_ = true;
-    resume_->schedule([this] {
-      turn_ms_ = uv_now(loop_);  // a new turn: a new slice
-      turn_start_ns_ = uv_hrtime();
-      drain();
-    });
+    resume_->schedule([this] { drain(); });
   } else if (paused_) {
     paused_ = false;
     if (pipe_ && pipe_->is_open()) (void)start_reading();
@@ -179,10 +171,10 @@ void WorkerProcess::read_rest() {
 void WorkerProcess::finish_exit() {
   // Frames are decoded a read's worth at a time, as they are while the worker lives.
   constexpr size_t kDecodeBytes = 65536;
-  const uv::Slice slice;
+  const uv::Slice slice = uv::Slice::of_turn(loop_);
   bool more = false;
   uv::guard("draining an exited worker's pipe", [&] {
-    while (!protocol_broken_ && !slice.over()) {
+    for (bool first = true; !protocol_broken_ && (first || !slice.over()); first = false) {
       if (!backlog_.empty()) {
         handle_front();
         continue;

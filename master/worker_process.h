@@ -67,10 +67,10 @@ class WorkerProcess {
   static void on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal);
   Status start_reading();
   void on_bytes(std::string_view bytes);
-  // Hands queued frames to on_frame until the turn's slice (uv::Slice) is over, then, if
-  // frames are left or the slice is spent, stops reading the pipe and goes on in the next turn
-  // of the loop: a worker's burst (a hand-back of thousands of checkpoints) never holds the
-  // master's loop, and its API, for long.
+  // Hands queued frames to on_frame (at least one) until the turn's slice (uv::Slice::of_turn)
+  // is over, then, if frames are left or the slice is spent, stops reading the pipe and goes on
+  // in the next turn of the loop: a worker's burst (a hand-back of thousands of checkpoints)
+  // never holds the master's loop, and its API, for long.
   void drain();
   // After the exit: every byte still in the pipe is read at once (into `rest_`), then decoded
   // and handed to on_frame a slice per turn; on_exit comes once the last frame is handled, so
@@ -91,11 +91,9 @@ class WorkerProcess {
   std::deque<ipc::Frame> backlog_;   // not handed to on_frame yet
   std::unique_ptr<uv::NextTurn> resume_;
   bool paused_ = false;  // reading stopped until the next turn
-  // libuv calls the read callback up to 32 times in a row in one turn: the slice counts from
-  // the first frame handled in the turn (told apart by the loop's time, in ms, or a resume).
+  // libuv calls the read callback up to 32 times in a row in one turn: they share the turn's
+  // slice (uv::Slice::of_turn).
   uv_loop_t* loop_ = nullptr;
-  uint64_t turn_ms_ = UINT64_MAX;
-  uint64_t turn_start_ns_ = 0;
   Callbacks cb_;
   pid_t pid_ = 0;
   bool exited_ = false;

@@ -6,6 +6,18 @@
 
 namespace corral::uv {
 
+Slice Slice::of_turn(uv_loop_t* loop) {
+  struct Turn {
+    uv_loop_t* loop = nullptr;
+    uint64_t ms = 0;
+    uint64_t start_ns = 0;
+  };
+  thread_local Turn turn;
+  const uint64_t now = uv_now(loop);
+  if (turn.loop != loop || turn.ms != now) turn = {loop, now, uv_hrtime()};
+  return Slice(kNs, turn.start_ns);
+}
+
 NextTurn::NextTurn(uv_loop_t* loop) {
   if (uv_idle_init(loop, handle_.get()) != 0) std::abort();  // cannot fail on Linux
   handle_.set_live(this);

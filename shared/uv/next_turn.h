@@ -15,14 +15,18 @@
 
 namespace corral::uv {
 
-// The time one slice of such work may take. Work that grows with the number of instances (a
-// worker's burst of frames, placing, requeueing after a death) stops when its slice is over
-// and goes on in the next turn, so that the loop, and the API's answers, never wait long:
-// several kinds of work may each take a slice in one turn, and a turn stays within a few ms.
+// The time one turn of the loop may spend on such work. Work that grows with the number of
+// instances (a worker's burst of frames, placing, requeueing after a death) stops when the
+// turn's slice is over and goes on in the next turn, so that the loop, and the API's answers,
+// never wait long. Every kind of work in a turn shares one slice (of_turn), and each does at
+// least one unit of its work per call, so that none is starved by the others.
 class Slice {
  public:
   static constexpr uint64_t kNs = 2'000'000;
   explicit Slice(uint64_t ns = kNs, uint64_t start_ns = uv_hrtime()) : start_(start_ns), ns_(ns) {}
+  // The slice of the current turn of `loop`, begun by the first call in the turn (turns are
+  // told apart by the loop's time, in ms: short turns within one ms share a slice).
+  static Slice of_turn(uv_loop_t* loop);
   bool over() const { return uv_hrtime() - start_ >= ns_; }
 
  private:
