@@ -128,8 +128,8 @@ void Daemon::submit_data_run(json body, const data::Scan& scan, const std::strin
                {"bad", bad_rows(scan)}};
   if (!key.empty()) data["key"] = key;
   spdlog::info("data {}: {} rows to run, {} skipped", path, scan.rows, scan.skipped);
-  submit_run({std::move(req->scenario), std::move(req->vars), req->count, respond,
-              req->priority, std::nullopt, std::move(data)});
+  submit_run({std::move(req->scenario), std::move(req->vars), req->count, respond, req->priority,
+              std::nullopt, std::move(data)});
 }
 
 json Daemon::with_row(const Run& run, uint32_t i, json j) const {

@@ -124,8 +124,8 @@ void Daemon::api_run_submit(const ApiCall& c) {
     c.respond.send(Response::error(refused->status, refused->why));
     return;
   }
-  submit_run({std::move(req->scenario), std::move(req->vars), req->count, c.respond,
-              req->priority, std::nullopt, nullptr});
+  submit_run({std::move(req->scenario), std::move(req->vars), req->count, c.respond, req->priority,
+              std::nullopt, nullptr});
 }
 
 void Daemon::api_runs_list(const ApiCall& c) {

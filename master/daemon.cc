@@ -22,7 +22,7 @@ namespace {
 
 constexpr uint64_t kTickMs = 100;
 constexpr uint64_t kMemorySampleMs = 250;
-constexpr uint64_t kCpuSampleMs = 1000;  // the CPU use shown in GET /workers is over this long
+constexpr uint64_t kCpuSampleMs = 1000;    // the CPU use shown in GET /workers is over this long
 constexpr uint64_t kLimitsEveryMs = 1000;  // the limits of runs that finished go this often
 constexpr uint64_t kPruneEveryMs = 60000;  // retention is applied at least this often
 

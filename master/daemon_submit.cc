@@ -23,8 +23,7 @@ void Daemon::submit_run(Submission sub) {
   const int64_t now = unix_ms_now();
   // A schedule's tick is recorded in the same journal write as the run's row (schedules.h).
   Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, now,
-                          sub.priority,
-                          sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
+                          sub.priority, sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
   warn_unverified("run", run.id, scenario::unverified_steps(*run.scenario, cfg_.tls));
   if (sub.tick) {

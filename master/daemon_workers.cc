@@ -204,7 +204,9 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   runs_.requeue_worker(
       {slot, why, culprit, crashed_on_its_own(*s->last_exit),
        [this, slot, why, quarantine](size_t n, const std::vector<std::string>& had) {
-         if (n > 0) spdlog::warn("slot {}: {} instances went back to the queue to resume ({})", slot, n, why);
+         if (n > 0)
+           spdlog::warn("slot {}: {} instances went back to the queue to resume ({})", slot, n,
+                        why);
          if (quarantine) quarantine_runs(had, why);
          if (ready_after_requeue_.erase(slot) != 0) dispatcher_.worker_ready(slot);
          schedule_pump();

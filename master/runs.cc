@@ -115,8 +115,7 @@ const char* Run::state() const {
 }
 
 Run& Runs::create(std::shared_ptr<const scenario::Scenario> scenario, json vars, uint32_t instances,
-                  int64_t now_ms, uint32_t priority,
-                  WithRun with_run, json data) {
+                  int64_t now_ms, uint32_t priority, WithRun with_run, json data) {
   auto run = std::make_unique<Run>();
   run->seq = next_seq_++;
   run->id = numbered_id('r', run->seq);  // the journal keeps the sequence
@@ -332,7 +331,8 @@ bool Runs::requeue_some(Requeue& job, const uv::Slice* slice) {
 void Runs::requeue_one(Requeue& job, Run& run, uint32_t i, InstanceRecord& in) {
   const Death& d = job.death;
   in.worker = -1;
-  const bool blamed = d.culprit ? (d.culprit->first == run.id && d.culprit->second == i) : d.blame_all;
+  const bool blamed =
+      d.culprit ? (d.culprit->first == run.id && d.culprit->second == i) : d.blame_all;
   if (blamed && in.crash_resumes >= opts_.max_resumes) {
     // Its worker keeps dying with it: one poisonous instance must not take every worker.
     finish_instance(run, i, InstanceState::kErrored,

@@ -152,7 +152,8 @@ class Runs {
   // run's id. Should it fail as wrong in itself, the run's row is set aside with it.
   using WithRun = std::function<Status(journal::Store&, const std::string& run_id)>;
   Run& create(std::shared_ptr<const scenario::Scenario> scenario, nlohmann::json vars,
-              uint32_t instances, int64_t now_ms, uint32_t priority = 1, WithRun with_run = nullptr, nlohmann::json data = nullptr);
+              uint32_t instances, int64_t now_ms, uint32_t priority = 1, WithRun with_run = nullptr,
+              nlohmann::json data = nullptr);
   Run* find(const std::string& id);
   // Runs in submission order, oldest first.
   const std::deque<std::unique_ptr<Run>>& all() const { return runs_; }

@@ -133,7 +133,8 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
   const InstanceRecord& in = run.instance(index);
   const auto& steps = run.scenario->steps;
   // One cancelled before it was placed has no record: it ended with its run.
-  const int64_t ended_ms = in.ended_ms != 0 || !is_terminal(in.state) ? in.ended_ms : run.finished_ms;
+  const int64_t ended_ms =
+      in.ended_ms != 0 || !is_terminal(in.state) ? in.ended_ms : run.finished_ms;
   json j = {{"i", index},
             {"state", to_string(in.state)},
             {"step", in.next_step},

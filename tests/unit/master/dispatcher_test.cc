@@ -64,7 +64,8 @@ struct Bench {
     json instances = json::object();
     size_t k = 0;
     for (uint32_t i = 0; i < run.size && k < n; ++i) {
-      if (run.instance(i).state != InstanceState::kRunning || run.instance(i).worker != slot) continue;
+      if (run.instance(i).state != InstanceState::kRunning || run.instance(i).worker != slot)
+        continue;
       corral::ipc::Checkpoint cp;
       cp.step_started_ms = 1000;
       cp.attempts = 3;

@@ -16,8 +16,8 @@ using nlohmann::json;
 namespace {
 
 std::shared_ptr<const corral::scenario::Scenario> one_request() {
-  auto s = corral::scenario::parse_scenario(json::parse(
-      R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
+  auto s = corral::scenario::parse_scenario(
+      json::parse(R"({"name": "x", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})"));
   REQUIRE(s.is_ok());
   return *s;
 }
@@ -54,7 +54,8 @@ TEST_CASE("runs: a million queued instances hold no record; placing some holds o
   CHECK(run.instance(999999).state == InstanceState::kQueued);
   CHECK(run.instances.held() == 0);  // reading one makes no record
 
-  Dispatcher d(runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/1500);
+  Dispatcher d(
+      runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/1500);
   d.worker_ready(0);
   while (d.pump(100000)) {
   }
@@ -68,7 +69,8 @@ TEST_CASE("runs: a million queued instances hold no record; placing some holds o
 TEST_CASE("runs: cancelling a run cancels the instances never placed too, without records") {
   Runs runs;
   Run& run = runs.create(one_request(), json::object(), 1000000, 1000);
-  Dispatcher d(runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/10);
+  Dispatcher d(
+      runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/10);
   d.worker_ready(0);
   d.pump(100);
   REQUIRE(run.count(InstanceState::kRunning) == 10);
@@ -97,11 +99,11 @@ TEST_CASE("runs: a dead worker's instances go back to the queue a slice at a tim
   runs.mark_running(b, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 1000);  // on another worker
   size_t done = 0;
   std::vector<std::string> had;
-  runs.requeue_worker({0, "worker_killed", std::nullopt, false,
-                       [&](size_t n, const std::vector<std::string>& r) {
-                         done = n;
-                         had = r;
-                       }});
+  runs.requeue_worker(
+      {0, "worker_killed", std::nullopt, false, [&](size_t n, const std::vector<std::string>& r) {
+         done = n;
+         had = r;
+       }});
   CHECK(runs.requeuing(0));
   CHECK_FALSE(runs.requeuing(1));
   CHECK(runs.requeue_work(corral::uv::Slice(0)));  // a slice that is over at once: 64 of them

@@ -68,7 +68,7 @@ TEST_CASE("runs (cluster): a claimed range starts fresh what never started and r
   CHECK(run->instance(2).vars == nlohmann::json{{"id", "j2"}});
   CHECK(run->instance(2).steps.size() == 1);
   CHECK(run->instance(2).resume_reasons == std::vector<std::string>{"host_lost"});
-  CHECK(run->instance(2).crash_resumes == 0);  // a host's death is not the instance's fault
+  CHECK(run->instance(2).crash_resumes == 0);      // a host's death is not the instance's fault
   CHECK(run->instance(3).resume_reasons.empty());  // it was not running anywhere
   // Fresh instances go out as ranges: 0, then 4..5.
   CHECK(run->fresh_first() == 0);
