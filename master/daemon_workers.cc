@@ -373,6 +373,7 @@ void Daemon::on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving)
   supervisor_.on_leaving(
       slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft : ExitReason::kCrash);
   dispatcher_.worker_gone(slot);
+  ready_after_requeue_.erase(slot);  // not to be given work when its slot's requeue ends
   kick();
 }
 

@@ -46,7 +46,7 @@ TEST_CASE("instance table: a record is made on first use, and never moves") {
   CHECK(t.held() == 0);
 }
 
-TEST_CASE("runs: a million queued instances hold no record; placing some holds only theirs") {
+TEST_CASE("runs: a million queued instances hold no record, and placing some holds only theirs") {
   Runs runs;
   Run& run = runs.create(one_request(), json::object(), 1000000, 1000);
   CHECK(run.instances.held() == 0);
