@@ -184,7 +184,6 @@ Status Daemon::start() {
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
-  requeue_ = std::make_unique<uv::NextTurn>(loop_);
   start_schedules();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
@@ -223,8 +222,10 @@ void Daemon::schedule_pump() {
   if (!pump_ || pump_->scheduled()) return;
   // One slice per turn of the loop, so that I/O and the API are served between slices.
   pump_->schedule([this] {
+    // A dead worker's instances go back to the queue first, then the queue is placed.
     const uv::Slice slice = uv::Slice::of_turn(loop_);
-    if (dispatcher_.pump(SIZE_MAX, &slice)) schedule_pump();
+    const bool requeuing = runs_.requeue_work(slice);
+    if (dispatcher_.pump(SIZE_MAX, &slice) || requeuing) schedule_pump();
   });
 }
 
@@ -298,7 +299,9 @@ void Daemon::execute(const Action& a) {
       slot_images_[a.slot] = candidate_;
       http_errors_.erase(a.slot);
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
-      open_slot(a.slot);
+      dispatcher_.worker_ready(a.slot);
+      limits_worker_ready(a.slot);
+      schedule_pump();
       return;
     case Action::Kind::kSignal:
       if (a.successor) {
@@ -356,7 +359,6 @@ void Daemon::finish() {
   kick_.reset();
   schedule_timer_.reset();
   pump_.reset();
-  requeue_.reset();
   signals_.clear();
   stop_hooks();
   leave_cluster();

@@ -283,10 +283,6 @@ class Daemon {
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
-  void schedule_requeue();
-  // The slot's worker is ready: it may be given instances, once the instances of the worker
-  // before it on that slot, if it died, are all back in the queue.
-  void open_slot(int slot);
   // A run accepted by POST /runs or fired by a schedule (daemon_submit.cc).
   struct Submission {
     std::shared_ptr<const scenario::Scenario> scenario;
@@ -391,10 +387,6 @@ class Daemon {
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::NextTurn> pump_;
-  std::unique_ptr<uv::NextTurn> requeue_;  // goes on with Runs::requeue_work
-  // Slots whose new worker is ready while the instances of the one before are still being put
-  // back in the queue: the dispatcher gets them once that is done (open_slot).
-  std::set<int> ready_after_requeue_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;   // by slot, during a reload
   std::map<uint64_t, std::unique_ptr<WorkerProcess>> spares_;  // by number, until they exit

@@ -203,36 +203,15 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   const bool quarantine = may_be_the_runs(*s->last_exit) && !repeat_culprit;
   runs_.requeue_worker(
       {slot, why, culprit, crashed_on_its_own(*s->last_exit),
-       [this, slot, why, quarantine](size_t n, const std::vector<std::string>& had) {
-         if (n > 0)
+       [this, why, slot, quarantine](size_t n, const std::vector<std::string>& had) {
+         if (n > 0) {
            spdlog::warn("slot {}: {} instances went back to the queue to resume ({})", slot, n,
                         why);
+         }
          if (quarantine) quarantine_runs(had, why);
-         if (ready_after_requeue_.erase(slot) != 0) dispatcher_.worker_ready(slot);
-         schedule_pump();
        }});
-  ready_after_requeue_.erase(slot);  // a worker that died before it was given any work
-  schedule_requeue();
+  schedule_pump();  // which does the requeue a slice at a time
   kick();
-}
-
-void Daemon::schedule_requeue() {
-  if (!requeue_ || requeue_->scheduled()) return;
-  requeue_->schedule([this] {
-    const uv::Slice slice = uv::Slice::of_turn(loop_);
-    if (runs_.requeue_work(slice)) schedule_requeue();
-    schedule_pump();  // what it put back in the queue
-  });
-}
-
-void Daemon::open_slot(int slot) {
-  limits_worker_ready(slot);
-  if (runs_.requeuing(slot)) {
-    ready_after_requeue_.insert(slot);  // opened by the requeue's end (on_worker_exit)
-    return;
-  }
-  dispatcher_.worker_ready(slot);
-  schedule_pump();
 }
 
 // A run whose workers keep dying is not placed again: it must never take every worker down in
@@ -363,7 +342,11 @@ void Daemon::on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload)
 void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
   spdlog::info("slot {}: worker pid {} ready", slot, w.pid());
   supervisor_.on_ready(slot, now);
-  if (supervisor_.slot(slot)->state == SlotState::kReady) open_slot(slot);
+  if (supervisor_.slot(slot)->state == SlotState::kReady) {
+    dispatcher_.worker_ready(slot);
+    limits_worker_ready(slot);
+    schedule_pump();
+  }
   kick();
 }
 
@@ -373,7 +356,6 @@ void Daemon::on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving)
   supervisor_.on_leaving(
       slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft : ExitReason::kCrash);
   dispatcher_.worker_gone(slot);
-  ready_after_requeue_.erase(slot);  // not to be given work when its slot's requeue ends
   kick();
 }
 

@@ -29,7 +29,9 @@ uint64_t Dispatcher::cap(int slot) const {
 
 uint64_t Dispatcher::room(int slot) const {
   auto it = workers_.find(slot);
-  if (it == workers_.end()) return 0;
+  // While the instances of the slot's dead worker go back to the queue, they still name the
+  // slot: none is placed there until they all have.
+  if (it == workers_.end() || runs_.requeuing(slot)) return 0;
   uint64_t c = cap(slot);
   return c > it->second.load ? c - it->second.load : 0;
 }

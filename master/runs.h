@@ -176,8 +176,8 @@ class Runs {
   // instance blamed more than max_resumes times is errored instead.
   // This is done a slice at a time: requeue_work() goes on with it, and `done` gets how many
   // were requeued and the ids of the runs that had instances on the worker. Until then
-  // requeuing(slot) is true, and no instance may be placed on `slot`: an instance is known to
-  // be on a worker by its slot alone.
+  // requeuing(slot) is true, and the dispatcher places no instance on `slot`: an instance is
+  // known to be on a worker by its slot alone.
   struct Death {
     int slot = -1;
     std::string why;

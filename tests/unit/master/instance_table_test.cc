@@ -144,3 +144,31 @@ TEST_CASE("runs: a requeue goes on past a run cancelled and a run added meanwhil
   CHECK(a.count(InstanceState::kCancelled) == 200);
   CHECK(c.instances.held() == 0);
 }
+
+TEST_CASE("dispatcher: a slot gets no work while its dead worker's instances go back to the queue") {
+  Runs runs;
+  Run& run = runs.create(one_request(), json::object(), 200, 1000);
+  std::vector<int> placed_on;
+  Dispatcher d(runs, [&](int slot, corral::ipc::MessageType type, const json&) {
+    if (type == corral::ipc::MessageType::kStart) placed_on.push_back(slot);
+    return true;
+  }, /*per_worker_limit=*/1000);
+  d.worker_ready(0);
+  while (d.pump(1000)) {
+  }
+  REQUIRE(run.count(InstanceState::kRunning) == 200);
+  d.worker_gone(0);
+  runs.requeue_worker({0, "worker_killed", std::nullopt, false, nullptr});
+  d.worker_ready(0);  // its new worker, ready before the requeue has ended
+  placed_on.clear();
+  CHECK(runs.requeue_work(corral::uv::Slice(0)));  // 64 of 200 back in the queue
+  CHECK_FALSE(d.pump(1000));
+  CHECK(placed_on.empty());
+  CHECK(d.capacity() == 0);
+  while (runs.requeue_work(corral::uv::Slice(0))) {
+  }
+  while (d.pump(1000)) {
+  }
+  CHECK(placed_on == std::vector<int>{0});
+  CHECK(run.count(InstanceState::kRunning) == 200);
+}
