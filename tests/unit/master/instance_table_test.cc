@@ -145,14 +145,18 @@ TEST_CASE("runs: a requeue goes on past a run cancelled and a run added meanwhil
   CHECK(c.instances.held() == 0);
 }
 
-TEST_CASE("dispatcher: a slot gets no work while its dead worker's instances go back to the queue") {
+TEST_CASE(
+    "dispatcher: a slot gets no work while its dead worker's instances go back to the queue") {
   Runs runs;
   Run& run = runs.create(one_request(), json::object(), 200, 1000);
   std::vector<int> placed_on;
-  Dispatcher d(runs, [&](int slot, corral::ipc::MessageType type, const json&) {
-    if (type == corral::ipc::MessageType::kStart) placed_on.push_back(slot);
-    return true;
-  }, /*per_worker_limit=*/1000);
+  Dispatcher d(
+      runs,
+      [&](int slot, corral::ipc::MessageType type, const json&) {
+        if (type == corral::ipc::MessageType::kStart) placed_on.push_back(slot);
+        return true;
+      },
+      /*per_worker_limit=*/1000);
   d.worker_ready(0);
   while (d.pump(1000)) {
   }
