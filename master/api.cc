@@ -92,7 +92,7 @@ void Daemon::handle_api(Request&& req, Responder respond) {
     return;
   }
   if (found.route != nullptr) {
-    (this->*found.route->handle)(ApiCall{req, respond, std::move(found.args)});
+    found.route->handle(api_parts_, ApiCall{req, respond, std::move(found.args)});
   } else if (!found.allow.empty()) {
     Response r = Response::error(405, "method " + req.method + " not allowed on " + req.path +
                                           " (it takes " + found.allow + ")");

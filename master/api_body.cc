@@ -37,4 +37,16 @@ std::optional<nlohmann::json> json_body(const http::Request& req, const http::Re
   return std::move(*j);
 }
 
+std::optional<nlohmann::json> submission_body(const ApiCall& c, bool stopping, const char* what,
+                                              std::initializer_list<std::string_view> known) {
+  auto body = json_body(c.req, c.respond, known);
+  if (!body) return std::nullopt;
+  if (stopping) {
+    c.respond.send(http::Response::error(
+        503, std::string("the daemon is stopping; ") + what + " are not accepted"));
+    return std::nullopt;
+  }
+  return body;
+}
+
 }  // namespace corral::master

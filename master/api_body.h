@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "master/api_route.h"
 #include "shared/http/server.h"
 
 namespace corral::master {
@@ -26,5 +27,11 @@ std::optional<std::string> unknown_field(const nlohmann::json& body,
 // and returns nullopt.
 std::optional<nlohmann::json> json_body(const http::Request& req, const http::Responder& respond,
                                         std::initializer_list<std::string_view> known);
+
+// The body of a submission (a run, a load test, a schedule) with only the `known` fields; answers
+// 400, or 503 while the daemon is `stopping` (`what` names the submissions: "runs"), and returns
+// nullopt otherwise.
+std::optional<nlohmann::json> submission_body(const ApiCall& c, bool stopping, const char* what,
+                                              std::initializer_list<std::string_view> known);
 
 }  // namespace corral::master

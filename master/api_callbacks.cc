@@ -4,12 +4,11 @@
 // worker hears of it: from then on it survives a worker's death (the master hands it to the
 // next worker with the instance's checkpoint) and a restart of the master (it is read back
 // with the run). A caller that got no answer calls again; a repeated call is answered 409.
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
 #include "config/config.h"
-#include "master/daemon_impl.h"
+#include "master/run_service.h"
+#include "master/journal/journal.h"
 #include "shared/callback/token.h"
 #include "shared/proc.h"
 
@@ -19,30 +18,12 @@ namespace {
 using http::Response;
 using nlohmann::json;
 
-// The host's name, for a listener on every address (0.0.0.0, ::).
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
-
 }  // namespace
 
-std::string Daemon::callback_base(const config::Config& cfg) const {
-  if (!cfg.callback_base.empty()) return cfg.callback_base;
-  if (cfg_.listen == "off" || !api_) return "";
-  auto hp = config::parse_host_port(cfg_.listen);
-  if (!hp) return "";
-  std::string host = hp->first;
-  if (host == "0.0.0.0" || host == "::") host = host_name();
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return "http://" + host + ":" + std::to_string(api_->tcp_port());
-}
-
-std::optional<std::string> Daemon::callback_problem(const scenario::Scenario& s) const {
+std::optional<std::string> RunService::callback_problem(const scenario::Scenario& s) const {
   for (const scenario::Step& step : s.steps) {
     if (step.kind->name != "callback") continue;
-    if (callback_base(image_->config()).empty()) {
+    if (workers_.callback_base().empty()) {
       return "steps[" + std::to_string(step.index) +
              "]: a callback step needs a URL the system under test can call: set listen, or "
              "callback_base";
@@ -52,7 +33,7 @@ std::optional<std::string> Daemon::callback_problem(const scenario::Scenario& s)
 }
 
 // The instance and step a token is for, when it may still be called; else answers and nullopt.
-std::optional<callback::Address> Daemon::callback_target(const ApiCall& c) {
+std::optional<callback::Address> RunService::callback_target(const ApiCall& c) {
   auto a = callback::check(callback_key_, c.args[0]);
   Run* run = a ? runs_.find(a->run) : nullptr;
   if (run == nullptr || a->index >= run->size || a->step >= run->scenario->steps.size() ||
@@ -68,7 +49,7 @@ std::optional<callback::Address> Daemon::callback_target(const ApiCall& c) {
   return a;
 }
 
-void Daemon::api_callback(const ApiCall& c) {
+void RunService::api_callback(const ApiCall& c) {
   auto a = callback_target(c);
   if (!a) return;
   Run& run = *runs_.find(a->run);
@@ -96,7 +77,7 @@ void Daemon::api_callback(const ApiCall& c) {
     if (r == nullptr) return;
     const InstanceRecord& in = r->instance(frame.index);
     if (in.state == InstanceState::kRunning) {
-      send_to(in.worker, ipc::MessageType::kCallback, ipc::to_json(frame));
+      workers_.send_to(in.worker, ipc::MessageType::kCallback, ipc::to_json(frame));
     }
   };
   if (!journal_) {
@@ -110,12 +91,12 @@ void Daemon::api_callback(const ApiCall& c) {
   journal_->read([](journal::Store&) {}, std::move(deliver));
 }
 
-void Daemon::api_callback_heartbeat(const ApiCall& c) {
+void RunService::api_callback_heartbeat(const ApiCall& c) {
   auto a = callback_target(c);
   if (!a) return;
   const InstanceRecord& in = runs_.find(a->run)->instance(a->index);
   if (in.state == InstanceState::kRunning) {
-    send_to(in.worker, ipc::MessageType::kCallback,
+    workers_.send_to(in.worker, ipc::MessageType::kCallback,
             ipc::to_json(ipc::Callback{a->run, a->index, a->step, true, nullptr}));
   }
   c.respond.send(Response::json(202, {{"accepted", true}}));

@@ -112,7 +112,8 @@ std::optional<Response> Daemon::check_load(const json& body, LoadSubmission& out
 
 void Daemon::api_load_start(const ApiCall& c) {
   const http::Responder& respond = c.respond;
-  auto submitted = submission_body(c, "load tests", {"scenario", "load", "vars"});
+  auto submitted =
+      submission_body(c, supervisor_.shutting_down(), "load tests", {"scenario", "load", "vars"});
   if (!submitted) return;
   LoadSubmission sub;
   if (auto refused = check_load(*submitted, sub)) {

@@ -1,7 +1,8 @@
 // The control API's route table: each route is a method, a path pattern (see
-// shared/http/router.h), the Daemon member that answers it and one line of documentation.
-// Daemon::handle_api finds the route, checks the token and calls the handler; the 405 answer
-// and the README's route table come from the same list (a unit test compares them).
+// shared/http/router.h), the part and member function that answer it, and one line of
+// documentation. Daemon::handle_api finds the route, checks the token and calls the handler;
+// the 405 answer and the README's route table come from the same list (a unit test compares
+// them).
 #pragma once
 
 #include <string>
@@ -12,6 +13,15 @@
 namespace corral::master {
 
 class Daemon;
+class RunService;
+class ScheduleService;
+
+// The parts that answer routes: each handler is a member function of one of them.
+struct ApiParts {
+  Daemon* daemon = nullptr;  // the probes, workers, reload, config, metrics, logs, dashboard
+  RunService* runs = nullptr;  // runs and callbacks (run_service.h)
+  ScheduleService* schedules = nullptr;  // schedules (schedule_service.h)
+};
 
 // One request to a route: the request, where to answer, and the pattern's {parameters}.
 struct ApiCall {
@@ -23,7 +33,7 @@ struct ApiCall {
 struct ApiRoute {
   std::string method;
   std::string pattern;  // "/runs/{id}/instances/{n}"
-  void (Daemon::*handle)(const ApiCall& call);
+  void (*handle)(ApiParts& parts, const ApiCall& call);  // calls the part's member function
   // Answered without the API token: the probes and the dashboard's page and files, which show
   // no run data.
   bool open = false;

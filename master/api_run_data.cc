@@ -8,7 +8,7 @@
 #include <atomic>
 #include <filesystem>
 
-#include "master/daemon_impl.h"
+#include "master/run_service.h"
 #include "shared/data/rows.h"
 #include "shared/proc.h"
 #include "shared/uv/work.h"
@@ -66,7 +66,7 @@ json bad_rows(const data::Scan& scan) {
 
 }  // namespace
 
-void Daemon::api_run_submit_data(const ApiCall& c, json body) {
+void RunService::submit_data(const ApiCall& c, json body) {
   auto req = data_request(body);
   if (!req) {
     c.respond.send(Response::error(400, req.status().message()));
@@ -82,10 +82,10 @@ void Daemon::api_run_submit_data(const ApiCall& c, json body) {
       loop_, [scan, r = *req, index] { *scan = data::scan(r.path, r.format, index, r.key); },
       [this, scan, r = *req, index, body = std::move(body), respond = c.respond]() mutable {
         std::optional<std::string> error = data_run_problem(*scan);
-        if (!error && supervisor_.shutting_down()) error = "the daemon is stopping";
+        if (!error && workers_.stopping()) error = "the daemon is stopping";
         if (error) {
           std::remove(index.c_str());
-          respond.send(Response::error(supervisor_.shutting_down() ? 503 : 400, *error));
+          respond.send(Response::error(workers_.stopping() ? 503 : 400, *error));
           return;
         }
         submit_data_run(std::move(body), **scan, r.path, data::to_string(r.format), r.key, index,
@@ -94,7 +94,7 @@ void Daemon::api_run_submit_data(const ApiCall& c, json body) {
   if (!queued) c.respond.send(Response::error(500, queued.message()));
 }
 
-std::optional<std::string> Daemon::data_run_problem(const Result<data::Scan>& scan) const {
+std::optional<std::string> RunService::data_run_problem(const Result<data::Scan>& scan) const {
   if (!scan) return "data: " + scan.status().message();
   if (scan->rows == 0) {
     std::string first = scan->bad.empty() ? "" : ": line " + std::to_string(scan->bad[0].line) +
@@ -108,15 +108,15 @@ std::optional<std::string> Daemon::data_run_problem(const Result<data::Scan>& sc
   return std::nullopt;
 }
 
-void Daemon::submit_data_run(json body, const data::Scan& scan, const std::string& path,
+void RunService::submit_data_run(json body, const data::Scan& scan, const std::string& path,
                              std::string_view format, const std::string& key,
                              const std::string& index, const http::Responder& respond) {
   body.erase("data");
   body["instances"] = scan.rows;
   std::set<std::string> columns;
   for (const std::string& col : scan.columns) columns.insert("row." + col);
-  auto req = run_request(body, columns);
-  auto refused = req ? refuse_run(req->count) : std::nullopt;
+  auto req = request(body, columns);
+  auto refused = req ? refuse(req->count) : std::nullopt;
   if (!req || refused) {
     std::remove(index.c_str());
     respond.send(req ? Response::error(refused->status, refused->why)
@@ -128,11 +128,11 @@ void Daemon::submit_data_run(json body, const data::Scan& scan, const std::strin
                {"bad", bad_rows(scan)}};
   if (!key.empty()) data["key"] = key;
   spdlog::info("data {}: {} rows to run, {} skipped", path, scan.rows, scan.skipped);
-  submit_run({std::move(req->scenario), std::move(req->vars), req->count, respond, req->priority,
+  submit({std::move(req->scenario), std::move(req->vars), req->count, respond, req->priority,
               std::nullopt, std::move(data)});
 }
 
-json Daemon::with_row(const Run& run, uint32_t i, json j) const {
+json RunService::with_row(const Run& run, uint32_t i, json j) const {
   if (!run.data.is_object()) return j;
   auto file = data::RowFile::open(run.data);
   auto row = file ? (*file)->row(i) : Result<json>(file.status());
@@ -147,7 +147,7 @@ json Daemon::with_row(const Run& run, uint32_t i, json j) const {
   return j;
 }
 
-void Daemon::find_instance_by_key(const ApiCall& c, const Run& run) {
+void RunService::find_instance_by_key(const ApiCall& c, const Run& run) {
   const std::string key = http::percent_decode(c.args.at(1), false);
   auto found = std::make_shared<Result<std::optional<uint64_t>>>(std::optional<uint64_t>());
   Status queued = uv::queue_work(

@@ -10,7 +10,7 @@
 #include <charconv>
 #include <iterator>
 
-#include "master/daemon_impl.h"
+#include "master/run_service.h"
 
 namespace corral::master {
 namespace {
@@ -41,7 +41,7 @@ bool current_here(const Run& run, uint32_t i) {
 
 }  // namespace
 
-Result<Daemon::InstanceQuery> Daemon::instance_query(const http::Request& req) {
+Result<RunService::InstanceQuery> RunService::instance_query(const http::Request& req) {
   InstanceQuery q;
   if (auto s = req.query_param("state")) {
     q.state = instance_state_from(*s);
@@ -67,7 +67,7 @@ Result<Daemon::InstanceQuery> Daemon::instance_query(const http::Request& req) {
   return q;
 }
 
-uint32_t Daemon::collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
+uint32_t RunService::collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
                                    json& list) const {
   uint32_t i = q.from > offset ? q.from - offset : 0;
   for (; i < window.size && list.size() < q.limit; ++i) {
@@ -79,7 +79,7 @@ uint32_t Daemon::collect_instances(const Run& window, uint32_t offset, const Ins
   return offset + i;
 }
 
-void Daemon::api_run_instances(const ApiCall& c) {
+void RunService::api_instances(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   auto q = instance_query(c.req);
@@ -97,7 +97,7 @@ void Daemon::api_run_instances(const ApiCall& c) {
   read_instances(run->id, run->size, *q, json::array(), c.respond);
 }
 
-void Daemon::read_instances(const std::string& id, uint32_t size, InstanceQuery q, json list,
+void RunService::read_instances(const std::string& id, uint32_t size, InstanceQuery q, json list,
                             const http::Responder& respond) {
   if (q.from >= size || list.size() >= q.limit) {
     respond.send(Response::json(
@@ -119,7 +119,7 @@ void Daemon::read_instances(const std::string& id, uint32_t size, InstanceQuery 
                   });
 }
 
-void Daemon::api_run_instance(const ApiCall& c) {
+void RunService::api_instance(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   auto i = index_param(c.args.at(1));
@@ -134,7 +134,7 @@ void Daemon::api_run_instance(const ApiCall& c) {
   answer_instance(c.respond, *run, *i);
 }
 
-void Daemon::answer_instance(const http::Responder& respond, Run& run, uint32_t i) {
+void RunService::answer_instance(const http::Responder& respond, Run& run, uint32_t i) {
   if (current_here(run, i)) {
     respond.send(Response::json(200, with_row(run, i, runs_.instance_json(run, i, true))));
     return;

@@ -16,7 +16,9 @@
 
 #include "config/scenario/parse.h"
 #include "master/api_body.h"
-#include "master/daemon_impl.h"
+#include "master/cluster/hosts.h"
+#include "master/journal/journal.h"
+#include "master/run_service.h"
 #include "shared/proc.h"
 
 #include <spdlog/spdlog.h>
@@ -40,25 +42,13 @@ std::optional<uint32_t> to_index(std::string_view s) {
 }  // namespace
 
 // The run named by a route's {id}; answers 404 and returns nullptr when there is none.
-Run* Daemon::run_of(const ApiCall& c) {
+Run* RunService::run_of(const ApiCall& c) {
   Run* run = runs_.find(c.args.at(0));
   if (run == nullptr) c.respond.send(Response::error(404, "no run \"" + c.args[0] + "\""));
   return run;
 }
 
-std::optional<json> Daemon::submission_body(const ApiCall& c, const char* what,
-                                            std::initializer_list<std::string_view> known) {
-  auto body = json_body(c.req, c.respond, known);
-  if (!body) return std::nullopt;
-  if (supervisor_.shutting_down()) {
-    c.respond.send(Response::error(503, std::string("the daemon is stopping; ") + what +
-                                            " are not accepted"));
-    return std::nullopt;
-  }
-  return std::move(*body);
-}
-
-Result<Daemon::RunRequest> Daemon::run_request(const json& body,
+Result<RunService::RunRequest> RunService::request(const json& body,
                                                const std::set<std::string>& extra) const {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
@@ -91,7 +81,7 @@ Result<Daemon::RunRequest> Daemon::run_request(const json& body,
   return RunRequest{*parsed, std::move(vars), n.get<uint32_t>(), priority.get<uint32_t>()};
 }
 
-std::optional<Daemon::Refusal> Daemon::refuse_run(uint32_t count) const {
+std::optional<RunService::Refusal> RunService::refuse(uint32_t count) const {
   if (journal_) {
     journal::Journal::Health h = journal_->health();
     if (!h.ok && h.queued >= static_cast<uint64_t>(cfg_.journal_max_queued)) {
@@ -107,28 +97,29 @@ std::optional<Daemon::Refusal> Daemon::refuse_run(uint32_t count) const {
                           " instances are waiting for a worker; try again when some have finished"};
 }
 
-void Daemon::api_run_submit(const ApiCall& c) {
+void RunService::api_submit(const ApiCall& c) {
   auto submitted =
-      submission_body(c, "runs", {"scenario", "instances", "vars", "priority", "data"});
+      submission_body(c, workers_.stopping(), "runs",
+                      {"scenario", "instances", "vars", "priority", "data"});
   if (!submitted) return;
   if (submitted->contains("data")) {
-    api_run_submit_data(c, std::move(*submitted));
+    submit_data(c, std::move(*submitted));
     return;
   }
-  auto req = run_request(*submitted);
+  auto req = request(*submitted);
   if (!req) {
     c.respond.send(Response::error(400, req.status().message()));
     return;
   }
-  if (auto refused = refuse_run(req->count)) {
+  if (auto refused = refuse(req->count)) {
     c.respond.send(Response::error(refused->status, refused->why));
     return;
   }
-  submit_run({std::move(req->scenario), std::move(req->vars), req->count, c.respond, req->priority,
+  submit({std::move(req->scenario), std::move(req->vars), req->count, c.respond, req->priority,
               std::nullopt, nullptr});
 }
 
-void Daemon::api_runs_list(const ApiCall& c) {
+void RunService::api_list(const ApiCall& c) {
   uint32_t limit = to_index(c.req.query_param("limit").value_or("200")).value_or(200);
   json list = json::array();
   for (auto it = runs_.all().rbegin(); it != runs_.all().rend() && list.size() < limit; ++it) {
@@ -137,7 +128,7 @@ void Daemon::api_runs_list(const ApiCall& c) {
   c.respond.send(Response::json(200, {{"runs", list}}));
 }
 
-void Daemon::api_runs_prune(const ApiCall& c) {
+void RunService::api_prune(const ApiCall& c) {
   size_t n = 0;
   if (auto older = c.req.query_param("older_than")) {
     auto ms = config::parse_duration_ms(*older);
@@ -155,7 +146,7 @@ void Daemon::api_runs_prune(const ApiCall& c) {
   c.respond.send(Response::json(200, {{"pruned", n}}));
 }
 
-void Daemon::api_run_get(const ApiCall& c) {
+void RunService::api_get(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   json j = runs_.detail_json(*run);
@@ -165,7 +156,7 @@ void Daemon::api_run_get(const ApiCall& c) {
   c.respond.send(Response::json(200, j));
 }
 
-void Daemon::api_run_cancel(const ApiCall& c) {
+void RunService::api_cancel(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   dispatcher_.forget_run(*run);  // its running instances free their workers' room
@@ -175,7 +166,7 @@ void Daemon::api_run_cancel(const ApiCall& c) {
   c.respond.send(Response::json(200, {{"run", run->id}, {"cancelled", n}}));
 }
 
-void Daemon::api_run_resume(const ApiCall& c) {
+void RunService::api_resume(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
   std::string was = run->quarantine;
@@ -185,7 +176,7 @@ void Daemon::api_run_resume(const ApiCall& c) {
     return;
   }
   spdlog::warn("run {}: resumed from quarantine by request (it was: {})", run->id, was);
-  schedule_pump();
+  workers_.place_soon();
   c.respond.send(Response::json(200, {{"run", run->id}, {"state", run->state()}}));
 }
 

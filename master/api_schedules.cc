@@ -9,7 +9,8 @@
 // Changes are answered once they are in the journal. (The route table is api_routes.cc.)
 #include <spdlog/spdlog.h>
 
-#include "master/daemon_impl.h"
+#include "master/api_body.h"
+#include "master/schedule_service.h"
 #include "shared/proc.h"
 
 namespace corral::master {
@@ -52,17 +53,18 @@ Status read_schedule_fields(const json& body, Schedule& s) {
 }  // namespace api_schedules_detail
 }  // namespace
 
-void Daemon::api_schedule_add(const ApiCall& c) {
+void ScheduleService::api_add(const ApiCall& c) {
   using api_schedules_detail::schedule_error;
-  auto body = submission_body(
-      c, "schedules", {"name", "cron", "catch_up", "scenario", "instances", "vars", "priority"});
+  auto body =
+      submission_body(c, workers_.stopping(), "schedules",
+                      {"name", "cron", "catch_up", "scenario", "instances", "vars", "priority"});
   if (!body) return;
   Schedule s;
   if (Status st = api_schedules_detail::read_schedule_fields(*body, s); !st) {
     c.respond.send(http::Response::error(400, st.message()));
     return;
   }
-  auto req = run_request(*body);
+  auto req = runs_.request(*body);
   if (!req) {
     c.respond.send(http::Response::error(400, req.status().message()));
     return;
@@ -72,56 +74,56 @@ void Daemon::api_schedule_add(const ApiCall& c) {
   s.instances = req->count;
   s.priority = req->priority;
   const std::string name = s.name;
-  if (Status st = schedules_.add(std::move(s), unix_ms_now()); !st) {
+  if (Status st = table_.add(std::move(s), unix_ms_now()); !st) {
     c.respond.send(schedule_error(st));
     return;
   }
-  arm_schedules();
-  const Schedule& added = *schedules_.find(name);
+  arm();
+  const Schedule& added = *table_.find(name);
   spdlog::info("schedule {} added: \"{}\" (UTC), {} instances of \"{}\", next at {}", name,
                added.cron.text(), added.instances, added.scenario->name,
                added.next_ms ? iso8601_utc(added.next_ms) : "never");
-  respond_journaled(c.respond, 201, {{"schedule", schedules_.to_json(added)}});
+  respond_journaled(journal_, c.respond, 201, {{"schedule", table_.to_json(added)}});
 }
 
-void Daemon::api_schedules_list(const ApiCall& c) {
+void ScheduleService::api_list(const ApiCall& c) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& [name, s] : schedules_.all()) list.push_back(schedules_.to_json(s));
+  for (const auto& [name, s] : table_.all()) list.push_back(table_.to_json(s));
   c.respond.send(http::Response::json(200, {{"schedules", list}}));
 }
 
-void Daemon::api_schedule_remove(const ApiCall& c) {
+void ScheduleService::api_remove(const ApiCall& c) {
   const std::string& name = c.args.at(0);
-  if (Status st = schedules_.remove(name); !st) {
+  if (Status st = table_.remove(name); !st) {
     c.respond.send(api_schedules_detail::schedule_error(st));
     return;
   }
-  arm_schedules();
+  arm();
   spdlog::info("schedule {} removed", name);
-  respond_journaled(c.respond, 200, {{"removed", name}});
+  respond_journaled(journal_, c.respond, 200, {{"removed", name}});
 }
 
-void Daemon::api_schedule_pause(const ApiCall& c) {
-  auto s = schedules_.pause(c.args.at(0));
+void ScheduleService::api_pause(const ApiCall& c) {
+  auto s = table_.pause(c.args.at(0));
   if (!s) {
     c.respond.send(api_schedules_detail::schedule_error(s.status()));
     return;
   }
-  arm_schedules();
+  arm();
   spdlog::info("schedule {} paused", (*s)->name);
-  respond_journaled(c.respond, 200, {{"schedule", schedules_.to_json(**s)}});
+  respond_journaled(journal_, c.respond, 200, {{"schedule", table_.to_json(**s)}});
 }
 
-void Daemon::api_schedule_resume(const ApiCall& c) {
-  auto s = schedules_.resume(c.args.at(0), unix_ms_now());
+void ScheduleService::api_resume(const ApiCall& c) {
+  auto s = table_.resume(c.args.at(0), unix_ms_now());
   if (!s) {
     c.respond.send(api_schedules_detail::schedule_error(s.status()));
     return;
   }
-  arm_schedules();
+  arm();
   spdlog::info("schedule {} resumed, next at {}", (*s)->name,
                (*s)->next_ms ? iso8601_utc((*s)->next_ms) : "never");
-  respond_journaled(c.respond, 200, {{"schedule", schedules_.to_json(**s)}});
+  respond_journaled(journal_, c.respond, 200, {{"schedule", table_.to_json(**s)}});
 }
 
 }  // namespace corral::master

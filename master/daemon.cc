@@ -62,7 +62,10 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
           [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
             return send_to(slot, t, p);
           },
-          static_cast<uint32_t>(cfg_.worker_instances)) {
+          static_cast<uint32_t>(cfg_.worker_instances)),
+      run_service_(loop, cfg_, secrets_, runs_, dispatcher_, *this),
+      schedule_service_(loop, run_service_, *this),
+      api_parts_{this, &run_service_, &schedule_service_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
   dispatcher_.set_before_define([this](const Run& run) { before_define(run); });
@@ -97,7 +100,6 @@ Status Daemon::open_journal() {
   });
   runs_.attach(journal_.get());
   runs_.set_clustered(journal::is_postgresql(journal_path()));  // docs/cluster.md
-  schedules_.attach(journal_.get());
   // Read before the runs' restore, which starts writing (and from then on the store belongs to
   // the journal's thread).
   auto schedule_rows = journal_->load_now([](journal::Store& s) { return s.schedules(); });
@@ -111,9 +113,9 @@ Status Daemon::open_journal() {
   const int64_t now = unix_ms_now();
   auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();
-  catch_up_ = schedules_.restore(*schedule_rows, now);
+  schedule_service_.restore(journal_.get(), *schedule_rows, now);
   spdlog::info("journal {}: {} runs, {} instances resume, {} schedules", journal_label(),
-               runs_.all().size(), *resumed, schedules_.all().size());
+               runs_.all().size(), *resumed, schedule_service_.table().all().size());
   return Status::ok();
 }
 
@@ -160,8 +162,8 @@ Status Daemon::start() {
   start_hooks();
   auto key = callback::load_or_make_key(cfg_.home + "/callback.key");
   if (!key) return key.status();
-  callback_key_ = std::move(*key);
   if (Status s = open_journal(); !s) return s;
+  run_service_.attach(journal_.get(), std::move(*key));
   auto api = open_api(loop_, cfg_, [this](http::Request&& req, http::Responder r) {
     handle_api(std::move(req), r);
   });
@@ -184,7 +186,7 @@ Status Daemon::start() {
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
-  start_schedules();
+  schedule_service_.start();
   for (const char* name :
        {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
     if (const char* v = test_hook(name)) {
@@ -357,7 +359,7 @@ void Daemon::finish() {
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();
-  schedule_timer_.reset();
+  schedule_service_.stop();
   pump_.reset();
   signals_.clear();
   stop_hooks();

@@ -56,6 +56,7 @@ void Daemon::start_cluster() {
       loop_, journal_path(), journal_label(), host_id(cfg_.home),
       [this] { return listen_address(); }, load, std::move(events));
   hosts_->start();
+  run_service_.set_hosts(hosts_.get());
   start_load_shares();
 }
 
@@ -114,19 +115,13 @@ void Daemon::leave_cluster() {
   hosts_.reset();
 }
 
-void Daemon::stop_on_workers(const std::string& run_id) {
-  for (const auto& [slot, w] : workers_) {
-    (void)send_to(slot, ipc::MessageType::kCancel, ipc::to_json(ipc::Cancel{run_id}));
-  }
-}
-
 void Daemon::drop_claims(const std::string& why) {
   size_t runs = 0;
   for (const auto& r : runs_.all()) {
     if (!r->clustered || r->finished_ms != 0 || !r->whole) continue;
     if (r->count(InstanceState::kRunning) == 0 && r->claims.empty()) continue;
     dispatcher_.forget_run(*r);
-    stop_on_workers(r->id);
+    run_service_.stop_on_workers(r->id);
     ++runs;
   }
   runs_.drop_claims();
@@ -154,7 +149,7 @@ void Daemon::on_open_runs(const cluster::OpenRuns& open) {
       if (run == nullptr || run->finished_ms != 0) return;
       if (run->count(InstanceState::kRunning) > 0) {
         dispatcher_.forget_run(*run);
-        stop_on_workers(run->id);
+        run_service_.stop_on_workers(run->id);
       }
       runs_.finished_elsewhere(row);
     });

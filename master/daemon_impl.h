@@ -29,10 +29,12 @@
 #include "master/load_watch.h"
 #include "master/loads.h"
 #include "master/pid_file.h"
+#include "master/run_service.h"
 #include "master/runs.h"
-#include "master/schedules.h"
+#include "master/schedule_service.h"
 #include "master/supervisor.h"
 #include "master/worker_image.h"
+#include "master/worker_link.h"
 #include "master/worker_process.h"
 #include "shared/callback/token.h"
 #include "shared/cpu_meter.h"
@@ -47,7 +49,7 @@
 
 namespace corral::master {
 
-class Daemon {
+class Daemon : private WorkerLink {
  public:
   Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file);
   ~Daemon();
@@ -159,96 +161,17 @@ class Daemon {
   void api_reload_start(const ApiCall& c);
   void api_reload_get(const ApiCall& c);
   void api_shutdown(const ApiCall& c);
-  void api_run_submit(const ApiCall& c);
-  void api_runs_list(const ApiCall& c);
-  void api_runs_prune(const ApiCall& c);
-  void api_run_get(const ApiCall& c);
-  void api_run_cancel(const ApiCall& c);
-  void api_run_resume(const ApiCall& c);
-  void api_run_instances(const ApiCall& c);
-  void api_run_instance(const ApiCall& c);
   void api_load_start(const ApiCall& c);
   void api_loads_list(const ApiCall& c);
   void api_load_get(const ApiCall& c);
   void api_load_stop(const ApiCall& c);
-  void api_schedule_add(const ApiCall& c);
-  void api_schedules_list(const ApiCall& c);
-  void api_schedule_remove(const ApiCall& c);
-  void api_schedule_pause(const ApiCall& c);
-  void api_schedule_resume(const ApiCall& c);
   void api_logs(const ApiCall& c);
   void api_dashboard_page(const ApiCall& c);
   void api_dashboard_file(const ApiCall& c);
-  void api_callback(const ApiCall& c);
-  void api_callback_heartbeat(const ApiCall& c);
-  // Callback steps (api_callbacks.cc): the URL their tokens go under for workers started from
-  // `cfg`; why a scenario's callback steps cannot run here, if they cannot; the instance and
-  // step a call's token is for, when it may still be called (else it answers the call).
+  // The URL callback steps' tokens go under for workers started from `cfg` (their welcome).
   std::string callback_base(const config::Config& cfg) const;
-  std::optional<std::string> callback_problem(const scenario::Scenario& s) const;
-  std::optional<callback::Address> callback_target(const ApiCall& c);
-  // A POST body that must be a JSON object, while the daemon takes `what` ("runs"); answers
-  // 400 or 503 and returns nullopt otherwise.
-  // The body of a submission (a run, a load test, a schedule) with only the `known` fields;
-  // answers 400 (or 503 while stopping) and returns nullopt otherwise.
-  std::optional<nlohmann::json> submission_body(const ApiCall& c, const char* what,
-                                                std::initializer_list<std::string_view> known);
-  // What POST /runs takes, and POST /schedules for each run: a checked scenario, its vars,
-  // instances and priority (api_runs.cc).
-  struct RunRequest {
-    std::shared_ptr<const scenario::Scenario> scenario;
-    nlohmann::json vars;
-    uint32_t count = 1;
-    uint32_t priority = 1;
-  };
-  // Reads and checks those fields of a request body; the error is the 400 answer's message,
-  // naming the field at fault.
-  // `extra` are variables the scenario may use besides vars (a data run's "row.<column>").
-  Result<RunRequest> run_request(const nlohmann::json& body,
-                                 const std::set<std::string>& extra = {}) const;
-  // GET /runs/<id>/instances/<n>: instance n's record (with its data row, for a run over one).
-  void answer_instance(const http::Responder& respond, Run& run, uint32_t i);
-  // For a run over data rows with a key column: the instance whose row has key <n>
-  // (api_run_data.cc), found by reading the file off the loop.
-  void find_instance_by_key(const ApiCall& c, const Run& run);
-  // `j` with "row" and "key" from the run's data file, when it has one (api_run_data.cc).
-  nlohmann::json with_row(const Run& run, uint32_t i, nlohmann::json j) const;
-  // POST /runs with "data" (api_run_data.cc): scans the file off the loop, then submits.
-  void api_run_submit_data(const ApiCall& c, nlohmann::json body);
-  std::optional<std::string> data_run_problem(const Result<data::Scan>& scan) const;
-  void submit_data_run(nlohmann::json body, const data::Scan& scan, const std::string& path,
-                       std::string_view format, const std::string& key, const std::string& index,
-                       const http::Responder& respond);
-  // The 429 answer's message when `count` more instances do not fit in the queue.
-  // Why a new run of `count` instances is refused now: 429 when the queue is full, 503 when the
-  // journal has failed with journal_max_queued writes or more not saved; nothing when it is not.
-  struct Refusal {
-    int status;
-    std::string why;
-  };
-  std::optional<Refusal> refuse_run(uint32_t count) const;
-  // Answers `status` with `body` once every journal write queued before has been tried: what the
-  // caller was told about then survives a crash of the master. The body gets a "warning" while
-  // the journal cannot be written.
-  void respond_journaled(const http::Responder& respond, int status, nlohmann::json body);
-  Run* run_of(const ApiCall& c);
+  // The load test named by a route's {id}; answers 404 and returns nullptr when there is none.
   LoadTest* load_of(const ApiCall& c);
-  // GET /runs/<id>/instances (api_run_instances.cc).
-  struct InstanceQuery {
-    std::optional<InstanceState> state;  // only these
-    uint32_t limit = 100;
-    uint32_t from = 0;  // the first index to look at
-    bool with_steps = false;
-  };
-  static Result<InstanceQuery> instance_query(const http::Request& req);
-  // Appends to `list` the instances of `window` (instance k is the run's offset+k) from q.from on
-  // that pass q's filter, until q.limit; returns the run's index after the last one looked at.
-  uint32_t collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
-                             nlohmann::json& list) const;
-  // Reads a run held as a summary back from the journal a page at a time until `list` is full
-  // or the run ends, then answers.
-  void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
-                      const http::Responder& respond);
   // A load test's submission checked into `out`; or the answer that refuses it.
   std::optional<http::Response> check_load(const nlohmann::json& body, LoadSubmission& out) const;
   using LoadStarted = std::function<void(const LoadTest&)>;
@@ -283,30 +206,7 @@ class Daemon {
   // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
   Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
-  // A run accepted by POST /runs or fired by a schedule (daemon_submit.cc).
-  struct Submission {
-    std::shared_ptr<const scenario::Scenario> scenario;
-    nlohmann::json vars;
-    uint32_t count = 0;
-    std::optional<http::Responder> respond;  // none for a schedule's run
-    uint32_t priority = 1;
-    std::optional<ScheduleTick> tick;  // the schedule's tick that fired it, journaled with it
-    nlohmann::json data = nullptr;     // a run over data rows: Run::data
-  };
-  // Creates the run. Answers the request once the run is journaled.
-  void submit_run(Submission sub);
-  // Logs once that steps `steps` of run or load `id` do not verify the server's certificate.
-  void warn_unverified(std::string_view what, const std::string& id,
-                       const std::vector<std::string>& steps) const;
-  // Lets the dispatcher place a schedule's run once it and its tick are committed to the journal.
-  void release_when_journaled(const std::string& run_id);
   Status open_journal();
-  // Schedules (daemon_schedules.cc): at start, the ticks that catch_up fires, then the timer,
-  // armed for the next tick of any schedule and again after each change.
-  void start_schedules();
-  void arm_schedules();
-  void fire_schedules();
-  void fire_schedule(const ScheduleTick& tick);
   std::string journal_path() const;
   std::string journal_label() const;
   void start_cluster();  // the path, or the database's URL without its password
@@ -319,7 +219,6 @@ class Daemon {
   void leave_cluster();
   void drop_claims(const std::string& why);
   void on_open_runs(const cluster::OpenRuns& open);
-  void stop_on_workers(const std::string& run_id);
   void load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn);
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
@@ -327,7 +226,12 @@ class Daemon {
   void count_step(const ipc::Event& ev);
   // Applies a worker's `events` frame; a malformed event is the worker's protocol error.
   Status on_events(int slot, const nlohmann::json& payload);
-  bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload);
+  // WorkerLink, for the parts (worker_link.h).
+  bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) override;
+  void send_to_all(ipc::MessageType type, const nlohmann::json& payload) override;
+  void place_soon() override { schedule_pump(); }
+  bool stopping() const override { return supervisor_.shutting_down(); }
+  std::string callback_base() const override { return callback_base(image_->config()); }
   static SupervisorSettings settings_from(const config::Config& cfg);
   static uint64_t memory_budget(const config::Config& cfg);
   static RunsOptions runs_options(const config::Config& cfg);
@@ -336,7 +240,6 @@ class Daemon {
   config::Config cfg_;
   std::string config_file_;
   Secrets secrets_;           // workers expand them; the master only knows which names exist
-  std::string callback_key_;  // makes and checks callback tokens (shared/callback/token.h)
   std::string executable_;
   std::shared_ptr<const WorkerImage> image_;                       // new slots start from it
   std::map<int, std::shared_ptr<const WorkerImage>> slot_images_;  // when not image_
@@ -366,9 +269,10 @@ class Daemon {
   std::set<std::string> starting_shares_;  // shares waiting for workers
   int64_t pruned_before_ms_ = 0;           // the cluster's last prune by age, as applied here
   Runs runs_;
-  Schedules schedules_;
-  std::vector<ScheduleTick> catch_up_;  // from the journal, fired by start_schedules()
   Dispatcher dispatcher_;
+  RunService run_service_;            // runs and callbacks as the API sees them
+  ScheduleService schedule_service_;  // the schedules, their timer and routes
+  ApiParts api_parts_;                // the parts that answer routes (api_routes.cc)
   // Per-target limits (daemon_limits.cc): the shares of every worker, and the runs whose
   // scenarios have limits, from their first definition on a worker until they finish.
   LimitShares limit_shares_;
@@ -399,7 +303,6 @@ class Daemon {
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;
-  std::unique_ptr<uv::Timer> schedule_timer_;
   std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request

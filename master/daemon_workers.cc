@@ -2,6 +2,8 @@
 // happens to the instances they held.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <csignal>
 
 #include "master/daemon_impl.h"
@@ -9,6 +11,13 @@
 
 namespace corral::master {
 namespace {
+
+// The host's name, for a listener on every address (0.0.0.0, ::).
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
 
 // A death that may be the fault of what the worker ran: a hang, a crash of its own, a memory
 // limit. A kill from outside, a stop or a protocol error is not; those count against no run.
@@ -48,6 +57,21 @@ bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payl
   if (!s)
     spdlog::warn("slot {}: cannot send {}: {}", slot, ipc::message_info(type).name, s.message());
   return s.is_ok();
+}
+
+void Daemon::send_to_all(ipc::MessageType type, const nlohmann::json& payload) {
+  for (const auto& [slot, w] : workers_) (void)send_to(slot, type, payload);
+}
+
+std::string Daemon::callback_base(const config::Config& cfg) const {
+  if (!cfg.callback_base.empty()) return cfg.callback_base;
+  if (cfg_.listen == "off" || !api_) return "";
+  auto hp = config::parse_host_port(cfg_.listen);
+  if (!hp) return "";
+  std::string host = hp->first;
+  if (host == "0.0.0.0" || host == "::") host = host_name();
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(api_->tcp_port());
 }
 
 Status Daemon::on_events(int slot, const nlohmann::json& payload) {
@@ -245,7 +269,7 @@ ipc::Welcome Daemon::welcome(int slot, const WorkerImage& image) const {
   w.max_connections_per_host = static_cast<int>(cfg.max_connections_per_host);
   w.secrets = {image.secrets().all().begin(), image.secrets().all().end()};
   w.callback_base = callback_base(cfg);
-  w.callback_key = callback_key_;
+  w.callback_key = run_service_.callback_key();
   return w;
 }
 

@@ -1,17 +1,19 @@
 // Submitted runs become runs here: those of POST /runs and those a schedule fires. Creating a
 // run costs the same for ten instances or a million: an instance gets its record only when it is
 // placed (master/instance_table.h).
+#include "master/run_service.h"
+
 #include <spdlog/spdlog.h>
 
-#include "master/daemon_impl.h"
+#include "master/journal/journal.h"
 #include "shared/proc.h"
 
 namespace corral::master {
 
 // tls.verify false is meant for a throwaway test host: said once per run, so that it is not
 // left on by mistake.
-void Daemon::warn_unverified(std::string_view what, const std::string& id,
-                             const std::vector<std::string>& steps) const {
+void warn_unverified(std::string_view what, const std::string& id,
+                     const std::vector<std::string>& steps) {
   if (steps.empty()) return;
   std::string names;
   for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
@@ -19,41 +21,65 @@ void Daemon::warn_unverified(std::string_view what, const std::string& id,
                what, id, names);
 }
 
-void Daemon::submit_run(Submission sub) {
+void respond_journaled(journal::Journal* journal, const http::Responder& respond, int status,
+                       nlohmann::json body) {
+  if (journal == nullptr) {
+    respond.send(http::Response::json(status, body));
+    return;
+  }
+  journal->read([](journal::Store&) {},
+                [journal, status, body = std::move(body), respond]() mutable {
+                  journal::Journal::Health h = journal->health();
+                  if (!h.ok) body["warning"] = "the journal cannot be written: " + h.error;
+                  respond.send(http::Response::json(status, body));
+                });
+}
+
+RunService::RunService(uv_loop_t* loop, const config::Config& cfg, const Secrets& secrets,
+                       Runs& runs, Dispatcher& dispatcher, WorkerLink& workers)
+    : loop_(loop),
+      cfg_(cfg),
+      secrets_(secrets),
+      runs_(runs),
+      dispatcher_(dispatcher),
+      workers_(workers) {}
+
+void RunService::attach(journal::Journal* journal, std::string callback_key) {
+  journal_ = journal;
+  callback_key_ = std::move(callback_key);
+}
+
+Run& RunService::submit(Submission sub) {
   const int64_t now = unix_ms_now();
   // A schedule's tick is recorded in the same journal write as the run's row (schedules.h).
   Run& run = runs_.create(std::move(sub.scenario), std::move(sub.vars), sub.count, now,
                           sub.priority, sub.tick ? fire_write(*sub.tick, now) : nullptr, sub.data);
   spdlog::info("run {}: {} instances of \"{}\" submitted", run.id, sub.count, run.scenario->name);
   warn_unverified("run", run.id, scenario::unverified_steps(*run.scenario, cfg_.tls));
-  if (sub.tick) {
-    schedules_.fired(*sub.tick, run.id, now);
-    spdlog::info("schedule {}: the tick at {} fired run {}", sub.tick->name,
-                 iso8601_utc(sub.tick->tick_ms), run.id);
-    if (journal_) {
-      run.held = true;
-      release_when_journaled(run.id);
-    }
+  if (sub.tick && journal_) {
+    run.held = true;
+    release_when_journaled(run.id);
   }
-  schedule_pump();
+  workers_.place_soon();
   if (sub.respond) {
     nlohmann::json answer = {{"run", run.id}, {"instances", sub.count}};
     if (sub.data.is_object()) {
       answer["data"] = {
           {"rows", sub.data["rows"]}, {"skipped", sub.data["skipped"]}, {"bad", sub.data["bad"]}};
     }
-    respond_journaled(*sub.respond, 201, std::move(answer));
+    respond_journaled(journal_, *sub.respond, 201, std::move(answer));
   }
+  return run;
 }
 
 // A schedule's run starts only once the journal holds it with its tick: should the daemon die
 // before, none of its instances has reached a target, and at the next start the tick is a missed
 // one (schedules.h). While the journal cannot be written, the run waits, looking again after
 // each of the journal's retries.
-void Daemon::release_when_journaled(const std::string& run_id) {
+void RunService::release_when_journaled(const std::string& run_id) {
   auto committed = std::make_shared<bool>(false);
   // The read runs on the journal's thread right after the writes queued before it were tried.
-  journal::Journal* journal = journal_.get();
+  journal::Journal* journal = journal_;
   journal_->read([journal, committed](journal::Store&) { *committed = journal->health().ok; },
                  [this, committed, run_id] {
                    Run* run = runs_.find(run_id);
@@ -63,21 +89,12 @@ void Daemon::release_when_journaled(const std::string& run_id) {
                      return;
                    }
                    run->held = false;
-                   schedule_pump();
+                   workers_.place_soon();
                  });
 }
 
-void Daemon::respond_journaled(const http::Responder& respond, int status, nlohmann::json body) {
-  if (!journal_) {
-    respond.send(http::Response::json(status, body));
-    return;
-  }
-  journal_->read([](journal::Store&) {},
-                 [this, status, body = std::move(body), respond]() mutable {
-                   journal::Journal::Health h = journal_->health();
-                   if (!h.ok) body["warning"] = "the journal cannot be written: " + h.error;
-                   respond.send(http::Response::json(status, body));
-                 });
+void RunService::stop_on_workers(const std::string& run_id) {
+  workers_.send_to_all(ipc::MessageType::kCancel, ipc::to_json(ipc::Cancel{run_id}));
 }
 
 }  // namespace corral::master
