@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "config/config.h"
-#include "master/run_service.h"
 #include "master/journal/journal.h"
+#include "master/run_service.h"
 #include "shared/callback/token.h"
 #include "shared/proc.h"
 
@@ -97,7 +97,7 @@ void RunService::api_callback_heartbeat(const ApiCall& c) {
   const InstanceRecord& in = runs_.find(a->run)->instance(a->index);
   if (in.state == InstanceState::kRunning) {
     workers_.send_to(in.worker, ipc::MessageType::kCallback,
-            ipc::to_json(ipc::Callback{a->run, a->index, a->step, true, nullptr}));
+                     ipc::to_json(ipc::Callback{a->run, a->index, a->step, true, nullptr}));
   }
   c.respond.send(Response::json(202, {{"accepted", true}}));
 }

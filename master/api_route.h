@@ -18,7 +18,7 @@ class ScheduleService;
 
 // The parts that answer routes: each handler is a member function of one of them.
 struct ApiParts {
-  Daemon* daemon = nullptr;  // the probes, workers, reload, config, metrics, logs, dashboard
+  Daemon* daemon = nullptr;    // the probes, workers, reload, config, metrics, logs, dashboard
   RunService* runs = nullptr;  // runs and callbacks (run_service.h)
   ScheduleService* schedules = nullptr;  // schedules (schedule_service.h)
 };

@@ -109,8 +109,8 @@ std::optional<std::string> RunService::data_run_problem(const Result<data::Scan>
 }
 
 void RunService::submit_data_run(json body, const data::Scan& scan, const std::string& path,
-                             std::string_view format, const std::string& key,
-                             const std::string& index, const http::Responder& respond) {
+                                 std::string_view format, const std::string& key,
+                                 const std::string& index, const http::Responder& respond) {
   body.erase("data");
   body["instances"] = scan.rows;
   std::set<std::string> columns;
@@ -129,7 +129,7 @@ void RunService::submit_data_run(json body, const data::Scan& scan, const std::s
   if (!key.empty()) data["key"] = key;
   spdlog::info("data {}: {} rows to run, {} skipped", path, scan.rows, scan.skipped);
   submit({std::move(req->scenario), std::move(req->vars), req->count, respond, req->priority,
-              std::nullopt, std::move(data)});
+          std::nullopt, std::move(data)});
 }
 
 json RunService::with_row(const Run& run, uint32_t i, json j) const {

@@ -68,7 +68,7 @@ Result<RunService::InstanceQuery> RunService::instance_query(const http::Request
 }
 
 uint32_t RunService::collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
-                                   json& list) const {
+                                       json& list) const {
   uint32_t i = q.from > offset ? q.from - offset : 0;
   for (; i < window.size && list.size() < q.limit; ++i) {
     if (q.state && window.instance(i).state != *q.state) continue;
@@ -98,7 +98,7 @@ void RunService::api_instances(const ApiCall& c) {
 }
 
 void RunService::read_instances(const std::string& id, uint32_t size, InstanceQuery q, json list,
-                            const http::Responder& respond) {
+                                const http::Responder& respond) {
   if (q.from >= size || list.size() >= q.limit) {
     respond.send(Response::json(
         200, {{"run", id}, {"instances", list}, {"next", next_or_null(q.from, size)}}));

@@ -49,7 +49,7 @@ Run* RunService::run_of(const ApiCall& c) {
 }
 
 Result<RunService::RunRequest> RunService::request(const json& body,
-                                               const std::set<std::string>& extra) const {
+                                                   const std::set<std::string>& extra) const {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
     return invalid_argument("scenario: expected a scenario object");
@@ -98,9 +98,8 @@ std::optional<RunService::Refusal> RunService::refuse(uint32_t count) const {
 }
 
 void RunService::api_submit(const ApiCall& c) {
-  auto submitted =
-      submission_body(c, workers_.stopping(), "runs",
-                      {"scenario", "instances", "vars", "priority", "data"});
+  auto submitted = submission_body(c, workers_.stopping(), "runs",
+                                   {"scenario", "instances", "vars", "priority", "data"});
   if (!submitted) return;
   if (submitted->contains("data")) {
     submit_data(c, std::move(*submitted));
@@ -116,7 +115,7 @@ void RunService::api_submit(const ApiCall& c) {
     return;
   }
   submit({std::move(req->scenario), std::move(req->vars), req->count, c.respond, req->priority,
-              std::nullopt, nullptr});
+          std::nullopt, nullptr});
 }
 
 void RunService::api_list(const ApiCall& c) {

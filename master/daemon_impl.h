@@ -239,7 +239,7 @@ class Daemon : private WorkerLink {
   uv_loop_t* loop_;
   config::Config cfg_;
   std::string config_file_;
-  Secrets secrets_;           // workers expand them; the master only knows which names exist
+  Secrets secrets_;  // workers expand them; the master only knows which names exist
   std::string executable_;
   std::shared_ptr<const WorkerImage> image_;                       // new slots start from it
   std::map<int, std::shared_ptr<const WorkerImage>> slot_images_;  // when not image_
