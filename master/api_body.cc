@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "config/fields.h"
 #include "shared/text/strict_json.h"
 
@@ -47,6 +49,17 @@ std::optional<nlohmann::json> submission_body(const ApiCall& c, bool stopping, c
     return std::nullopt;
   }
   return body;
+}
+
+// tls.verify false is meant for a throwaway test host: said once per run, so that it is not
+// left on by mistake.
+void warn_unverified(std::string_view what, const std::string& id,
+                     const std::vector<std::string>& steps) {
+  if (steps.empty()) return;
+  std::string names;
+  for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+  spdlog::warn("{} {}: tls.verify is false for step {}: the server's certificate is not checked",
+               what, id, names);
 }
 
 }  // namespace corral::master

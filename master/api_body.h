@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,5 +34,10 @@ std::optional<nlohmann::json> json_body(const http::Request& req, const http::Re
 // nullopt otherwise.
 std::optional<nlohmann::json> submission_body(const ApiCall& c, bool stopping, const char* what,
                                               std::initializer_list<std::string_view> known);
+
+// Logs once that steps `steps` of run or load test `id` (`what`: "run", "load") do not verify
+// the server's certificate.
+void warn_unverified(std::string_view what, const std::string& id,
+                     const std::vector<std::string>& steps);
 
 }  // namespace corral::master

@@ -15,12 +15,14 @@ namespace corral::master {
 class Daemon;
 class RunService;
 class ScheduleService;
+class LoadService;
 
 // The parts that answer routes: each handler is a member function of one of them.
 struct ApiParts {
   Daemon* daemon = nullptr;    // the probes, workers, reload, config, metrics, logs, dashboard
   RunService* runs = nullptr;  // runs and callbacks (run_service.h)
   ScheduleService* schedules = nullptr;  // schedules (schedule_service.h)
+  LoadService* loads = nullptr;          // load tests (load_service.h)
 };
 
 // One request to a route: the request, where to answer, and the pattern's {parameters}.

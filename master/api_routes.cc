@@ -1,10 +1,11 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
 // here and its handler, a member function of the part that owns what the route serves: `on<&
 // RunService::api_get>` calls RunService::api_get (run_service.h), and so on for ScheduleService
-// (schedule_service.h) and Daemon (api.cc: probes, workers, config; api_loads.cc; api_logs.cc;
-// api_dashboard.cc). The README's "Control API" table is this list: the unit test "control API:
+// (schedule_service.h), LoadService (load_service.h) and Daemon (api.cc: probes, workers,
+// config; api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit test "control API:
 // the README lists every route" prints it when they differ.
 #include "master/daemon_impl.h"
+#include "master/load_service.h"
 #include "master/run_service.h"
 #include "master/schedule_service.h"
 
@@ -24,6 +25,10 @@ RunService& part<RunService>(ApiParts& p) {
 template <>
 ScheduleService& part<ScheduleService>(ApiParts& p) {
   return *p.schedules;
+}
+template <>
+LoadService& part<LoadService>(ApiParts& p) {
+  return *p.loads;
 }
 
 // on<&Part::handler>: the table's function that calls `handler` on the part.
@@ -90,12 +95,12 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        " a time)"},
       {"GET", "/runs/{id}/instances/{n}", on<&RunService::api_instance>, false,
        "one instance's step history"},
-      {"POST", "/loads", on<&Daemon::api_load_start>, false,
+      {"POST", "/loads", on<&LoadService::api_start>, false,
        "`{\"scenario\":{...},\"load\":{...},\"vars\":{...}}`: a load test"
        " ([docs/load.md](docs/load.md#through-the-api))"},
-      {"GET", "/loads", on<&Daemon::api_loads_list>, false, "load tests, running and recent"},
-      {"GET", "/loads/{id}", on<&Daemon::api_load_get>, false, "one load test with its series"},
-      {"DELETE", "/loads/{id}", on<&Daemon::api_load_stop>, false, "stops a load test"},
+      {"GET", "/loads", on<&LoadService::api_list>, false, "load tests, running and recent"},
+      {"GET", "/loads/{id}", on<&LoadService::api_get>, false, "one load test with its series"},
+      {"DELETE", "/loads/{id}", on<&LoadService::api_stop>, false, "stops a load test"},
       {"POST", "/schedules", on<&ScheduleService::api_add>, false,
        "`{\"name\":\"nightly\",\"cron\":\"0 3 * * *\",\"catch_up\":false,\"scenario\":{...},"
        "\"instances\":N,\"vars\":{...},\"priority\":P}`: a run at each tick, in UTC"

@@ -65,7 +65,8 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
           static_cast<uint32_t>(cfg_.worker_instances)),
       run_service_(loop, cfg_, secrets_, runs_, dispatcher_, *this),
       schedule_service_(loop, run_service_, *this),
-      api_parts_{this, &run_service_, &schedule_service_} {
+      load_service_(loop, cfg_, secrets_, *this),
+      api_parts_{this, &run_service_, &schedule_service_, &load_service_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
   dispatcher_.set_before_define([this](const Run& run) { before_define(run); });
@@ -107,7 +108,7 @@ Status Daemon::open_journal() {
   auto load_seq =
       journal_->load_now([](journal::Store& s) { return s.next_seq(journal::Store::kLoadSeq); });
   if (!load_seq) return load_seq.status();
-  loads_.number_from(*load_seq, [this](uint64_t next) {
+  load_service_.table().number_from(*load_seq, [this](uint64_t next) {
     journal_->write([next](journal::Store& s) { return s.bump_seq(journal::Store::kLoadSeq, next); });
   });
   const int64_t now = unix_ms_now();
@@ -211,6 +212,11 @@ double Daemon::uptime_s() const {
   return static_cast<double>(monotonic_ms() - started_ms_) / 1000.0;
 }
 
+void Daemon::set_wanted(int n) {
+  supervisor_.set_wanted(n);
+  kick();
+}
+
 void Daemon::kick() {
   if (kick_pending_ || !kick_) return;
   kick_pending_ = true;
@@ -256,7 +262,7 @@ void Daemon::on_tick() {
     refresh_limits();
   }
   if (!supervisor_.shutting_down()) dispatcher_.rebalance(now);
-  start_pending_loads();
+  load_service_.on_tick();
   maybe_start_spare(now);
   notify_systemd(now);
 }

@@ -57,7 +57,7 @@ void Daemon::start_cluster() {
       [this] { return listen_address(); }, load, std::move(events));
   hosts_->start();
   run_service_.set_hosts(hosts_.get());
-  start_load_shares();
+  load_service_.join_cluster(hosts_.get(), journal_path(), journal_label());
 }
 
 // Claimed ranges are read from the journal a span at a time: ranges of one run that follow
@@ -111,7 +111,7 @@ void Daemon::leave_cluster() {
     });
     spdlog::info("cluster: host {} leaves; its ranges go to the other hosts", hosts_->id());
   }
-  load_shares_.reset();
+  load_service_.leave_cluster();
   hosts_.reset();
 }
 

@@ -26,8 +26,7 @@
 #include "master/journal/journal.h"
 #include "master/limit_shares.h"
 #include "master/live_metrics.h"
-#include "master/load_watch.h"
-#include "master/loads.h"
+#include "master/load_service.h"
 #include "master/pid_file.h"
 #include "master/run_service.h"
 #include "master/runs.h"
@@ -148,8 +147,8 @@ class Daemon : private WorkerLink {
   ipc::Welcome welcome(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The route handlers (api.cc, api_runs.cc, api_loads.cc, api_schedules.cc, api_logs.cc,
-  // api_dashboard.cc; the table is api_routes.cc).
+  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc, daemon_cluster.cc; the
+  // table is api_routes.cc).
   void api_health(const ApiCall& c);
   void api_cluster(const ApiCall& c);
   void api_latency(const ApiCall& c);
@@ -161,50 +160,11 @@ class Daemon : private WorkerLink {
   void api_reload_start(const ApiCall& c);
   void api_reload_get(const ApiCall& c);
   void api_shutdown(const ApiCall& c);
-  void api_load_start(const ApiCall& c);
-  void api_loads_list(const ApiCall& c);
-  void api_load_get(const ApiCall& c);
-  void api_load_stop(const ApiCall& c);
   void api_logs(const ApiCall& c);
   void api_dashboard_page(const ApiCall& c);
   void api_dashboard_file(const ApiCall& c);
   // The URL callback steps' tokens go under for workers started from `cfg` (their welcome).
   std::string callback_base(const config::Config& cfg) const;
-  // The load test named by a route's {id}; answers 404 and returns nullptr when there is none.
-  LoadTest* load_of(const ApiCall& c);
-  // A load test's submission checked into `out`; or the answer that refuses it.
-  std::optional<http::Response> check_load(const nlohmann::json& body, LoadSubmission& out) const;
-  using LoadStarted = std::function<void(const LoadTest&)>;
-  using LoadRefused = std::function<void(const std::string& why)>;
-  // Starts a checked test (sub.id set) once the workers it needs are ready: `started` with it,
-  // or `refused` saying why it cannot start.
-  void run_load(LoadSubmission sub, LoadStarted started, LoadRefused refused);
-  // Starts a checked test on `ready` workers.
-  LoadTest& launch_load(LoadSubmission sub, const std::vector<int>& ready);
-  // Thresholds with abort_on_fail that test `id` now crosses end it.
-  void check_aborting(const std::string& id);
-  // A test spread over the hosts of the cluster (daemon_load_shares.cc): this host is its
-  // origin, runs share 0, and adds up the seconds the others send.
-  void spread_load(LoadSubmission sub, const http::Responder& respond);
-  void publish_load(std::shared_ptr<LoadSubmission> sub, const http::Responder& respond);
-  void start_load_shares();
-  // This host's shares of other hosts' tests, read every second: new ones start, stopped or
-  // vanished ones end.
-  void on_load_shares(std::vector<cluster::ShareRow> rows);
-  void start_load_share(const cluster::ShareRow& row);
-  // A second another host measured for a test this host is the origin of; the state of that
-  // host's share.
-  void on_remote_second(const std::string& id, const std::string& host, nlohmann::json second);
-  void on_share_state(const std::string& id, const std::string& host, const std::string& state);
-  // Tests waiting for workers start once they are ready; the count raised for them comes down
-  // once no test needs it.
-  void start_pending_loads();
-  std::vector<int> ready_workers() const;
-  // A sample of a test's watched target; ends the test when the target says so.
-  void on_target_sample(const std::string& id, nlohmann::json sample);
-  void end_load(LoadTest& t, LoadState state, const std::string& reason);
-  // A worker's `load_stats` frame; a malformed one is the worker's protocol error.
-  Status on_load_stats(int slot, const nlohmann::json& payload);
   void schedule_pump();
   Status open_journal();
   std::string journal_path() const;
@@ -232,6 +192,9 @@ class Daemon : private WorkerLink {
   void place_soon() override { schedule_pump(); }
   bool stopping() const override { return supervisor_.shutting_down(); }
   std::string callback_base() const override { return callback_base(image_->config()); }
+  std::vector<int> ready_workers() const override;
+  int wanted() const override { return supervisor_.wanted(); }
+  void set_wanted(int n) override;
   static SupervisorSettings settings_from(const config::Config& cfg);
   static uint64_t memory_budget(const config::Config& cfg);
   static RunsOptions runs_options(const config::Config& cfg);
@@ -264,32 +227,17 @@ class Daemon : private WorkerLink {
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   std::unique_ptr<cluster::Hosts> hosts_;      // when the journal is PostgreSQL (daemon_cluster.cc)
-  std::unique_ptr<cluster::LoadShares> load_shares_;  // with hosts_ (daemon_load_shares.cc)
-  std::set<std::string> spread_loads_;     // tests this host is the origin of, until forgotten
-  std::set<std::string> starting_shares_;  // shares waiting for workers
   int64_t pruned_before_ms_ = 0;           // the cluster's last prune by age, as applied here
   Runs runs_;
   Dispatcher dispatcher_;
   RunService run_service_;            // runs and callbacks as the API sees them
   ScheduleService schedule_service_;  // the schedules, their timer and routes
+  LoadService load_service_;          // load tests, their watches and shares
   ApiParts api_parts_;                // the parts that answer routes (api_routes.cc)
   // Per-target limits (daemon_limits.cc): the shares of every worker, and the runs whose
   // scenarios have limits, from their first definition on a worker until they finish.
   LimitShares limit_shares_;
   std::set<std::string> limited_runs_;
-  Loads loads_;
-  // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
-  // beyond the usual count if need be: it waits here while they start.
-  struct PendingLoad {
-    LoadSubmission sub;
-    LoadStarted started;
-    LoadRefused refused;
-    size_t need = 0;
-    uint64_t deadline_ms = 0;
-  };
-  std::vector<PendingLoad> pending_loads_;
-  int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
-  std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
   std::unique_ptr<uv::NextTurn> pump_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;   // by slot, during a reload

@@ -74,6 +74,14 @@ std::string Daemon::callback_base(const config::Config& cfg) const {
   return "http://" + host + ":" + std::to_string(api_->tcp_port());
 }
 
+std::vector<int> Daemon::ready_workers() const {
+  std::vector<int> ready;
+  for (const Slot& s : supervisor_.slots()) {
+    if (s.state == SlotState::kReady && workers_.count(s.index) != 0) ready.push_back(s.index);
+  }
+  return ready;
+}
+
 Status Daemon::on_events(int slot, const nlohmann::json& payload) {
   auto it = payload.find("events");
   if (it == payload.end() || !it->is_array()) {
@@ -218,7 +226,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   dispatcher_.worker_gone(slot);
   limits_worker_gone(slot);
-  loads_.worker_gone(slot, unix_ms_now());
+  load_service_.worker_gone(slot);
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
   if (culprit) {
     spdlog::warn("slot {}: the worker died while running code for run {} instance {}", slot,
@@ -333,7 +341,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
       if (Status st = on_events(slot, f.payload); !st) w.fail_protocol(st);
       return;
     case ipc::MessageType::kLoadStats:
-      if (Status st = on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
+      if (Status st = load_service_.on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
       return;
     case ipc::MessageType::kHandback:
       with_payload<ipc::Handback>(w, f, [&](const auto& b) { on_handback(slot, w, b, now); });

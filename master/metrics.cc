@@ -245,7 +245,7 @@ std::string Daemon::metrics_text() const {
           "Exceptions caught at the master's loop callbacks (each one logged)",
           static_cast<double>(uv::callback_failures()));
   add_hook_metrics(registry, hooks_);
-  add_load_metrics(registry, loads_);
+  add_load_metrics(registry, load_service_.table());
   add_limit_metrics(registry, limit_shares_);
   std::vector<prometheus::MetricFamily> families = registry.Collect();
   for (auto& f : live_metrics_.collect()) families.push_back(std::move(f));

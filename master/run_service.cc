@@ -5,21 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "master/api_body.h"
 #include "master/journal/journal.h"
 #include "shared/proc.h"
 
 namespace corral::master {
-
-// tls.verify false is meant for a throwaway test host: said once per run, so that it is not
-// left on by mistake.
-void warn_unverified(std::string_view what, const std::string& id,
-                     const std::vector<std::string>& steps) {
-  if (steps.empty()) return;
-  std::string names;
-  for (const std::string& n : steps) names += (names.empty() ? "\"" : ", \"") + n + "\"";
-  spdlog::warn("{} {}: tls.verify is false for step {}: the server's certificate is not checked",
-               what, id, names);
-}
 
 void respond_journaled(journal::Journal* journal, const http::Responder& respond, int status,
                        nlohmann::json body) {

@@ -41,10 +41,6 @@ namespace cluster {
 class Hosts;
 }
 
-// Logs once that steps `steps` of run or load `id` do not verify the server's certificate.
-void warn_unverified(std::string_view what, const std::string& id,
-                     const std::vector<std::string>& steps);
-
 // Answers `status` with `body` once every journal write queued before has been tried: what the
 // caller was told about then survives a crash of the master. The body gets a "warning" while
 // the journal cannot be written. Without a journal (nullptr), answers at once.

@@ -1,10 +1,12 @@
-// What the parts that serve the control API (runs, schedules, callbacks) need of the workers,
-// which the daemon drives: a frame to one worker or to every worker, placement of the queue
-// soon, whether the daemon is stopping, and the URL base of callback tokens. Daemon implements
-// it; the parts see the workers through nothing else. Loop thread only.
+// What the parts that serve the control API (runs, schedules, callbacks, load tests) need of
+// the workers, which the daemon drives: a frame to one worker or to every worker, placement of
+// the queue soon, whether the daemon is stopping, the URL base of callback tokens, which workers
+// are ready, and how many are wanted. Daemon implements it; the parts see the workers through
+// nothing else. Loop thread only.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,11 @@ class WorkerLink {
   // The URL that callback steps' tokens go under, for workers of the current image; "" when
   // the API cannot be reached over TCP and no callback_base is set.
   virtual std::string callback_base() const = 0;
+  // The slots whose worker is ready, in slot order.
+  virtual std::vector<int> ready_workers() const = 0;
+  // How many workers are wanted; a new count is carried out soon (workers start or stop).
+  virtual int wanted() const = 0;
+  virtual void set_wanted(int n) = 0;
 
  protected:
   ~WorkerLink() = default;

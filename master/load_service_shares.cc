@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "master/daemon_impl.h"
+#include "master/load_service.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/proc.h"
 
@@ -64,16 +64,18 @@ std::string error_of(const Response& r) {
 
 }  // namespace
 
-void Daemon::start_load_shares() {
+void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
+                               const std::string& label) {
+  hosts_ = hosts;
   cluster::LoadShares::Events events;
-  events.shares = [this](std::vector<cluster::ShareRow> rows) { on_load_shares(std::move(rows)); };
+  events.shares = [this](std::vector<cluster::ShareRow> rows) { on_shares(std::move(rows)); };
   events.originated = [this] {
     std::vector<std::string> running;
-    for (auto it = spread_loads_.begin(); it != spread_loads_.end();) {
+    for (auto it = spread_.begin(); it != spread_.end();) {
       const LoadTest* t = loads_.find(*it);
       if (t == nullptr || t->ended()) {
         load_shares_->forget(*it);
-        it = spread_loads_.erase(it);
+        it = spread_.erase(it);
       } else {
         running.push_back(*it++);
       }
@@ -85,7 +87,7 @@ void Daemon::start_load_shares() {
   };
   events.share_state = [this](const std::string& id, const std::string& host,
                               const std::string& state) { on_share_state(id, host, state); };
-  load_shares_ = std::make_unique<cluster::LoadShares>(loop_, journal_path(), journal_label(),
+  load_shares_ = std::make_unique<cluster::LoadShares>(loop_, path, label,
                                                        hosts_->id(), std::move(events));
   loads_.set_forward([this](const LoadTest& t, const ipc::LoadSecond& s) {
     if (!load_shares_) return;
@@ -97,7 +99,7 @@ void Daemon::start_load_shares() {
   load_shares_->start();
 }
 
-void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
+void LoadService::spread(LoadSubmission sub, const http::Responder& respond) {
   if (!hosts_ || !load_shares_) {
     respond.send(Response::error(
         400, "load.hosts: this daemon is in no cluster: its journal is not a PostgreSQL "
@@ -111,7 +113,7 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
   }
   sub.id = loads_.next_id();
   if (hosts->size() == 1) {  // "all" of a lone host
-    run_load(
+    run(
         std::move(sub),
         [respond](const LoadTest& t) {
           respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", 1}}));
@@ -122,15 +124,15 @@ void Daemon::spread_load(LoadSubmission sub, const http::Responder& respond) {
   sub.hosts = std::move(*hosts);
   sub.host_count = static_cast<uint32_t>(sub.hosts.size());
   sub.start_ms = unix_ms_now() + kSpreadStartMs;
-  publish_load(std::make_shared<LoadSubmission>(std::move(sub)), respond);
+  publish(std::make_shared<LoadSubmission>(std::move(sub)), respond);
 }
 
 // Writes the test and its shares for the other hosts, then starts share 0 here.
-void Daemon::publish_load(std::shared_ptr<LoadSubmission> sub, const http::Responder& respond) {
+void LoadService::publish(std::shared_ptr<LoadSubmission> sub, const http::Responder& respond) {
   json body = {{"scenario", sub->scenario}, {"vars", sub->vars}, {"load", sub->load}};
   load_shares_->publish(sub->id, body, sub->start_ms, sub->hosts, [this, sub, respond](Status s) {
     if (s.code() == Code::kAlreadyExists) {
-      spread_load(std::move(*sub), respond);  // the id is taken: another one
+      spread(std::move(*sub), respond);  // the id is taken: another one
       return;
     }
     if (!s) {
@@ -139,27 +141,27 @@ void Daemon::publish_load(std::shared_ptr<LoadSubmission> sub, const http::Respo
     }
     const std::string id = sub->id;
     const std::vector<std::string> hosts = sub->hosts;
-    spread_loads_.insert(id);
-    run_load(
+    spread_.insert(id);
+    run(
         std::move(*sub),
         [respond, hosts](const LoadTest& t) {
           respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", hosts}}));
         },
         [this, respond, id](const std::string& why) {
           respond.send(Response::error(503, why));
-          spread_loads_.erase(id);
+          spread_.erase(id);
           if (load_shares_) load_shares_->forget(id);  // the other hosts' shares end
         });
   });
 }
 
-void Daemon::on_load_shares(std::vector<cluster::ShareRow> rows) {
+void LoadService::on_shares(std::vector<cluster::ShareRow> rows) {
   std::set<std::string> listed;
   for (const cluster::ShareRow& row : rows) {
     listed.insert(row.load);
     if (LoadTest* t = loads_.find(row.load)) {
       if (t->origin == row.origin && row.stopping && !t->ended()) {
-        end_load(*t, LoadState::kStopped, "stopped on its origin host " + row.origin);
+        end(*t, LoadState::kStopped, "stopped on its origin host " + row.origin);
       }
       continue;
     }
@@ -169,7 +171,7 @@ void Daemon::on_load_shares(std::vector<cluster::ShareRow> rows) {
     } else if (row.stopping) {
       load_shares_->set_state(row.load, "done");  // stopped before it started here
     } else {
-      start_load_share(row);
+      start_share(row);
     }
   }
   // Shares whose test is gone: ended on its origin, or its origin was declared dead.
@@ -179,17 +181,17 @@ void Daemon::on_load_shares(std::vector<cluster::ShareRow> rows) {
   }
   for (const std::string& id : gone) {
     LoadTest* t = loads_.find(id);
-    end_load(*t, LoadState::kStopped, "the test is gone from its origin host " + t->origin);
+    end(*t, LoadState::kStopped, "the test is gone from its origin host " + t->origin);
   }
 }
 
-void Daemon::start_load_share(const cluster::ShareRow& row) {
+void LoadService::start_share(const cluster::ShareRow& row) {
   LoadSubmission sub;
   if (!row.body.is_object()) {
     load_shares_->set_state(row.load, "failed: the test's row is not JSON");
     return;
   }
-  if (auto refused = check_load(row.body, sub)) {
+  if (auto refused = check(row.body, sub)) {
     load_shares_->set_state(row.load, "failed: " + error_of(*refused));
     return;
   }
@@ -203,7 +205,7 @@ void Daemon::start_load_share(const cluster::ShareRow& row) {
   starting_shares_.insert(row.load);
   spdlog::info("load {}: share {} of {} hosts, for host {}", row.load, row.index, row.hosts,
                row.origin);
-  run_load(
+  run(
       std::move(sub),
       [this](const LoadTest& t) {
         starting_shares_.erase(t.id);
@@ -215,7 +217,7 @@ void Daemon::start_load_share(const cluster::ShareRow& row) {
       });
 }
 
-void Daemon::on_remote_second(const std::string& id, const std::string& host, json second) {
+void LoadService::on_remote_second(const std::string& id, const std::string& host, json second) {
   auto [t, slot] = remote_of(loads_, id, host);
   if (t == nullptr) return;
   second["load"] = id;
@@ -229,7 +231,7 @@ void Daemon::on_remote_second(const std::string& id, const std::string& host, js
   check_aborting(id);
 }
 
-void Daemon::on_share_state(const std::string& id, const std::string& host, const std::string& state) {
+void LoadService::on_share_state(const std::string& id, const std::string& host, const std::string& state) {
   auto [t, slot] = remote_of(loads_, id, host);
   if (t == nullptr || t->slots.count(slot) == 0) return;
   t->remote[slot].state = state;
