@@ -8,8 +8,8 @@
 #include "config/load/parse.h"
 #include "config/scenario/parse.h"
 #include "master/api_body.h"
-#include "master/load_service.h"
 #include "master/ids.h"
+#include "master/load_service.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/proc.h"
 
@@ -24,7 +24,7 @@ constexpr size_t kMaxLoadWorkers = 64;
 
 // Checks a submission into `out`; or the answer that refuses it.
 std::optional<Response> check_submission(const json& body, const scenario::ParseOptions& base,
-                              const config::Config& cfg, LoadSubmission& out) {
+                                         const config::Config& cfg, LoadSubmission& out) {
   auto sc = body.find("scenario");
   if (sc == body.end() || !sc->is_object()) {
     return Response::error(400, "scenario: expected a scenario object");
@@ -100,13 +100,6 @@ void LoadService::api_start(const ApiCall& c) {
       },
       [respond](const std::string& why) { respond.send(Response::error(503, why)); });
 }
-
-
-
-
-
-
-
 
 void LoadService::api_list(const ApiCall& c) {
   json list = json::array();

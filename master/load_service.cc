@@ -62,7 +62,7 @@ void LoadService::run(LoadSubmission sub, Started started, Refused refused) {
     workers_.set_wanted(static_cast<int>(need));
   }
   pending_.push_back({std::move(sub), std::move(started), std::move(refused),
-                            std::max<size_t>(need, 1), monotonic_ms() + kWorkersReadyMs});
+                      std::max<size_t>(need, 1), monotonic_ms() + kWorkersReadyMs});
 }
 
 void LoadService::on_tick() {

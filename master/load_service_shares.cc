@@ -28,7 +28,8 @@ constexpr int64_t kShareStartWithinMs = 10000;
 // The hosts of a test over `asked` hosts (0: every live one): this one first, then the live
 // hosts holding the fewest instances; or why there are not enough.
 Result<std::vector<std::string>> pick_hosts(const cluster::Hosts& hosts, uint32_t asked) {
-  if (!hosts.alive()) return Status(Code::kUnavailable, "this host has no heartbeat in the cluster now");
+  if (!hosts.alive())
+    return Status(Code::kUnavailable, "this host has no heartbeat in the cluster now");
   std::vector<cluster::HostRow> others;
   for (const cluster::HostRow& h : hosts.hosts()) {
     if (!h.dead && h.id != hosts.id()) others.push_back(h);
@@ -87,8 +88,8 @@ void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
   };
   events.share_state = [this](const std::string& id, const std::string& host,
                               const std::string& state) { on_share_state(id, host, state); };
-  load_shares_ = std::make_unique<cluster::LoadShares>(loop_, path, label,
-                                                       hosts_->id(), std::move(events));
+  load_shares_ =
+      std::make_unique<cluster::LoadShares>(loop_, path, label, hosts_->id(), std::move(events));
   loads_.set_forward([this](const LoadTest& t, const ipc::LoadSecond& s) {
     if (!load_shares_) return;
     json j = ipc::to_json(s);
@@ -101,9 +102,10 @@ void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
 
 void LoadService::spread(LoadSubmission sub, const http::Responder& respond) {
   if (!hosts_ || !load_shares_) {
-    respond.send(Response::error(
-        400, "load.hosts: this daemon is in no cluster: its journal is not a PostgreSQL "
-             "database (docs/cluster.md)"));
+    respond.send(
+        Response::error(400,
+                        "load.hosts: this daemon is in no cluster: its journal is not a PostgreSQL "
+                        "database (docs/cluster.md)"));
     return;
   }
   auto hosts = pick_hosts(*hosts_, sub.spec.hosts);
@@ -145,7 +147,8 @@ void LoadService::publish(std::shared_ptr<LoadSubmission> sub, const http::Respo
     run(
         std::move(*sub),
         [respond, hosts](const LoadTest& t) {
-          respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", hosts}}));
+          respond.send(
+              Response::json(201, {{"load", t.id}, {"workers", t.workers}, {"hosts", hosts}}));
         },
         [this, respond, id](const std::string& why) {
           respond.send(Response::error(503, why));
@@ -231,7 +234,8 @@ void LoadService::on_remote_second(const std::string& id, const std::string& hos
   check_aborting(id);
 }
 
-void LoadService::on_share_state(const std::string& id, const std::string& host, const std::string& state) {
+void LoadService::on_share_state(const std::string& id, const std::string& host,
+                                 const std::string& state) {
   auto [t, slot] = remote_of(loads_, id, host);
   if (t == nullptr || t->slots.count(slot) == 0) return;
   t->remote[slot].state = state;
