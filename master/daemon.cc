@@ -70,6 +70,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
   dispatcher_.set_before_define([this](const Run& run) { before_define(run); });
+  dispatcher_.set_holds([this](int slot) { return supervisor_.reload_holds(slot); });
 }
 
 Daemon::~Daemon() = default;
@@ -261,7 +262,11 @@ void Daemon::on_tick() {
     last_limits_ms_ = now;
     refresh_limits();
   }
-  if (!supervisor_.shutting_down()) dispatcher_.rebalance(now);
+  // A reload moves instances itself, to the new workers only (Supervisor::reload_holds).
+  if (!supervisor_.shutting_down() &&
+      supervisor_.reload().phase != ReloadStatus::Phase::kRunning) {
+    dispatcher_.rebalance(now);
+  }
   load_service_.on_tick();
   maybe_start_spare(now);
   notify_systemd(now);

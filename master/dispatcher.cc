@@ -31,7 +31,7 @@ uint64_t Dispatcher::room(int slot) const {
   auto it = workers_.find(slot);
   // While the instances of the slot's dead worker go back to the queue, they still name the
   // slot: none is placed there until they all have.
-  if (it == workers_.end() || runs_.requeuing(slot)) return 0;
+  if (it == workers_.end() || runs_.requeuing(slot) || (holds_ && holds_(slot))) return 0;
   uint64_t c = cap(slot);
   return c > it->second.load ? c - it->second.load : 0;
 }
@@ -39,6 +39,10 @@ uint64_t Dispatcher::room(int slot) const {
 Dispatcher::Blocked Dispatcher::blocked() const {
   if (workers_.empty()) return {"no_worker", "no worker is ready"};
   if (capacity() > 0) return {};
+  if (holds_ && std::all_of(workers_.begin(), workers_.end(),
+                            [this](const auto& w) { return holds_(w.first); })) {
+    return {"reload", "a reload is replacing the workers: queued instances wait for the new ones"};
+  }
   const uint64_t limit = limit_ != 0 ? limit_ : UINT32_MAX;
   bool memory = false;
   for (const auto& [slot, w] : workers_) memory = memory || memory_.capacity(slot) < limit;

@@ -43,6 +43,10 @@ class Dispatcher {
   // shares of the run's per-target limits) goes out then.
   void set_before_define(std::function<void(const Run&)> fn) { before_define_ = std::move(fn); }
 
+  // Slots that take no new work for now, though their worker is ready (a reload is about to
+  // replace it: supervisor.h's reload_holds). Placing goes on when the caller pumps again.
+  void set_holds(std::function<bool(int slot)> fn) { holds_ = std::move(fn); }
+
   // A worker that said ready may take work; a worker that is stopping, draining or gone may not.
   void worker_ready(int slot);
   void worker_gone(int slot);
@@ -78,7 +82,7 @@ class Dispatcher {
   // The most instances `slot` may hold: worker_instances, and what fits in its memory.
   uint64_t cap(int slot) const;
   // Why queued instances are not placed now. `kind` is "" when a worker has room, else
-  // "no_worker", "worker_instances" or "memory"; `why` says it for a user.
+  // "no_worker", "reload", "worker_instances" or "memory"; `why` says it for a user.
   struct Blocked {
     std::string kind;
     std::string why;
@@ -109,6 +113,7 @@ class Dispatcher {
   Runs& runs_;
   Send send_;
   std::function<void(const Run&)> before_define_;
+  std::function<bool(int slot)> holds_;
   uint32_t limit_;  // worker_instances; 0: only memory limits it
   uint32_t chunk_;
   MemoryModel memory_;

@@ -114,6 +114,11 @@ class Supervisor {
   // True once shutdown was requested and no worker process is left.
   bool finished() const;
   const ReloadStatus& reload() const { return reload_; }
+  // Whether a running reload keeps new work off `slot`, so that it moves each instance at most
+  // once: the slot's old worker is still to be replaced (or is being replaced); or any slot's
+  // old worker is stopping, whose instances wait for its new worker, which takes over as soon
+  // as the old one is gone.
+  bool reload_holds(int slot) const;
   const SupervisorSettings& settings() const { return settings_; }
 
  private:

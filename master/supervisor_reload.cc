@@ -1,5 +1,6 @@
 // The supervisor's reload: one slot at a time, a new worker starts beside the old one, passes
 // a readiness gate and a healthy grace period, and only then replaces it (see slot.h).
+#include <algorithm>
 #include <csignal>
 
 #include <spdlog/spdlog.h>
@@ -34,6 +35,16 @@ std::string Supervisor::reload_refusal() const {
   return "reload " + std::to_string(reload_.number) + " is still running (slot " +
          std::to_string(reload_.slot) + ", " + std::to_string(reload_.replaced.size()) + " of " +
          std::to_string(reload_.slots.size()) + " replaced)";
+}
+
+bool Supervisor::reload_holds(int index) const {
+  if (reload_.phase != ReloadStatus::Phase::kRunning) return false;
+  for (const Slot& s : slots_) {
+    if (s.successor && s.successor->state == SuccessorState::kPromoted) return true;
+  }
+  const Slot* s = slot(index);
+  if (index == reload_.slot && s != nullptr && s->successor) return true;
+  return std::find(reload_.queue.begin(), reload_.queue.end(), index) != reload_.queue.end();
 }
 
 bool Supervisor::request_reload(uint64_t now_ms, std::string* why) {

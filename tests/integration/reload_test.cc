@@ -90,6 +90,14 @@ TEST_CASE("reload: under load every worker is replaced and a failed reload rolls
   INFO("reload: " << ok.describe());
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.out, Catch::Contains("reload 1 done: workers 0, 1 replaced"));
+  // Each instance moved at most once: from its old worker to a new one, never to an old worker
+  // that was replaced in turn, and not again to even out the loads.
+  Json moved = instances_of(d, id, kInstances);
+  CHECK(count_resume_reason(moved, "worker_stopped") > 0);
+  CHECK(count_resume_reason(moved, "rebalanced") == 0);
+  int twice = 0;
+  for (const Json& in : moved) twice += in["resume_reasons"].size() > 1 ? 1 : 0;
+  CHECK(twice == 0);
   const auto replaced = pids(d);
   for (const auto& [slot, pid] : before) {
     CHECK(replaced.at(slot) != pid);

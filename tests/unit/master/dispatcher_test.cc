@@ -2,6 +2,8 @@
 // empty (a restart, a scale-up), has the busy ones release their excess by checkpoint.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <vector>
 
 #include "config/scenario/parse.h"
@@ -240,6 +242,23 @@ TEST_CASE("dispatcher: a held run places nothing until it is let go, and others 
   b.pump();
   CHECK(held.count(InstanceState::kRunning) == 5);
   CHECK(b.dispatcher.load(0) == 8);
+}
+
+TEST_CASE("dispatcher: a slot held for a reload gets no work, and says why when every slot is") {
+  Bench b;
+  std::set<int> held = {0, 1};
+  b.dispatcher.set_holds([&held](int slot) { return held.count(slot) != 0; });
+  b.dispatcher.worker_ready(0);
+  b.dispatcher.worker_ready(1);
+  Run& run = b.submit(10);
+  b.pump();
+  CHECK(run.count(InstanceState::kQueued) == 10);
+  CHECK(b.dispatcher.blocked().kind == "reload");
+  held = {1};  // slot 0 runs the new worker
+  b.pump();
+  CHECK(b.dispatcher.load(0) == 10);
+  CHECK(b.dispatcher.load(1) == 0);
+  CHECK(b.dispatcher.blocked().kind.empty());
 }
 
 TEST_CASE("dispatcher: a quarantined run places nothing until it is resumed") {
