@@ -263,8 +263,7 @@ void Daemon::on_tick() {
     refresh_limits();
   }
   // A reload moves instances itself, to the new workers only (Supervisor::reload_holds).
-  if (!supervisor_.shutting_down() &&
-      supervisor_.reload().phase != ReloadStatus::Phase::kRunning) {
+  if (!supervisor_.shutting_down() && supervisor_.reload().phase != ReloadStatus::Phase::kRunning) {
     dispatcher_.rebalance(now);
   }
   load_service_.on_tick();

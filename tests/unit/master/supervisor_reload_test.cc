@@ -252,12 +252,13 @@ TEST_CASE("supervisor reload: a new worker past the hard memory limit during its
   CHECK(b.state(0) == SlotState::kReady);
 }
 
-TEST_CASE("supervisor reload: new work is held off the old workers, and off every worker while "
-          "an old one hands its instances back, so that each instance moves once") {
+TEST_CASE(
+    "supervisor reload: new work is held off the old workers, and off every worker while "
+    "an old one hands its instances back, so that each instance moves once") {
   SupervisorBench b = ready_pair();
   CHECK_FALSE(b.sup.reload_holds(0));
   start_reload(b);
-  b.step();  // slot 0's new worker starts
+  b.step();                      // slot 0's new worker starts
   CHECK(b.sup.reload_holds(0));  // slot 0's old worker is being replaced
   CHECK(b.sup.reload_holds(1));  // slot 1's is next
   b.ready_successors();
@@ -267,14 +268,14 @@ TEST_CASE("supervisor reload: new work is held off the old workers, and off ever
   CHECK(b.sup.reload_holds(0));
   CHECK(b.sup.reload_holds(1));
   b.exit(0, 0, 0);
-  b.step();  // slot 0 adopts its new worker, slot 1's starts
+  b.step();                            // slot 0 adopts its new worker, slot 1's starts
   CHECK_FALSE(b.sup.reload_holds(0));  // the new worker takes work
   CHECK(b.sup.reload_holds(1));
   b.ready_successors();
   b.sup.on_heartbeat(0, b.now + 3000, 1, 0, 0);
   b.sup.on_successor_heartbeat(1, b.now + 3000, 1);
   REQUIRE(count(b.step(5000), Kind::kSendStop) == 1);  // slot 1's old worker stops
-  CHECK(b.sup.reload_holds(0));  // its instances wait for slot 1's new worker
+  CHECK(b.sup.reload_holds(0));                        // its instances wait for slot 1's new worker
   b.exit(1, 0, 0);
   b.step();
   CHECK(b.sup.reload().phase == Phase::kDone);
