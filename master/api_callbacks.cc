@@ -22,7 +22,7 @@ using nlohmann::json;
 
 std::optional<std::string> RunService::callback_problem(const scenario::Scenario& s) const {
   for (const scenario::Step& step : s.steps) {
-    if (step.kind->name != "callback") continue;
+    if (!step.kind->takes_calls) continue;
     if (workers_.callback_base().empty()) {
       return "steps[" + std::to_string(step.index) +
              "]: a callback step needs a URL the system under test can call: set listen, or "
@@ -37,7 +37,7 @@ std::optional<callback::Address> RunService::callback_target(const ApiCall& c) {
   auto a = callback::check(callback_key_, c.args[0]);
   Run* run = a ? runs_.find(a->run) : nullptr;
   if (run == nullptr || a->index >= run->size || a->step >= run->scenario->steps.size() ||
-      run->scenario->steps[a->step].kind->name != "callback") {
+      !run->scenario->steps[a->step].kind->takes_calls) {
     c.respond.send(Response::error(404, "no such callback"));
     return std::nullopt;
   }

@@ -1,7 +1,9 @@
 // The registry of step kinds, the parsing half. A step kind is one folder under steps/ (for
 // example steps/sleep/): its parse.cc registers a StepKind here with CORRAL_REGISTER_STEP_KIND,
 // its run.cc registers the runner the worker's engine drives (worker/engine/step_runner.h).
-// Nothing else in corral names a kind: the parser finds it by its mark, the engine by its name.
+// Nothing else in corral names a kind: the parser finds it by its mark, the engine by its name,
+// and what the master and the engine do for some kinds only is a property of StepKind
+// (takes_calls) or of the parsed Step (branches: steps that hold steps of their own).
 //
 // The parse halves are built as an OBJECT library whose objects every user of corral_config
 // links (CMakeLists.txt), so registration in static initialisers cannot be dropped by the
@@ -35,6 +37,11 @@ struct StepKind {
   // What its `expect` and `abort_if` conditions may read ("status", "json", "header",
   // "body_contains", "exit_code"): a condition on anything else could never hold.
   std::vector<std::string_view> subjects;
+  // A step of this kind waits for a call of its instance's token URL (POST /callbacks/<token>
+  // on the master, steps/callback): the master answers calls only for such steps, journals each
+  // and passes it to the worker running the instance, which hands it to the step's runner
+  // (StepRunner::on_wake); `{{callback_url}}` is the URL of the next such step.
+  bool takes_calls = false;
   // Reads the kind's fields of step `j` (at `path`, fields already checked against `fields`)
   // into `step`, whose kind and index are set. Sets step.name unless the file names the step;
   // throws detail::ParseError (through detail::fail) on anything wrong. The variables the step

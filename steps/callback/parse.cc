@@ -36,6 +36,7 @@ CORRAL_REGISTER_STEP_KIND({
     .hints = {{"timeout", "a callback step's limit is \"callback\": {\"timeout\": ...}"},
               {"retry", "a callback step waits for one call; it is not retried"}},
     .subjects = {"json", "body_contains"},
+    .takes_calls = true,
     .parse = parse,
 })
 

@@ -20,7 +20,7 @@ void Engine::index_callbacks(Run& run) {
   int32_t next = -1;
   std::vector<int32_t> at(steps.size(), -1);
   for (size_t i = steps.size(); i-- > 0;) {
-    if (steps[i].kind->name == "callback") next = static_cast<int32_t>(i);
+    if (steps[i].kind->takes_calls) next = static_cast<int32_t>(i);
     at[i] = next;
   }
   if (next != -1) run.next_callback = std::move(at);  // the first step has one ahead
