@@ -66,10 +66,11 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       run_service_(loop, cfg_, secrets_, runs_, dispatcher_, *this),
       schedule_service_(loop, run_service_, *this),
       load_service_(loop, cfg_, secrets_, *this),
+      limits_(cfg_, runs_, *this),
       api_parts_{this, &run_service_, &schedule_service_, &load_service_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
-  dispatcher_.set_before_define([this](const Run& run) { before_define(run); });
+  dispatcher_.set_before_define([this](const Run& run) { limits_.before_define(run); });
   dispatcher_.set_holds([this](int slot) { return supervisor_.reload_holds(slot); });
 }
 
@@ -260,7 +261,7 @@ void Daemon::on_tick() {
   watch_journal();
   if (now - last_limits_ms_ >= kLimitsEveryMs) {
     last_limits_ms_ = now;
-    refresh_limits();
+    limits_.refresh();
   }
   // A reload moves instances itself, to the new workers only (Supervisor::reload_holds).
   if (!supervisor_.shutting_down() && supervisor_.reload().phase != ReloadStatus::Phase::kRunning) {
@@ -312,7 +313,7 @@ void Daemon::execute(const Action& a) {
       http_errors_.erase(a.slot);
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
       dispatcher_.worker_ready(a.slot);
-      limits_worker_ready(a.slot);
+      limits_.worker_ready(a.slot);
       schedule_pump();
       return;
     case Action::Kind::kSignal:

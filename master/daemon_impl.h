@@ -24,7 +24,7 @@
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
 #include "master/journal/journal.h"
-#include "master/limit_shares.h"
+#include "master/limit_service.h"
 #include "master/live_metrics.h"
 #include "master/load_service.h"
 #include "master/pid_file.h"
@@ -81,15 +81,6 @@ class Daemon : private WorkerLink {
 
  private:
   void on_tick();
-  // Per-target limits (daemon_limits.cc).
-  void limits_worker_ready(int slot);
-  void limits_worker_gone(int slot);
-  Status on_limit_use(int slot, const nlohmann::json& use, uint64_t now_ms);
-  void before_define(const Run& run);
-  // The limits in force again (the config's, and those of the runs that have them and are not
-  // finished), and the shares that changed sent.
-  void refresh_limits();
-  void push_limits();
   void reconcile();
   void execute(const Action& a);
   // Starts the slot's process (the spare when it fits), or with `successor` its reload's new
@@ -233,11 +224,8 @@ class Daemon : private WorkerLink {
   RunService run_service_;            // runs and callbacks as the API sees them
   ScheduleService schedule_service_;  // the schedules, their timer and routes
   LoadService load_service_;          // load tests, their watches and shares
+  LimitService limits_;               // per-target limits and their shares
   ApiParts api_parts_;                // the parts that answer routes (api_routes.cc)
-  // Per-target limits (daemon_limits.cc): the shares of every worker, and the runs whose
-  // scenarios have limits, from their first definition on a worker until they finish.
-  LimitShares limit_shares_;
-  std::set<std::string> limited_runs_;
   std::unique_ptr<uv::NextTurn> pump_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot
   std::map<int, std::unique_ptr<WorkerProcess>> successors_;   // by slot, during a reload

@@ -61,7 +61,7 @@ void Daemon::apply_master_config() {
   }
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   hooks_.set_hooks(cfg_.hooks);
-  refresh_limits();
+  limits_.refresh();
 }
 
 // What a worker may fill, idle RSS included: 80 % of max_memory, leaving room under the soft

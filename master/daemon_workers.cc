@@ -225,7 +225,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
   workers_.erase(slot);  // destroys the WorkerProcess from inside its own exit callback: allowed
   dispatcher_.worker_gone(slot);
-  limits_worker_gone(slot);
+  limits_.worker_gone(slot);
   load_service_.worker_gone(slot);
   std::string why = "worker_" + std::string(to_string(s->last_exit->reason));
   if (culprit) {
@@ -296,7 +296,7 @@ void Daemon::on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat
   }
   requests_sent_[slot] = beat.requests;
   if (!beat.limits.is_null()) {
-    if (Status st = on_limit_use(slot, beat.limits, now); !st) w.fail_protocol(st);
+    if (Status st = limits_.on_use(slot, beat.limits, now); !st) w.fail_protocol(st);
   }
 }
 
@@ -376,7 +376,7 @@ void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
   supervisor_.on_ready(slot, now);
   if (supervisor_.slot(slot)->state == SlotState::kReady) {
     dispatcher_.worker_ready(slot);
-    limits_worker_ready(slot);
+    limits_.worker_ready(slot);
     schedule_pump();
   }
   kick();

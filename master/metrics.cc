@@ -246,7 +246,7 @@ std::string Daemon::metrics_text() const {
           static_cast<double>(uv::callback_failures()));
   add_hook_metrics(registry, hooks_);
   add_load_metrics(registry, load_service_.table());
-  add_limit_metrics(registry, limit_shares_);
+  add_limit_metrics(registry, limits_.shares());
   std::vector<prometheus::MetricFamily> families = registry.Collect();
   for (auto& f : live_metrics_.collect()) families.push_back(std::move(f));
   return prometheus::TextSerializer().Serialize(families);

@@ -1,39 +1,38 @@
-// The master's side of per-target limits (config/limits.h): which limits are in force, and
-// their shares sent to the workers (master/limit_shares.h).
+// The master's side of per-target limits (limit_service.h).
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <spdlog/spdlog.h>
 
-#include "master/daemon_impl.h"
+#include "master/limit_service.h"
 
 namespace corral::master {
 
-void Daemon::limits_worker_ready(int slot) {
-  limit_shares_.worker_ready(slot);
-  refresh_limits();  // (the daemon's own limits are in force from the first worker on)
+void LimitService::worker_ready(int slot) {
+  shares_.worker_ready(slot);
+  refresh();  // (the daemon's own limits are in force from the first worker on)
 }
 
-void Daemon::limits_worker_gone(int slot) {
-  limit_shares_.worker_gone(slot);
-  push_limits();
+void LimitService::worker_gone(int slot) {
+  shares_.worker_gone(slot);
+  push();
 }
 
-Status Daemon::on_limit_use(int slot, const nlohmann::json& use, uint64_t now_ms) {
+Status LimitService::on_use(int slot, const nlohmann::json& use, uint64_t now_ms) {
   auto uses = ipc::limit_uses_from_json(use);
   if (!uses) return protocol_error("heartbeat: malformed limits");
-  limit_shares_.report(slot, *uses, now_ms);
-  push_limits();
+  shares_.report(slot, *uses, now_ms);
+  push();
   return Status::ok();
 }
 
-void Daemon::before_define(const Run& run) {
+void LimitService::before_define(const Run& run) {
   if (run.scenario->limits.empty() || !limited_runs_.insert(run.id).second) return;
-  refresh_limits();
+  refresh();
 }
 
-void Daemon::refresh_limits() {
+void LimitService::refresh() {
   std::map<ipc::LimitKey, config::TargetLimit> limits;
   for (const config::TargetLimit& l : cfg_.limits) limits[{"", l.origin}] = l;
   std::erase_if(limited_runs_, [this](const std::string& id) {
@@ -50,13 +49,13 @@ void Daemon::refresh_limits() {
     }
     for (const config::TargetLimit& l : *resolved) limits[{id, l.origin}] = l;
   }
-  if (limits != limit_shares_.limits()) limit_shares_.set_limits(std::move(limits));
-  push_limits();
+  if (limits != shares_.limits()) shares_.set_limits(std::move(limits));
+  push();
 }
 
-void Daemon::push_limits() {
-  for (const auto& [slot, table] : limit_shares_.update()) {
-    (void)send_to(slot, ipc::MessageType::kLimits, ipc::to_json(table));
+void LimitService::push() {
+  for (const auto& [slot, table] : shares_.update()) {
+    (void)workers_.send_to(slot, ipc::MessageType::kLimits, ipc::to_json(table));
   }
 }
 
