@@ -68,15 +68,15 @@ void add_limit_metrics(prometheus::Registry& registry, const LimitShares& shares
   auto counter = [&](const char* name, const char* help) -> auto& {
     return BuildCounter().Name(name).Help(help).Register(registry);
   };
-  auto& max_in_flight = gauge("corral_limit_max_in_flight",
-                              "Per-target limit: requests in flight at most (run \"\": the daemon's)");
+  auto& max_in_flight =
+      gauge("corral_limit_max_in_flight",
+            "Per-target limit: requests in flight at most (run \"\": the daemon's)");
   auto& rate = gauge("corral_limit_rate", "Per-target limit: requests started per second at most");
   auto& in_flight = gauge("corral_limit_in_flight",
                           "Requests under a per-target limit that are in flight, all workers");
-  auto& waiting = gauge("corral_limit_waiting",
-                        "Requests held back by a per-target limit now, all workers");
-  auto& started = counter("corral_limit_started_total",
-                          "Requests a per-target limit let through");
+  auto& waiting =
+      gauge("corral_limit_waiting", "Requests held back by a per-target limit now, all workers");
+  auto& started = counter("corral_limit_started_total", "Requests a per-target limit let through");
   auto& throttled = counter("corral_limit_throttled_total",
                             "Requests that waited for a per-target limit before they went");
   auto totals = shares.totals();
