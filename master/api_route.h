@@ -16,6 +16,7 @@ class Daemon;
 class RunService;
 class ScheduleService;
 class LoadService;
+class ClusterMember;
 
 // The parts that answer routes: each handler is a member function of one of them.
 struct ApiParts {
@@ -23,6 +24,7 @@ struct ApiParts {
   RunService* runs = nullptr;  // runs and callbacks (run_service.h)
   ScheduleService* schedules = nullptr;  // schedules (schedule_service.h)
   LoadService* loads = nullptr;          // load tests (load_service.h)
+  ClusterMember* cluster = nullptr;      // GET /cluster (cluster_member.h)
 };
 
 // One request to a route: the request, where to answer, and the pattern's {parameters}.

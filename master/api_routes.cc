@@ -1,9 +1,10 @@
 // Every route of the control API, in the order the README lists them. Adding a route is a line
 // here and its handler, a member function of the part that owns what the route serves: `on<&
 // RunService::api_get>` calls RunService::api_get (run_service.h), and so on for ScheduleService
-// (schedule_service.h), LoadService (load_service.h) and Daemon (api.cc: probes, workers,
-// config; api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit
+// (schedule_service.h), LoadService (load_service.h), ClusterMember (cluster_member.h) and
+// Daemon (api.cc: probes, workers, config; api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit
 // test "control API: the README lists every route" prints it when they differ.
+#include "master/cluster_member.h"
 #include "master/daemon_impl.h"
 #include "master/load_service.h"
 #include "master/run_service.h"
@@ -30,6 +31,10 @@ template <>
 LoadService& part<LoadService>(ApiParts& p) {
   return *p.loads;
 }
+template <>
+ClusterMember& part<ClusterMember>(ApiParts& p) {
+  return *p.cluster;
+}
 
 // on<&Part::handler>: the table's function that calls `handler` on the part.
 template <auto Handler>
@@ -49,7 +54,7 @@ const std::vector<ApiRoute>& Daemon::api_routes() {
        "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},"
        "...}`;"
        " `status` is `degraded` while journal writes fail"},
-      {"GET", "/cluster", on<&Daemon::api_cluster>, false,
+      {"GET", "/cluster", on<&ClusterMember::api_cluster>, false,
        "the hosts sharing this daemon's PostgreSQL journal: `{\"self\":{\"id\",\"epoch\","
        "\"alive\"},\"hosts\":[{\"id\",\"address\",\"epoch\",\"heartbeat_age_ms\",\"held\","
        "\"capacity\",\"state\":\"alive|dead\"}]}`; 404 with an SQLite journal"

@@ -67,7 +67,8 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       schedule_service_(loop, run_service_, *this),
       load_service_(loop, cfg_, secrets_, *this),
       limits_(cfg_, runs_, *this),
-      api_parts_{this, &run_service_, &schedule_service_, &load_service_} {
+      cluster_(loop, runs_, dispatcher_, run_service_, load_service_, *this),
+      api_parts_{this, &run_service_, &schedule_service_, &load_service_, &cluster_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
   dispatcher_.set_before_define([this](const Run& run) { limits_.before_define(run); });
@@ -172,7 +173,14 @@ Status Daemon::start() {
   });
   if (!api) return api.status();
   api_ = std::move(*api);
-  start_cluster();  // once listening: its row gives the API's address
+  // Once listening: its row gives the API's address.
+  cluster_.start(journal_.get(), journal_path(), journal_label(), cfg_.home,
+                 [this] { return listen_address(); },
+                 [this] {
+                   std::vector<int> slots;
+                   for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
+                   return slots;
+                 });
   auto signals = catch_signals(loop_, [this](int n) {
     if (n == SIGHUP) {
       if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
@@ -374,7 +382,7 @@ void Daemon::finish() {
   pump_.reset();
   signals_.clear();
   stop_hooks();
-  leave_cluster();
+  cluster_.leave();
 }
 
 int run_daemon(const config::Config& cfg, const std::string& config_file) {

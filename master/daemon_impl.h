@@ -18,8 +18,7 @@
 
 #include "config/config.h"
 #include "master/api_route.h"
-#include "master/cluster/hosts.h"
-#include "master/cluster/load_shares.h"
+#include "master/cluster_member.h"
 #include "master/dispatcher.h"
 #include "master/hooks/payloads.h"
 #include "master/hooks/sender.h"
@@ -138,10 +137,9 @@ class Daemon : private WorkerLink {
   ipc::Welcome welcome(int slot, const WorkerImage& image) const;
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc, daemon_cluster.cc; the
-  // table is api_routes.cc).
+  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc; the table is
+  // api_routes.cc).
   void api_health(const ApiCall& c);
-  void api_cluster(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);
   void api_config(const ApiCall& c);
@@ -160,17 +158,6 @@ class Daemon : private WorkerLink {
   Status open_journal();
   std::string journal_path() const;
   std::string journal_label() const;
-  void start_cluster();  // the path, or the database's URL without its password
-  // A host of a cluster (daemon_cluster.cc): claimed ranges are loaded and placed; fenced off,
-  // every instance it holds is stopped; runs that ended on other hosts end here.
-  void on_claimed(std::vector<cluster::Claim> claims);
-  void load_claimed(std::vector<cluster::Claim> span);  // ranges of one run, back to back
-  // The daemon stops: its heartbeats end, and once the journal has written everything before,
-  // its ranges are released for the other hosts (Store::leave).
-  void leave_cluster();
-  void drop_claims(const std::string& why);
-  void on_open_runs(const cluster::OpenRuns& open);
-  void load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn);
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
   // A step event's part of /metrics: its kind, outcome and duration.
@@ -217,14 +204,13 @@ class Daemon : private WorkerLink {
   JournalWatch journal_watch_;
   std::vector<WorkerExit> exits_to_report_;
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
-  std::unique_ptr<cluster::Hosts> hosts_;      // when the journal is PostgreSQL (daemon_cluster.cc)
-  int64_t pruned_before_ms_ = 0;           // the cluster's last prune by age, as applied here
   Runs runs_;
   Dispatcher dispatcher_;
   RunService run_service_;            // runs and callbacks as the API sees them
   ScheduleService schedule_service_;  // the schedules, their timer and routes
   LoadService load_service_;          // load tests, their watches and shares
   LimitService limits_;               // per-target limits and their shares
+  ClusterMember cluster_;             // this host among those of a PostgreSQL journal
   ApiParts api_parts_;                // the parts that answer routes (api_routes.cc)
   std::unique_ptr<uv::NextTurn> pump_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot

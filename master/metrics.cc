@@ -240,7 +240,7 @@ std::string Daemon::metrics_text() const {
   add_http_error_metrics(registry, http_errors_);
   add_instance_metrics(registry, runs_, dispatcher_, supervisor_);
   add_journal_metrics(registry, journal_ ? journal_->health() : journal::Journal::Health{},
-                      hosts_.get());
+                      cluster_.hosts());
   counter(registry, "corral_callback_exceptions_total",
           "Exceptions caught at the master's loop callbacks (each one logged)",
           static_cast<double>(uv::callback_failures()));

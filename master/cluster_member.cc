@@ -1,6 +1,4 @@
-// This daemon as one host of a cluster, when its journal is PostgreSQL (docs/cluster.md):
-// its row in the hosts table, renewed every second (master/cluster/hosts.h), the ranges of
-// instances it claims, and GET /cluster.
+// This daemon as one host of a cluster (cluster_member.h).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -9,7 +7,7 @@
 #include <tuple>
 #include <set>
 
-#include "master/daemon_impl.h"
+#include "master/cluster_member.h"
 
 namespace corral::master {
 namespace {
@@ -28,11 +26,15 @@ std::string host_id(const std::string& home) {
 
 }  // namespace
 
-void Daemon::start_cluster() {
-  if (!journal::is_postgresql(journal_path())) return;
-  auto load = [this] {
+void ClusterMember::start(journal::Journal* journal, const std::string& path,
+                          const std::string& label, const std::string& home,
+                          std::function<std::string()> address,
+                          std::function<std::vector<int>()> slots) {
+  if (!journal::is_postgresql(path)) return;
+  journal_ = journal;
+  auto load = [this, slots = std::move(slots)] {
     cluster::Hosts::Load l;
-    for (const Slot& s : supervisor_.slots()) l.held += dispatcher_.load(s.index);
+    for (int slot : slots()) l.held += dispatcher_.load(slot);
     l.capacity = dispatcher_.capacity();
     l.waiting = runs_.pending();
     return l;
@@ -52,18 +54,17 @@ void Daemon::start_cluster() {
     size_t n = runs_.prune_finished_before(before_ms);
     if (n > 0) spdlog::info("prune: {} finished runs forgotten, as another host pruned them", n);
   };
-  hosts_ = std::make_unique<cluster::Hosts>(
-      loop_, journal_path(), journal_label(), host_id(cfg_.home),
-      [this] { return listen_address(); }, load, std::move(events));
+  hosts_ = std::make_unique<cluster::Hosts>(loop_, path, label, host_id(home), std::move(address),
+                                            load, std::move(events));
   hosts_->start();
   run_service_.set_hosts(hosts_.get());
-  load_service_.join_cluster(hosts_.get(), journal_path(), journal_label());
+  load_service_.join_cluster(hosts_.get(), path, label);
 }
 
 // Claimed ranges are read from the journal a span at a time: ranges of one run that follow
 // each other (a claim takes free ranges in order, so most of a beat's claims of a run are one
 // span) come in one page, four queries, instead of four queries per range.
-void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
+void ClusterMember::on_claimed(std::vector<cluster::Claim> claims) {
   std::sort(claims.begin(), claims.end(), [](const cluster::Claim& a, const cluster::Claim& b) {
     return std::tie(a.run, a.lo) < std::tie(b.run, b.lo);
   });
@@ -78,7 +79,7 @@ void Daemon::on_claimed(std::vector<cluster::Claim> claims) {
   }
 }
 
-void Daemon::load_claimed(std::vector<cluster::Claim> span) {
+void ClusterMember::load_claimed(std::vector<cluster::Claim> span) {
   auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
   const std::string run = span.front().run;
   const uint32_t lo = span.front().lo, hi = span.back().hi;
@@ -99,11 +100,11 @@ void Daemon::load_claimed(std::vector<cluster::Claim> span) {
                                    n.status().message());
                      return;
                    }
-                   if (*n > 0) schedule_pump();
+                   if (*n > 0) workers_.place_soon();
                  });
 }
 
-void Daemon::leave_cluster() {
+void ClusterMember::leave() {
   if (!hosts_) return;
   if (hosts_->epoch() != 0 && journal_) {
     journal_->write([id = hosts_->id(), epoch = hosts_->epoch()](journal::Store& s) {
@@ -112,10 +113,11 @@ void Daemon::leave_cluster() {
     spdlog::info("cluster: host {} leaves; its ranges go to the other hosts", hosts_->id());
   }
   load_service_.leave_cluster();
+  run_service_.set_hosts(nullptr);
   hosts_.reset();
 }
 
-void Daemon::drop_claims(const std::string& why) {
+void ClusterMember::drop_claims(const std::string& why) {
   size_t runs = 0;
   for (const auto& r : runs_.all()) {
     if (!r->clustered || r->finished_ms != 0 || !r->whole) continue;
@@ -131,7 +133,7 @@ void Daemon::drop_claims(const std::string& why) {
 // The journal's unfinished runs: their counts over every host; runs submitted on other hosts
 // (listed here too); and runs this host holds unfinished that the journal no longer lists,
 // which ended elsewhere (finished, or cancelled): read their row, and end them here too.
-void Daemon::on_open_runs(const cluster::OpenRuns& open) {
+void ClusterMember::on_open_runs(const cluster::OpenRuns& open) {
   for (const auto& [id, counts] : open) {
     if (Run* run = runs_.find(id)) {
       runs_.set_cluster_counts(*run, counts);
@@ -156,9 +158,7 @@ void Daemon::on_open_runs(const cluster::OpenRuns& open) {
   }
 }
 
-// Reads a run's row from the journal, then calls `fn` with it on the loop (not when the run is
-// not there, or cannot be read).
-void Daemon::load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn) {
+void ClusterMember::load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn) {
   auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
   journal_->read([page, id](journal::Store& s) { *page = s.load_run_page(id, 0, 0); },
                  [page, fn = std::move(fn)] {
@@ -166,7 +166,7 @@ void Daemon::load_run_row(const std::string& id, std::function<void(const journa
                  });
 }
 
-void Daemon::api_cluster(const ApiCall& c) {
+void ClusterMember::api_cluster(const ApiCall& c) {
   if (!hosts_) {
     c.respond.send(
         Response::error(404,
