@@ -2,8 +2,9 @@
 // here and its handler, a member function of the part that owns what the route serves: `on<&
 // RunService::api_get>` calls RunService::api_get (run_service.h), and so on for ScheduleService
 // (schedule_service.h), LoadService (load_service.h), ClusterMember (cluster_member.h) and
-// Daemon (api.cc: probes, workers, config; api_logs.cc; api_dashboard.cc). The README's "Control API" table is this list: the unit
-// test "control API: the README lists every route" prints it when they differ.
+// Daemon (api.cc: probes, workers, config; api_logs.cc; api_dashboard.cc). The README's "Control
+// API" table is this list: the unit test "control API: the README lists every route" prints it when
+// they differ.
 #include "master/cluster_member.h"
 #include "master/daemon_impl.h"
 #include "master/load_service.h"

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <tuple>
 #include <set>
+#include <tuple>
 
 #include "master/cluster_member.h"
 
@@ -74,7 +74,8 @@ void ClusterMember::on_claimed(std::vector<cluster::Claim> claims) {
            claims[end].lo == claims[end - 1].hi) {
       ++end;
     }
-    load_claimed({claims.begin() + static_cast<long>(first), claims.begin() + static_cast<long>(end)});
+    load_claimed(
+        {claims.begin() + static_cast<long>(first), claims.begin() + static_cast<long>(end)});
     first = end;
   }
 }
@@ -85,10 +86,12 @@ void ClusterMember::load_claimed(std::vector<cluster::Claim> span) {
   const uint32_t lo = span.front().lo, hi = span.back().hi;
   journal_->read([page, run, lo, hi](journal::Store& s) { *page = s.load_run_page(run, lo, hi); },
                  [this, page, span = std::move(span), run, lo, hi] {
-                   if (!hosts_ || hosts_->epoch() != span.front().epoch) return;  // fenced off since
+                   if (!hosts_ || hosts_->epoch() != span.front().epoch)
+                     return;  // fenced off since
                    if (!*page) {
-                     spdlog::error("cluster: cannot load instances {}..{} of run {}, given back: {}",
-                                   lo, hi - 1, run, page->status().message());
+                     spdlog::error(
+                         "cluster: cannot load instances {}..{} of run {}, given back: {}", lo,
+                         hi - 1, run, page->status().message());
                      for (const cluster::Claim& c : span) hosts_->release(c);
                      return;
                    }
@@ -158,7 +161,8 @@ void ClusterMember::on_open_runs(const cluster::OpenRuns& open) {
   }
 }
 
-void ClusterMember::load_run_row(const std::string& id, std::function<void(const journal::RunRow&)> fn) {
+void ClusterMember::load_run_row(const std::string& id,
+                                 std::function<void(const journal::RunRow&)> fn) {
   auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
   journal_->read([page, id](journal::Store& s) { *page = s.load_run_page(id, 0, 0); },
                  [page, fn = std::move(fn)] {

@@ -174,13 +174,14 @@ Status Daemon::start() {
   if (!api) return api.status();
   api_ = std::move(*api);
   // Once listening: its row gives the API's address.
-  cluster_.start(journal_.get(), journal_path(), journal_label(), cfg_.home,
-                 [this] { return listen_address(); },
-                 [this] {
-                   std::vector<int> slots;
-                   for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
-                   return slots;
-                 });
+  cluster_.start(
+      journal_.get(), journal_path(), journal_label(), cfg_.home,
+      [this] { return listen_address(); },
+      [this] {
+        std::vector<int> slots;
+        for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
+        return slots;
+      });
   auto signals = catch_signals(loop_, [this](int n) {
     if (n == SIGHUP) {
       if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
