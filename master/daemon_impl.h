@@ -1,7 +1,9 @@
-// The master process's state: one libuv loop, the supervisor, the worker processes, the
-// journal, the control API. daemon.cc runs the lifecycle; daemon_workers.cc the workers and
-// their frames; api.cc, api_runs.cc and metrics.cc serve the control API.
-// Loop thread only.
+// The master's process: one libuv loop, the supervisor and the worker processes it carries
+// out actions on, their frames and exits, the spare, reloads, hooks, systemd and the metrics
+// snapshot; and the parts it owns and wires together (docs/architecture.md): RunService,
+// ScheduleService, LoadService, LimitService, ClusterMember, which reach the workers through
+// the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the workers
+// and their frames; api.cc the routes about them. Loop thread only.
 #pragma once
 
 #include <unistd.h>
