@@ -10,11 +10,11 @@
 #include "config/scenario/parse.h"
 #include "master/run_service.h"
 
+using corral::ipc::MessageType;
 using corral::master::Dispatcher;
 using corral::master::Run;
-using corral::master::RunService;
 using corral::master::Runs;
-using corral::ipc::MessageType;
+using corral::master::RunService;
 using nlohmann::json;
 
 namespace {
@@ -46,7 +46,8 @@ struct FakeWorkers : corral::master::WorkerLink {
 
 struct Bench {
   Bench()
-      : dispatcher(runs, [](int, MessageType, const json&) { return true; }, 100000),
+      : dispatcher(
+            runs, [](int, MessageType, const json&) { return true; }, 100000),
         service(uv_default_loop(), cfg, secrets, runs, dispatcher, workers) {}
 
   corral::config::Config cfg;
@@ -58,8 +59,7 @@ struct Bench {
 };
 
 json body(const char* steps, int instances) {
-  return {{"scenario", {{"name", "s"}, {"steps", json::parse(steps)}}},
-          {"instances", instances}};
+  return {{"scenario", {{"name", "s"}, {"steps", json::parse(steps)}}}, {"instances", instances}};
 }
 
 constexpr const char* kRequest = R"([{"request": {"url": "http://127.0.0.1:1/"}}])";
@@ -72,16 +72,17 @@ TEST_CASE("run service: a submitted run is created whole and the workers are ask
   Bench b;
   auto req = b.service.request(body(kRequest, 5000));
   REQUIRE(req.is_ok());
-  Run& run = b.service.submit({req->scenario, req->vars, req->count, std::nullopt, req->priority,
-                               std::nullopt, nullptr});
+  Run& run = b.service.submit(
+      {req->scenario, req->vars, req->count, std::nullopt, req->priority, std::nullopt, nullptr});
   CHECK(run.size == 5000);
   CHECK(b.runs.pending() == 5000);
   CHECK(b.workers.placements == 1);
   CHECK(b.workers.sent.empty());  // placing is the dispatcher's, in a later turn
 }
 
-TEST_CASE("run service: a callback step is refused while the workers have no URL to give out, "
-          "and taken once they have") {
+TEST_CASE(
+    "run service: a callback step is refused while the workers have no URL to give out, "
+    "and taken once they have") {
   Bench b;
   auto refused = b.service.request(body(kCallback, 1));
   REQUIRE_FALSE(refused.is_ok());
