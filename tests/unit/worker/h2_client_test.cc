@@ -250,8 +250,10 @@ TEST_CASE("h2: a stream refused after part of its answer came fails, its body gi
   H2 t;
   auto& server = t.serve([](const RawRequest&) {
     // The head and 4 bytes of 10, then REFUSED_STREAM: the server processed it after all, so it
-    // is not sent again.
-    return Script{send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd"), wait_ms(50),
+    // is not sent again. The wait lets the client take the 4 bytes in a turn of its own, where
+    // the fixture sees them held: a client held off the CPU longer than that reads both frames
+    // in one turn (50 ms failed once in 50 runs with the machine's two cores busy).
+    return Script{send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd"), wait_ms(500),
                   reset_stream(NGHTTP2_REFUSED_STREAM)};
   });
   HttpResponse r = t.fetch(get(t.url("/half")));
