@@ -1,5 +1,5 @@
-// RunService, the runs part the API and the schedules submit through, against a fake of the
-// workers (WorkerLink): what it asks of them, and what it refuses when they cannot serve.
+// RunService, the runs part the API and the schedules submit through, and ScheduleService, against
+// a fake of the workers (WorkerLink): what they ask of the workers, and what they refuse.
 #include <catch2/catch.hpp>
 
 #include <uv.h>
@@ -9,6 +9,8 @@
 
 #include "config/scenario/parse.h"
 #include "master/run_service.h"
+#include "master/schedule_service.h"
+#include "shared/proc.h"
 
 using corral::ipc::MessageType;
 using corral::master::Dispatcher;
@@ -112,4 +114,65 @@ TEST_CASE("run service: a run that does not fit in the queue is refused with 429
   REQUIRE(refusal);
   CHECK(refusal->status == 429);
   CHECK_THAT(refusal->why, Catch::Contains("queue full: 2000000 instances are waiting"));
+}
+
+namespace {
+
+// A schedule every 5 minutes with catch_up, added a day ago: its last tick was missed.
+corral::master::journal::ScheduleRow missed_row(uint32_t instances) {
+  const int64_t day_ago = corral::unix_ms_now() - 86400 * 1000;
+  corral::master::journal::ScheduleRow r;
+  r.name = "five";
+  r.cron = "*/5 * * * *";
+  r.scenario = R"({"name": "ping", "steps": [{"request": {"url": "http://127.0.0.1:1/"}}]})";
+  r.vars = "{}";
+  r.instances = instances;
+  r.catch_up = true;
+  r.created_ms = day_ago;
+  r.after_ms = day_ago;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("schedule service: a tick caught up at start submits its run through the run service") {
+  Bench b;
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  {
+    corral::master::ScheduleService schedules(&loop, b.service, b.workers);
+    schedules.restore(nullptr, {missed_row(7)}, corral::unix_ms_now());
+    schedules.start();
+    REQUIRE(b.runs.all().size() == 1);
+    const Run& run = *b.runs.all().front();
+    CHECK(run.size == 7);
+    CHECK(b.workers.placements == 1);
+    const auto* s = schedules.table().find("five");
+    REQUIRE(s != nullptr);
+    CHECK(s->last_run == run.id);
+    schedules.stop();
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);  // the timer's close
+  CHECK(uv_loop_close(&loop) == 0);
+}
+
+TEST_CASE("schedule service: a tick whose run does not fit in the queue is skipped, not queued") {
+  Bench b;
+  auto req = b.service.request(body(kRequest, 1000000));
+  REQUIRE(req.is_ok());
+  for (int i = 0; i < 2; ++i) {
+    b.service.submit({req->scenario, req->vars, req->count, std::nullopt, 1, std::nullopt, nullptr});
+  }
+  uv_loop_t loop;
+  REQUIRE(uv_loop_init(&loop) == 0);
+  {
+    corral::master::ScheduleService schedules(&loop, b.service, b.workers);
+    schedules.restore(nullptr, {missed_row(7)}, corral::unix_ms_now());
+    schedules.start();
+    CHECK(b.runs.all().size() == 2);  // no third run
+    CHECK(schedules.table().find("five")->last_run.empty());
+    schedules.stop();
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
 }
