@@ -161,7 +161,8 @@ TEST_CASE("schedule service: a tick whose run does not fit in the queue is skipp
   auto req = b.service.request(body(kRequest, 1000000));
   REQUIRE(req.is_ok());
   for (int i = 0; i < 2; ++i) {
-    b.service.submit({req->scenario, req->vars, req->count, std::nullopt, 1, std::nullopt, nullptr});
+    b.service.submit(
+        {req->scenario, req->vars, req->count, std::nullopt, 1, std::nullopt, nullptr});
   }
   uv_loop_t loop;
   REQUIRE(uv_loop_init(&loop) == 0);
