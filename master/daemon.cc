@@ -54,8 +54,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       rng_(std::random_device{}()),
       supervisor_(settings_from(cfg_), cfg_.workers > 0 ? cfg_.workers : config::usable_cpus(),
                   [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }),
-      hooks_(loop, {},
-             [this](config::HookEvent e, HookOutcome o) { live_metrics_.hook_ended(e, o); }),
+      hooks_(loop, live_metrics_),
       runs_(runs_options(cfg_)),
       dispatcher_(
           runs_,
@@ -70,7 +69,8 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       cluster_(loop, runs_, dispatcher_, run_service_, load_service_, *this),
       api_parts_{this, &run_service_, &schedule_service_, &load_service_, &cluster_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
-  runs_.set_on_finished([this](const Run& run) { on_run_finished(run); });
+  runs_.set_on_finished(
+      [this](const Run& run) { hooks_.run_finished(run, runs_.detail_json(run)); });
   dispatcher_.set_before_define([this](const Run& run) { limits_.before_define(run); });
   dispatcher_.set_holds([this](int slot) { return supervisor_.reload_holds(slot); });
 }
@@ -163,7 +163,7 @@ Status Daemon::start() {
   auto image = WorkerImage::open(executable_, cfg_, secrets_, 0);
   if (!image) return image.status();
   image_ = std::move(*image);
-  start_hooks();
+  hooks_.start(cfg_.hooks);
   auto key = callback::load_or_make_key(cfg_.home + "/callback.key");
   if (!key) return key.status();
   if (Status s = open_journal(); !s) return s;
@@ -267,7 +267,7 @@ void Daemon::on_tick() {
     if (due || n > 0) spdlog::debug("heap trimmed in {} us", release_free_heap());
   }
   reconcile();
-  watch_journal();
+  if (journal_) hooks_.watch_journal(*journal_, journal_label());
   if (now - last_limits_ms_ >= kLimitsEveryMs) {
     last_limits_ms_ = now;
     limits_.refresh();
@@ -305,7 +305,7 @@ void Daemon::sample_cpu() {
 void Daemon::reconcile() {
   if (finished_) return;
   for (const Action& a : supervisor_.reconcile(monotonic_ms())) execute(a);
-  fire_worker_exits();
+  hooks_.report_exits(supervisor_, monotonic_ms());
   settle_reload();
   if (supervisor_.finished()) finish();
 }
@@ -382,7 +382,8 @@ void Daemon::finish() {
   schedule_service_.stop();
   pump_.reset();
   signals_.clear();
-  stop_hooks();
+  const uint64_t spent = shutdown_started_ms_ != 0 ? monotonic_ms() - shutdown_started_ms_ : 0;
+  hooks_.stop(cfg_.stop_grace_ms > spent ? cfg_.stop_grace_ms - spent : 0);
   cluster_.leave();
 }
 

@@ -1,8 +1,8 @@
 // The master's process: one libuv loop, the supervisor and the worker processes it carries
-// out actions on, their frames and exits, the spare, reloads, hooks, systemd and the metrics
-// snapshot; and the parts it owns and wires together (docs/architecture.md): RunService,
-// ScheduleService, LoadService, LimitService, ClusterMember, which reach the workers through
-// the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the workers
+// out actions on, their frames and exits, the spare, reloads, systemd and the metrics snapshot;
+// and the parts it owns and wires together (docs/architecture.md): RunService, ScheduleService,
+// LoadService, LimitService, ClusterMember, HookService; those that serve the API reach the
+// workers through the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the workers
 // and their frames; api.cc the routes about them. Loop thread only.
 #pragma once
 
@@ -22,8 +22,7 @@
 #include "master/api_route.h"
 #include "master/cluster_member.h"
 #include "master/dispatcher.h"
-#include "master/hooks/payloads.h"
-#include "master/hooks/sender.h"
+#include "master/hook_service.h"
 #include "master/journal/journal.h"
 #include "master/limit_service.h"
 #include "master/live_metrics.h"
@@ -107,16 +106,6 @@ class Daemon : private WorkerLink {
   void settle_reload();
   // The master's own settings from cfg_: the supervisor's, retention, the worker count, hooks.
   void apply_master_config();
-  // Hooks (daemon_hooks.cc). A worker's exit is reported after the reconcile that follows it,
-  // which decides the slot's next state.
-  void start_hooks();
-  void note_worker_exit(int slot, pid_t pid, int restarts);
-  void fire_worker_exits();
-  void on_run_finished(const Run& run);
-  // From the tick: journal_failed and journal_recovered.
-  void watch_journal();
-  // From finish(): what is left of stop_grace since the shutdown began, for the hooks.
-  void stop_hooks();
   // Workers, instances and reload in one line: systemd's STATUS=.
   std::string status_line() const;
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
@@ -201,10 +190,7 @@ class Daemon : private WorkerLink {
   std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
   std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
   LiveMetrics live_metrics_;
-  HookSource hook_source_;
-  HookSender hooks_;
-  JournalWatch journal_watch_;
-  std::vector<WorkerExit> exits_to_report_;
+  HookService hooks_;  // hook events
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;

@@ -179,7 +179,7 @@ void Daemon::spawn(int slot, bool successor) {
                                       monotonic_ms());
     } else {
       supervisor_.on_spawn_failed(slot, w.status().message(), monotonic_ms(), unix_ms_now());
-      note_worker_exit(slot, 0, s->restarts);
+      hooks_.worker_exited(supervisor_, slot, 0, s->restarts);
     }
     kick();
     return;
@@ -217,7 +217,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   const int restarts = supervisor_.slot(slot)->restarts;
   supervisor_.on_exit(slot, code, signum, /*kernel_oom_kill=*/false, monotonic_ms(), unix_ms_now());
   const Slot* s = supervisor_.slot(slot);
-  note_worker_exit(slot, pid, restarts);
+  hooks_.worker_exited(supervisor_, slot, pid, restarts);
   live_metrics_.worker_exited(to_string(s->last_exit->reason));
   requests_sent_.erase(slot);
   spdlog::log(
@@ -252,8 +252,7 @@ void Daemon::quarantine_runs(const std::vector<std::string>& runs, const std::st
   const int64_t now = unix_ms_now();
   for (Run* run : runs_.worker_died(runs, why, now)) {
     spdlog::error("run {}: quarantined: {}", run->id, run->quarantine);
-    hooks_.fire(config::HookEvent::kRunQuarantined,
-                run_quarantined_payload(hook_source_, runs_.detail_json(*run), now));
+    hooks_.run_quarantined(runs_.detail_json(*run), now);
   }
 }
 

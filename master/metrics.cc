@@ -244,7 +244,7 @@ std::string Daemon::metrics_text() const {
   counter(registry, "corral_callback_exceptions_total",
           "Exceptions caught at the master's loop callbacks (each one logged)",
           static_cast<double>(uv::callback_failures()));
-  add_hook_metrics(registry, hooks_);
+  add_hook_metrics(registry, hooks_.sender());
   add_load_metrics(registry, load_service_.table());
   add_limit_metrics(registry, limits_.shares());
   std::vector<prometheus::MetricFamily> families = registry.Collect();

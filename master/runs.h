@@ -65,7 +65,7 @@ struct Run {
   bool cancelled = false;
   uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
   // The dispatcher places none of its instances while set: a schedule's run waits until it is in
-  // the journal with its tick (daemon_submit.cc).
+  // the journal with its tick (RunService::submit).
   bool held = false;
   // Deaths of workers (hung, crashed, past a memory limit) while they ran its instances, Unix
   // ms, within RunsOptions::quarantine_window_ms; and, once there were quarantine_after of

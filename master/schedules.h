@@ -1,7 +1,7 @@
 // Schedules: a run submitted at each tick of a cron expression (docs/schedules.md). This table
 // holds the schedules, says which ticks are due at a given time, and hands every change to the
 // journal, from which restore() rebuilds it at start. Time is passed in (Unix ms; cron reads it
-// in UTC): the daemon's timer (daemon_schedules.cc) calls due() when the next tick comes, and
+// in UTC): the timer of ScheduleService (schedule_service.cc) calls due() when the next tick comes, and
 // tests call it with a clock of their own.
 //
 // Each tick fires at most once, across restarts; with catch_up, a tick that a crash cut short
@@ -12,7 +12,7 @@
 // or neither:
 //  - the daemon dies before that transaction commits: neither is in the journal, and none of the
 //    run's instances had started (the daemon places them only once it has committed:
-//    daemon_submit.cc), so at the next start the tick counts as missed (below): it never fires
+//    RunService::submit), so at the next start the tick counts as missed (below): it never fires
 //    twice;
 //  - it dies after: both are there, and after_ms is past the tick, which never fires again.
 // Besides, the fire's key (schedule, tick) is unique in the journal: a second run for one tick is

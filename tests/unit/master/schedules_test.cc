@@ -319,7 +319,7 @@ struct Master : corral::test::File {
     REQUIRE_OK(runs->restore(now_ms).status());
     return schedules->restore(*rows, now_ms);
   }
-  // What the daemon does with a tick (daemon_submit.cc): the run, with the tick recorded in the
+  // What the daemon does with a tick (RunService::submit): the run, with the tick recorded in the
   // same journal write, then the table told.
   std::string fire(const ScheduleTick& tick, int64_t now_ms) {
     const Schedule* s = schedules->find(tick.name);
