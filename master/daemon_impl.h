@@ -2,8 +2,8 @@
 // out actions on, their frames and exits, the spare, reloads, systemd and the metrics snapshot;
 // and the parts it owns and wires together (docs/architecture.md): RunService, ScheduleService,
 // LoadService, LimitService, ClusterMember, HookService; those that serve the API reach the
-// workers through the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the workers
-// and their frames; api.cc the routes about them. Loop thread only.
+// workers through the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the
+// workers and their frames; api.cc the routes about them. Loop thread only.
 #pragma once
 
 #include <unistd.h>
@@ -190,7 +190,7 @@ class Daemon : private WorkerLink {
   std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
   std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
   LiveMetrics live_metrics_;
-  HookService hooks_;  // hook events
+  HookService hooks_;                          // hook events
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
   Runs runs_;
   Dispatcher dispatcher_;

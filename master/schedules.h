@@ -1,8 +1,8 @@
 // Schedules: a run submitted at each tick of a cron expression (docs/schedules.md). This table
 // holds the schedules, says which ticks are due at a given time, and hands every change to the
 // journal, from which restore() rebuilds it at start. Time is passed in (Unix ms; cron reads it
-// in UTC): the timer of ScheduleService (schedule_service.cc) calls due() when the next tick comes, and
-// tests call it with a clock of their own.
+// in UTC): the timer of ScheduleService (schedule_service.cc) calls due() when the next tick comes,
+// and tests call it with a clock of their own.
 //
 // Each tick fires at most once, across restarts; with catch_up, a tick that a crash cut short
 // fires at the next start, so exactly once. A schedule keeps `after_ms`: its ticks strictly after
