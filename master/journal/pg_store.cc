@@ -15,11 +15,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <regex>
 
+#include "master/journal/migrate.h"
 #include "master/journal/pg_conn.h"
 #include "master/journal/sql.h"
 #include "master/journal/store.h"
@@ -40,13 +40,13 @@ std::string for_postgresql(std::string text) {
   return std::regex_replace(text, kInteger, "BIGINT");
 }
 
-class PgStore final : public Store {
+class PgStore final : public Store, private Dialect {
  public:
   PgStore(const std::string& url, bool pipeline) : db_(url, redact_journal(url), pipeline) {}
 
   Status open() {
     if (Status s = db_.connect(); !s) return s;
-    return migrate();
+    return migrate(*this, *this);
   }
 
   Status begin() override {
@@ -297,45 +297,17 @@ class PgStore final : public Store {
             col_text(r, i, 10), col_text(r, i, 11)};
   }
 
-  Status migrate() {
-    if (Status s = db_.exec(kMigrationLock, "migrate"); !s) return s;
-    Status s = migrate_locked();
-    (void)db_.exec(kMigrationUnlock, "migrate");
-    return s;
-  }
-
-  Status migrate_locked() {
-    if (Status s = db_.exec("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)",
-                            "migrate");
-        !s) {
-      return s;
-    }
+  // The migration loop's pieces (migrate.h).
+  std::string where() const override { return db_.label(); }
+  Status exec_script(const std::string& text) override { return db_.exec(text, "migrate"); }
+  Result<int64_t> schema_version() override {
     auto q = db_.query("SELECT COALESCE(MAX(version), 0) FROM schema_version", Params(), "migrate");
     if (!q) return q.status();
-    int64_t version = col_i64(*q, 0, 0);
-    constexpr int64_t kLatest = std::size(kMigrations);
-    if (version > kLatest) {
-      return invalid_argument("the journal " + db_.label() + " has schema version " +
-                              std::to_string(version) + ", newer than this corral knows (" +
-                              std::to_string(kLatest) + ")");
-    }
-    for (; version < kLatest; ++version) {
-      if (Status s = begin(); !s) return s;
-      Status s = db_.exec(for_postgresql(kMigrations[version]), "migrate");
-      if (s) s = db_.exec("DELETE FROM schema_version", "migrate");
-      if (s) {
-        s = db_.exec(
-            "INSERT INTO schema_version (version) VALUES (" + std::to_string(version + 1) + ")",
-            "migrate");
-      }
-      if (s) s = commit();
-      if (!s) {
-        rollback();
-        return s;
-      }
-    }
-    return Status::ok();
+    return col_i64(*q, 0, 0);
   }
+  std::string translated(const char* text) const override { return for_postgresql(text); }
+  Status lock() override { return db_.exec(kMigrationLock, "migrate"); }
+  void unlock() override { (void)db_.exec(kMigrationUnlock, "migrate"); }
 
   // Store::set_fence: the host's row, locked for the rest of the transaction, or kAborted.
   Status check_fence(const char* what) {

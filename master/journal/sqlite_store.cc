@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <map>
 
+#include "master/journal/migrate.h"
 #include "master/journal/sql.h"
 #include "master/journal/store.h"
 #include "shared/proc.h"
@@ -73,7 +73,7 @@ class Stmt {
   int bind_rc_ = SQLITE_OK;  // the first bind that failed since reset()
 };
 
-class SqliteStore final : public Store {
+class SqliteStore final : public Store, private Dialect {
  public:
   SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   ~SqliteStore() override {
@@ -92,7 +92,7 @@ class SqliteStore final : public Store {
     if (max_pages > 0) {
       if (Status s = exec("PRAGMA max_page_count = " + std::to_string(max_pages)); !s) return s;
     }
-    return migrate();
+    return migrate(*this, *this);
   }
 
   Status begin() override { return exec("BEGIN"); }
@@ -339,36 +339,16 @@ class SqliteStore final : public Store {
             s.text(11)};
   }
 
-  Status migrate() {
-    if (Status s = exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-        !s) {
-      return s;
-    }
+  // The migration loop's pieces (migrate.h).
+  std::string where() const override { return path_; }
+  Status exec_script(const std::string& text) override { return exec(text); }
+  Result<int64_t> schema_version() override {
     Stmt& q = stmt("SELECT MAX(version) FROM schema_version");
     int rc = q.step();
     int64_t version = rc == SQLITE_ROW ? q.i64(0) : 0;
     q.reset();
     if (rc != SQLITE_ROW) return error("reading the schema version");
-    constexpr int64_t kLatest = std::size(kMigrations);
-    if (version > kLatest) {
-      return invalid_argument("the journal " + path_ + " has schema version " +
-                              std::to_string(version) + ", newer than this corral knows (" +
-                              std::to_string(kLatest) + ")");
-    }
-    for (; version < kLatest; ++version) {
-      if (Status s = begin(); !s) return s;
-      Status s = exec(kMigrations[version]);
-      if (s) s = exec("DELETE FROM schema_version");
-      if (s)
-        s = exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(version + 1) +
-                 ")");
-      if (s) s = commit();
-      if (!s) {
-        rollback();
-        return s;
-      }
-    }
-    return Status::ok();
+    return version;
   }
 
   Stmt& stmt(const std::string& sql) {
