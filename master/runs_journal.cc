@@ -41,20 +41,20 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
 
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
   const StepRecord& s = run.instance(index).steps[seq];
-  return {run.id,
-          index,
-          static_cast<uint32_t>(seq),
-          s.step,
-          s.state,
-          s.attempts,
-          s.started_ms,
-          s.ended_ms,
-          s.status,
-          s.until_ms,
-          s.reason,
-          s.url,
-          static_cast<int64_t>(s.tls_us),
-          s.body};
+  return {.run_id = run.id,
+          .idx = index,
+          .seq = static_cast<uint32_t>(seq),
+          .step = s.step,
+          .state = s.state,
+          .attempts = s.attempts,
+          .started_ms = s.started_ms,
+          .ended_ms = s.ended_ms,
+          .status = s.status,
+          .until_ms = s.until_ms,
+          .reason = s.reason,
+          .url = s.url,
+          .tls_us = static_cast<int64_t>(s.tls_us),
+          .body = s.body};
 }
 
 namespace {

@@ -60,9 +60,16 @@ inline int64_t col_i64(const PgResult& r, int row, int col) {
   if (PQgetisnull(r.get(), row, col)) return 0;
   return std::strtoll(PQgetvalue(r.get(), row, col), nullptr, 10);
 }
-inline uint32_t col_u32(const PgResult& r, int row, int col) {
-  return static_cast<uint32_t>(col_i64(r, row, col));
-}
+
+// A row of a result, read as the journal's tables read rows (columns.h): columns by name.
+struct PgCells {
+  const PgResult& result;
+  int row;
+
+  int column(const char* name) const { return PQfnumber(result.get(), name); }
+  int64_t i64(int col) const { return col_i64(result, row, col); }
+  std::string text(int col) const { return col_text(result, row, col); }
+};
 
 class PgConn {
  public:

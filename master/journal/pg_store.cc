@@ -13,9 +13,6 @@
 //  - Hosts sharing the database fence each other's writes (Store::set_fence).
 #include <libpq-fe.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <regex>
 
@@ -76,9 +73,7 @@ class PgStore final : public Store, private Dialect {
 
   Status put_run(const RunRow& r) override {
     Params p;
-    p.bind(r.id).bind(static_cast<int64_t>(r.seq)).bind(r.scenario).bind(r.vars);
-    p.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
-    p.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
+    bind_row(tables::kRuns, r, p);
     if (Status s = db_.run(kPutRun, p, "put_run"); !s) return s;
     if (Status s = bump_seq(Store::kRunSeq, r.seq + 1); !s) return s;
     if (r.finished_ms != 0) return Status::ok();
@@ -90,9 +85,7 @@ class PgStore final : public Store, private Dialect {
 
   Status put_instance(const InstanceRow& r) override {
     Params p;
-    p.bind(r.run_id).bind(int64_t{r.idx}).bind(r.state).bind(int64_t{r.next_step});
-    p.bind(r.started_ms).bind(r.ended_ms).bind(r.reason).bind(int64_t{r.resumes});
-    p.bind(int64_t{r.crash_resumes}).bind(r.resume_reasons).bind(r.vars).bind(r.checkpoint);
+    bind_row(tables::kInstances, r, p);
     if (Status s = check_fence("put_instance"); !s) return s;
     return db_.run(kPutInstance, p, "put_instance");
   }
@@ -110,17 +103,14 @@ class PgStore final : public Store, private Dialect {
 
   Status put_step(const StepRow& r) override {
     Params p;
-    p.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
-    p.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
-    p.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url).bind(r.tls_us);
-    p.bind(r.body);
+    bind_row(tables::kSteps, r, p);
     if (Status s = check_fence("put_step"); !s) return s;
     return db_.run(kPutStep, p, "put_step");
   }
 
   Status put_callback(const CallbackRow& r) override {
     Params p;
-    p.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.step}).bind(r.body).bind(r.received_ms);
+    bind_row(tables::kCallbacks, r, p);
     return db_.run(kPutCallback, p, "put_callback");
   }
 
@@ -172,9 +162,7 @@ class PgStore final : public Store, private Dialect {
 
   Status put_schedule(const ScheduleRow& r) override {
     Params p;
-    p.bind(r.name).bind(r.cron).bind(r.scenario).bind(r.vars).bind(int64_t{r.instances});
-    p.bind(int64_t{r.priority}).bind(int64_t{r.catch_up}).bind(int64_t{r.paused});
-    p.bind(r.created_ms).bind(r.after_ms);
+    bind_row(tables::kSchedules, r, p);
     return db_.run(kPutSchedule, p, "put_schedule");
   }
 
@@ -193,7 +181,8 @@ class PgStore final : public Store, private Dialect {
   // As in the SQLite store: ON CONFLICT DO NOTHING, then a look at the row holding the key.
   Status put_fire(const FireRow& r) override {
     Params ins;
-    ins.bind(r.schedule).bind(r.tick_ms).bind(r.run_id).bind(r.fired_ms).bind(r.schedule);
+    bind_row(tables::kFires, r, ins);
+    ins.bind(r.schedule);
     if (Status s = db_.run(kPutFire, ins, "put_fire"); !s) return s;
     auto held = db_.query(kFireRun, Params().bind(r.schedule).bind(r.tick_ms), "put_fire");
     if (!held) return held.status();
@@ -210,18 +199,9 @@ class PgStore final : public Store, private Dialect {
   }
 
   Result<std::vector<ScheduleRow>> schedules() override {
-    auto res = db_.query(kSchedules, Params(), "schedules");
+    auto res = db_.query(kScheduleRows, Params(), "schedules");
     if (!res) return res.status();
-    std::vector<ScheduleRow> out;
-    const PgResult& q = *res;
-    for (int i = 0; i < PQntuples(q.get()); ++i) {
-      out.push_back({col_text(q, i, 0), col_text(q, i, 1), col_text(q, i, 2), col_text(q, i, 3),
-                     static_cast<uint32_t>(std::clamp<int64_t>(col_i64(q, i, 4), 0, UINT32_MAX)),
-                     static_cast<uint32_t>(std::clamp<int64_t>(col_i64(q, i, 5), 1, 100)),
-                     col_i64(q, i, 6) != 0, col_i64(q, i, 7) != 0, col_i64(q, i, 8),
-                     col_i64(q, i, 9), col_i64(q, i, 10), col_i64(q, i, 11), col_text(q, i, 12)});
-    }
-    return out;
+    return rows_of(*res, tables::kSchedules);
   }
 
   Result<uint64_t> next_seq(std::string_view counter) override {
@@ -237,11 +217,9 @@ class PgStore final : public Store, private Dialect {
   }
 
   Result<std::vector<RunRow>> runs() override {
-    auto res = db_.query(std::string(kRunColumns) + " ORDER BY seq", Params(), "runs");
+    auto res = db_.query(kRunRows + " ORDER BY seq", Params(), "runs");
     if (!res) return res.status();
-    std::vector<RunRow> out;
-    for (int i = 0; i < PQntuples(res->get()); ++i) out.push_back(run_row(*res, i));
-    return out;
+    return rows_of(*res, tables::kRuns);
   }
 
   Result<StoredRun> load_run(const std::string& run_id) override {
@@ -249,52 +227,34 @@ class PgStore final : public Store, private Dialect {
   }
 
   Result<StoredRun> load_run_page(const std::string& run_id, uint32_t from, uint32_t to) override {
-    StoredRun out;
-    auto r =
-        db_.query(std::string(kRunColumns) + " WHERE id = ?", Params().bind(run_id), "load_run");
+    auto r = db_.query(kRunRows + " WHERE id = ?", Params().bind(run_id), "load_run");
     if (!r) return r.status();
-    if (PQntuples(r->get()) == 0) {
-      return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
-    }
-    out.run = run_row(*r, 0);
+    std::vector<RunRow> run = rows_of(*r, tables::kRuns);
+    if (run.empty()) return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
+    StoredRun out{std::move(run.front()), {}, {}, {}};
     Params page;
     page.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
-    auto in = db_.query(kInstanceColumns, page, "load_run");
+    auto in = db_.query(kInstanceRows, page, "load_run");
     if (!in) return in.status();
-    for (int i = 0; i < PQntuples(in->get()); ++i) {
-      const PgResult& q = *in;
-      out.instances.push_back({col_text(q, i, 0), col_u32(q, i, 1), col_text(q, i, 2),
-                               col_u32(q, i, 3), col_i64(q, i, 4), col_i64(q, i, 5),
-                               col_text(q, i, 6), col_u32(q, i, 7), col_u32(q, i, 8),
-                               col_text(q, i, 9), col_text(q, i, 10), col_text(q, i, 11)});
-    }
-    auto st = db_.query(kStepColumns, page, "load_run");
+    out.instances = rows_of(*in, tables::kInstances);
+    auto st = db_.query(kStepRows, page, "load_run");
     if (!st) return st.status();
-    for (int i = 0; i < PQntuples(st->get()); ++i) {
-      const PgResult& q = *st;
-      out.steps.push_back({col_text(q, i, 0), col_u32(q, i, 1), col_u32(q, i, 2), col_u32(q, i, 3),
-                           col_text(q, i, 4), col_u32(q, i, 5), col_i64(q, i, 6), col_i64(q, i, 7),
-                           static_cast<int>(col_i64(q, i, 8)), col_i64(q, i, 9), col_text(q, i, 10),
-                           col_text(q, i, 11), col_i64(q, i, 12), col_text(q, i, 13)});
-    }
-    auto cb = db_.query(kCallbackColumns, page, "load_run");
+    out.steps = rows_of(*st, tables::kSteps);
+    auto cb = db_.query(kCallbackRows, page, "load_run");
     if (!cb) return cb.status();
-    for (int i = 0; i < PQntuples(cb->get()); ++i) {
-      const PgResult& q = *cb;
-      out.callbacks.push_back({col_text(q, i, 0), col_u32(q, i, 1), col_u32(q, i, 2),
-                               col_text(q, i, 3), col_i64(q, i, 4)});
-    }
+    out.callbacks = rows_of(*cb, tables::kCallbacks);
     return out;
   }
 
  private:
-  static RunRow run_row(const PgResult& r, int i) {
-    return {col_text(r, i, 0), static_cast<uint64_t>(col_i64(r, i, 1)),
-            col_text(r, i, 2), col_text(r, i, 3),
-            col_u32(r, i, 4),  col_i64(r, i, 5),
-            col_i64(r, i, 6),  col_i64(r, i, 7) != 0,
-            col_text(r, i, 8), static_cast<uint32_t>(std::clamp<int64_t>(col_i64(r, i, 9), 1, 100)),
-            col_text(r, i, 10), col_text(r, i, 11)};
+  // Every row of `result`, read as rows of `table`.
+  template <typename Row>
+  static std::vector<Row> rows_of(const PgResult& result, const Table<Row>& table) {
+    std::vector<Row> out;
+    PgCells cells{result, 0};
+    RowReader<Row> read(table, cells);
+    for (; cells.row < PQntuples(result.get()); ++cells.row) out.push_back(read(cells));
+    return out;
   }
 
   // The migration loop's pieces (migrate.h).

@@ -1,6 +1,7 @@
 // What the journal keeps, as plain rows: one per run, one per instance that was ever
 // dispatched, one per finished step of an instance (never one per poll). JSON values (a
 // scenario, variables, a checkpoint) travel as their JSON text. Times are Unix milliseconds.
+// Each table's columns, and which field holds each, are in tables.h.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@ struct RunRow {
   uint32_t priority = 1;  // its weight in the dispatcher's fair share, 1 to 100
   std::string data;       // the data rows its instances read (JSON, Run::data); "" for none
   std::string quarantine;  // why it is quarantined (Run::quarantine); "" when it is not
+
+  bool operator==(const RunRow&) const = default;
 };
 
 // An instance without a row has never been dispatched: it is queued at step 0 (or cancelled,
@@ -37,6 +40,8 @@ struct InstanceRow {
   std::string resume_reasons = "[]";  // JSON array of strings
   std::string vars = "{}";            // captured variables (JSON object)
   std::string checkpoint;             // a handed-back checkpoint (JSON), empty when none
+
+  bool operator==(const InstanceRow&) const = default;
 };
 
 struct StepRow {
@@ -53,6 +58,8 @@ struct StepRow {
   std::string url;  // the final URL, when redirects were followed
   int64_t tls_us = 0;  // TLS handshakes its requests waited for
   std::string body;    // the start of the response of a step that failed on one
+
+  bool operator==(const StepRow&) const = default;
 };
 
 // A call of a callback step's URL (steps/callback), kept until its run is deleted: the
@@ -63,6 +70,8 @@ struct CallbackRow {
   uint32_t step = 0;
   std::string body;  // the caller's JSON
   int64_t received_ms = 0;
+
+  bool operator==(const CallbackRow&) const = default;
 };
 
 // A schedule (docs/schedules.md): a run submitted at each tick of a cron expression.
@@ -81,6 +90,8 @@ struct ScheduleRow {
   int64_t last_tick_ms = 0;
   int64_t last_fired_ms = 0;
   std::string last_run;
+
+  bool operator==(const ScheduleRow&) const = default;
 };
 
 // One tick of a schedule that fired: the run it submitted. (schedule, tick_ms) is unique.
@@ -89,6 +100,8 @@ struct FireRow {
   int64_t tick_ms = 0;
   std::string run_id;
   int64_t fired_ms = 0;
+
+  bool operator==(const FireRow&) const = default;
 };
 
 // One run with everything the journal holds about it.

@@ -2,10 +2,15 @@
 // and PostgreSQL both accept (INSERT ... ON CONFLICT ... DO UPDATE, excluded.*, BIGINT, no
 // AUTOINCREMENT or INSERT OR REPLACE), with `?` for each parameter (the PostgreSQL store numbers
 // them $1, $2, ... when it prepares a statement). Integers are INTEGER or BIGINT, booleans 0 or 1,
-// JSON values TEXT.
+// JSON values TEXT. The statements that write and read whole rows are made from the tables'
+// columns (tables.h); the migrations (kMigrations) run in migrate.h's loop.
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "master/journal/columns_sql.h"
+#include "master/journal/tables.h"
 
 namespace corral::master::journal::sql {
 
@@ -158,67 +163,52 @@ CREATE TABLE load_seconds (
     "ALTER TABLE steps ADD COLUMN body TEXT NOT NULL DEFAULT '';",
 };
 
-inline constexpr const char* kPutRun = R"sql(
-INSERT INTO runs (id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary,
-                  priority, data)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET finished_ms = excluded.finished_ms,
-  cancelled = excluded.cancelled, summary = excluded.summary)sql";
+// The statements that write and read whole rows, made from the tables' columns (tables.h).
+inline const std::string kPutRun = upsert(tables::kRuns);
+inline const std::string kPutInstance = upsert(tables::kInstances);
+inline const std::string kPutStep = upsert(tables::kSteps);
+inline const std::string kPutCallback = upsert(tables::kCallbacks);
+inline const std::string kPutSchedule = upsert(tables::kSchedules);
+// A tick's fire, while its schedule is there: parameters the row's, then the schedule's name.
+inline const std::string kPutFire =
+    upsert_if(tables::kFires, "EXISTS (SELECT 1 FROM schedules WHERE name = ?)");
+inline const std::string kRunRows = "SELECT " + select_list(tables::kRuns) + " FROM runs";
+inline const std::string kInstanceRows = "SELECT " + select_list(tables::kInstances) +
+                                         " FROM instances WHERE run_id = ? AND idx >= ? AND "
+                                         "idx < ? ORDER BY idx";
+inline const std::string kStepRows = "SELECT " + select_list(tables::kSteps) +
+                                     " FROM steps WHERE run_id = ? AND idx >= ? AND idx < ? "
+                                     "ORDER BY idx, seq";
+inline const std::string kCallbackRows = "SELECT " + select_list(tables::kCallbacks) +
+                                         " FROM callbacks WHERE run_id = ? AND idx >= ? AND "
+                                         "idx < ? ORDER BY idx, step";
+// Each schedule with its newest fire, `f`. The two tables have no column name in common.
+inline const std::string kScheduleRows = "SELECT " + select_list(tables::kSchedules) + R"sql(
+FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
+  AND f.tick_ms = (SELECT MAX(tick_ms) FROM schedule_fires WHERE schedule = s.name)
+ORDER BY s.name)sql";
+
 inline constexpr const char* kNextSeq = "SELECT value FROM meta WHERE name = ?";
 inline constexpr const char* kBumpSeq = R"sql(
 INSERT INTO meta (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < excluded.value)sql";
-inline constexpr const char* kPutInstance = R"sql(
-INSERT INTO instances (run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes,
-  crash_resumes, resume_reasons, vars, checkpoint)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx) DO UPDATE SET state = excluded.state, next_step = excluded.next_step,
-  started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, reason = excluded.reason,
-  resumes = excluded.resumes, crash_resumes = excluded.crash_resumes,
-  resume_reasons = excluded.resume_reasons, vars = excluded.vars,
-  checkpoint = excluded.checkpoint)sql";
 inline constexpr const char* kMarkRunning = R"sql(
 INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', ?)
 ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
-inline constexpr const char* kPutStep = R"sql(
-INSERT INTO steps (run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status,
-  until_ms, reason, url, tls_us, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx, seq) DO NOTHING)sql";
 inline constexpr const char* kSetQuarantine = "UPDATE runs SET quarantine = ? WHERE id = ?";
 inline constexpr const char* kFinishRun =
     "UPDATE runs SET finished_ms = ?, cancelled = ?, summary = ? WHERE id = ?";
 inline constexpr const char* kCancelOpen =
     "UPDATE instances SET state = 'cancelled', ended_ms = ? "
     "WHERE run_id = ? AND state IN ('queued', 'running')";
-inline constexpr const char* kPutCallback = R"sql(
-INSERT INTO callbacks (run_id, idx, step, body, received_ms) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (run_id, idx, step) DO NOTHING)sql";
-inline constexpr const char* kCallbackColumns =
-    "SELECT run_id, idx, step, body, received_ms FROM callbacks "
-    "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, step";
 inline constexpr const char* kDeleteCallbacks = "DELETE FROM callbacks WHERE run_id = ?";
 inline constexpr const char* kDeleteSteps = "DELETE FROM steps WHERE run_id = ?";
 inline constexpr const char* kDeleteInstances = "DELETE FROM instances WHERE run_id = ?";
 inline constexpr const char* kDeleteRun = "DELETE FROM runs WHERE id = ?";
-inline constexpr const char* kPutSchedule = R"sql(
-INSERT INTO schedules (name, cron, scenario, vars, instances, priority, catch_up, paused,
-  created_ms, after_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, scenario = excluded.scenario,
-  vars = excluded.vars, instances = excluded.instances, priority = excluded.priority,
-  catch_up = excluded.catch_up, paused = excluded.paused, created_ms = excluded.created_ms,
-  after_ms = excluded.after_ms)sql";
 inline constexpr const char* kSetSchedule =
     "UPDATE schedules SET paused = ?, after_ms = ? WHERE name = ?";
 inline constexpr const char* kDeleteFires = "DELETE FROM schedule_fires WHERE schedule = ?";
 inline constexpr const char* kDeleteSchedule = "DELETE FROM schedules WHERE name = ?";
-// The casts give PostgreSQL the parameters' types, which a bare SELECT list does not.
-inline constexpr const char* kPutFire = R"sql(
-INSERT INTO schedule_fires (schedule, tick_ms, run_id, fired_ms)
-SELECT CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)
-WHERE EXISTS (SELECT 1 FROM schedules WHERE name = ?)
-ON CONFLICT (schedule, tick_ms) DO NOTHING)sql";
 inline constexpr const char* kFireRun =
     "SELECT run_id FROM schedule_fires WHERE schedule = ? AND tick_ms = ?";
 inline constexpr const char* kFireAdvance =
@@ -227,23 +217,6 @@ inline constexpr const char* kPruneFires = R"sql(
 DELETE FROM schedule_fires WHERE schedule = ? AND tick_ms < (
   SELECT tick_ms FROM schedule_fires WHERE schedule = ?
   ORDER BY tick_ms DESC LIMIT 1 OFFSET 99))sql";
-inline constexpr const char* kSchedules = R"sql(
-SELECT s.name, s.cron, s.scenario, s.vars, s.instances, s.priority, s.catch_up, s.paused,
-  s.created_ms, s.after_ms, f.tick_ms, f.fired_ms, f.run_id
-FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
-  AND f.tick_ms = (SELECT MAX(tick_ms) FROM schedule_fires WHERE schedule = s.name)
-ORDER BY s.name)sql";
-inline constexpr const char* kRunColumns =
-    "SELECT id, seq, scenario, vars, instances, created_ms, finished_ms, cancelled, summary, "
-    "priority, data, quarantine FROM runs";
-inline constexpr const char* kInstanceColumns =
-    "SELECT run_id, idx, state, next_step, started_ms, ended_ms, reason, resumes, crash_resumes, "
-    "resume_reasons, vars, checkpoint FROM instances WHERE run_id = ? AND idx >= ? AND idx < ? "
-    "ORDER BY idx";
-inline constexpr const char* kStepColumns =
-    "SELECT run_id, idx, seq, step, state, attempts, started_ms, ended_ms, status, until_ms, "
-    "reason, url, tls_us, body FROM steps "
-    "WHERE run_id = ? AND idx >= ? AND idx < ? ORDER BY idx, seq";
 
 // PostgreSQL only: the claims of hosts sharing the journal (docs/cluster.md).
 // A new run's instances, in ranges of kClaimRange, none held yet. Parameters: id, instances,

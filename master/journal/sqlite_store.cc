@@ -2,9 +2,9 @@
 // prepared once and reused; the SQLite-only parts are the pragmas in open() and reclaim().
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "master/journal/migrate.h"
@@ -34,7 +34,7 @@ bool bad_values(int rc) {
   }
 }
 
-// One prepared statement: bind by position, step, read columns, reset.
+// One prepared statement: bind by position, step, read columns (found by name), reset.
 class Stmt {
  public:
   explicit Stmt(sqlite3_stmt* s) : s_(s) {}
@@ -55,6 +55,13 @@ class Stmt {
     sqlite3_clear_bindings(s_);
     n_ = 0;
     bind_rc_ = SQLITE_OK;
+  }
+  // The index of the result's column `name`, or -1.
+  int column(const char* name) const {
+    for (int i = 0; i < sqlite3_column_count(s_); ++i) {
+      if (std::strcmp(sqlite3_column_name(s_, i), name) == 0) return i;
+    }
+    return -1;
   }
   int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
   std::string text(int col) const {
@@ -111,18 +118,14 @@ class SqliteStore final : public Store, private Dialect {
 
   Status put_run(const RunRow& r) override {
     Stmt& s = stmt(kPutRun);
-    s.bind(r.id).bind(static_cast<int64_t>(r.seq)).bind(r.scenario).bind(r.vars);
-    s.bind(int64_t{r.instances}).bind(r.created_ms).bind(r.finished_ms);
-    s.bind(int64_t{r.cancelled}).bind(r.summary).bind(int64_t{r.priority}).bind(r.data);
+    bind_row(tables::kRuns, r, s);
     if (Status st = done(s, "put_run"); !st) return st;
     return bump_seq(Store::kRunSeq, r.seq + 1);
   }
 
   Status put_instance(const InstanceRow& r) override {
     Stmt& s = stmt(kPutInstance);
-    s.bind(r.run_id).bind(int64_t{r.idx}).bind(r.state).bind(int64_t{r.next_step});
-    s.bind(r.started_ms).bind(r.ended_ms).bind(r.reason).bind(int64_t{r.resumes});
-    s.bind(int64_t{r.crash_resumes}).bind(r.resume_reasons).bind(r.vars).bind(r.checkpoint);
+    bind_row(tables::kInstances, r, s);
     return done(s, "put_instance");
   }
 
@@ -140,16 +143,13 @@ class SqliteStore final : public Store, private Dialect {
 
   Status put_step(const StepRow& r) override {
     Stmt& s = stmt(kPutStep);
-    s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.seq}).bind(int64_t{r.step});
-    s.bind(r.state).bind(int64_t{r.attempts}).bind(r.started_ms).bind(r.ended_ms);
-    s.bind(int64_t{r.status}).bind(r.until_ms).bind(r.reason).bind(r.url).bind(r.tls_us);
-    s.bind(r.body);
+    bind_row(tables::kSteps, r, s);
     return done(s, "put_step");
   }
 
   Status put_callback(const CallbackRow& r) override {
     Stmt& s = stmt(kPutCallback);
-    s.bind(r.run_id).bind(int64_t{r.idx}).bind(int64_t{r.step}).bind(r.body).bind(r.received_ms);
+    bind_row(tables::kCallbacks, r, s);
     return done(s, "put_callback");
   }
 
@@ -175,9 +175,7 @@ class SqliteStore final : public Store, private Dialect {
 
   Status put_schedule(const ScheduleRow& r) override {
     Stmt& s = stmt(kPutSchedule);
-    s.bind(r.name).bind(r.cron).bind(r.scenario).bind(r.vars).bind(int64_t{r.instances});
-    s.bind(int64_t{r.priority}).bind(int64_t{r.catch_up}).bind(int64_t{r.paused});
-    s.bind(r.created_ms).bind(r.after_ms);
+    bind_row(tables::kSchedules, r, s);
     return done(s, "put_schedule");
   }
 
@@ -197,7 +195,8 @@ class SqliteStore final : public Store, private Dialect {
   // batch retried after a failed commit) is a no-op, while another run for the tick is refused.
   Status put_fire(const FireRow& r) override {
     Stmt& ins = stmt(kPutFire);
-    ins.bind(r.schedule).bind(r.tick_ms).bind(r.run_id).bind(r.fired_ms).bind(r.schedule);
+    bind_row(tables::kFires, r, ins);
+    ins.bind(r.schedule);
     if (Status s = done(ins, "put_fire"); !s) return s;
     Stmt& q = stmt(kFireRun);
     int rc = q.bind(r.schedule).bind(r.tick_ms).step();
@@ -218,16 +217,9 @@ class SqliteStore final : public Store, private Dialect {
 
   Result<std::vector<ScheduleRow>> schedules() override {
     std::vector<ScheduleRow> out;
-    Stmt& s = stmt(kSchedules);
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
-      out.push_back({s.text(0), s.text(1), s.text(2), s.text(3),
-                     static_cast<uint32_t>(std::clamp<int64_t>(s.i64(4), 0, UINT32_MAX)),
-                     static_cast<uint32_t>(std::clamp<int64_t>(s.i64(5), 1, 100)), s.i64(6) != 0,
-                     s.i64(7) != 0, s.i64(8), s.i64(9), s.i64(10), s.i64(11), s.text(12)});
+    if (read_rows(stmt(kScheduleRows), tables::kSchedules, out) != SQLITE_DONE) {
+      return error("schedules");
     }
-    s.reset();
-    if (rc != SQLITE_DONE) return error("schedules");
     return out;
   }
 
@@ -251,11 +243,9 @@ class SqliteStore final : public Store, private Dialect {
 
   Result<std::vector<RunRow>> runs() override {
     std::vector<RunRow> out;
-    Stmt& s = stmt(std::string(kRunColumns) + " ORDER BY seq");
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) out.push_back(run_row(s));
-    s.reset();
-    if (rc != SQLITE_DONE) return error("runs");
+    if (read_rows(stmt(kRunRows + " ORDER BY seq"), tables::kRuns, out) != SQLITE_DONE) {
+      return error("runs");
+    }
     return out;
   }
 
@@ -264,79 +254,34 @@ class SqliteStore final : public Store, private Dialect {
   }
 
   Result<StoredRun> load_run_page(const std::string& run_id, uint32_t from, uint32_t to) override {
-    StoredRun out;
-    Stmt& r = stmt(std::string(kRunColumns) + " WHERE id = ?");
-    int rc = r.bind(run_id).step();
-    if (rc == SQLITE_ROW) out.run = run_row(r);
-    r.reset();
-    if (rc == SQLITE_DONE)
-      return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
-    if (rc != SQLITE_ROW) return error("load_run");
-    Stmt& in = stmt(kInstanceColumns);
-    in.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
-    while ((rc = in.step()) == SQLITE_ROW) {
-      InstanceRow row{in.text(0),
-                      static_cast<uint32_t>(in.i64(1)),
-                      in.text(2),
-                      static_cast<uint32_t>(in.i64(3)),
-                      in.i64(4),
-                      in.i64(5),
-                      in.text(6),
-                      static_cast<uint32_t>(in.i64(7)),
-                      static_cast<uint32_t>(in.i64(8)),
-                      in.text(9),
-                      in.text(10),
-                      in.text(11)};
-      out.instances.push_back(std::move(row));
+    std::vector<RunRow> run;
+    if (read_rows(stmt(kRunRows + " WHERE id = ?").bind(run_id), tables::kRuns, run) !=
+        SQLITE_DONE) {
+      return error("load_run");
     }
-    in.reset();
-    if (rc != SQLITE_DONE) return error("load_run");
-    Stmt& st = stmt(kStepColumns);
-    st.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
-    while ((rc = st.step()) == SQLITE_ROW) {
-      StepRow row{st.text(0),
-                  static_cast<uint32_t>(st.i64(1)),
-                  static_cast<uint32_t>(st.i64(2)),
-                  static_cast<uint32_t>(st.i64(3)),
-                  st.text(4),
-                  static_cast<uint32_t>(st.i64(5)),
-                  st.i64(6),
-                  st.i64(7),
-                  static_cast<int>(st.i64(8)),
-                  st.i64(9),
-                  st.text(10),
-                  st.text(11),
-                  st.i64(12),
-                  st.text(13)};
-      out.steps.push_back(std::move(row));
+    if (run.empty()) return Status(Code::kNotFound, "no run \"" + run_id + "\" in the journal");
+    StoredRun out{std::move(run.front()), {}, {}, {}};
+    auto page = [&](const std::string& sql) -> Stmt& {
+      return stmt(sql).bind(run_id).bind(int64_t{from}).bind(int64_t{to});
+    };
+    if (read_rows(page(kInstanceRows), tables::kInstances, out.instances) != SQLITE_DONE ||
+        read_rows(page(kStepRows), tables::kSteps, out.steps) != SQLITE_DONE ||
+        read_rows(page(kCallbackRows), tables::kCallbacks, out.callbacks) != SQLITE_DONE) {
+      return error("load_run");
     }
-    st.reset();
-    if (rc != SQLITE_DONE) return error("load_run");
-    Stmt& cb = stmt(kCallbackColumns);
-    cb.bind(run_id).bind(int64_t{from}).bind(int64_t{to});
-    while ((rc = cb.step()) == SQLITE_ROW) {
-      out.callbacks.push_back({cb.text(0), static_cast<uint32_t>(cb.i64(1)),
-                               static_cast<uint32_t>(cb.i64(2)), cb.text(3), cb.i64(4)});
-    }
-    cb.reset();
-    if (rc != SQLITE_DONE) return error("load_run");
     return out;
   }
 
  private:
-  static RunRow run_row(const Stmt& s) {
-    return {s.text(0),
-            static_cast<uint64_t>(s.i64(1)),
-            s.text(2),
-            s.text(3),
-            static_cast<uint32_t>(s.i64(4)),
-            s.i64(5),
-            s.i64(6),
-            s.i64(7) != 0,
-            s.text(8),
-            static_cast<uint32_t>(std::clamp<int64_t>(s.i64(9), 1, 100)),
-            s.text(10),
-            s.text(11)};
+  // Steps through the rows of `s`, each read as a row of `table` onto `out`, and resets it:
+  // SQLITE_DONE, or the code a step failed with.
+  template <typename Row>
+  static int read_rows(Stmt& s, const Table<Row>& table, std::vector<Row>& out) {
+    RowReader<Row> read(table, s);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(read(s));
+    s.reset();
+    return rc;
   }
 
   // The migration loop's pieces (migrate.h).

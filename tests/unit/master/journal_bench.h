@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "master/journal/journal.h"
+#include "master/journal/tables.h"
 #include "shared/proc.h"
 #include "tests/support/pg_server.h"
 #include "tests/support/temp_dir.h"
@@ -22,12 +23,15 @@
 namespace corral::test {
 
 using master::journal::CallbackRow;
+using master::journal::FireRow;
 using master::journal::InstanceRow;
 using master::journal::Journal;
 using master::journal::RunRow;
+using master::journal::ScheduleRow;
 using master::journal::StepRow;
 using master::journal::Store;
 using master::journal::StoredRun;
+namespace tables = master::journal::tables;
 
 // Requires an OK Status; the expansion shows the message of any other.
 #define REQUIRE_OK(status) REQUIRE((status).message() == "")
@@ -60,14 +64,65 @@ inline std::string sql(const std::string& path, const std::string& text) {
 
 inline const char* const kScenario = R"({"name":"s","steps":[{"name":"a","request":{"url":"u"}}]})";
 inline RunRow run_row(const std::string& id, uint64_t seq) {
-  return {id, seq, kScenario, R"({"n":"ü \"q\""})", 5, 1'700'000'000'001, 0, false, "", 1, "", ""};
+  RunRow r;
+  r.id = id;
+  r.seq = seq;
+  r.scenario = kScenario;
+  r.vars = R"({"n":"ü \"q\""})";
+  r.instances = 5;
+  r.created_ms = 1'700'000'000'001;
+  return r;
 }
 inline InstanceRow instance(const std::string& run, uint32_t idx, const std::string& state,
                             int64_t ended_ms = 0) {
-  return {run, idx, state, 0, 0, ended_ms, "", 0, 0, "[]", "{}", ""};
+  InstanceRow r;
+  r.run_id = run;
+  r.idx = idx;
+  r.state = state;
+  r.ended_ms = ended_ms;
+  return r;
 }
 inline StepRow step(const std::string& run, uint32_t idx, uint32_t seq, const std::string& state) {
-  return {run, idx, seq, seq, state, 0, 0, 0, 0, -1, "", "", 0, ""};
+  StepRow r;
+  r.run_id = run;
+  r.idx = idx;
+  r.seq = r.step = seq;
+  r.state = state;
+  return r;
+}
+
+// A field's value as the database shows it as text (a bool as 0 or 1).
+template <typename Row>
+std::string stored_text(const Row& row, const master::journal::Column<Row>& column) {
+  return std::visit(
+      [&](auto field) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(row.*field)>, std::string>) {
+          return row.*field;
+        } else {
+          return std::to_string(static_cast<int64_t>(row.*field));
+        }
+      },
+      column.field);
+}
+
+// Every field of a row, read through its table (master/journal/tables.h), "column=value" a line:
+// one CHECK compares whole rows and shows which field differs.
+template <typename Row>
+std::string describe(const master::journal::Table<Row>& table, const Row& row) {
+  std::string out;
+  for (const auto& c : table.columns) out += std::string(c.name) + "=" + stored_text(row, c) + "\n";
+  return out;
+}
+inline std::string describe(const RunRow& r) { return describe(tables::kRuns, r); }
+inline std::string describe(const InstanceRow& r) { return describe(tables::kInstances, r); }
+inline std::string describe(const StepRow& r) { return describe(tables::kSteps, r); }
+inline std::string describe(const CallbackRow& r) { return describe(tables::kCallbacks, r); }
+inline std::string describe(const ScheduleRow& r) { return describe(tables::kSchedules, r); }
+template <typename Row>
+std::string describe(const std::vector<Row>& rows) {
+  std::string out;
+  for (const Row& r : rows) out += describe(r) + "\n";
+  return out;
 }
 
 // The values separated by '|', so that one CHECK compares several and shows both sides.

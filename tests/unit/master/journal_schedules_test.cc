@@ -18,11 +18,6 @@ ScheduleRow schedule_row(const std::string& name) {
           ""};
 }
 
-std::string describe(const ScheduleRow& r) {
-  return join(r.name, r.cron, r.scenario, r.vars, r.instances, r.priority, r.catch_up, r.paused,
-              r.created_ms, r.after_ms, r.last_tick_ms, r.last_fired_ms, r.last_run);
-}
-
 std::string all(Store& store) {
   auto rows = store.schedules();
   REQUIRE_OK(rows.status());

@@ -20,25 +20,6 @@ StoredRun load(Store& s, const std::string& id) {
   return std::move(*got);
 }
 
-// Every field, so that one CHECK compares whole rows and shows both sides on failure.
-std::string describe(const RunRow& r) {
-  return join(r.id, r.seq, r.scenario, r.vars, r.instances, r.created_ms, r.finished_ms,
-              r.cancelled, r.summary, r.priority, r.data);
-}
-std::string describe(const InstanceRow& r) {
-  return join(r.run_id, r.idx, r.state, r.next_step, r.started_ms, r.ended_ms, r.reason, r.resumes,
-              r.crash_resumes, r.resume_reasons, r.vars, r.checkpoint);
-}
-std::string describe(const StepRow& r) {
-  return join(r.run_id, r.idx, r.seq, r.step, r.state, r.attempts, r.started_ms, r.ended_ms,
-              r.status, r.until_ms, r.reason, r.url, r.tls_us, r.body);
-}
-template <typename Row>
-std::string describe(const std::vector<Row>& rows) {
-  std::string out;
-  for (const Row& r : rows) out += describe(r) + "\n";
-  return out;
-}
 #define CHECK_SAME(got, ...) CHECK(describe(got) == describe(__VA_ARGS__))
 
 // "state:ended_ms" of each instance row, in order.
