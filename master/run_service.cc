@@ -7,6 +7,7 @@
 
 #include "master/api_body.h"
 #include "master/journal/journal.h"
+#include "shared/ipc/control.h"
 #include "shared/proc.h"
 
 namespace corral::master {
