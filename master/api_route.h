@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shared/http/server.h"
@@ -18,14 +19,10 @@ class ScheduleService;
 class LoadService;
 class ClusterMember;
 
-// The parts that answer routes: each handler is a member function of one of them.
-struct ApiParts {
-  Daemon* daemon = nullptr;    // the probes, workers, reload, config, metrics, logs, dashboard
-  RunService* runs = nullptr;  // runs and callbacks (run_service.h)
-  ScheduleService* schedules = nullptr;  // schedules (schedule_service.h)
-  LoadService* loads = nullptr;          // load tests (load_service.h)
-  ClusterMember* cluster = nullptr;      // GET /cluster (cluster_member.h)
-};
+// The parts that answer routes: each handler is a member function of one of them. Daemon:
+// probes, workers, reload, config, metrics, logs, dashboard; RunService: runs and callbacks;
+// ScheduleService: schedules; LoadService: load tests; ClusterMember: GET /cluster.
+using ApiParts = std::tuple<Daemon*, RunService*, ScheduleService*, LoadService*, ClusterMember*>;
 
 // One request to a route: the request, where to answer, and the pattern's {parameters}.
 struct ApiCall {

@@ -14,35 +14,12 @@
 namespace corral::master {
 namespace {
 
-template <class Part>
-Part& part(ApiParts& p);
-template <>
-Daemon& part<Daemon>(ApiParts& p) {
-  return *p.daemon;
-}
-template <>
-RunService& part<RunService>(ApiParts& p) {
-  return *p.runs;
-}
-template <>
-ScheduleService& part<ScheduleService>(ApiParts& p) {
-  return *p.schedules;
-}
-template <>
-LoadService& part<LoadService>(ApiParts& p) {
-  return *p.loads;
-}
-template <>
-ClusterMember& part<ClusterMember>(ApiParts& p) {
-  return *p.cluster;
-}
-
 // on<&Part::handler>: the table's function that calls `handler` on the part.
 template <auto Handler>
 struct Bound;
 template <class Part, void (Part::*Handler)(const ApiCall&)>
 struct Bound<Handler> {
-  static void call(ApiParts& p, const ApiCall& c) { (part<Part>(p).*Handler)(c); }
+  static void call(ApiParts& p, const ApiCall& c) { (std::get<Part*>(p)->*Handler)(c); }
 };
 template <auto Handler>
 constexpr auto on = &Bound<Handler>::call;

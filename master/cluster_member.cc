@@ -28,13 +28,12 @@ std::string host_id(const std::string& home) {
 
 void ClusterMember::start(journal::Journal* journal, const std::string& path,
                           const std::string& label, const std::string& home,
-                          std::function<std::string()> address,
-                          std::function<std::vector<int>()> slots) {
+                          std::function<std::string()> address) {
   if (!journal::is_postgresql(path)) return;
   journal_ = journal;
-  auto load = [this, slots = std::move(slots)] {
+  auto load = [this] {
     cluster::Hosts::Load l;
-    for (int slot : slots()) l.held += dispatcher_.load(slot);
+    l.held = dispatcher_.held();
     l.capacity = dispatcher_.capacity();
     l.waiting = runs_.pending();
     return l;

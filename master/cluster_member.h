@@ -36,11 +36,9 @@ class ClusterMember {
         workers_(workers) {}
 
   // Joins the cluster when the journal at `path` (`label` for logs) is PostgreSQL; does nothing
-  // otherwise. `home` makes this host's id; `address` is the API's address, for its row;
-  // `slots` the slots whose instances count as this host's load.
+  // otherwise. `home` makes this host's id; `address` is the API's address, for its row.
   void start(journal::Journal* journal, const std::string& path, const std::string& label,
-             const std::string& home, std::function<std::string()> address,
-             std::function<std::vector<int>()> slots);
+             const std::string& home, std::function<std::string()> address);
   // The daemon stops: its heartbeats end, and once the journal has written everything before,
   // its ranges are released for the other hosts (Store::leave).
   void leave();

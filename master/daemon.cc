@@ -174,14 +174,8 @@ Status Daemon::start() {
   if (!api) return api.status();
   api_ = std::move(*api);
   // Once listening: its row gives the API's address.
-  cluster_.start(
-      journal_.get(), journal_path(), journal_label(), cfg_.home,
-      [this] { return listen_address(); },
-      [this] {
-        std::vector<int> slots;
-        for (const Slot& s : supervisor_.slots()) slots.push_back(s.index);
-        return slots;
-      });
+  cluster_.start(journal_.get(), journal_path(), journal_label(), cfg_.home,
+                 [this] { return listen_address(); });
   auto signals = catch_signals(loop_, [this](int n) {
     if (n == SIGHUP) {
       if (Status r = begin_reload("SIGHUP"); !r) spdlog::error("SIGHUP: {}", r.message());
@@ -237,14 +231,14 @@ void Daemon::kick() {
   });
 }
 
-void Daemon::schedule_pump() {
+void Daemon::place_soon() {
   if (!pump_ || pump_->scheduled()) return;
   // One slice per turn of the loop, so that I/O and the API are served between slices.
   pump_->schedule([this] {
     // A dead worker's instances go back to the queue first, then the queue is placed.
     const uv::Slice slice = uv::Slice::of_turn(loop_);
     const bool requeuing = runs_.requeue_work(slice);
-    if (dispatcher_.pump(SIZE_MAX, &slice) || requeuing) schedule_pump();
+    if (dispatcher_.pump(SIZE_MAX, &slice) || requeuing) place_soon();
   });
 }
 
@@ -323,7 +317,7 @@ void Daemon::execute(const Action& a) {
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
       dispatcher_.worker_ready(a.slot);
       limits_.worker_ready(a.slot);
-      schedule_pump();
+      place_soon();
       return;
     case Action::Kind::kSignal:
       if (a.successor) {

@@ -145,7 +145,8 @@ class Daemon : private WorkerLink {
   void api_dashboard_file(const ApiCall& c);
   // The URL callback steps' tokens go under for workers started from `cfg` (their welcome).
   std::string callback_base(const config::Config& cfg) const;
-  void schedule_pump();
+  // Places the queue in a later turn, a slice per turn (WorkerLink).
+  void place_soon() override;
   Status open_journal();
   std::string journal_path() const;
   std::string journal_label() const;
@@ -158,7 +159,6 @@ class Daemon : private WorkerLink {
   // WorkerLink, for the parts (worker_link.h).
   bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) override;
   void send_to_all(ipc::MessageType type, const nlohmann::json& payload) override;
-  void place_soon() override { schedule_pump(); }
   bool stopping() const override { return supervisor_.shutting_down(); }
   std::string callback_base() const override { return callback_base(image_->config()); }
   std::vector<int> ready_workers() const override;

@@ -105,7 +105,7 @@ Status Daemon::on_events(int slot, const nlohmann::json& payload) {
     }
     runs_.apply(slot, *ev, now);
   }
-  if (done > 0) schedule_pump();
+  if (done > 0) place_soon();
   return broken;
 }
 
@@ -242,7 +242,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
          }
          if (quarantine) quarantine_runs(had, why);
        }});
-  schedule_pump();  // which does the requeue a slice at a time
+  place_soon();  // which does the requeue a slice at a time
   kick();
 }
 
@@ -284,7 +284,7 @@ void Daemon::on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat
   supervisor_.on_heartbeat(slot, now, beat.rss_bytes, beat.loop_lag_ms, beat.active);
   dispatcher_.memory().sample(slot, beat.rss_bytes, beat.idle_rss_bytes, beat.active);
   // What it measured may have made room for queued instances.
-  if (runs_.pending() > 0 && dispatcher_.capacity() > 0) schedule_pump();
+  if (runs_.pending() > 0 && dispatcher_.capacity() > 0) place_soon();
   if (!beat.http_errors.is_null()) {
     auto counts = ipc::http_errors_from_json(beat.http_errors);
     if (!counts) {
@@ -376,7 +376,7 @@ void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
   if (supervisor_.slot(slot)->state == SlotState::kReady) {
     dispatcher_.worker_ready(slot);
     limits_.worker_ready(slot);
-    schedule_pump();
+    place_soon();
   }
   kick();
 }
@@ -404,7 +404,7 @@ void Daemon::on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, 
   if (*n > 0) {
     spdlog::log(back.released ? spdlog::level::debug : spdlog::level::info,
                 "slot {}: {} instances handed back to resume elsewhere ({})", slot, *n, why);
-    schedule_pump();
+    place_soon();
   }
 }
 

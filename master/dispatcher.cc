@@ -68,6 +68,12 @@ uint32_t Dispatcher::load(int slot) const {
   return it == workers_.end() ? 0 : it->second.load;
 }
 
+uint64_t Dispatcher::held() const {
+  uint64_t n = 0;
+  for (const auto& [slot, w] : workers_) n += w.load;
+  return n;
+}
+
 size_t Dispatcher::capacity() const {
   size_t n = 0;
   for (const auto& [slot, w] : workers_) n += room(slot);
