@@ -96,7 +96,7 @@ void Daemon::settle_reload() {
                   r.number, r.slot, r.error, r.replaced.size());
   }
   candidate_.reset();  // the slots that took it still hold it
-  place_soon();     // the instances the reload held in the queue go to the workers now
+  place_soon();        // the instances the reload held in the queue go to the workers now
   if (!supervisor_.shutting_down()) {  // a stopping daemon said STOPPING=1 already
     last_status_ = status_line();
     systemd::notify("READY=1\nSTATUS=" + last_status_);

@@ -78,7 +78,7 @@ class Dispatcher {
   static constexpr uint64_t kReleasePauseMs = 1000;
 
   uint32_t load(int slot) const;
-  uint64_t held() const;  // instances on the ready workers, all together
+  uint64_t held() const;    // instances on the ready workers, all together
   size_t capacity() const;  // instances the ready workers could still take
   // The most instances `slot` may hold: worker_instances, and what fits in its memory.
   uint64_t cap(int slot) const;
