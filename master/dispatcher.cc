@@ -116,21 +116,22 @@ json resume_points(Run& run, size_t room, std::vector<uint32_t>& taken) {
     run.requeued.pop_front();
     InstanceRecord& in = run.instances.at(i);
     if (in.state != InstanceState::kQueued) continue;
-    if (in.checkpoint.is_object()) {
+    if (in.detail().checkpoint.is_object()) {
       // Handed back by a stopping worker, or the last progress report of the step: its
       // attempt and retry counts, deadline and start go on from there. It is kept until the
       // step ends: if this worker dies too, the next resume starts from it again.
-      resume[std::to_string(i)] = with_callback(run, i, in.checkpoint);
+      resume[std::to_string(i)] = with_callback(run, i, in.detail().checkpoint);
       taken.push_back(i);
       continue;
     }
     ipc::Checkpoint cp;
     cp.step = in.next_step;
     cp.started_ms = in.started_ms;
-    cp.vars = in.vars;
+    cp.vars = in.detail().vars;
     // The step began when the previous one ended (or when the instance started): resuming
     // keeps that start, so a sleep ends and a poll times out when they would have.
-    cp.step_started_ms = in.steps.empty() ? in.started_ms : in.steps.back().ended_ms;
+    const auto& steps = in.detail().steps;
+    cp.step_started_ms = steps.empty() ? in.started_ms : steps.back().ended_ms;
     if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
       cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
     }

@@ -49,12 +49,10 @@ struct StepRecord {
   std::string body;     // the start of the response of a step that failed on one
 };
 
-struct InstanceRecord {
-  InstanceState state = InstanceState::kQueued;
-  int worker = -1;  // slot that runs it
-  uint32_t next_step = 0;
-  uint32_t resumes = 0;
-  int64_t started_ms = 0, ended_ms = 0;
+// What an instance gathers as it runs beyond its place: the reason it ended, why it was
+// resumed, its variables, the position inside a step, the steps it ended. A record gets it when
+// one of these is first written; an instance that only waits on its first step never does.
+struct InstanceDetail {
   std::string reason;
   std::vector<std::string> resume_reasons;
   nlohmann::json vars;  // captured so far (wire form): what a resumed instance continues with
@@ -62,8 +60,30 @@ struct InstanceRecord {
   // progress report of a step's counters): the next placement resumes from it. Cleared when
   // the step ends.
   nlohmann::json checkpoint;
-  uint32_t crash_resumes = 0;  // resumes because the worker died (counted against the limit)
   std::vector<StepRecord> steps;
+};
+
+struct InstanceRecord {
+  InstanceState state = InstanceState::kQueued;
+  int worker = -1;  // slot that runs it
+  uint32_t next_step = 0;
+  uint32_t resumes = 0;
+  uint32_t crash_resumes = 0;  // resumes because the worker died (counted against the limit)
+  int64_t started_ms = 0, ended_ms = 0;
+
+  // The detail, read: an empty one when the record has none.
+  const InstanceDetail& detail() const { return detail_ ? *detail_ : kNoDetail; }
+  // The detail, to write: made when the record has none.
+  InstanceDetail& make_detail() {
+    if (!detail_) detail_ = std::make_unique<InstanceDetail>();
+    return *detail_;
+  }
+
+ private:
+  // Placing a million instances makes a million records: kept apart, the detail does not
+  // make each of them 150 bytes to zero and fault in (instance_table_test.cc checks the size).
+  std::unique_ptr<InstanceDetail> detail_;
+  static inline const InstanceDetail kNoDetail{};
 };
 
 // The records of one run's instances. An instance gets its record when it is first placed (or

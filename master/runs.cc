@@ -177,7 +177,7 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
   InstanceRecord& in = run.instances.at(index);
   run.set_state(index, state);
   run.callbacks.erase(index);
-  in.reason = reason;
+  in.make_detail().reason = reason;
   in.worker = -1;
   if (in.started_ms == 0) in.started_ms = started_ms;
   in.ended_ms = ended_ms;
@@ -217,7 +217,7 @@ void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
       return;
     case ipc::EventKind::kProgress:
       if (ev.checkpoint.step != in.next_step) return;  // a report older than the step's end
-      in.checkpoint = ipc::to_json(ev.checkpoint);
+      in.make_detail().checkpoint = ipc::to_json(ev.checkpoint);
       journal_instance(*run, i);
       return;
     case ipc::EventKind::kDone:
@@ -230,6 +230,7 @@ void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
 
 void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   InstanceRecord& in = run.instances.at(i);
+  InstanceDetail& more = in.make_detail();
   StepRecord r;
   r.step = ev.step;
   r.state = std::string(ipc::to_string(ev.outcome));
@@ -249,20 +250,20 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   if (ev.in_branch) {
     // A step of a parallel step's branch: the instance is still at the parallel step, and
     // its checkpoint says where each branch is.
-    in.checkpoint = ipc::to_json(ev.checkpoint);
+    more.checkpoint = ipc::to_json(ev.checkpoint);
   } else {
     if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
-    if (ev.vars.is_object()) in.vars = ev.vars;
-    in.checkpoint = nullptr;  // the step it described has ended
+    if (ev.vars.is_object()) more.vars = ev.vars;
+    more.checkpoint = nullptr;  // the step it described has ended
   }
   if (auto c = run.callbacks.find(i); c != run.callbacks.end() && c->second["step"] <= r.step) {
     run.callbacks.erase(c);  // used
   }
-  in.steps.push_back(std::move(r));
+  more.steps.push_back(std::move(r));
   // The step and the instance's new position go in one write: a restart never sees one
   // without the other.
   journal_write(
-      [step = step_row(run, i, in.steps.size() - 1),
+      [step = step_row(run, i, more.steps.size() - 1),
        row = instance_row(run, i)](journal::Store& s) {
         Status st = s.put_step(step);
         return st ? s.put_instance(row) : st;
@@ -344,7 +345,7 @@ void Runs::requeue_one(Requeue& job, Run& run, uint32_t i, InstanceRecord& in) {
   run.set_state(i, InstanceState::kQueued);
   in.resumes += 1;
   if (blamed) in.crash_resumes += 1;
-  in.resume_reasons.push_back(d.why);
+  in.make_detail().resume_reasons.push_back(d.why);
   run.requeued.push_back(i);
   journal_instance(run, i);
   ++job.requeued;
@@ -370,9 +371,10 @@ Result<size_t> Runs::hand_back(int slot, const json& instances, const std::strin
       if (in == nullptr || in->state != InstanceState::kRunning || in->worker != slot) continue;
       run->set_state(i, InstanceState::kQueued);
       in->worker = -1;
-      in->checkpoint = ipc::to_json(*cp);
       in->resumes += 1;
-      in->resume_reasons.push_back(why);
+      InstanceDetail& more = in->make_detail();
+      more.checkpoint = ipc::to_json(*cp);
+      more.resume_reasons.push_back(why);
       run->requeued.push_back(i);
       journal_instance(*run, i);
       ++n;
@@ -511,7 +513,7 @@ void Runs::on_journal_rejected(const journal::WriteTag& tag, const std::string& 
     InstanceRecord& in = run->instances.at(i);
     // Its record of the rejection was refused too: writing it again could be refused again,
     // for ever. It stays errored in memory.
-    if (in.reason.starts_with(kPrefix)) return;
+    if (in.detail().reason.starts_with(kPrefix)) return;
     int64_t now = unix_ms_now();
     if (!is_terminal(in.state)) {
       finish_instance(*run, i, InstanceState::kErrored, kPrefix + error, now, now);
@@ -519,7 +521,7 @@ void Runs::on_journal_rejected(const journal::WriteTag& tag, const std::string& 
     }
     // Its final record was the one refused: record the refusal instead.
     run->set_state(i, InstanceState::kErrored);
-    in.reason = kPrefix + error;
+    in.make_detail().reason = kPrefix + error;
     journal_instance(*run, i);
   };
   if (tag.instance >= 0 && static_cast<uint64_t>(tag.instance) < run->size) {

@@ -111,7 +111,7 @@ size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
     if (is_terminal(in.state)) continue;
     ++waiting;
     bool started = in.started_ms != 0 || in.state == InstanceState::kRunning ||
-                   in.checkpoint.is_object() || in.next_step != 0;
+                   in.detail().checkpoint.is_object() || in.next_step != 0;
     if (!started) {
       if (!run.fresh.empty() && run.fresh.back().second == i) {
         run.fresh.back().second = i + 1;
@@ -124,7 +124,7 @@ size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
       // Its host died or was fenced off: it goes on here from where the journal has it.
       run.set_state(i, InstanceState::kQueued);
       in.resumes += 1;
-      in.resume_reasons.push_back("host_lost");
+      in.make_detail().resume_reasons.push_back("host_lost");
       journal_instance(run, i);
     }
     run.requeued.push_back(i);

@@ -30,17 +30,18 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
   r.next_step = in.next_step;
   r.started_ms = in.started_ms;
   r.ended_ms = in.ended_ms;
-  r.reason = in.reason;
+  const InstanceDetail& more = in.detail();
+  r.reason = more.reason;
   r.resumes = in.resumes;
   r.crash_resumes = in.crash_resumes;
-  r.resume_reasons = json(in.resume_reasons).dump();
-  r.vars = in.vars.is_object() ? in.vars.dump() : "{}";
-  r.checkpoint = in.checkpoint.is_object() ? in.checkpoint.dump() : "";
+  r.resume_reasons = json(more.resume_reasons).dump();
+  r.vars = more.vars.is_object() ? more.vars.dump() : "{}";
+  r.checkpoint = more.checkpoint.is_object() ? more.checkpoint.dump() : "";
   return r;
 }
 
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {
-  const StepRecord& s = run.instance(index).steps[seq];
+  const StepRecord& s = run.instance(index).detail().steps[seq];
   return {.run_id = run.id,
           .idx = index,
           .seq = static_cast<uint32_t>(seq),
@@ -85,17 +86,19 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   in.next_step = r.next_step;
   in.started_ms = r.started_ms;
   in.ended_ms = r.ended_ms;
-  in.reason = r.reason;
   in.resumes = r.resumes;
   in.crash_resumes = r.crash_resumes;
-  in.resume_reasons = reasons_from(r.resume_reasons);
+  // What the row holds beyond the record's place, kept when there is any.
+  std::vector<std::string> reasons = reasons_from(r.resume_reasons);
   json vars = parse_or(r.vars, json::object());
-  in.vars = vars.is_object() ? std::move(vars) : json::object();
+  if (!r.reason.empty()) in.make_detail().reason = r.reason;
+  if (!reasons.empty()) in.make_detail().resume_reasons = std::move(reasons);
+  if (vars.is_object() && !vars.empty()) in.make_detail().vars = std::move(vars);
   json cp = parse_or(r.checkpoint, json());
   if (cp.is_object()) {
     auto decoded = ipc::checkpoint_from_json(cp, "checkpoint");
     if (decoded && decoded->step < run.scenario->top_steps()) {
-      in.checkpoint = ipc::to_json(*decoded);
+      in.make_detail().checkpoint = ipc::to_json(*decoded);
     } else {
       spdlog::warn("journal: run {} instance {}: its checkpoint is damaged and is dropped ({})",
                    run.id, r.idx, decoded ? "step out of range" : decoded.status().message());
@@ -103,12 +106,12 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   }
   if (!is_terminal(in.state) && in.next_step >= run.scenario->top_steps()) {
     run.set_state(r.idx, InstanceState::kErrored);
-    in.reason = "its record in the journal names step " + std::to_string(in.next_step) +
+    in.make_detail().reason = "its record in the journal names step " + std::to_string(in.next_step) +
                 ", past the scenario's last step";
   }
   if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
     run.durations_ms.push_back(elapsed_ms(in.started_ms, in.ended_ms));
-    if (in.state != InstanceState::kPassed) run.failures[{in.next_step, in.reason}] += 1;
+    if (in.state != InstanceState::kPassed) run.failures[{in.next_step, in.detail().reason}] += 1;
   }
 }
 
@@ -120,7 +123,7 @@ void fill_from_rows(Run& run, const journal::StoredRun& rows) {
   }
   for (const journal::StepRow& r : rows.steps) {
     if (r.idx >= run.size) continue;
-    run.instances.at(r.idx).steps.push_back(
+    run.instances.at(r.idx).make_detail().steps.push_back(
         {r.step, r.state, r.attempts, r.started_ms, r.ended_ms, r.status, r.until_ms, r.reason,
          r.url, static_cast<uint64_t>(std::max<int64_t>(0, r.tls_us)), r.body});
     run.body_bytes += r.body.size();
@@ -265,7 +268,7 @@ size_t Runs::requeue_restored(Run& run) {
     if (in.state == InstanceState::kRunning) {
       run.set_state(i, InstanceState::kQueued);
       in.resumes += 1;
-      in.resume_reasons.push_back("master_restart");
+      in.make_detail().resume_reasons.push_back("master_restart");
       journal_instance(run, i);
     }
     run.requeued.push_back(i);

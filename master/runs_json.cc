@@ -131,6 +131,7 @@ json Runs::detail_json(const Run& run) const {
 
 json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const {
   const InstanceRecord& in = run.instance(index);
+  const InstanceDetail& more = in.detail();
   const auto& steps = run.scenario->steps;
   // One cancelled before it was placed has no record: it ended with its run.
   const int64_t ended_ms =
@@ -138,9 +139,9 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
   json j = {{"i", index},
             {"state", to_string(in.state)},
             {"step", in.next_step},
-            {"reason", in.reason},
+            {"reason", more.reason},
             {"resumes", in.resumes},
-            {"resume_reasons", in.resume_reasons},
+            {"resume_reasons", more.resume_reasons},
             {"started_at", time_or_null(in.started_ms)},
             {"ended_at", time_or_null(ended_ms)},
             {"duration_ms", elapsed_ms(in.started_ms, ended_ms)}};
@@ -148,11 +149,11 @@ json Runs::instance_json(const Run& run, uint32_t index, bool with_steps) const 
   if (auto c = run.callbacks.find(index); c != run.callbacks.end()) {
     j["callback"] = {{"step", c->second["step"]}, {"called", true}};  // not used yet
   }
-  if (json b = branches_json(*run.scenario, in.checkpoint); !b.is_null()) j["branches"] = b;
+  if (json b = branches_json(*run.scenario, more.checkpoint); !b.is_null()) j["branches"] = b;
   if (!with_steps) return j;
-  j["vars"] = ipc::vars_for_display(in.vars);
+  j["vars"] = ipc::vars_for_display(more.vars);
   j["steps"] = json::array();
-  for (const auto& r : in.steps) {
+  for (const auto& r : more.steps) {
     json s = {{"step", r.step},
               {"name", r.step < steps.size() ? steps[r.step].name : ""},
               {"state", r.state},

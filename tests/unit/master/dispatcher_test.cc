@@ -130,7 +130,7 @@ TEST_CASE("dispatcher: a worker that returns empty gets half the instances back 
   CHECK(b.dispatcher.load(1) == 500);
   CHECK(b.dispatcher.moved() == 500);
   CHECK(run.instance(0).worker == 0);  // the first 500 moved
-  CHECK(run.instance(0).resume_reasons == std::vector<std::string>{"rebalanced"});
+  CHECK(run.instance(0).detail().resume_reasons == std::vector<std::string>{"rebalanced"});
 
   b.dispatcher.rebalance(kT + 1200);
   CHECK(b.take(MessageType::kRelease).empty());  // even now

@@ -6,6 +6,7 @@
 #include "master/dispatcher.h"
 
 using corral::master::Dispatcher;
+using corral::master::InstanceDetail;
 using corral::master::InstanceRecord;
 using corral::master::InstanceState;
 using corral::master::InstanceTable;
@@ -44,6 +45,21 @@ TEST_CASE("instance table: a record is made on first use, and never moves") {
   CHECK(seen == 20 * InstanceTable::kPage);
   t.clear();
   CHECK(t.held() == 0);
+}
+
+TEST_CASE("instance table: a record holds its detail only once something is written to it") {
+  // Placing a million instances makes a million records: each is small until its instance
+  // ends a step, is resumed or ends.
+  CHECK(sizeof(InstanceRecord) <= 48);
+  InstanceTable t;
+  const InstanceDetail* none = &t.at(5).detail();
+  CHECK(none->steps.empty());
+  CHECK(none->vars.is_null());
+  t.at(5).make_detail().reason = "boom";
+  CHECK(&t.at(5).detail() != none);
+  CHECK(t.at(5).detail().reason == "boom");
+  CHECK(&t.at(6).detail() == none);  // the others still share the empty one
+  CHECK(t.at(6).detail().reason.empty());
 }
 
 TEST_CASE("runs: a million queued instances hold no record, and placing some holds only theirs") {
@@ -117,7 +133,7 @@ TEST_CASE("runs: a dead worker's instances go back to the queue a slice at a tim
   CHECK(had == std::vector<std::string>{a.id});
   CHECK(a.count(InstanceState::kQueued) == 3000);
   CHECK(a.requeued.size() == 3000);
-  CHECK(a.instance(2999).resume_reasons == std::vector<std::string>{"worker_killed"});
+  CHECK(a.instance(2999).detail().resume_reasons == std::vector<std::string>{"worker_killed"});
   CHECK(b.count(InstanceState::kRunning) == 10);
 }
 

@@ -65,11 +65,11 @@ TEST_CASE("runs (cluster): a claimed range starts fresh what never started and r
   CHECK(run->pending() == 5);
   CHECK(run->requeued == std::deque<uint32_t>{2, 3});
   CHECK(run->instance(2).next_step == 1);
-  CHECK(run->instance(2).vars == nlohmann::json{{"id", "j2"}});
-  CHECK(run->instance(2).steps.size() == 1);
-  CHECK(run->instance(2).resume_reasons == std::vector<std::string>{"host_lost"});
+  CHECK(run->instance(2).detail().vars == nlohmann::json{{"id", "j2"}});
+  CHECK(run->instance(2).detail().steps.size() == 1);
+  CHECK(run->instance(2).detail().resume_reasons == std::vector<std::string>{"host_lost"});
   CHECK(run->instance(2).crash_resumes == 0);      // a host's death is not the instance's fault
-  CHECK(run->instance(3).resume_reasons.empty());  // it was not running anywhere
+  CHECK(run->instance(3).detail().resume_reasons.empty());  // it was not running anywhere
   // Fresh instances go out as ranges: 0, then 4..5.
   CHECK(run->fresh_first() == 0);
   CHECK(run->fresh_count() == 1);
@@ -93,7 +93,7 @@ TEST_CASE("runs (cluster): claiming again takes the journal's rows over what thi
   CHECK(*waiting == 4);
   CHECK(run->instance(0).state == InstanceState::kFailed);
   CHECK(run->count(InstanceState::kRunning) == 0);
-  CHECK(run->instance(2).steps.size() == 1);  // not twice
+  CHECK(run->instance(2).detail().steps.size() == 1);  // not twice
 }
 
 TEST_CASE("runs (cluster): fenced off, a host forgets every instance it held") {
@@ -173,5 +173,5 @@ TEST_CASE("runs (cluster): ranges read in one page are claimed each, and one alr
   CHECK(run->requeued == std::deque<uint32_t>{2, 3});
   CHECK(run->fresh_first() == 4);
   CHECK(run->fresh_count() == 2);
-  CHECK(run->instance(2).resume_reasons == std::vector<std::string>{"host_lost"});
+  CHECK(run->instance(2).detail().resume_reasons == std::vector<std::string>{"host_lost"});
 }

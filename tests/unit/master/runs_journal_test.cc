@@ -51,7 +51,7 @@ std::string brief(const InstanceRecord& in) {
   std::string out = std::string(to_string(in.state)) + "@" + std::to_string(in.next_step) +
                     " resumes " + std::to_string(in.resumes) + "/" +
                     std::to_string(in.crash_resumes) + " " + std::to_string(in.started_ms);
-  for (const std::string& r : in.resume_reasons) out += " | " + r;
+  for (const std::string& r : in.detail().resume_reasons) out += " | " + r;
   return out;
 }
 
@@ -185,9 +185,9 @@ TEST_CASE("runs journal: a restarted master resumes the dispatched instances of 
   REQUIRE(r->size == 5);
   auto in = [r](uint32_t i) -> const InstanceRecord& { return r->instance(i); };
   CHECK(brief(in(0)) == "queued@1 resumes 1/0 1100 | master_restart");
-  CHECK(in(0).vars == json{{"a", "1"}});
-  REQUIRE(in(0).steps.size() == 1);
-  const auto& st = in(0).steps[0];
+  CHECK(in(0).detail().vars == json{{"a", "1"}});
+  REQUIRE(in(0).detail().steps.size() == 1);
+  const auto& st = in(0).detail().steps[0];
   CHECK(json{st.step, st.state, st.attempts, st.started_ms, st.ended_ms, st.status} ==
         json{0, "passed", 1, 1100, 1200, 201});
   CHECK(brief(in(1)) == "passed@0 resumes 0/0 1100");
@@ -253,7 +253,7 @@ TEST_CASE("runs journal: failed steps keep the start of their response, up to th
   failed(2, "ok");          // 2 more fit
   auto bodies = [](const Run& r) {
     std::vector<std::string> out;
-    for (uint32_t i = 0; i < r.size; ++i) out.push_back(r.instance(i).steps.at(0).body);
+    for (uint32_t i = 0; i < r.size; ++i) out.push_back(r.instance(i).detail().steps.at(0).body);
     return out;
   };
   using Bodies = std::vector<std::string>;
@@ -289,9 +289,9 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
                 1200);
   const InstanceRecord& in = run.instance(0);
   CHECK(in.next_step == 0);  // still at the parallel step
-  REQUIRE(in.steps.size() == 1);
-  CHECK(in.steps[0].step == 2);
-  CHECK(in.checkpoint["branches"][0]["checkpoint"]["step"] == 3);
+  REQUIRE(in.detail().steps.size() == 1);
+  CHECK(in.detail().steps[0].step == 2);
+  CHECK(in.detail().checkpoint["branches"][0]["checkpoint"]["step"] == 3);
   json shown = h.runs->instance_json(run, 0, true);
   CHECK(shown["steps"][0]["branch"] == "a");
   CHECK(shown["branches"] == json::parse(R"([{"name": "a", "state": "running", "step": 3,
@@ -301,9 +301,9 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
   Run* r = h.runs->find(id);
   REQUIRE(r != nullptr);
   CHECK(brief(r->instance(0)) == "queued@0 resumes 1/0 1100 | master_restart");
-  CHECK(r->instance(0).checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
-  REQUIRE(r->instance(0).steps.size() == 1);
-  CHECK(r->instance(0).steps[0].step == 2);
+  CHECK(r->instance(0).detail().checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
+  REQUIRE(r->instance(0).detail().steps.size() == 1);
+  CHECK(r->instance(0).detail().steps[0].step == 2);
 }
 
 TEST_CASE("runs journal: a run over data rows comes back with its data file") {
@@ -392,7 +392,7 @@ TEST_CASE("runs journal: retention keeps old runs as summaries, then forgets the
   REQUIRE(back->size == 2);
   CHECK(brief(back->instance(0)) == "passed@0 resumes 0/0 1000");
   CHECK(brief(back->instance(1)) == "failed@0 resumes 0/0 1000");
-  CHECK(back->instance(1).reason == "boom");
+  CHECK(back->instance(1).detail().reason == "boom");
   CHECK(back->instance(1).ended_ms == 2000);
   CHECK(h.runs->detail_json(*back) == detail);
 
@@ -483,7 +483,7 @@ TEST_CASE("runs journal: a worker's death errors its culprit past max_resumes, r
   const std::string poisoned = "its worker died with it 2 times (died again); max_resumes is 1";
   auto check = [&](const Run& r) {
     CHECK(brief(r.instance(0)) == "errored@0 resumes 1/1 1000 | died");
-    CHECK(r.instance(0).reason == poisoned);
+    CHECK(r.instance(0).detail().reason == poisoned);
     CHECK(r.instance(0).ended_ms > 0);
     CHECK(brief(r.instance(1)) == "queued@0 resumes 1/0 2000 | died again");  // not blamed
     CHECK(r.count(InstanceState::kErrored) == 1);
@@ -578,10 +578,10 @@ TEST_CASE("runs journal: an instance whose record the journal refuses ends error
   h.runs->mark_running(run, {0, 1, 2}, 0, 1000);
   h.done(run, 0, "failed", 1000, 1100);
   h.done(run, 1, "failed", 1000, 1200);
-  REQUIRE(h.run_until([&] { return run.instance(1).reason != "boom"; }));
+  REQUIRE(h.run_until([&] { return run.instance(1).detail().reason != "boom"; }));
   CHECK(to_string(run.instance(1).state) == std::string("errored"));
   CHECK(
-      run.instance(1).reason ==
+      run.instance(1).detail().reason ==
       "the journal rejected its record: put_instance: UNIQUE constraint failed: instances.reason");
   // The others go on: instance 2 still runs and finishes normally.
   CHECK(run.instance(2).state == InstanceState::kRunning);
@@ -627,14 +627,15 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   REQUIRE(built.is_ok());
   Run& run = **built;
   CHECK(run.vars == json::object());  // run vars that are not an object
-  CHECK(run.instance(0).resume_reasons == std::vector<std::string>{"ok"});
-  CHECK(run.instance(0).vars == json::object());
-  CHECK(run.instance(0).checkpoint.is_null());              // wrong types: dropped
+  CHECK(run.instance(0).detail().resume_reasons == std::vector<std::string>{"ok"});
+  CHECK(run.instance(0).detail().vars.is_null());        // wrong types: dropped
+  CHECK(run.instance(0).detail().checkpoint.is_null());
+  CHECK(run.instance(2).detail().vars == json{{"x", 1}});  // an object: kept
   CHECK(run.instance(1).state == InstanceState::kErrored);  // step 7 of a 2-step scenario
-  CHECK(run.instance(1).reason ==
+  CHECK(run.instance(1).detail().reason ==
         "its record in the journal names step 7, past the scenario's last step");
-  CHECK(run.instance(2).checkpoint.is_null());         // step out of range: dropped
-  CHECK(run.instance(3).checkpoint["attempts"] == 4);  // well-formed: kept
+  CHECK(run.instance(2).detail().checkpoint.is_null());         // step out of range: dropped
+  CHECK(run.instance(3).detail().checkpoint["attempts"] == 4);  // well-formed: kept
 
   s.run.instances = 0;
   CHECK_FALSE(run_from_journal(s, true).is_ok());
