@@ -106,8 +106,8 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   }
   if (!is_terminal(in.state) && in.next_step >= run.scenario->top_steps()) {
     run.set_state(r.idx, InstanceState::kErrored);
-    in.make_detail().reason = "its record in the journal names step " + std::to_string(in.next_step) +
-                ", past the scenario's last step";
+    in.make_detail().reason = "its record in the journal names step " +
+                              std::to_string(in.next_step) + ", past the scenario's last step";
   }
   if (is_terminal(in.state) && in.state != InstanceState::kCancelled) {
     run.durations_ms.push_back(elapsed_ms(in.started_ms, in.ended_ms));

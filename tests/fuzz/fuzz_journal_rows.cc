@@ -93,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)runs.instance_json(run, i, true)
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const InstanceRecord& in = run.instance(i);
-    FUZZ_CHECK(in.detail().vars.is_object() || in.detail().vars.is_null());  // null: never dispatched
+    FUZZ_CHECK(in.detail().vars.is_object() ||
+               in.detail().vars.is_null());  // null: never dispatched
     if (in.detail().checkpoint.is_object()) {
       auto cp = corral::ipc::checkpoint_from_json(in.detail().checkpoint);
       FUZZ_CHECK(cp.is_ok());

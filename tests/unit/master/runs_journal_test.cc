@@ -628,9 +628,9 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   Run& run = **built;
   CHECK(run.vars == json::object());  // run vars that are not an object
   CHECK(run.instance(0).detail().resume_reasons == std::vector<std::string>{"ok"});
-  CHECK(run.instance(0).detail().vars.is_null());        // wrong types: dropped
+  CHECK(run.instance(0).detail().vars.is_null());  // wrong types: dropped
   CHECK(run.instance(0).detail().checkpoint.is_null());
-  CHECK(run.instance(2).detail().vars == json{{"x", 1}});  // an object: kept
+  CHECK(run.instance(2).detail().vars == json{{"x", 1}});   // an object: kept
   CHECK(run.instance(1).state == InstanceState::kErrored);  // step 7 of a 2-step scenario
   CHECK(run.instance(1).detail().reason ==
         "its record in the journal names step 7, past the scenario's last step");
