@@ -62,7 +62,7 @@ json Daemon::worker_json(const Slot& s) const {
       {"cpu_percent", cpu != cpu_use_.end() && running && cpu->second.pid == s.pid
                           ? json(cpu->second.percent)
                           : json(nullptr)},
-      {"heartbeat_lag_ms", running ? now - s.last_heartbeat_ms : 0},
+      {"heartbeat_lag_ms", running ? now - s.last_heard_ms : 0},
       {"loop_lag_ms", s.loop_lag_ms},
       {"active", s.active},
       {"instances", dispatcher_.load(s.index)},

@@ -21,6 +21,7 @@ namespace corral::master {
 namespace {
 
 constexpr uint64_t kTickMs = 100;
+constexpr uint64_t kHeldMs = 1000;  // a reconcile this late: the loop was held
 constexpr uint64_t kMemorySampleMs = 250;
 constexpr uint64_t kCpuSampleMs = 1000;    // the CPU use shown in GET /workers is over this long
 constexpr uint64_t kLimitsEveryMs = 1000;  // the limits of runs that finished go this often
@@ -298,7 +299,15 @@ void Daemon::sample_cpu() {
 
 void Daemon::reconcile() {
   if (finished_) return;
-  for (const Action& a : supervisor_.reconcile(monotonic_ms())) execute(a);
+  const uint64_t now = monotonic_ms();
+  // The tick reconciles every kTickMs: a longer gap is time the loop itself was held (a stopped
+  // process, a suspended machine), while the workers' frames waited for it.
+  if (last_reconcile_ms_ != 0 && now - last_reconcile_ms_ > kTickMs + kHeldMs) {
+    spdlog::warn("the master's loop was held for {} ms", now - last_reconcile_ms_ - kTickMs);
+    supervisor_.on_master_held(now - last_reconcile_ms_ - kTickMs);
+  }
+  last_reconcile_ms_ = now;
+  for (const Action& a : supervisor_.reconcile(now)) execute(a);
   hooks_.report_exits(supervisor_, monotonic_ms());
   settle_reload();
   if (supervisor_.finished()) finish();

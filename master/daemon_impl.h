@@ -216,6 +216,7 @@ class Daemon : private WorkerLink {
   std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request
+  uint64_t last_reconcile_ms_ = 0;
   uint64_t last_memory_sample_ms_ = 0;
   uint64_t last_cpu_sample_ms_ = 0;
   CpuMeter cpu_meter_{::sysconf(_SC_CLK_TCK)};

@@ -120,6 +120,7 @@ nlohmann::json Daemon::reload_json() const {
 void Daemon::on_successor_frame(int slot, ipc::Frame&& f) {
   WorkerProcess* w = successors_[slot].get();
   uint64_t now = monotonic_ms();
+  supervisor_.on_heard(slot, now, true);
   const nlohmann::json& p = f.payload;
   switch (f.type) {
     case ipc::MessageType::kHello:

@@ -323,6 +323,7 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
   if (!is_current(slot, generation)) return;
   WorkerProcess& w = *workers_[slot];
   uint64_t now = monotonic_ms();
+  supervisor_.on_heard(slot, now);
   switch (f.type) {
     case ipc::MessageType::kHello:
       on_hello(slot, w, f.payload);

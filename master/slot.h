@@ -72,7 +72,7 @@ struct Successor {
   pid_t pid = 0;
   uint64_t started_at_ms = 0;  // monotonic
   uint64_t ready_at_ms = 0;    // 0 until ready
-  uint64_t last_heartbeat_ms = 0;
+  uint64_t last_heard_ms = 0;  // its last frame, of any kind
   uint64_t rss_bytes = 0;
   bool kill_sent = false;  // once failed: SIGKILL was sent
 };
@@ -87,7 +87,9 @@ struct Slot {
 
   uint64_t started_at_ms = 0;  // monotonic
   uint64_t ready_at_ms = 0;    // 0 until ready
-  uint64_t last_heartbeat_ms = 0;
+  // Its last frame, of any kind: a worker whose heartbeat waits behind frames the master has
+  // not read yet is not hung.
+  uint64_t last_heard_ms = 0;
   uint64_t rss_bytes = 0;
   double loop_lag_ms = 0;
   uint64_t active = 0;

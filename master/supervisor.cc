@@ -48,7 +48,7 @@ void Supervisor::on_spawned(int index, pid_t pid, uint64_t now_ms) {
   if (s == nullptr || s->state != SlotState::kStarting) return;
   s->pid = pid;
   s->started_at_ms = now_ms;
-  s->last_heartbeat_ms = now_ms;
+  s->last_heard_ms = now_ms;
 }
 
 void Supervisor::on_spawn_failed(int index, const std::string& error, uint64_t now_ms,
@@ -71,7 +71,7 @@ void Supervisor::on_ready(int index, uint64_t now_ms) {
   if (s == nullptr || s->state != SlotState::kStarting) return;
   move(*s, SlotState::kReady);
   s->ready_at_ms = now_ms;
-  s->last_heartbeat_ms = now_ms;
+  s->last_heard_ms = now_ms;
   s->error.clear();
 }
 
@@ -79,10 +79,24 @@ void Supervisor::on_heartbeat(int index, uint64_t now_ms, uint64_t rss, double l
                               uint64_t active) {
   Slot* s = find(index);
   if (s == nullptr || !has_process(s->state)) return;
-  s->last_heartbeat_ms = now_ms;
+  s->last_heard_ms = now_ms;
   s->rss_bytes = rss;
   s->loop_lag_ms = loop_lag_ms;
   s->active = active;
+}
+
+void Supervisor::on_heard(int index, uint64_t now_ms, bool successor) {
+  Slot* s = find(index);
+  if (s == nullptr) return;
+  if (successor && s->successor) s->successor->last_heard_ms = now_ms;
+  if (!successor && has_process(s->state)) s->last_heard_ms = now_ms;
+}
+
+void Supervisor::on_master_held(uint64_t ms) {
+  for (Slot& s : slots_) {
+    s.last_heard_ms += ms;
+    if (s.successor) s.successor->last_heard_ms += ms;
+  }
 }
 
 void Supervisor::on_rss_sample(int index, uint64_t rss) {
@@ -199,7 +213,7 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
              now_ms - s.started_at_ms > settings_.ready_timeout_ms) {
     kill(s, ExitReason::kNotReady, SIGKILL, now_ms, out);
   } else if (s.state != SlotState::kStarting &&
-             now_ms - s.last_heartbeat_ms > settings_.heartbeat_timeout_ms) {
+             now_ms - s.last_heard_ms > settings_.heartbeat_timeout_ms) {
     // A hung loop cannot act on a signal it could catch, and a stopped process acts on none:
     // SIGKILL at once, so that the slot is free for a replacement now.
     kill(s, ExitReason::kHung, SIGKILL, now_ms, out);
@@ -226,7 +240,7 @@ void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& o
   move(s, SlotState::kStarting);
   reset_process(s, ++spawns_);
   s.started_at_ms = now_ms;
-  s.last_heartbeat_ms = now_ms;
+  s.last_heard_ms = now_ms;
   out.push_back({Action::Kind::kSpawn, s.index});
 }
 

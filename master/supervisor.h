@@ -66,6 +66,11 @@ class Supervisor {
   void on_spawn_failed(int slot, const std::string& error, uint64_t now_ms, int64_t unix_ms);
   void on_ready(int slot, uint64_t now_ms);
   void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms, uint64_t active);
+  // A frame of any kind from the slot's worker (or, with `successor`, its reload's new one).
+  void on_heard(int slot, uint64_t now_ms, bool successor = false);
+  // The master's own loop was held for `ms` (a stopped process, a suspended machine): its
+  // workers' frames waited for it, so that time is not counted against their heartbeats.
+  void on_master_held(uint64_t ms);
   void on_rss_sample(int slot, uint64_t rss);
   void on_leaving(int slot, ExitReason reason);
   void on_protocol_error(int slot, const std::string& error);

@@ -67,7 +67,7 @@ void Supervisor::on_successor_spawned(int index, pid_t pid, uint64_t now_ms) {
   if (s == nullptr || !s->successor) return;
   s->successor->pid = pid;
   s->successor->started_at_ms = now_ms;
-  s->successor->last_heartbeat_ms = now_ms;
+  s->successor->last_heard_ms = now_ms;
 }
 
 void Supervisor::on_successor_ready(int index, uint64_t now_ms) {
@@ -75,13 +75,13 @@ void Supervisor::on_successor_ready(int index, uint64_t now_ms) {
   if (s == nullptr || !s->successor || s->successor->state != SuccessorState::kStarting) return;
   s->successor->state = SuccessorState::kProbation;
   s->successor->ready_at_ms = now_ms;
-  s->successor->last_heartbeat_ms = now_ms;
+  s->successor->last_heard_ms = now_ms;
 }
 
 void Supervisor::on_successor_heartbeat(int index, uint64_t now_ms, uint64_t rss) {
   Slot* s = find(index);
   if (s == nullptr || !s->successor) return;
-  s->successor->last_heartbeat_ms = now_ms;
+  s->successor->last_heard_ms = now_ms;
   s->successor->rss_bytes = rss;
 }
 
@@ -127,9 +127,9 @@ void Supervisor::reconcile_successor(Slot& s, uint64_t now_ms, std::vector<Actio
       fail_reload(s, "its new worker was not ready within " + duration_text(settings_.ready_timeout_ms), now_ms);
     }
   } else if (n.state == SuccessorState::kProbation) {
-    if (now_ms - n.last_heartbeat_ms > settings_.heartbeat_timeout_ms) {
+    if (now_ms - n.last_heard_ms > settings_.heartbeat_timeout_ms) {
       fail_reload(s, "its new worker sent no heartbeat for " +
-                             duration_text(now_ms - n.last_heartbeat_ms) + " during its grace",
+                             duration_text(now_ms - n.last_heard_ms) + " during its grace",
                   now_ms);
     } else if (settings_.memory_hard_bytes != 0 && n.rss_bytes > settings_.memory_hard_bytes) {
       fail_reload(s, "its new worker passed the hard memory limit", now_ms);
@@ -159,7 +159,7 @@ void Supervisor::adopt(Slot& s, std::vector<Action>& out) {
   s.pid = n.pid;
   s.started_at_ms = n.started_at_ms;
   s.ready_at_ms = n.ready_at_ms;
-  s.last_heartbeat_ms = n.last_heartbeat_ms;
+  s.last_heard_ms = n.last_heard_ms;
   s.rss_bytes = n.rss_bytes;
   s.error.clear();
   if (reload_.phase == ReloadStatus::Phase::kRunning) reload_.replaced.push_back(s.index);
@@ -195,7 +195,7 @@ void Supervisor::advance_reload(uint64_t now_ms, std::vector<Action>& out) {
     Successor n;
     n.generation = ++spawns_;
     n.started_at_ms = now_ms;
-    n.last_heartbeat_ms = now_ms;
+    n.last_heard_ms = now_ms;
     s->successor = n;
     spdlog::info("reload {}: slot {}: starting its new worker", reload_.number, s->index);
     out.push_back({Action::Kind::kSpawn, s->index, 0, 0, true});

@@ -2,6 +2,7 @@
 // IPC contract are replaced (or given up on) and the reason is recorded in /workers.
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <thread>
 
 #include "tests/support/harness.h"
 
@@ -232,6 +233,27 @@ TEST_CASE("supervisor: a worker that stops heartbeating is killed and replaced w
       },
       seconds(5), "slot 0 to run a new process");
   CHECK(daemon.worker(1).at("state") == "ready");
+}
+
+TEST_CASE("supervisor: a master stopped for longer than heartbeat_timeout keeps its workers") {
+  // While the master is stopped its workers' heartbeats wait in their pipes; when it goes on,
+  // the time it was stopped is its own, not theirs.
+  TempHome home;
+  Daemon daemon(home, DaemonOptions().with_workers(2).with_config(quick_config()));
+  Json before = daemon.wait_ready(2);
+  REQUIRE(::kill(daemon.pid(), SIGSTOP) == 0);
+  std::this_thread::sleep_for(milliseconds(3500));  // heartbeat_timeout is 2 s
+  REQUIRE(::kill(daemon.pid(), SIGCONT) == 0);
+  hold_for(
+      [&] {
+        for (int slot : {0, 1}) {
+          Json w = daemon.worker(slot);
+          if (w.at("pid") != before[slot].at("pid") || w.at("restarts") != 0) return false;
+        }
+        return true;
+      },
+      seconds(3), "both workers kept after the master went on");
+  CHECK_THAT(read_file(home.master_log()), Catch::Contains("the master's loop was held for"));
 }
 
 TEST_CASE("supervisor: a worker that never says ready is killed with reason not_ready") {

@@ -44,6 +44,36 @@ TEST_CASE("supervisor: a worker silent past the heartbeat timeout gets SIGKILL a
   CHECK(b.sup.slot(0)->restarts == 1);
 }
 
+TEST_CASE("supervisor: any frame from a worker shows it is alive, not only its heartbeat") {
+  // Its heartbeat can wait behind frames the master has not read yet.
+  SupervisorBench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.on_heartbeat(0, b.now, 1 << 20, 0.1, 0);
+  CHECK(b.step(4000).empty());
+  b.sup.on_heard(0, b.now);
+  CHECK(b.step(4000).empty());  // 8 s after its heartbeat, 4 s after its last frame
+  CHECK(b.sup.slot(0)->kill_reason == std::nullopt);
+  b.sup.on_heard(0, b.now, true);  // a frame from a successor it does not have: no effect
+  CHECK(count(b.step(1001), Action::Kind::kSignal, SIGKILL) == 1);
+  CHECK(b.sup.slot(0)->kill_reason == ExitReason::kHung);
+}
+
+TEST_CASE("supervisor: time the master's own loop was held is not counted against a worker") {
+  SupervisorBench b(2);
+  b.step();
+  b.ready_all();
+  b.sup.on_heard(0, b.now);
+  b.sup.on_heard(1, b.now);
+  // The master was stopped for 20 s: its workers' frames waited in their pipes.
+  b.now += 20000;
+  b.sup.on_master_held(20000);
+  CHECK(b.step(0).empty());
+  CHECK(b.step(4000).empty());
+  // The time after it counts as before.
+  CHECK(count(b.step(1001), Action::Kind::kSignal, SIGKILL) == 2);
+}
+
 TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as not_ready") {
   SupervisorBench b(1);
   b.step();
