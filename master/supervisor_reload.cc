@@ -128,8 +128,9 @@ void Supervisor::reconcile_successor(Slot& s, uint64_t now_ms, std::vector<Actio
     }
   } else if (n.state == SuccessorState::kProbation) {
     if (now_ms - n.last_heard_ms > settings_.heartbeat_timeout_ms) {
-      fail_reload(s, "its new worker sent no heartbeat for " +
-                             duration_text(now_ms - n.last_heard_ms) + " during its grace",
+      fail_reload(s,
+                  "its new worker sent no heartbeat for " +
+                      duration_text(now_ms - n.last_heard_ms) + " during its grace",
                   now_ms);
     } else if (settings_.memory_hard_bytes != 0 && n.rss_bytes > settings_.memory_hard_bytes) {
       fail_reload(s, "its new worker passed the hard memory limit", now_ms);
