@@ -65,24 +65,6 @@ std::optional<WallClock::time_point> parse_utc_timestamp(const std::string& text
          std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(fraction));
 }
 
-std::string describe_last_exit(const nlohmann::json& last_exit, WallClock::time_point now) {
-  if (!last_exit.is_object()) return "-";
-  std::string out = json_string(last_exit, "reason", "exit");
-  const auto signal = static_cast<int>(json_number(last_exit, "signal"));
-  const auto code = static_cast<int>(json_number(last_exit, "code"));
-  if (signal != 0) {
-    const std::string name = json_string(last_exit, "signal_name");
-    out += " " + (name.empty() ? "signal " + std::to_string(signal) : name);
-  } else if (code != 0) {
-    out += " (exit " + std::to_string(code) + ")";
-  }
-  if (auto at = parse_utc_timestamp(json_string(last_exit, "at"))) {
-    const double age = std::chrono::duration<double>(now - *at).count();
-    out += " " + human_duration(age) + " ago";
-  }
-  return out;
-}
-
 double json_number(const nlohmann::json& j, const char* key, double fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);

@@ -23,9 +23,6 @@ std::string human_ms(double ms);
 std::string counted(long n, const std::string& one, const std::string& many);
 // "2026-11-30T15:00:00Z" (fractional seconds allowed) -> that instant; nullopt if malformed.
 std::optional<WallClock::time_point> parse_utc_timestamp(const std::string& text);
-// A worker's last_exit object as one cell: "signal SIGKILL 2m ago", "crash (exit 1) 5s ago",
-// "-" for null. The age is left out when `at` is missing or malformed.
-std::string describe_last_exit(const nlohmann::json& last_exit, WallClock::time_point now);
 
 // Lenient field access for JSON from the daemon: a missing field or one of another type reads
 // as the fallback, so a newer or older daemon never makes the CLI throw.

@@ -11,17 +11,12 @@ namespace {
 const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
 const char* const kAsciiBars[] = {".", "_", "-", "=", "+", "*", "#", "@"};
 
-// A field of a worker that has a process, else nullopt.
-std::optional<double> live_number(const nlohmann::json& worker, const char* key) {
-  if (json_number(worker, "pid") <= 0) return std::nullopt;
-  return json_number(worker, key);
-}
-
 }  // namespace
 
-WorkerSample sample_of(const nlohmann::json& worker, std::optional<double> cpu_percent) {
-  return {cpu_percent, live_number(worker, "rss_bytes"), live_number(worker, "loop_lag_ms"),
-          live_number(worker, "active")};
+WorkerSample sample_of(const api::WorkerEntry& w, std::optional<double> cpu_percent) {
+  if (!w.alive()) return {cpu_percent, std::nullopt, std::nullopt, std::nullopt};
+  return {cpu_percent, static_cast<double>(w.rss_bytes), w.loop_lag_ms,
+          static_cast<double>(w.active)};
 }
 
 void WorkerHistory::add(long slot, const WorkerSample& sample) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/api/workers.h"
 #include "shared/cpu_meter.h"
 
 namespace corral::cli {
@@ -26,8 +27,8 @@ struct WorkerSample {
   std::optional<double> active;  // instances the worker runs, by its last heartbeat
 };
 
-// The sample for one element of GET /workers "workers", with `cpu_percent` as measured.
-WorkerSample sample_of(const nlohmann::json& worker, std::optional<double> cpu_percent);
+// The sample for one worker of GET /workers, with `cpu_percent` as measured.
+WorkerSample sample_of(const api::WorkerEntry& worker, std::optional<double> cpu_percent);
 
 // The last kLength samples of each worker slot, oldest first.
 class WorkerHistory {

@@ -6,6 +6,7 @@
 
 #include "cli/log_tail.h"
 #include "cli/status_view.h"
+#include "cli/workers.h"
 #include "shared/log_files.h"
 #include "shared/proc.h"
 
@@ -48,9 +49,9 @@ void MonitSource::refresh(MonitSnapshot& snapshot, WorkerHistory& history, size_
 }
 
 Status MonitSource::ask(MonitSnapshot& snapshot) const {
-  auto health = api_.get("/health");
+  auto health = get_health(api_);
   if (!health) return health.status();
-  auto workers = api_.get("/workers");
+  auto workers = get_workers(api_);
   if (!workers) return workers.status();
   auto runs = api_.get("/runs");
   if (!runs) return runs.status();
@@ -66,19 +67,19 @@ Status MonitSource::ask(MonitSnapshot& snapshot) const {
     }  // else the run was pruned meanwhile: no failures to show
   }
   snapshot.health = std::move(*health);
-  snapshot.workers = std::move(*workers);
+  snapshot.workers = std::move(workers->workers);
   snapshot.runs = json_field(*runs, "runs");
   snapshot.failures = std::move(failures);
   return Status::ok();
 }
 
-void MonitSource::sample(const nlohmann::json& workers, WorkerHistory& history) {
+void MonitSource::sample(const std::vector<api::WorkerEntry>& workers, WorkerHistory& history) {
   const auto now = CpuMeter::Clock::now();
   std::set<long> pids;
   std::set<long> slots;
-  for (const nlohmann::json& w : sorted_by_slot(workers)) {
-    const auto slot = static_cast<long>(json_number(w, "slot"));
-    const auto pid = static_cast<long>(json_number(w, "pid"));
+  for (const api::WorkerEntry& w : workers) {
+    const long slot = w.slot;
+    const auto pid = static_cast<long>(w.pid);
     std::optional<double> cpu;
     if (same_host_ && pid > 0) {
       std::optional<ProcStat> stat = proc_stat(static_cast<pid_t>(pid));

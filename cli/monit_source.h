@@ -31,7 +31,7 @@ class MonitSource {
  private:
   // The API's answers into `snapshot`, all of them or none.
   Status ask(MonitSnapshot& snapshot) const;
-  void sample(const nlohmann::json& workers, WorkerHistory& history);
+  void sample(const std::vector<api::WorkerEntry>& workers, WorkerHistory& history);
   std::vector<std::string> read_logs(size_t n) const;
 
   Api api_;

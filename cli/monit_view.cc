@@ -42,37 +42,34 @@ std::string with_history(const std::string& value, const std::vector<std::option
   return cell + " " + sparkline(series, top, spark_width, utf8);
 }
 
-std::vector<std::string> worker_row(const json& w, const WorkerHistory& history, size_t spark_width,
-                                    bool utf8) {
-  const long slot = as_long(w, "slot");
-  const bool alive = json_number(w, "pid") > 0;
+std::vector<std::string> worker_row(const api::WorkerEntry& w, const WorkerHistory& history,
+                                    size_t spark_width, bool utf8) {
+  const long slot = w.slot;
+  const bool alive = w.alive();
   const auto cpu = history.series(slot, &WorkerSample::cpu_percent);
   const auto rss = history.series(slot, &WorkerSample::rss_bytes);
   const auto lag = history.series(slot, &WorkerSample::loop_lag_ms);
   const auto active = history.series(slot, &WorkerSample::active);
-  const std::string rss_text =
-      alive ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes"))) : "-";
-  const std::string lag_text = alive ? human_ms(json_number(w, "loop_lag_ms")) : "-";
+  const std::string rss_text = alive ? human_bytes(w.rss_bytes) : "-";
+  const std::string lag_text = alive ? human_ms(w.loop_lag_ms) : "-";
   // Bars scale to the window's largest value, with a floor where small values are noise.
   return {std::to_string(slot),
-          alive ? std::to_string(as_long(w, "pid")) : "-",
-          json_string(w, "state", "?"),
-          alive ? human_duration(json_number(w, "uptime_s")) : "-",
-          std::to_string(as_long(w, "restarts")),
+          alive ? std::to_string(w.pid) : "-",
+          w.state.empty() ? "?" : w.state,
+          alive ? human_duration(w.uptime_s) : "-",
+          std::to_string(w.restarts),
           with_history(percent_text(alive && !cpu.empty() ? cpu.back() : std::nullopt), cpu,
                        std::max(100.0, largest(cpu)), spark_width, utf8),
           with_history(rss_text, rss, largest(rss), spark_width, utf8),
           with_history(lag_text, lag, std::max(10.0, largest(lag)), spark_width, utf8),
-          with_history(std::to_string(as_long(w, "active")), active, std::max(1.0, largest(active)),
+          with_history(std::to_string(w.active), active, std::max(1.0, largest(active)),
                        spark_width, utf8)};
 }
 
 std::string workers_table(const MonitSnapshot& s, const WorkerHistory& history, size_t spark_width,
                           bool utf8) {
   std::vector<std::vector<std::string>> rows;
-  for (const json& w : sorted_by_slot(s.workers)) {
-    rows.push_back(worker_row(w, history, spark_width, utf8));
-  }
+  for (const api::WorkerEntry& w : s.workers) rows.push_back(worker_row(w, history, spark_width, utf8));
   return render_table(
       {"slot", "pid", "state", "uptime", "restarts", "cpu", "memory", "loop lag", "active"}, rows,
       utf8 ? TableStyle::kBox : TableStyle::kAscii);
@@ -87,7 +84,7 @@ void add_workers(std::vector<MonitLine>& out, const MonitSnapshot& s, const Work
   const size_t room = layout.width > bare_width ? (layout.width - bare_width) / 4 : 0;
   const size_t spark_width = room > 3 ? std::min(room - 1, WorkerHistory::kLength) : 0;
   add_text(out, spark_width == 0 ? bare : workers_table(s, history, spark_width, layout.utf8));
-  for (const json& w : sorted_by_slot(s.workers)) add_text(out, worker_note(w), Tone::kAlert);
+  for (const api::WorkerEntry& w : s.workers) add_text(out, worker_note(w), Tone::kAlert);
 }
 
 std::string progress_cell(const json& run, bool utf8) {

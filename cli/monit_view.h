@@ -13,14 +13,15 @@
 
 #include "cli/format.h"
 #include "cli/monit_history.h"
+#include "shared/api/workers.h"
 
 namespace corral::cli {
 
 // What one refresh gathered. A refresh that failed keeps the previous answers and says why in
 // `problem`.
 struct MonitSnapshot {
-  nlohmann::json health;                           // GET /health
-  nlohmann::json workers;                          // GET /workers
+  api::Health health;                              // GET /health
+  std::vector<api::WorkerEntry> workers;           // GET /workers, in slot order
   nlohmann::json runs;                             // GET /runs "runs", newest first
   std::map<std::string, nlohmann::json> failures;  // run id -> GET /runs/<id> "failures"
   std::vector<std::string> log_lines;              // the last lines of the logs, oldest first

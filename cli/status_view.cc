@@ -1,148 +1,128 @@
 #include "cli/status_view.h"
 
 #include <algorithm>
-#include <set>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
 namespace corral::cli {
 namespace {
 
-bool has_process(const nlohmann::json& w) { return json_number(w, "pid") > 0; }
-
-std::string int_cell(const nlohmann::json& w, const char* key) {
-  return std::to_string(static_cast<long long>(json_number(w, key)));
+std::string percent_cell(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", v);
+  return buf;
 }
 
-std::vector<std::string> status_row(const nlohmann::json& w, WallClock::time_point now) {
-  const bool alive = has_process(w);
+std::string memory_cell(const api::WorkerEntry& w) {
+  return w.alive() && w.rss_bytes > 0 ? human_bytes(w.rss_bytes) : "-";
+}
+
+std::vector<std::string> status_row(const api::WorkerEntry& w, WallClock::time_point now) {
   return {
-      int_cell(w, "slot"),
-      alive ? int_cell(w, "pid") : "-",
-      json_string(w, "state", "?"),
-      int_cell(w, "restarts"),
-      alive ? human_duration(json_number(w, "uptime_s")) : "-",
-      alive && json_number(w, "rss_bytes") > 0
-          ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes")))
-          : "-",
-      alive ? human_ms(json_number(w, "loop_lag_ms")) : "-",
-      int_cell(w, "active"),
-      describe_last_exit(json_field(w, "last_exit"), now),
+      std::to_string(w.slot),
+      w.alive() ? std::to_string(w.pid) : "-",
+      w.state.empty() ? "?" : w.state,
+      std::to_string(w.restarts),
+      w.alive() ? human_duration(w.uptime_s) : "-",
+      memory_cell(w),
+      w.alive() ? human_ms(w.loop_lag_ms) : "-",
+      std::to_string(w.active),
+      describe_last_exit(w.last_exit, now),
   };
 }
 
 }  // namespace
 
-std::string worker_note(const nlohmann::json& w) {
-  const std::string state = json_string(w, "state");
-  const double next_ms = json_number(w, "next_start_in_ms");
-  std::string note;
-  if (state == "errored") {
-    const std::string reason = json_string(w, "reason");
-    note = "slot " + int_cell(w, "slot") + " errored: " + (reason.empty() ? "?" : reason);
-    if (next_ms > 0) note += "; next try in " + human_duration(next_ms / 1000);
-  } else if (state == "backoff" && next_ms > 0) {
-    note = "slot " + int_cell(w, "slot") + " restarts in " + human_ms(next_ms);
+std::string describe_last_exit(const std::optional<api::LastExit>& last_exit,
+                               WallClock::time_point now) {
+  if (!last_exit) return "-";
+  const api::LastExit& e = *last_exit;
+  std::string out = e.reason.empty() ? "exit" : e.reason;
+  if (e.signal != 0) {
+    out += " " + (e.signal_name.empty() ? "signal " + std::to_string(e.signal) : e.signal_name);
+  } else if (e.code != 0) {
+    out += " (exit " + std::to_string(e.code) + ")";
   }
-  const nlohmann::json next = json_field(w, "successor");
-  if (next.is_object()) {
+  if (auto at = parse_utc_timestamp(e.at)) {
+    out += " " + human_duration(std::chrono::duration<double>(now - *at).count()) + " ago";
+  }
+  return out;
+}
+
+std::string worker_note(const api::WorkerEntry& w) {
+  const std::string slot = "slot " + std::to_string(w.slot);
+  const auto next_ms = static_cast<double>(w.next_start_in_ms);
+  std::string note;
+  if (w.state == "errored") {
+    note = slot + " errored: " + (w.reason.empty() ? "?" : w.reason);
+    if (next_ms > 0) note += "; next try in " + human_duration(next_ms / 1000);
+  } else if (w.state == "backoff" && next_ms > 0) {
+    note = slot + " restarts in " + human_ms(next_ms);
+  }
+  if (w.successor) {
     // A reload's new worker beside the slot's current one.
-    const std::string phase = json_string(next, "state");
-    std::string what = phase == "probation" ? "on probation, ready for " +
-                                                  human_duration(json_number(next, "ready_for_s"))
-                       : phase == "promoted" ? "taking over"
-                                             : phase;
+    const api::SuccessorEntry& n = *w.successor;
+    std::string what = n.state == "probation" ? "on probation, ready for " +
+                                                    human_duration(n.ready_for_s)
+                       : n.state == "promoted" ? "taking over"
+                                               : n.state;
     if (!note.empty()) note += "\n";
-    note += "slot " + int_cell(w, "slot") + " reloading: new worker pid " + int_cell(next, "pid") +
-            " " + what;
+    note += slot + " reloading: new worker pid " + std::to_string(n.pid) + " " + what;
   }
   return note;
 }
 
-std::vector<nlohmann::json> sorted_by_slot(const nlohmann::json& workers) {
-  std::vector<nlohmann::json> list;
-  for (const auto& w : worker_list(workers)) list.push_back(w);
-  std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
-    return json_number(a, "slot") < json_number(b, "slot");
-  });
-  return list;
-}
-
-nlohmann::json worker_list(const nlohmann::json& workers) {
-  if (workers.is_array()) return workers;
-  if (workers.is_object() && workers.contains("workers") && workers["workers"].is_array()) {
-    return workers["workers"];
-  }
-  return nlohmann::json::array();
-}
-
-std::string render_status_table(const nlohmann::json& workers, WallClock::time_point now,
+std::string render_status_table(const Workers& workers, WallClock::time_point now,
                                 TableStyle style) {
   static const std::vector<std::string> kHeader = {"slot",   "pid", "state",  "restarts", "uptime",
                                                    "memory", "lag", "active", "last exit"};
   std::vector<std::vector<std::string>> rows;
   std::string notes;
-  for (const auto& w : sorted_by_slot(workers)) {
+  for (const api::WorkerEntry& w : workers) {
     rows.push_back(status_row(w, now));
     if (std::string note = worker_note(w); !note.empty()) notes += note + "\n";
   }
   return render_table(kHeader, rows, style) + notes;
 }
 
-std::string render_summary_line(const nlohmann::json& health, const nlohmann::json& workers) {
-  const nlohmann::json list = worker_list(workers);
-  const auto ready = std::count_if(list.begin(), list.end(), [](const nlohmann::json& w) {
-    return json_string(w, "state") == "ready";
-  });
-  const auto wanted = static_cast<long long>(
-      json_number(health, "workers_wanted", static_cast<double>(list.size())));
-  std::string listen = json_string(health, "listen");
-  if (listen.empty()) listen = "off";
+std::string render_summary_line(const api::Health& health, const Workers& workers) {
+  const auto ready = std::count_if(workers.begin(), workers.end(),
+                                   [](const api::WorkerEntry& w) { return w.state == "ready"; });
+  const int64_t wanted = health.workers_wanted > 0 ? health.workers_wanted
+                                                   : static_cast<int64_t>(workers.size());
   return std::to_string(ready) + "/" + std::to_string(wanted) + " workers ready · daemon pid " +
-         std::to_string(static_cast<long long>(json_number(health, "pid"))) + " · api " + listen +
-         " · home " + json_string(health, "home", "?");
+         std::to_string(health.pid) + " · api " + (health.listen.empty() ? "off" : health.listen) +
+         " · home " + (health.home.empty() ? "?" : health.home);
 }
 
-std::string render_worker_description(const nlohmann::json& w, WallClock::time_point now) {
-  const bool alive = has_process(w);
-  const nlohmann::json last_exit = json_field(w, "last_exit");
-  const std::string reason = json_string(w, "reason");
+std::string render_worker_description(const api::WorkerEntry& w, WallClock::time_point now) {
+  const bool alive = w.alive();
+  auto or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   std::vector<std::pair<std::string, std::string>> lines = {
-      {"slot", int_cell(w, "slot")},
-      {"state", json_string(w, "state", "?")},
-      {"reason", reason.empty() ? "-" : reason},
-      {"pid", alive ? int_cell(w, "pid") : "-"},
-      {"uptime", alive ? human_duration(json_number(w, "uptime_s")) : "-"},
-      {"restarts", int_cell(w, "restarts")},
-      {"starts", int_cell(w, "starts")},
-      {"memory", alive && json_number(w, "rss_bytes") > 0
-                     ? human_bytes(static_cast<uint64_t>(json_number(w, "rss_bytes")))
-                     : "-"},
-      {"heartbeat lag", alive ? human_ms(json_number(w, "heartbeat_lag_ms")) : "-"},
-      {"loop lag", alive ? human_ms(json_number(w, "loop_lag_ms")) : "-"},
-      {"active scenarios", int_cell(w, "active")},
-      {"last exit", describe_last_exit(last_exit, now)},
-      {"last exit at", json_string(last_exit, "at", "-")},
+      {"slot", std::to_string(w.slot)},
+      {"state", w.state.empty() ? "?" : w.state},
+      {"reason", or_dash(w.reason)},
+      {"pid", alive ? std::to_string(w.pid) : "-"},
+      {"uptime", alive ? human_duration(w.uptime_s) : "-"},
+      {"restarts", std::to_string(w.restarts)},
+      {"starts", std::to_string(w.starts)},
+      {"memory", memory_cell(w)},
+      {"cpu", alive && w.cpu_percent ? percent_cell(*w.cpu_percent) : "-"},
+      {"heartbeat lag", alive ? human_ms(static_cast<double>(w.heartbeat_lag_ms)) : "-"},
+      {"loop lag", alive ? human_ms(w.loop_lag_ms) : "-"},
+      {"active scenarios", std::to_string(w.active)},
+      {"instances", std::to_string(w.instances)},
+      {"capacity", w.capacity ? std::to_string(*w.capacity) : "-"},
+      {"last exit", describe_last_exit(w.last_exit, now)},
+      {"last exit at", w.last_exit ? or_dash(w.last_exit->at) : "-"},
+      {"last exit detail", w.last_exit ? or_dash(w.last_exit->detail) : "-"},
       {"next start in",
-       json_number(w, "next_start_in_ms") > 0 ? human_ms(json_number(w, "next_start_in_ms")) : "-"},
+       w.next_start_in_ms > 0 ? human_ms(static_cast<double>(w.next_start_in_ms)) : "-"},
+      {"reloading", w.successor ? "new worker pid " + std::to_string(w.successor->pid) + " " +
+                                      w.successor->state
+                                : "-"},
   };
-  // clang-format off
-  static const std::set<std::string> kShown = {
-      "slot", "state", "reason", "pid", "uptime_s", "restarts", "starts", "rss_bytes",
-      "heartbeat_lag_ms", "loop_lag_ms", "active", "last_exit", "next_start_in_ms"};
-  // clang-format on
-  if (w.is_object()) {
-    // The other fields of GET /workers, labelled as the ones above: "cpu_percent" as
-    // "cpu percent", a string without its quotes.
-    for (const auto& [key, value] : w.items()) {
-      if (kShown.count(key)) continue;
-      std::string label = key;
-      std::replace(label.begin(), label.end(), '_', ' ');
-      lines.emplace_back(label, value.is_string() ? value.get<std::string>()
-                                : value.is_null() ? "-"
-                                                  : value.dump());
-    }
-  }
   size_t width = 0;
   for (const auto& [key, value] : lines) width = std::max(width, key.size());
   std::string out;

@@ -1,5 +1,6 @@
 #include "cli/workers.h"
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -10,67 +11,73 @@
 
 namespace corral::cli {
 
+Result<api::WorkersAnswer> get_workers(const Api& api) {
+  auto body = api.get("/workers");
+  if (!body) return body.status();
+  auto read = api::workers_from_json(*body);
+  if (!read) return protocol_error("the daemon's answer to GET /workers: " + read.status().message());
+  return read;
+}
+
+Result<api::Health> get_health(const Api& api) {
+  auto body = api.get("/health");
+  if (!body) return body.status();
+  auto read = api::health_from_json(*body);
+  if (!read) return protocol_error("the daemon's answer to GET /health: " + read.status().message());
+  return read;
+}
+
 int print_status(const Api& api) {
-  auto workers = api.get("/workers");
+  auto workers = get_workers(api);
   if (!workers) return report_failure(workers.status(), api.socket_path());
-  auto health = api.get("/health");
+  auto health = get_health(api);
   if (!health) return report_failure(health.status(), api.socket_path());
   const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
-  std::cout << render_status_table(*workers, WallClock::now(), style)
-            << render_summary_line(*health, *workers) << "\n";
+  std::cout << render_status_table(workers->workers, WallClock::now(), style)
+            << render_summary_line(*health, workers->workers) << "\n";
   return 0;
 }
 
-Result<bool> wait_for_workers(const Api& api,
-                              const std::function<bool(const nlohmann::json&)>& done,
+Result<bool> wait_for_workers(const Api& api, const std::function<bool(const Workers&)>& done,
                               std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    auto workers = api.get("/workers");
+    auto workers = get_workers(api);
     if (!workers) return workers.status();
-    if (done(worker_list(*workers))) return true;
+    if (done(workers->workers)) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
-long count_in_state(const nlohmann::json& list, const char* state) {
-  long n = 0;
-  for (const auto& w : list) n += json_string(w, "state") == state ? 1 : 0;
-  return n;
+long count_in_state(const Workers& workers, const char* state) {
+  return std::count_if(workers.begin(), workers.end(),
+                       [&](const api::WorkerEntry& w) { return w.state == state; });
 }
 
-std::map<long, long> pids_by_slot(const nlohmann::json& list) {
+std::map<long, long> pids_by_slot(const Workers& workers) {
   std::map<long, long> out;
-  for (const auto& w : list) {
-    out[static_cast<long>(json_number(w, "slot", -1))] = static_cast<long>(json_number(w, "pid"));
-  }
+  for (const api::WorkerEntry& w : workers) out[w.slot] = static_cast<long>(w.pid);
   return out;
 }
 
-bool all_replaced_and_ready(const nlohmann::json& list, const std::map<long, long>& before,
+bool all_replaced_and_ready(const Workers& workers, const std::map<long, long>& before,
                             const std::vector<long>& slots) {
-  const std::map<long, long> now = pids_by_slot(list);
   for (long slot : slots) {
-    bool ready = false;
-    for (const auto& w : list) {
-      if (static_cast<long>(json_number(w, "slot", -1)) == slot) {
-        ready = json_string(w, "state") == "ready";
-      }
-    }
+    auto w = std::find_if(workers.begin(), workers.end(),
+                          [&](const api::WorkerEntry& e) { return e.slot == slot; });
+    if (w == workers.end() || w->state != "ready") return false;
     auto was = before.find(slot);
-    auto is = now.find(slot);
-    if (!ready || is == now.end()) return false;
-    if (was != before.end() && was->second != 0 && was->second == is->second) return false;
+    if (was != before.end() && was->second != 0 && was->second == w->pid) return false;
   }
   return true;
 }
 
 int replace_workers(const Api& api, const std::string& path, const nlohmann::json& body,
                     const char* answer_key, std::chrono::milliseconds timeout) {
-  auto before = api.get("/workers");
+  auto before = get_workers(api);
   if (!before) return report_failure(before.status(), api.socket_path());
-  const std::map<long, long> old_pids = pids_by_slot(worker_list(*before));
+  const std::map<long, long> old_pids = pids_by_slot(before->workers);
   auto answer = api.post(path, body);
   if (!answer) return report_failure(answer.status(), api.socket_path());
 
@@ -86,7 +93,7 @@ int replace_workers(const Api& api, const std::string& path, const nlohmann::jso
 
   auto done = wait_for_workers(
       api,
-      [&](const nlohmann::json& list) { return all_replaced_and_ready(list, old_pids, slots); },
+      [&](const Workers& list) { return all_replaced_and_ready(list, old_pids, slots); },
       timeout);
   if (!done) return report_failure(done.status(), api.socket_path());
   if (int rc = print_status(api); rc != 0) return rc;

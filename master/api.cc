@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "master/api_body.h"
+#include "shared/api/workers.h"
 #include "master/daemon_impl.h"
 #include "shared/http/router.h"
 #include "shared/proc.h"
@@ -46,39 +47,36 @@ bool Daemon::authorized(const Request& req) const {
   return same_token(std::string_view(given).substr(kBearer.size()), cfg_.api_token);
 }
 
-json Daemon::worker_json(const Slot& s) const {
+api::WorkerEntry Daemon::worker_entry(const Slot& s) const {
   uint64_t now = monotonic_ms();
   bool running = has_process(s.state);
   auto cpu = cpu_use_.find(s.index);
-  json j = {
-      {"slot", s.index},
-      {"pid", running ? s.pid : 0},
-      {"state", to_string(s.state)},
-      {"restarts", s.restarts},
-      {"starts", s.starts},
-      {"uptime_s",
-       s.ready_at_ms != 0 && running ? static_cast<double>(now - s.ready_at_ms) / 1000.0 : 0.0},
-      {"rss_bytes", s.rss_bytes},
-      {"cpu_percent", cpu != cpu_use_.end() && running && cpu->second.pid == s.pid
-                          ? json(cpu->second.percent)
-                          : json(nullptr)},
-      {"heartbeat_lag_ms", running ? now - s.last_heard_ms : 0},
-      {"loop_lag_ms", s.loop_lag_ms},
-      {"active", s.active},
-      {"instances", dispatcher_.load(s.index)},
-      {"capacity", running ? json(dispatcher_.cap(s.index)) : json(nullptr)},
-      {"reason", s.error},
-      {"last_exit", s.last_exit ? to_json(*s.last_exit) : json(nullptr)},
-      {"next_start_in_ms", !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0}};
+  api::WorkerEntry w;
+  w.slot = s.index;
+  w.pid = running ? s.pid : 0;
+  w.state = std::string(to_string(s.state));
+  w.restarts = s.restarts;
+  w.starts = s.starts;
+  if (s.ready_at_ms != 0 && running) w.uptime_s = static_cast<double>(now - s.ready_at_ms) / 1000;
+  w.rss_bytes = s.rss_bytes;
+  if (cpu != cpu_use_.end() && running && cpu->second.pid == s.pid) {
+    w.cpu_percent = cpu->second.percent;
+  }
+  w.heartbeat_lag_ms = running ? now - s.last_heard_ms : 0;
+  w.loop_lag_ms = s.loop_lag_ms;
+  w.active = s.active;
+  w.instances = dispatcher_.load(s.index);
+  if (running) w.capacity = dispatcher_.cap(s.index);
+  w.reason = s.error;
+  if (s.last_exit) w.last_exit = last_exit_entry(*s.last_exit);
+  w.next_start_in_ms = !running && s.next_start_at_ms > now ? s.next_start_at_ms - now : 0;
   if (s.successor) {
     const Successor& n = *s.successor;
-    j["successor"] = {{"pid", n.pid},
-                      {"state", to_string(n.state)},
-                      {"ready_for_s", n.ready_at_ms != 0
-                                          ? static_cast<double>(now - n.ready_at_ms) / 1000.0
-                                          : 0.0}};
+    w.successor = api::SuccessorEntry{
+        n.pid, std::string(to_string(n.state)),
+        n.ready_at_ms != 0 ? static_cast<double>(now - n.ready_at_ms) / 1000 : 0.0};
   }
-  return j;
+  return w;
 }
 
 void Daemon::handle_api(Request&& req, Responder respond) {
@@ -108,22 +106,21 @@ void Daemon::api_latency(const ApiCall& c) {
 }
 
 void Daemon::api_health(const ApiCall& c) {
-  json journal = journal_json();
-  const char* status = supervisor_.shutting_down() ? "stopping"
-                       : journal["ok"].get<bool>() ? "ok"
-                                                   : "degraded";
-  c.respond.send(Response::json(
-      200, {{"status", status},
-            {"version", CORRAL_VERSION},
-            {"pid", getpid()},
-            {"uptime_s", uptime_s()},
-            {"home", cfg_.home},
-            {"listen", listen_address()},
-            {"workers_wanted", supervisor_.wanted()},
-            {"workers_ready", supervisor_.ready_count()},
-            {"spare_pid", spare_ != 0 ? spares_.at(spare_)->pid() : 0},
-            {"kernel_memory_backstop", cfg_.max_memory_bytes ? "rlimit_data" : "none"},
-            {"journal", journal}}));
+  api::Health h;
+  h.journal = journal_json();
+  h.status = supervisor_.shutting_down() ? "stopping"
+             : h.journal["ok"].get<bool>() ? "ok"
+                                           : "degraded";
+  h.version = CORRAL_VERSION;
+  h.pid = getpid();
+  h.uptime_s = uptime_s();
+  h.home = cfg_.home;
+  h.listen = listen_address();
+  h.workers_wanted = supervisor_.wanted();
+  h.workers_ready = supervisor_.ready_count();
+  h.spare_pid = spare_ != 0 ? spares_.at(spare_)->pid() : 0;
+  h.kernel_memory_backstop = cfg_.max_memory_bytes ? "rlimit_data" : "none";
+  c.respond.send(Response::json(200, api::to_json(h)));
 }
 
 void Daemon::api_metrics(const ApiCall& c) {
@@ -149,14 +146,11 @@ void Daemon::api_config(const ApiCall& c) {
 }
 
 void Daemon::api_workers(const ApiCall& c) {
-  json list = json::array();
-  for (const Slot& s : supervisor_.slots()) list.push_back(worker_json(s));
+  api::WorkersAnswer a;
+  for (const Slot& s : supervisor_.slots()) a.workers.push_back(worker_entry(s));
   const MemoryModel& m = dispatcher_.memory();
-  c.respond.send(Response::json(200, {{"workers", list},
-                                      {"memory",
-                                       {{"budget_bytes", m.budget()},
-                                        {"instance_bytes", m.bytes_per_instance()},
-                                        {"measured", m.measured()}}}}));
+  a.memory = {m.budget(), m.bytes_per_instance(), m.measured()};
+  c.respond.send(Response::json(200, api::to_json(a)));
 }
 
 void Daemon::api_scale(const ApiCall& c) {

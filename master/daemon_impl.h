@@ -75,7 +75,7 @@ class Daemon : private WorkerLink {
   std::string listen_address() const;
   double uptime_s() const;
   void kick();  // run reconcile soon (after a fact or request was recorded)
-  nlohmann::json worker_json(const Slot& s) const;
+  api::WorkerEntry worker_entry(const Slot& s) const;
   // Every route of the control API (api_routes.cc).
   static const std::vector<ApiRoute>& api_routes();
 

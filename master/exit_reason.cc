@@ -16,15 +16,12 @@ std::string_view to_string(ExitReason r) {
   return "unknown";
 }
 
-nlohmann::json to_json(const ExitInfo& e) {
-  nlohmann::json j = {{"reason", to_string(e.reason)},
-                      {"code", e.code},
-                      {"signal", e.signal},
-                      {"signal_name", e.signal != 0 ? signal_name(e.signal) : ""},
-                      {"at", iso8601_utc(e.at_unix_ms)}};
-  if (!e.detail.empty()) j["detail"] = e.detail;
-  return j;
+api::LastExit last_exit_entry(const ExitInfo& e) {
+  return {std::string(to_string(e.reason)), e.code, e.signal,
+          e.signal != 0 ? signal_name(e.signal) : "", iso8601_utc(e.at_unix_ms), e.detail};
 }
+
+nlohmann::json to_json(const ExitInfo& e) { return api::to_json(last_exit_entry(e)); }
 
 std::string describe(const ExitInfo& e) {
   std::string s(to_string(e.reason));

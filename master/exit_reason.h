@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/api/workers.h"
+
 namespace corral::master {
 
 #define CORRAL_EXIT_REASONS(X)                                                                 \
@@ -40,6 +42,8 @@ struct ExitInfo {
   std::string detail;  // e.g. the protocol error, the RSS that crossed the limit
 };
 
+// As GET /workers shows it (shared/api/workers.h).
+api::LastExit last_exit_entry(const ExitInfo& e);
 nlohmann::json to_json(const ExitInfo& e);
 // "signal SIGKILL", "crash (exit 1)", "hung (SIGKILL)": for reasons and logs.
 std::string describe(const ExitInfo& e);

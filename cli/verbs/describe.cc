@@ -7,6 +7,7 @@
 #include "cli/format.h"
 #include "cli/status_view.h"
 #include "cli/verb.h"
+#include "cli/workers.h"
 
 namespace corral::cli {
 namespace {
@@ -17,10 +18,10 @@ class DescribeVerb : public Verb {
 
   int run(const Context& ctx) override {
     const Api api(ctx);
-    auto workers = api.get("/workers");
+    auto workers = get_workers(api);
     if (!workers) return report_failure(workers.status(), api.socket_path());
-    for (const auto& w : worker_list(*workers)) {
-      if (json_number(w, "slot", -1) == slot_) {
+    for (const api::WorkerEntry& w : workers->workers) {
+      if (w.slot == slot_) {
         std::cout << render_worker_description(w, WallClock::now());
         return 0;
       }

@@ -35,7 +35,7 @@ class ScaleVerb : public Verb {
                 << ": more workers than CPUs share them; one per CPU is the default\n";
     }
     auto done = wait_for_workers(
-        api, [&](const nlohmann::json& list) { return count_in_state(list, "ready") == wanted; },
+        api, [&](const Workers& list) { return count_in_state(list, "ready") == wanted; },
         std::chrono::seconds(10));
     if (!done) return report_failure(done.status(), api.socket_path());
     if (int rc = print_status(api); rc != 0) return rc;

@@ -85,11 +85,10 @@ class StartVerb : public Verb {
     ctx.home = cfg.home;
     const Api api(ctx, 1000);
 
-    auto health = api.get("/health");
+    auto health = get_health(api);
     if (health) {
-      return fail("already running (pid " +
-                  std::to_string(static_cast<long>(json_number(*health, "pid"))) + ", home " +
-                  ctx.home + ")");
+      return fail("already running (pid " + std::to_string(health->pid) + ", home " + ctx.home +
+                  ")");
     }
     if (health.status().code() != Code::kUnavailable) {
       return fail("something holds " + api.socket_path() +
@@ -123,7 +122,7 @@ class StartVerb : public Verb {
 
     const auto deadline = Clock::now() + timeout;
     while (true) {
-      auto health = api.get("/health");
+      auto health = get_health(api);
       if (health) {
         daemon.detach();
         return report_started(api, *health, deadline);
@@ -158,16 +157,16 @@ class StartVerb : public Verb {
   }
 
   // The daemon answers; give its workers the rest of the wait to become ready, then show them.
-  static int report_started(const Api& api, const nlohmann::json& health,
+  static int report_started(const Api& api, const api::Health& health,
                             Clock::time_point deadline) {
-    const auto wanted = static_cast<long>(json_number(health, "workers_wanted"));
-    std::cout << "corral: daemon started (pid " << static_cast<long>(json_number(health, "pid"))
+    const auto wanted = static_cast<long>(health.workers_wanted);
+    std::cout << "corral: daemon started (pid " << health.pid
               << ", " << wanted << (wanted == 1 ? " worker" : " workers") << ", home "
-              << json_string(health, "home") << ")\n";
+              << health.home << ")\n";
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto ready = wait_for_workers(
-        api, [&](const nlohmann::json& list) { return count_in_state(list, "ready") >= wanted; },
+        api, [&](const Workers& list) { return count_in_state(list, "ready") >= wanted; },
         std::max(left, std::chrono::milliseconds(0)));
     if (!ready) return report_failure(ready.status(), api.socket_path());
     const int rc = print_status(api);

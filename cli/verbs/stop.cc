@@ -10,6 +10,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/verb.h"
+#include "cli/workers.h"
 #include "config/config.h"
 #include "shared/exit_codes.h"
 
@@ -33,9 +34,9 @@ class StopVerb : public Verb {
     if (!timeout) return fail("--timeout: " + timeout.status().message());
     const auto deadline = Clock::now() + std::chrono::milliseconds(*timeout);
     const Api api(ctx, 2000);
-    auto health = api.get("/health");
+    auto health = get_health(api);
     if (!health) return report_failure(health.status(), api.socket_path());
-    const auto pid = static_cast<long>(json_number(*health, "pid"));
+    const auto pid = static_cast<long>(health->pid);
     auto stopping = api.post("/shutdown", nlohmann::json::object());
     if (!stopping) return report_failure(stopping.status(), api.socket_path());
 

@@ -50,14 +50,20 @@ TEST_CASE("monit history: keeps the last 30 samples of each slot, and forgets re
 }
 
 TEST_CASE("monit history: without a process a worker's sample knows nothing but CPU") {
-  const auto ready = nlohmann::json::parse(
-      R"({"slot":0,"pid":456,"rss_bytes":12897484,"loop_lag_ms":0.3,"active":7})");
+  api::WorkerEntry ready;
+  ready.slot = 0;
+  ready.pid = 456;
+  ready.rss_bytes = 12897484;
+  ready.loop_lag_ms = 0.3;
+  ready.active = 7;
   const WorkerSample s = sample_of(ready, 12.5);
   CHECK(s.cpu_percent == 12.5);
   CHECK(s.rss_bytes == 12897484);
   CHECK(s.loop_lag_ms == 0.3);
   CHECK(s.active == 7);
-  const WorkerSample none = sample_of(nlohmann::json::parse(R"({"slot":1,"pid":0})"), {});
+  api::WorkerEntry gone;  // pid 0: no process
+  gone.slot = 1;
+  const WorkerSample none = sample_of(gone, {});
   CHECK_FALSE(none.cpu_percent);
   CHECK_FALSE(none.rss_bytes);
   CHECK_FALSE(none.loop_lag_ms);

@@ -23,13 +23,13 @@ struct Fixture {
   WorkerHistory history;
 
   Fixture() {
-    snapshot.health =
-        json::parse(R"({"pid":123,"workers_wanted":2,"listen":"127.0.0.1:7070","home":"/h"})");
-    snapshot.workers = json::parse(R"json({"workers":[
+    snapshot.health = *api::health_from_json(
+        json::parse(R"({"pid":123,"workers_wanted":2,"listen":"127.0.0.1:7070","home":"/h"})"));
+    snapshot.workers = api::workers_from_json(json::parse(R"json({"workers":[
       {"slot":1,"pid":457,"state":"ready","restarts":0,"uptime_s":65,"rss_bytes":20971520,
        "loop_lag_ms":12,"active":40},
       {"slot":0,"pid":456,"state":"ready","restarts":1,"uptime_s":185,"rss_bytes":12897484,
-       "loop_lag_ms":0.3,"active":60}]})json");
+       "loop_lag_ms":0.3,"active":60}]})json"))->workers;
     snapshot.runs = json::parse(R"json([
       {"id":"r2-00b1","scenario":"job-b","state":"running","instances":100,
        "created_at":"2026-11-30T15:01:48Z","finished_at":null,
@@ -123,11 +123,12 @@ TEST_CASE("monit view: a row per worker in slot order with its values and histor
 
 TEST_CASE("monit view: an errored slot shows no values, and its reason under the table") {
   Fixture f;
-  f.snapshot.workers["workers"][0] = json::parse(R"json(
+  REQUIRE(f.snapshot.workers[1].slot == 1);
+  f.snapshot.workers[1] = *api::worker_from_json(json::parse(R"json(
       {"slot":1,"pid":0,"state":"errored","restarts":11,"uptime_s":0,"rss_bytes":0,
        "loop_lag_ms":0,"active":0,"reason":"crash loop: 11 exits in 60s",
-       "next_start_in_ms":45000})json");
-  f.history.add(1, sample_of(f.snapshot.workers["workers"][0], std::nullopt));
+       "next_start_in_ms":45000})json"));
+  f.history.add(1, sample_of(f.snapshot.workers[1], std::nullopt));
   const auto lines = f.render();
   const auto row = cells_of(line_with(lines, "│ errored "));
   REQUIRE(row.size() == 11);

@@ -12,9 +12,9 @@ namespace {
 const auto kNow = *parse_utc_timestamp("2026-11-30T15:02:00Z");
 
 // One ready worker and one errored after a crash loop, as GET /workers returns them
-// (deliberately out of slot order).
-nlohmann::json two_workers() {
-  return nlohmann::json::parse(R"json({"workers":[
+// (deliberately out of slot order), read as the CLI reads them.
+Workers two_workers() {
+  auto read = api::workers_from_json(nlohmann::json::parse(R"json({"workers":[
     {"slot":1,"pid":0,"state":"errored","restarts":11,"starts":12,"uptime_s":0,
      "rss_bytes":0,"heartbeat_lag_ms":0,"loop_lag_ms":0,"active":0,
      "reason":"crash loop: 11 exits in 60s, last: crash (exit 1)",
@@ -25,7 +25,9 @@ nlohmann::json two_workers() {
      "rss_bytes":12897484,"heartbeat_lag_ms":120,"loop_lag_ms":0.3,"active":7,"reason":"",
      "last_exit":{"reason":"signal","code":0,"signal":9,"signal_name":"SIGKILL",
                   "at":"2026-11-30T15:00:00Z"},
-     "next_start_in_ms":0}]})json");
+     "next_start_in_ms":0}]})json"));
+  REQUIRE(read.is_ok());
+  return read->workers;
 }
 
 // The cells of the table line that starts with "| <slot> ".
@@ -56,12 +58,13 @@ TEST_CASE("cli status table: an errored worker shows dashes for its process and 
 }
 
 TEST_CASE("cli status table: a slot being reloaded has a note with its new worker") {
-  nlohmann::json workers = two_workers();
-  workers["workers"][1]["successor"] = {{"pid", 789}, {"state", "probation"}, {"ready_for_s", 2.4}};
+  Workers workers = two_workers();
+  REQUIRE(workers[0].slot == 0);  // read in slot order
+  workers[0].successor = api::SuccessorEntry{789, "probation", 2.4};
   std::string table = render_status_table(workers, kNow, TableStyle::kAscii);
   CHECK(table.find("slot 0 reloading: new worker pid 789 on probation, ready for 2s\n") !=
         std::string::npos);
-  workers["workers"][1]["successor"]["state"] = "promoted";
+  workers[0].successor->state = "promoted";
   table = render_status_table(workers, kNow, TableStyle::kAscii);
   CHECK(table.find("slot 0 reloading: new worker pid 789 taking over\n") != std::string::npos);
   CHECK(render_status_table(two_workers(), kNow, TableStyle::kAscii).find("reloading") ==
@@ -90,10 +93,11 @@ TEST_CASE("cli status table: every line of the box is as wide as the header line
 }
 
 TEST_CASE("cli status summary: counts ready workers against the wanted number") {
-  const auto health = nlohmann::json::parse(
+  auto health = api::health_from_json(nlohmann::json::parse(
       R"({"status":"ok","pid":123,"home":"/root/.corral","listen":"127.0.0.1:7070",
-          "workers_wanted":2,"workers_ready":1})");
-  CHECK(render_summary_line(health, two_workers()) ==
+          "workers_wanted":2,"workers_ready":1})"));
+  REQUIRE(health.is_ok());
+  CHECK(render_summary_line(*health, two_workers()) ==
         "1/2 workers ready · daemon pid 123 · api 127.0.0.1:7070 · home /root/.corral");
 }
 
@@ -121,24 +125,26 @@ TEST_CASE("cli status --cluster: one row per host, this one starred, then the ho
         "0/0 hosts alive\n");
 }
 
-TEST_CASE(
-    "cli describe: prints every field as aligned label : value lines, others labelled alike") {
-  nlohmann::json w = two_workers()["workers"][1];
-  w["future_field"] = {{"x", 1}};
-  w["cpu_percent"] = 12.5;
-  w["phase"] = "steady";
-  w["next_start_in_ms"] = 0;  // a worker that runs: no start is waiting
+TEST_CASE("cli describe: prints every field as aligned label : value lines") {
+  api::WorkerEntry w = two_workers()[0];
+  w.cpu_percent = 12.5;
+  w.instances = 40;
+  w.capacity = 1000;
   const std::string text = render_worker_description(w, kNow);
   CHECK(text.find("slot             : 0\n") != std::string::npos);
   CHECK(text.find("pid              : 456\n") != std::string::npos);
   CHECK(text.find("memory           : 12.3mb\n") != std::string::npos);
+  CHECK(text.find("cpu              : 12.5%\n") != std::string::npos);
   CHECK(text.find("heartbeat lag    : 120ms\n") != std::string::npos);
+  CHECK(text.find("instances        : 40\n") != std::string::npos);
+  CHECK(text.find("capacity         : 1000\n") != std::string::npos);
   CHECK(text.find("last exit        : signal SIGKILL 2m ago\n") != std::string::npos);
   CHECK(text.find("last exit at     : 2026-11-30T15:00:00Z\n") != std::string::npos);
-  CHECK(text.find("future field     : {\"x\":1}\n") != std::string::npos);
-  CHECK(text.find("cpu percent      : 12.5\n") != std::string::npos);
-  CHECK(text.find("phase            : steady\n") != std::string::npos);  // no quotes
   CHECK(text.find("next start in    : -\n") != std::string::npos);
+  CHECK(text.find("reloading        : -\n") != std::string::npos);
+  w.successor = api::SuccessorEntry{789, "probation", 2.4};
+  CHECK(render_worker_description(w, kNow).find("reloading        : new worker pid 789 probation\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("cli human formats: durations round down to the largest whole unit") {
@@ -187,13 +193,13 @@ TEST_CASE("cli human formats: lags in ms with a decimal below 10, seconds from 1
 }
 
 TEST_CASE("cli last exit: names the signal or the exit code, with the age when known") {
-  CHECK(describe_last_exit(nullptr, kNow) == "-");
-  CHECK(describe_last_exit({{"reason", "hung"}, {"signal", 6}, {"signal_name", "SIGABRT"}}, kNow) ==
+  CHECK(describe_last_exit(std::nullopt, kNow) == "-");
+  CHECK(describe_last_exit(api::LastExit{"hung", 0, 6, "SIGABRT", "", ""}, kNow) ==
         "hung SIGABRT");
-  CHECK(describe_last_exit({{"reason", "crash"}, {"code", 3}, {"at", "garbage"}}, kNow) ==
+  CHECK(describe_last_exit(api::LastExit{"crash", 3, 0, "", "garbage", ""}, kNow) ==
         "crash (exit 3)");
-  CHECK(describe_last_exit({{"reason", "stopped"}, {"at", "2026-11-28T15:01:59.5Z"}}, kNow) ==
-        "stopped 2D ago");
+  CHECK(describe_last_exit(api::LastExit{"stopped", 0, 0, "", "2026-11-28T15:01:59.5Z", ""},
+                           kNow) == "stopped 2D ago");
 }
 
 }  // namespace
