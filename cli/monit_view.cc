@@ -69,7 +69,8 @@ std::vector<std::string> worker_row(const api::WorkerEntry& w, const WorkerHisto
 std::string workers_table(const MonitSnapshot& s, const WorkerHistory& history, size_t spark_width,
                           bool utf8) {
   std::vector<std::vector<std::string>> rows;
-  for (const api::WorkerEntry& w : s.workers) rows.push_back(worker_row(w, history, spark_width, utf8));
+  for (const api::WorkerEntry& w : s.workers)
+    rows.push_back(worker_row(w, history, spark_width, utf8));
   return render_table(
       {"slot", "pid", "state", "uptime", "restarts", "cpu", "memory", "loop lag", "active"}, rows,
       utf8 ? TableStyle::kBox : TableStyle::kAscii);

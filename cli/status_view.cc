@@ -63,8 +63,8 @@ std::string worker_note(const api::WorkerEntry& w) {
   if (w.successor) {
     // A reload's new worker beside the slot's current one.
     const api::SuccessorEntry& n = *w.successor;
-    std::string what = n.state == "probation" ? "on probation, ready for " +
-                                                    human_duration(n.ready_for_s)
+    std::string what = n.state == "probation"
+                           ? "on probation, ready for " + human_duration(n.ready_for_s)
                        : n.state == "promoted" ? "taking over"
                                                : n.state;
     if (!note.empty()) note += "\n";
@@ -89,8 +89,8 @@ std::string render_status_table(const Workers& workers, WallClock::time_point no
 std::string render_summary_line(const api::Health& health, const Workers& workers) {
   const auto ready = std::count_if(workers.begin(), workers.end(),
                                    [](const api::WorkerEntry& w) { return w.state == "ready"; });
-  const int64_t wanted = health.workers_wanted > 0 ? health.workers_wanted
-                                                   : static_cast<int64_t>(workers.size());
+  const int64_t wanted =
+      health.workers_wanted > 0 ? health.workers_wanted : static_cast<int64_t>(workers.size());
   return std::to_string(ready) + "/" + std::to_string(wanted) + " workers ready · daemon pid " +
          std::to_string(health.pid) + " · api " + (health.listen.empty() ? "off" : health.listen) +
          " · home " + (health.home.empty() ? "?" : health.home);
@@ -119,9 +119,9 @@ std::string render_worker_description(const api::WorkerEntry& w, WallClock::time
       {"last exit detail", w.last_exit ? or_dash(w.last_exit->detail) : "-"},
       {"next start in",
        w.next_start_in_ms > 0 ? human_ms(static_cast<double>(w.next_start_in_ms)) : "-"},
-      {"reloading", w.successor ? "new worker pid " + std::to_string(w.successor->pid) + " " +
-                                      w.successor->state
-                                : "-"},
+      {"reloading",
+       w.successor ? "new worker pid " + std::to_string(w.successor->pid) + " " + w.successor->state
+                   : "-"},
   };
   size_t width = 0;
   for (const auto& [key, value] : lines) width = std::max(width, key.size());

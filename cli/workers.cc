@@ -15,7 +15,8 @@ Result<api::WorkersAnswer> get_workers(const Api& api) {
   auto body = api.get("/workers");
   if (!body) return body.status();
   auto read = api::workers_from_json(*body);
-  if (!read) return protocol_error("the daemon's answer to GET /workers: " + read.status().message());
+  if (!read)
+    return protocol_error("the daemon's answer to GET /workers: " + read.status().message());
   return read;
 }
 
@@ -23,7 +24,8 @@ Result<api::Health> get_health(const Api& api) {
   auto body = api.get("/health");
   if (!body) return body.status();
   auto read = api::health_from_json(*body);
-  if (!read) return protocol_error("the daemon's answer to GET /health: " + read.status().message());
+  if (!read)
+    return protocol_error("the daemon's answer to GET /health: " + read.status().message());
   return read;
 }
 
@@ -92,8 +94,7 @@ int replace_workers(const Api& api, const std::string& path, const nlohmann::jso
             << (names.empty() ? "(none)" : names) << "\n";
 
   auto done = wait_for_workers(
-      api,
-      [&](const Workers& list) { return all_replaced_and_ready(list, old_pids, slots); },
+      api, [&](const Workers& list) { return all_replaced_and_ready(list, old_pids, slots); },
       timeout);
   if (!done) return report_failure(done.status(), api.socket_path());
   if (int rc = print_status(api); rc != 0) return rc;

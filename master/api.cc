@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "master/api_body.h"
-#include "shared/api/workers.h"
 #include "master/daemon_impl.h"
+#include "shared/api/workers.h"
 #include "shared/http/router.h"
 #include "shared/proc.h"
 
@@ -108,7 +108,7 @@ void Daemon::api_latency(const ApiCall& c) {
 void Daemon::api_health(const ApiCall& c) {
   api::Health h;
   h.journal = journal_json();
-  h.status = supervisor_.shutting_down() ? "stopping"
+  h.status = supervisor_.shutting_down()   ? "stopping"
              : h.journal["ok"].get<bool>() ? "ok"
                                            : "degraded";
   h.version = CORRAL_VERSION;

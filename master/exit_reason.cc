@@ -17,8 +17,12 @@ std::string_view to_string(ExitReason r) {
 }
 
 api::LastExit last_exit_entry(const ExitInfo& e) {
-  return {std::string(to_string(e.reason)), e.code, e.signal,
-          e.signal != 0 ? signal_name(e.signal) : "", iso8601_utc(e.at_unix_ms), e.detail};
+  return {std::string(to_string(e.reason)),
+          e.code,
+          e.signal,
+          e.signal != 0 ? signal_name(e.signal) : "",
+          iso8601_utc(e.at_unix_ms),
+          e.detail};
 }
 
 nlohmann::json to_json(const ExitInfo& e) { return api::to_json(last_exit_entry(e)); }

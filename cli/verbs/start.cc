@@ -157,12 +157,10 @@ class StartVerb : public Verb {
   }
 
   // The daemon answers; give its workers the rest of the wait to become ready, then show them.
-  static int report_started(const Api& api, const api::Health& health,
-                            Clock::time_point deadline) {
+  static int report_started(const Api& api, const api::Health& health, Clock::time_point deadline) {
     const auto wanted = static_cast<long>(health.workers_wanted);
-    std::cout << "corral: daemon started (pid " << health.pid
-              << ", " << wanted << (wanted == 1 ? " worker" : " workers") << ", home "
-              << health.home << ")\n";
+    std::cout << "corral: daemon started (pid " << health.pid << ", " << wanted
+              << (wanted == 1 ? " worker" : " workers") << ", home " << health.home << ")\n";
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto ready = wait_for_workers(

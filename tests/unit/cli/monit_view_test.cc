@@ -29,7 +29,8 @@ struct Fixture {
       {"slot":1,"pid":457,"state":"ready","restarts":0,"uptime_s":65,"rss_bytes":20971520,
        "loop_lag_ms":12,"active":40},
       {"slot":0,"pid":456,"state":"ready","restarts":1,"uptime_s":185,"rss_bytes":12897484,
-       "loop_lag_ms":0.3,"active":60}]})json"))->workers;
+       "loop_lag_ms":0.3,"active":60}]})json"))
+                           ->workers;
     snapshot.runs = json::parse(R"json([
       {"id":"r2-00b1","scenario":"job-b","state":"running","instances":100,
        "created_at":"2026-11-30T15:01:48Z","finished_at":null,

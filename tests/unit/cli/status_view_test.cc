@@ -143,8 +143,8 @@ TEST_CASE("cli describe: prints every field as aligned label : value lines") {
   CHECK(text.find("next start in    : -\n") != std::string::npos);
   CHECK(text.find("reloading        : -\n") != std::string::npos);
   w.successor = api::SuccessorEntry{789, "probation", 2.4};
-  CHECK(render_worker_description(w, kNow).find("reloading        : new worker pid 789 probation\n") !=
-        std::string::npos);
+  CHECK(render_worker_description(w, kNow).find(
+            "reloading        : new worker pid 789 probation\n") != std::string::npos);
 }
 
 TEST_CASE("cli human formats: durations round down to the largest whole unit") {
@@ -194,8 +194,7 @@ TEST_CASE("cli human formats: lags in ms with a decimal below 10, seconds from 1
 
 TEST_CASE("cli last exit: names the signal or the exit code, with the age when known") {
   CHECK(describe_last_exit(std::nullopt, kNow) == "-");
-  CHECK(describe_last_exit(api::LastExit{"hung", 0, 6, "SIGABRT", "", ""}, kNow) ==
-        "hung SIGABRT");
+  CHECK(describe_last_exit(api::LastExit{"hung", 0, 6, "SIGABRT", "", ""}, kNow) == "hung SIGABRT");
   CHECK(describe_last_exit(api::LastExit{"crash", 3, 0, "", "garbage", ""}, kNow) ==
         "crash (exit 3)");
   CHECK(describe_last_exit(api::LastExit{"stopped", 0, 0, "", "2026-11-28T15:01:59.5Z", ""},
