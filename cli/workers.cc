@@ -11,22 +11,29 @@
 
 namespace corral::cli {
 
-Result<api::WorkersAnswer> get_workers(const Api& api) {
-  auto body = api.get("/workers");
+namespace {
+
+// GET `path`, read with its answer model's reader.
+template <typename T>
+Result<T> get_answer(const Api& api, const std::string& path,
+                     Result<T> (*read)(const nlohmann::json&)) {
+  auto body = api.get(path);
   if (!body) return body.status();
-  auto read = api::workers_from_json(*body);
-  if (!read)
-    return protocol_error("the daemon's answer to GET /workers: " + read.status().message());
-  return read;
+  auto answer = read(*body);
+  if (!answer) {
+    return protocol_error("the daemon's answer to GET " + path + ": " + answer.status().message());
+  }
+  return answer;
+}
+
+}  // namespace
+
+Result<api::WorkersAnswer> get_workers(const Api& api) {
+  return get_answer(api, "/workers", &api::workers_from_json);
 }
 
 Result<api::Health> get_health(const Api& api) {
-  auto body = api.get("/health");
-  if (!body) return body.status();
-  auto read = api::health_from_json(*body);
-  if (!read)
-    return protocol_error("the daemon's answer to GET /health: " + read.status().message());
-  return read;
+  return get_answer(api, "/health", &api::health_from_json);
 }
 
 int print_status(const Api& api) {
