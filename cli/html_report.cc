@@ -46,7 +46,7 @@ void row(std::ostringstream& out, const std::string& key, const std::string& val
 }
 
 // The summary's lines (render_load_summary), as a table of "key : value" rows.
-void summary_table(std::ostringstream& out, const json& test) {
+void summary_table(std::ostringstream& out, const api::LoadAnswer& test) {
   std::istringstream lines(render_load_summary(test));
   std::string line;
   bool thresholds = false;  // they get a table of their own
@@ -67,24 +67,24 @@ void summary_table(std::ostringstream& out, const json& test) {
   out << "</table>\n";
 }
 
-void thresholds_table(std::ostringstream& out, const json& test) {
-  const json thresholds = json_field(test, "thresholds");
-  if (!thresholds.is_array() || thresholds.empty()) return;
+void thresholds_table(std::ostringstream& out, const api::LoadAnswer& test) {
+  if (test.thresholds.empty()) return;
   out << "<h2>Thresholds</h2>\n<table class=\"thresholds\">\n";
-  for (const json& th : thresholds) {
-    const bool ok = json_field(th, "ok") == true;
+  for (const api::ThresholdOutcome& th : test.thresholds) {
+    const bool ok = th.ok;
     out << "<tr class=\"" << (ok ? "ok" : "crossed") << "\"><td>" << (ok ? "ok" : "CROSSED")
-        << "</td><td>" << esc(json_string(th, "name")) << "</td><td>"
+        << "</td><td>" << esc(th.name) << "</td><td>"
         << esc(threshold_value(th)) << "</td></tr>\n";
   }
   out << "</table>\n";
 }
 
-void charts(std::ostringstream& out, const json& test) {
-  json series = json_field(test, "series");
+void charts(std::ostringstream& out, const api::LoadAnswer& test) {
+  // A second of the series is a document of its own (master/loads.cc's second_json).
+  json series = test.series;
   // An ended test's last second is cut short by its end (or by the stop): drawn, it would look
   // like a collapse of the load.
-  if (json_string(test, "state") != "running" && series.is_array() && series.size() > 1) {
+  if (test.state != "running" && series.is_array() && series.size() > 1) {
     series.erase(series.size() - 1);
   }
   const std::vector<double> xs = column(series, "t");
@@ -102,11 +102,11 @@ void charts(std::ostringstream& out, const json& test) {
                     {"p99", "#d62728", column(series, "p99")}},
                    ms_label);
   std::vector<ChartLine> load = {{"VUs", "#9467bd", column(series, "vus")}};
-  if (json_string(test, "model") == "held") {
+  if (test.model == "held") {
     load.push_back({"connections", "#8c564b", column(series, "connections")});
   }
   out << svg_chart("load", "Virtual users and connections", xs, load, count_label);
-  const json target = json_field(json_field(test, "target"), "series");
+  const json target = test.target ? test.target->series : json();
   if (target.is_array() && !target.empty()) {
     out << svg_chart("target", "Watched target: RSS", column(target, "t"),
                      {{"rss", "#17becf", column(target, "rss")}}, bytes_label);
@@ -170,9 +170,9 @@ std::string svg_chart(const std::string& id, const std::string& title, const std
   return out.str();
 }
 
-std::string render_load_html(const json& test) {
+std::string render_load_html(const api::LoadAnswer& test) {
   std::ostringstream out;
-  const std::string title = "corral load " + json_string(test, "id") + ": " + json_string(test, "name");
+  const std::string title = "corral load " + test.id + ": " + test.name;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
       << esc(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>"
       << esc(title) << "</h1>\n";
@@ -180,7 +180,7 @@ std::string render_load_html(const json& test) {
   thresholds_table(out, test);
   out << "<h2>Over time</h2>\n";
   charts(out, test);
-  out << "<p style=\"color:#888\">Written by corral from GET /loads/" << esc(json_string(test, "id"))
+  out << "<p style=\"color:#888\">Written by corral from GET /loads/" << esc(test.id)
       << ".</p>\n</body>\n</html>\n";
   return out.str();
 }

@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/api/loads.h"
+
 namespace corral::cli {
 
-std::string render_load_html(const nlohmann::json& test);
+std::string render_load_html(const api::LoadAnswer& test);
 
 // One line of a chart: its name in the legend, its colour, and a value per x.
 struct ChartLine {

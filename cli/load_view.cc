@@ -27,9 +27,9 @@ std::string latency_text(double ms) {
   return fixed(ms, ms < 1 ? 3 : ms < 10 ? 2 : ms < 100 ? 1 : 0) + "ms";
 }
 
-std::string threshold_value(const json& th) {
-  const std::string name = json_string(th, "name");
-  double v = json_number(th, "value");
+std::string threshold_value(const api::ThresholdOutcome& th) {
+  const std::string& name = th.name;
+  const double v = th.value;
   if (name.rfind("latency", 0) == 0) return latency_text(v);
   if (name.find("rate") != std::string::npos) return percent(v);
   return fixed(v, v == static_cast<double>(static_cast<long long>(v)) ? 0 : 1);
@@ -38,31 +38,36 @@ std::string threshold_value(const json& th) {
 namespace {
 
 // "p50 2.65ms  p90 2.93ms  ...  max 7.12ms" from a latency object (milliseconds).
-std::string latency_line(const json& l) {
+std::string latency_line(const api::Latency& l) {
+  const std::pair<const char*, double> values[] = {{"p50", l.p50}, {"p90", l.p90},
+                                                   {"p95", l.p95}, {"p99", l.p99},
+                                                   {"p99.9", l.p999}, {"max", l.max}};
   std::string out;
-  for (const char* key : {"p50", "p90", "p95", "p99", "p99.9", "max"}) {
+  for (const auto& [key, v] : values) {
     if (!out.empty()) out += "  ";
-    out += std::string(key) + " " + latency_text(json_number(l, key));
+    out += std::string(key) + " " + latency_text(v);
   }
   return out;
 }
 
-std::string errors_text(const json& e) {
-  std::string out = fixed(json_number(e, "count"), 0) + " (" + percent(json_number(e, "rate")) + ")";
+std::string errors_text(const api::LoadErrors& e) {
+  std::string out = std::to_string(e.count) + " (" + percent(e.rate) + ")";
+  const std::pair<const char*, uint64_t> classes_of[] = {
+      {"status", e.status}, {"transport", e.transport}, {"timeout", e.timeout},
+      {"expect", e.expect}};
   std::string classes;
-  for (const char* key : {"status", "transport", "timeout", "expect"}) {
-    double n = json_number(e, key);
+  for (const auto& [key, n] : classes_of) {
     if (n == 0) continue;
-    classes += (classes.empty() ? "" : ", ") + fixed(n, 0) + " " + key;
+    classes += (classes.empty() ? "" : ", ") + std::to_string(n) + " " + key;
   }
   return classes.empty() ? out : out + ": " + classes;
 }
 
 
 // "closed, 20 VUs for 30s", "open, 2000/s for 1m (max 100 VUs)", "closed, 3 stages".
-std::string model_text(const json& test) {
-  const json load = json_field(test, "load");
-  std::string out = json_string(test, "model");
+std::string model_text(const api::LoadAnswer& test) {
+  const json& load = test.load;
+  std::string out = test.model;
   const json stages = json_field(load, "stages");
   if (stages.is_array()) return out + ", " + std::to_string(stages.size()) + " stages";
   if (load.contains("vus")) out += ", " + json_field(load, "vus").dump() + " VUs";
@@ -78,20 +83,19 @@ std::string model_text(const json& test) {
 
 // "target     : pid 4242, rss up to 1.2gb, cpu up to 0.98 cores\n" and, when the target ended
 // the test, what it did and the load at that moment.
-std::string target_text(const json& target) {
-  if (!target.is_object()) return "";
+std::string target_text(const std::optional<api::LoadTarget>& watched) {
+  if (!watched) return "";
+  const api::LoadTarget& target = *watched;
   std::ostringstream out;
   out << "target     : ";
-  if (target.contains("pid") && !target["pid"].is_null()) {
-    out << "pid " << target["pid"].dump() << ", rss up to "
-        << human_bytes(static_cast<uint64_t>(json_number(target, "rss_max"))) << ", cpu up to "
-        << fixed(json_number(target, "cpu_max"), 2) << " cores";
+  if (target.pid) {
+    out << "pid " << *target.pid << ", rss up to "
+        << human_bytes(static_cast<uint64_t>(target.rss_max)) << ", cpu up to "
+        << fixed(target.cpu_max, 2) << " cores";
   }
-  if (target.contains("url") && !target["url"].is_null()) {
-    out << (target["pid"].is_null() ? "" : "; ") << "metrics from " << json_string(target, "url");
-  }
+  if (target.url) out << (target.pid ? "; " : "") << "metrics from " << *target.url;
   out << "\n";
-  const json event = json_field(target, "event");
+  const json& event = target.event;
   if (!event.is_object()) return out.str();
   const json load = json_field(event, "load");
   out << "  " << (json_string(event, "event") == "died" ? "the process was gone"
@@ -109,20 +113,18 @@ std::string target_text(const json& target) {
 
 // A test spread over hosts (docs/cluster.md): its hosts, and each other host's share; "" for
 // a test on one host.
-std::string hosts_line(const json& cluster) {
-  if (!cluster.is_object()) return "";
+std::string hosts_line(const std::optional<api::LoadCluster>& spread) {
+  if (!spread) return "";
+  const api::LoadCluster& cluster = *spread;
   std::ostringstream out;
-  out << "hosts      : " << fixed(json_number(cluster, "hosts"), 0);
-  if (cluster.value("origin", json()).is_string()) {
-    out << ", this host's share " << fixed(json_number(cluster, "share"), 0)
-        << " of the test of host " << json_string(cluster, "origin") << "\n";
+  out << "hosts      : " << cluster.hosts;
+  if (cluster.origin) {
+    out << ", this host's share " << cluster.share << " of the test of host " << *cluster.origin
+        << "\n";
     return out.str();
   }
   out << " (this one the origin)";
-  const json others = json_field(cluster, "others");
-  for (const json& o : others.is_array() ? others : json::array()) {
-    out << "; " << json_string(o, "host") << " " << json_string(o, "state");
-  }
+  for (const api::LoadClusterHost& o : cluster.others) out << "; " << o.host << " " << o.state;
   out << "\n";
   return out.str();
 }
@@ -130,10 +132,10 @@ std::string hosts_line(const json& cluster) {
 }  // namespace
 
 // "stage 2/3" while a staged test runs (from its stages' durations and the elapsed time), or "".
-std::string stage_text(const json& test) {
-  const json stages = json_field(json_field(test, "load"), "stages");
-  if (!stages.is_array() || stages.size() < 2 || json_string(test, "state") != "running") return "";
-  const double elapsed_ms = json_number(test, "elapsed_s") * 1000;
+std::string stage_text(const api::LoadAnswer& test) {
+  const json stages = json_field(test.load, "stages");
+  if (!stages.is_array() || stages.size() < 2 || test.state != "running") return "";
+  const double elapsed_ms = test.elapsed_s * 1000;
   double end_ms = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     auto d = config::parse_duration_ms(json_string(stages[i], "duration"));
@@ -146,33 +148,31 @@ std::string stage_text(const json& test) {
   return "";
 }
 
-std::string render_load_progress(const json& test) {
-  const json series = json_field(test, "series");
+std::string render_load_progress(const api::LoadAnswer& test) {
+  // A second of the series is a document of its own (master/loads.cc's second_json).
+  const json& series = test.series;
   json last = series.is_array() && !series.empty() ? series.back() : json::object();
-  const bool ended = json_string(test, "state") != "running";
+  const bool ended = test.state != "running";
   if (ended) {  // the whole test rather than its last, partial second
-    last = {{"vus", json_number(test, "vus_max")},
-            {"rps", json_number(test, "rps")},
-            {"errors", json_number(json_field(test, "errors"), "rate") * json_number(test, "rps")},
-            {"p99", json_number(json_field(test, "latency"), "p99")},
-            {"dropped", json_number(json_field(test, "iterations"), "dropped")},
-            {"connections", json_number(json_field(test, "connections"), "max")}};
+    last = {{"vus", test.vus_max},
+            {"rps", test.rps},
+            {"errors", test.errors.rate * test.rps},
+            {"p99", test.latency.p99},
+            {"dropped", test.iterations.dropped},
+            {"connections", test.connections.max}};
   }
   double requests = json_number(last, "rps");
   double errors = json_number(last, "errors");
   std::ostringstream out;
-  out << json_string(test, "id") << "  " << json_string(test, "state") << "  "
-      << elapsed_text(json_number(test, "elapsed_s")) << "/"
-      << elapsed_text(json_number(test, "duration_s")) << stage_text(test) << "  vus "
+  out << test.id << "  " << test.state << "  " << elapsed_text(test.elapsed_s) << "/"
+      << elapsed_text(test.duration_s) << stage_text(test) << "  vus "
       << fixed(json_number(last, "vus"), 0) << "  rps " << fixed(requests, 0) << "  p99 "
       << latency_text(json_number(last, "p99")) << "  errors "
       << percent(requests == 0 ? 0 : errors / requests);
   double dropped = json_number(last, "dropped");
   if (dropped > 0) out << "  dropped " << fixed(dropped, 0);
-  if (json_string(test, "model") == "held") {
-    out << "  conns " << fixed(json_number(last, "connections"), 0);
-  }
-  const json target = json_field(json_field(test, "target"), "last");
+  if (test.model == "held") out << "  conns " << fixed(json_number(last, "connections"), 0);
+  const json target = test.target ? test.target->last : json();
   if (target.contains("rss")) {
     out << "  target rss " << human_bytes(static_cast<uint64_t>(json_number(target, "rss")));
   }
@@ -185,9 +185,9 @@ namespace {
 // "protocol   : HTTP/2" (the requests' protocol, as the lean client answered them) and
 // "tls        : 12 handshakes (10 full, 2 resumed), p50 1.2ms, p99 3.1ms"; nothing for a test
 // over plain HTTP/1.1 by curl.
-std::string protocol_lines(const json& test) {
-  const json p = json_field(test, "protocols");
-  const double h1 = json_number(p, "HTTP/1.1"), h2 = json_number(p, "HTTP/2");
+std::string protocol_lines(const api::LoadAnswer& test) {
+  const auto h1 = static_cast<double>(test.protocols.http1);
+  const auto h2 = static_cast<double>(test.protocols.http2);
   std::string out;
   if (h1 > 0 && h2 > 0) {
     out += "protocol   : HTTP/1.1 for " + fixed(h1, 0) + " requests, HTTP/2 for " + fixed(h2, 0) +
@@ -195,23 +195,22 @@ std::string protocol_lines(const json& test) {
   } else if (h1 > 0 || h2 > 0) {
     out += std::string("protocol   : ") + (h2 > 0 ? "HTTP/2" : "HTTP/1.1") + "\n";
   }
-  const json t = json_field(test, "tls");
-  if (json_number(t, "handshakes") > 0) {
-    const json h = json_field(t, "handshake");
-    out += "tls        : " + fixed(json_number(t, "handshakes"), 0) + " handshakes (" +
-           fixed(json_number(t, "full"), 0) + " full, " + fixed(json_number(t, "resumed"), 0) +
-           " resumed), p50 " + latency_text(json_number(h, "p50")) + ", p99 " +
-           latency_text(json_number(h, "p99")) + "\n";
+  const api::LoadTls& t = test.tls;
+  if (t.handshakes > 0) {
+    out += "tls        : " + std::to_string(t.handshakes) + " handshakes (" +
+           std::to_string(t.full) + " full, " + std::to_string(t.resumed) + " resumed), p50 " +
+           latency_text(t.handshake.p50) + ", p99 " + latency_text(t.handshake.p99) + "\n";
   }
   return out;
 }
 
 // corral's own lateness in starting iterations on schedule, and a warning when it was large
 // enough to be in the numbers: more than 1 % of the starts over 5 ms late.
-std::string lateness_lines(const json& late) {
+std::string lateness_lines(const api::StartLateness& late) {
   std::string out =
-      "  late     : " + latency_line(late) + "  (corral's own, starting iterations)\n";
-  const double n = json_number(late, "count"), over = json_number(late, "over_5ms");
+      "  late     : " + latency_line(late.late) + "  (corral's own, starting iterations)\n";
+  const auto n = static_cast<double>(late.late.count);
+  const auto over = static_cast<double>(late.over_5ms);
   if (n > 0 && over / n > 0.01) {
     out += "warning    : corral started " + percent(over / n) +
            " of iterations more than 5ms late: its own loop was saturated (CPU); that lateness "
@@ -222,114 +221,90 @@ std::string lateness_lines(const json& late) {
 
 }  // namespace
 
-std::string render_load_summary(const json& test) {
+std::string render_load_summary(const api::LoadAnswer& test) {
   std::ostringstream out;
-  const json it = json_field(test, "iterations");
-  out << "load       : " << json_string(test, "id") << "\n"
-      << "scenario   : " << json_string(test, "name") << "\n"
+  const api::LoadIterations& it = test.iterations;
+  out << "load       : " << test.id << "\n"
+      << "scenario   : " << test.name << "\n"
       << "model      : " << model_text(test) << "\n"
-      << "state      : " << json_string(test, "state");
-  if (!json_string(test, "reason").empty()) out << " (" << json_string(test, "reason") << ")";
+      << "state      : " << test.state;
+  if (!test.reason.empty()) out << " (" << test.reason << ")";
   out << "\n"
-      << "duration   : " << fixed(json_number(test, "elapsed_s"), 1) << "s on "
-      << counted(static_cast<long>(json_number(test, "workers")), "worker", "workers") << ", up to "
-      << fixed(json_number(test, "vus_max"), 0) << " VUs\n"
-      << hosts_line(json_field(test, "cluster"))
-      << "requests   : " << fixed(json_number(test, "requests"), 0) << " ("
-      << fixed(json_number(test, "rps"), 1) << "/s), "
-      << human_bytes(static_cast<uint64_t>(json_number(test, "bytes"))) << " received\n"
-      << "iterations : " << fixed(json_number(it, "passed"), 0) << " passed, "
-      << fixed(json_number(it, "failed"), 0) << " failed, " << fixed(json_number(it, "dropped"), 0)
-      << " dropped, " << fixed(json_number(it, "interrupted"), 0) << " interrupted\n"
-      << "errors     : " << errors_text(json_field(test, "errors")) << "\n";
-  if (json_string(test, "model") == "held") {
-    const json c = json_field(test, "connections");
-    out << "connections: up to " << fixed(json_number(c, "max"), 0) << " open; "
-        << fixed(json_number(c, "opened"), 0) << " opened, " << fixed(json_number(c, "failed"), 0)
-        << " failed to connect, " << fixed(json_number(c, "closed"), 0)
-        << " lost after connecting\n";
+      << "duration   : " << fixed(test.elapsed_s, 1) << "s on "
+      << counted(static_cast<long>(test.workers), "worker", "workers") << ", up to "
+      << test.vus_max << " VUs\n"
+      << hosts_line(test.cluster) << "requests   : " << test.requests << " ("
+      << fixed(test.rps, 1) << "/s), " << human_bytes(test.bytes) << " received\n"
+      << "iterations : " << it.passed << " passed, " << it.failed << " failed, " << it.dropped
+      << " dropped, " << it.interrupted << " interrupted\n"
+      << "errors     : " << errors_text(test.errors) << "\n";
+  if (test.model == "held") {
+    const api::LoadConnections& c = test.connections;
+    out << "connections: up to " << c.max << " open; " << c.opened << " opened, " << c.failed
+        << " failed to connect, " << c.closed << " lost after connecting\n";
   }
   out << protocol_lines(test);
-  const bool corrected = json_field(test, "corrected") == true;
-  out << "latency    : " << latency_line(json_field(test, "latency"))
-      << (corrected ? "  (from the intended start)\n" : "\n");
-  if (corrected) {
-    out << "  raw      : " << latency_line(json_field(test, "latency_raw")) << "\n"
-        << lateness_lines(json_field(test, "start_lateness"));
+  out << "latency    : " << latency_line(test.latency)
+      << (test.corrected ? "  (from the intended start)\n" : "\n");
+  if (test.corrected) {
+    out << "  raw      : " << latency_line(test.latency_raw) << "\n"
+        << lateness_lines(test.start_lateness);
   }
-  const json steps = json_field(test, "steps");
-  if (steps.is_array() && steps.size() > 1) {
-    for (const json& s : steps) {
-      out << "  step " << fixed(json_number(s, "index"), 0) << " " << json_string(s, "name")
-          << ": " << fixed(json_number(s, "requests"), 0) << " requests, errors "
-          << errors_text(json_field(s, "errors")) << ", p99 "
-          << latency_text(json_number(json_field(s, "latency"), "p99")) << "\n";
+  if (test.steps.size() > 1) {
+    for (const api::LoadStepTotals& s : test.steps) {
+      out << "  step " << s.index << " " << s.name << ": " << s.requests << " requests, errors "
+          << errors_text(s.errors) << ", p99 " << latency_text(s.latency.p99) << "\n";
     }
   }
-  const json reasons = json_field(test, "reasons");
-  if (reasons.is_object() && !reasons.empty()) {
+  if (!test.reasons.empty()) {
     out << "failures   :\n";
-    for (const auto& [why, n] : reasons.items()) out << "  " << n.dump() << "  " << why << "\n";
+    for (const auto& [why, n] : test.reasons) out << "  " << n << "  " << why << "\n";
   }
-  out << target_text(json_field(test, "target"));
-  const json thresholds = json_field(test, "thresholds");
-  if (thresholds.is_array() && !thresholds.empty()) {
+  out << target_text(test.target);
+  if (!test.thresholds.empty()) {
     out << "thresholds :\n";
-    for (const json& th : thresholds) {
-      out << "  " << (json_field(th, "ok") == true ? "ok     " : "CROSSED") << " "
-          << json_string(th, "name") << "  (" << threshold_value(th) << ")\n";
+    for (const api::ThresholdOutcome& th : test.thresholds) {
+      out << "  " << (th.ok ? "ok     " : "CROSSED") << " " << th.name << "  ("
+          << threshold_value(th) << ")\n";
     }
   }
   return out.str();
 }
 
-std::string render_load_junit(const json& test) {
-  const std::string scenario = json_string(test, "name");
-  const double seconds = json_number(test, "elapsed_s");
+std::string render_load_junit(const api::LoadAnswer& test) {
   std::vector<JunitCase> cases;
-  const json thresholds = json_field(test, "thresholds");
-  if (thresholds.is_array()) {
-    for (const json& th : thresholds) {
-      JunitCase tc;
-      tc.classname = scenario + ".thresholds";
-      tc.name = json_string(th, "name");
-      tc.seconds = seconds;
-      if (json_field(th, "ok") != true) {
-        tc.outcome = JunitCase::Outcome::kFailed;
-        tc.message = "crossed: the value was " + threshold_value(th);
-        tc.detail = tc.name + ": the value over the test was " + threshold_value(th);
-      }
-      cases.push_back(std::move(tc));
+  for (const api::ThresholdOutcome& th : test.thresholds) {
+    JunitCase tc;
+    tc.classname = test.name + ".thresholds";
+    tc.name = th.name;
+    tc.seconds = test.elapsed_s;
+    if (!th.ok) {
+      tc.outcome = JunitCase::Outcome::kFailed;
+      tc.message = "crossed: the value was " + threshold_value(th);
+      tc.detail = tc.name + ": the value over the test was " + threshold_value(th);
     }
+    cases.push_back(std::move(tc));
   }
   JunitCase whole;
-  whole.classname = scenario + ".load";
+  whole.classname = test.name + ".load";
   whole.name = "load test";
-  whole.seconds = seconds;
-  const std::string state = json_string(test, "state");
-  if (state != "passed" && state != "failed") {  // stopped, aborted, or still running
+  whole.seconds = test.elapsed_s;
+  if (test.state != "passed" && test.state != "failed") {  // stopped, aborted, or still running
     whole.outcome = JunitCase::Outcome::kFailed;
-    whole.message = json_string(test, "reason");
-    if (whole.message.empty()) whole.message = state;
-    whole.detail = "the load test ended " + state + ": " + whole.message;
+    whole.message = test.reason.empty() ? test.state : test.reason;
+    whole.detail = "the load test ended " + test.state + ": " + whole.message;
   }
   cases.push_back(std::move(whole));
-  return render_junit_suite(scenario + " (" + json_string(test, "id") + ")",
-                            json_string(test, "created"), seconds, cases);
+  return render_junit_suite(test.name + " (" + test.id + ")", test.created, test.elapsed_s, cases);
 }
 
-std::string render_loads_table(const json& loads, TableStyle style) {
+std::string render_loads_table(const std::vector<api::LoadAnswer>& loads, TableStyle style) {
   std::vector<std::vector<std::string>> rows;
-  if (loads.is_array()) {
-    for (const json& t : loads) {
-      rows.push_back({json_string(t, "id"), json_string(t, "name"), json_string(t, "model"),
-                      json_string(t, "state"), fixed(json_number(t, "workers"), 0),
-                      elapsed_text(json_number(t, "elapsed_s")),
-                      fixed(json_number(t, "requests"), 0), fixed(json_number(t, "rps"), 0),
-                      latency_text(json_number(json_field(t, "latency"), "p99")),
-                      percent(json_number(json_field(t, "errors"), "rate")),
-                      json_string(t, "created", "-")});
-    }
+  for (const api::LoadAnswer& t : loads) {
+    rows.push_back({t.id, t.name, t.model, t.state, std::to_string(t.workers),
+                    elapsed_text(t.elapsed_s), std::to_string(t.requests), fixed(t.rps, 0),
+                    latency_text(t.latency.p99), percent(t.errors.rate),
+                    t.created.empty() ? "-" : t.created});
   }
   return render_table({"load", "scenario", "model", "state", "workers", "elapsed", "requests",
                        "rps", "p99", "errors", "created"},

@@ -11,23 +11,6 @@
 
 namespace corral::cli {
 
-namespace {
-
-// GET `path`, read with its answer model's reader.
-template <typename T>
-Result<T> get_answer(const Api& api, const std::string& path,
-                     Result<T> (*read)(const nlohmann::json&)) {
-  auto body = api.get(path);
-  if (!body) return body.status();
-  auto answer = read(*body);
-  if (!answer) {
-    return protocol_error("the daemon's answer to GET " + path + ": " + answer.status().message());
-  }
-  return answer;
-}
-
-}  // namespace
-
 Result<api::WorkersAnswer> get_workers(const Api& api) {
   return get_answer(api, "/workers", &api::workers_from_json);
 }

@@ -103,7 +103,7 @@ void LoadService::api_start(const ApiCall& c) {
 
 void LoadService::api_list(const ApiCall& c) {
   json list = json::array();
-  for (const LoadTest* t : loads_.list()) list.push_back(loads_.to_json(*t, false, unix_ms_now()));
+  for (const LoadTest* t : loads_.list()) list.push_back(api::to_json(loads_.answer(*t, false, unix_ms_now())));
   c.respond.send(Response::json(200, {{"loads", list}}));
 }
 
@@ -116,14 +116,14 @@ LoadTest* LoadService::load_of(const ApiCall& c) {
 
 void LoadService::api_get(const ApiCall& c) {
   if (LoadTest* t = load_of(c))
-    c.respond.send(Response::json(200, loads_.to_json(*t, true, unix_ms_now())));
+    c.respond.send(Response::json(200, api::to_json(loads_.answer(*t, true, unix_ms_now()))));
 }
 
 void LoadService::api_stop(const ApiCall& c) {
   LoadTest* t = load_of(c);
   if (t == nullptr) return;
   end(*t, LoadState::kStopped, "stopped by request");
-  c.respond.send(Response::json(200, loads_.to_json(*t, false, unix_ms_now())));
+  c.respond.send(Response::json(200, api::to_json(loads_.answer(*t, false, unix_ms_now()))));
 }
 
 }  // namespace corral::master

@@ -14,25 +14,15 @@ using stats::Histogram;
 
 double ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }  // microseconds are exact
 
-json latency_json(const Histogram& h) {
-  return {{"count", h.count()},        {"min", ms(h.min())},
-          {"mean", ms(static_cast<uint64_t>(h.mean()))},
-          {"p50", ms(h.value_at(50))}, {"p90", ms(h.value_at(90))},
-          {"p95", ms(h.value_at(95))}, {"p99", ms(h.value_at(99))},
-          {"p99.9", ms(h.value_at(99.9))}, {"max", ms(h.max())}};
+api::Latency latency_of(const Histogram& h) {
+  return {h.count(),           ms(h.min()),         ms(static_cast<uint64_t>(h.mean())),
+          ms(h.value_at(50)),  ms(h.value_at(90)),  ms(h.value_at(95)),
+          ms(h.value_at(99)),  ms(h.value_at(99.9)), ms(h.max())};
 }
 
-// corral's own lateness in starting iterations, and how many it started more than 5 ms late.
-json start_lateness_json(const Histogram& late) {
-  json j = latency_json(late);
-  j["over_5ms"] = late.count() - late.count_at_or_below(5000);
-  return j;
-}
-
-json errors_json(const ipc::StepSecond& s) {
+api::LoadErrors errors_of(const ipc::StepSecond& s) {
   double rate = s.requests == 0 ? 0.0 : static_cast<double>(s.errors()) / s.requests;
-  return {{"count", s.errors()},   {"rate", rate},         {"status", s.status},
-          {"transport", s.transport}, {"timeout", s.timeout}, {"expect", s.expect}};
+  return {s.errors(), rate, s.status, s.transport, s.timeout, s.expect};
 }
 
 // Every step of `second` (or those named `step`) added into one.
@@ -68,36 +58,30 @@ json second_json(uint32_t t, const ipc::LoadSecond& s) {
 
 // The watched target: what it is, its last sample and peaks, what it did, and (with the
 // series) every sample.
-json target_json(const LoadTest& t, bool with_series) {
+api::LoadTarget target_of(const LoadTest& t, bool with_series) {
   const load::Watch& w = t.spec.watch;
-  double rss_max = 0, cpu_max = 0;
+  api::LoadTarget out;
   for (const json& s : t.target) {
-    if (s.contains("rss")) rss_max = std::max(rss_max, s["rss"].get<double>());
-    if (s.contains("cpu")) cpu_max = std::max(cpu_max, s["cpu"].get<double>());
+    if (s.contains("rss")) out.rss_max = std::max(out.rss_max, s["rss"].get<double>());
+    if (s.contains("cpu")) out.cpu_max = std::max(out.cpu_max, s["cpu"].get<double>());
   }
-  json j = {{"pid", w.pid != 0 ? json(w.pid) : json(nullptr)},
-            {"url", w.url.empty() ? json(nullptr) : json(w.url)},
-            {"last", t.target.empty() ? json(nullptr) : t.target.back()},
-            {"rss_max", rss_max},
-            {"cpu_max", cpu_max},
-            {"event", t.target_event}};
-  if (with_series) j["series"] = t.target;
-  return j;
+  if (w.pid != 0) out.pid = w.pid;
+  if (!w.url.empty()) out.url = w.url;
+  out.last = t.target.empty() ? json(nullptr) : t.target.back();
+  out.event = t.target_event;
+  if (with_series) out.series = t.target;
+  return out;
 }
 
 // A test spread over hosts: this host's share and, on the origin, the other hosts' shares.
-json cluster_json(const LoadTest& t) {
-  json others = json::array();
+api::LoadCluster cluster_of(const LoadTest& t) {
+  api::LoadCluster out{t.host_count, t.host_index, std::nullopt, {}};
+  if (!t.origin.empty()) out.origin = t.origin;
   for (const auto& [slot, r] : t.remote) {
-    others.push_back({{"host", r.host},
-                      {"share", Loads::share_of_slot(slot)},
-                      {"state", r.state.empty() ? "starting" : r.state},
-                      {"taking_part", t.slots.count(slot) != 0}});
+    out.others.push_back({r.host, static_cast<int64_t>(Loads::share_of_slot(slot)),
+                          r.state.empty() ? "starting" : r.state, t.slots.count(slot) != 0});
   }
-  return {{"hosts", t.host_count},
-          {"share", t.host_index},
-          {"origin", t.origin.empty() ? json(nullptr) : json(t.origin)},
-          {"others", others}};
+  return out;
 }
 
 }  // namespace
@@ -317,86 +301,70 @@ std::vector<ThresholdResult> Loads::crossed_aborting(const LoadTest& t, int64_t 
 namespace {
 
 // Each step's requests, errors and latency over the whole test.
-json steps_json(const LoadTest& t) {
-  json steps = json::array();
+std::vector<api::LoadStepTotals> steps_of(const LoadTest& t) {
+  std::vector<api::LoadStepTotals> steps;
   for (const auto& [index, s] : t.total.steps) {
-    steps.push_back({{"index", index},
-                     {"name", index < t.step_names.size() ? t.step_names[index] : ""},
-                     {"requests", s.requests},
-                     {"errors", errors_json(s)},
-                     {"latency", latency_json(s.latency)},
-                     {"latency_raw", latency_json(s.raw)}});
+    steps.push_back({index, index < t.step_names.size() ? t.step_names[index] : "", s.requests,
+                     errors_of(s), latency_of(s.latency), latency_of(s.raw)});
   }
   return steps;
 }
 
 }  // namespace
 
-json Loads::thresholds_json(const LoadTest& t, int64_t now_ms) const {
-  json thresholds = json::array();
+std::vector<api::ThresholdOutcome> Loads::thresholds_of(const LoadTest& t, int64_t now_ms) const {
+  std::vector<api::ThresholdOutcome> out;
   for (const ThresholdResult& r : evaluate(t, now_ms)) {
     const bool latency = r.threshold->metric == load::Metric::kLatency ||
                          r.threshold->metric == load::Metric::kLatencyRaw;
-    thresholds.push_back({{"name", r.threshold->name},
-                          {"value", latency ? r.value / 1000 : r.value},
-                          {"ok", r.held}});
+    out.push_back({r.threshold->name, latency ? r.value / 1000 : r.value, r.held});
   }
-  return thresholds;
+  return out;
 }
 
-json Loads::to_json(const LoadTest& t, bool with_series, int64_t now_ms) const {
+api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_ms) const {
   ipc::StepSecond all = merged_steps(t.total, "", {});
-  uint64_t vus_max = 0, connections_max = 0;
+  api::LoadAnswer a;
   for (const json& s : t.series) {
-    vus_max = std::max(vus_max, s["vus"].get<uint64_t>());
-    connections_max = std::max(connections_max, s["connections"].get<uint64_t>());
+    a.vus_max = std::max(a.vus_max, s["vus"].get<uint64_t>());
+    a.connections.max = std::max(a.connections.max, s["connections"].get<uint64_t>());
   }
-  const double elapsed = elapsed_s(t, now_ms);
-  json j = {{"id", t.id},
-            {"name", t.name},
-            {"state", to_string(t.state)},
-            {"reason", t.reason},
-            {"model", load::to_string(t.spec.model)},
-            {"load", t.load},
-            {"created", iso8601_utc(t.created_ms)},
-            {"ended", t.ended_ms != 0 ? json(iso8601_utc(t.ended_ms)) : json(nullptr)},
-            {"duration_s", static_cast<double>(t.spec.duration_ms()) / 1000},
-            {"elapsed_s", elapsed},
-            {"workers", t.workers},
-            {"vus", t.series.empty() ? 0 : t.series.back()["vus"].get<uint64_t>()},
-            {"vus_max", vus_max},
-            {"requests", all.requests},
-            {"rps", static_cast<double>(all.requests) / elapsed},
-            {"bytes", all.bytes},
-            {"iterations",
-             {{"passed", t.total.passed},
-              {"failed", t.total.failed},
-              {"dropped", t.total.dropped},
-              {"interrupted", t.total.interrupted}}},
-            {"errors", errors_json(all)},
-            {"connections",
-             {{"open", t.series.empty() ? 0 : t.series.back()["connections"].get<uint64_t>()},
-              {"max", connections_max},
-              {"opened", t.total.opened},
-              {"failed", t.total.connect_failed},
-              {"closed", t.total.closed}}},
-            {"tls",
-             {{"handshakes", t.total.handshakes},
-              {"full", t.total.handshakes - t.total.resumed},
-              {"resumed", t.total.resumed},
-              {"handshake", latency_json(t.total.handshake)}}},
-            {"protocols", {{"HTTP/1.1", t.total.http1}, {"HTTP/2", t.total.http2}}},
-            {"corrected", t.spec.model == load::Model::kOpen || t.spec.pace_ms != 0},
-            {"latency", latency_json(all.latency)},
-            {"latency_raw", latency_json(all.raw)},
-            {"start_lateness", start_lateness_json(t.total.late)},
-            {"steps", steps_json(t)},
-            {"thresholds", thresholds_json(t, now_ms)},
-            {"reasons", t.total.reasons}};
-  if (t.spec.watch.any()) j["target"] = target_json(t, with_series);
-  if (t.host_count > 1) j["cluster"] = cluster_json(t);
-  if (with_series) j["series"] = t.series;
-  return j;
+  a.id = t.id;
+  a.name = t.name;
+  a.state = std::string(to_string(t.state));
+  a.reason = t.reason;
+  a.model = std::string(load::to_string(t.spec.model));
+  a.load = t.load;
+  a.created = iso8601_utc(t.created_ms);
+  if (t.ended_ms != 0) a.ended = iso8601_utc(t.ended_ms);
+  a.duration_s = static_cast<double>(t.spec.duration_ms()) / 1000;
+  a.elapsed_s = elapsed_s(t, now_ms);
+  a.workers = static_cast<int64_t>(t.workers);
+  a.vus = t.series.empty() ? 0 : t.series.back()["vus"].get<uint64_t>();
+  a.requests = all.requests;
+  a.rps = static_cast<double>(all.requests) / a.elapsed_s;
+  a.bytes = all.bytes;
+  a.iterations = {t.total.passed, t.total.failed, t.total.dropped, t.total.interrupted};
+  a.errors = errors_of(all);
+  a.connections.open = t.series.empty() ? 0 : t.series.back()["connections"].get<uint64_t>();
+  a.connections.opened = t.total.opened;
+  a.connections.failed = t.total.connect_failed;
+  a.connections.closed = t.total.closed;
+  a.tls = {t.total.handshakes, t.total.handshakes - t.total.resumed, t.total.resumed,
+           latency_of(t.total.handshake)};
+  a.protocols = {t.total.http1, t.total.http2};
+  a.corrected = t.spec.model == load::Model::kOpen || t.spec.pace_ms != 0;
+  a.latency = latency_of(all.latency);
+  a.latency_raw = latency_of(all.raw);
+  a.start_lateness = {latency_of(t.total.late),
+                      t.total.late.count() - t.total.late.count_at_or_below(5000)};
+  a.steps = steps_of(t);
+  a.thresholds = thresholds_of(t, now_ms);
+  a.reasons = t.total.reasons;
+  if (t.spec.watch.any()) a.target = target_of(t, with_series);
+  if (t.host_count > 1) a.cluster = cluster_of(t);
+  if (with_series) a.series = t.series;
+  return a;
 }
 
 }  // namespace corral::master

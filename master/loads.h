@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load/model.h"
+#include "shared/api/loads.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/status.h"
 
@@ -124,11 +125,11 @@ class Loads {
   // Thresholds with abort_on_fail that the totals now cross (past their delay).
   std::vector<ThresholdResult> crossed_aborting(const LoadTest& t, int64_t now_ms) const;
   std::vector<ThresholdResult> evaluate(const LoadTest& t, int64_t now_ms) const;
-  // The test's summary for the API: state, totals, latency, thresholds, and (with `series`)
-  // the per-second time series. Latency thresholds' values are in milliseconds.
-  nlohmann::json to_json(const LoadTest& t, bool series, int64_t now_ms) const;
+  // The test's summary for the API (shared/api/loads.h): state, totals, latency, thresholds,
+  // and (with `series`) the per-second time series. Latency thresholds' values are in ms.
+  api::LoadAnswer answer(const LoadTest& t, bool series, int64_t now_ms) const;
   // Each threshold with its value now and whether it holds.
-  nlohmann::json thresholds_json(const LoadTest& t, int64_t now_ms) const;
+  std::vector<api::ThresholdOutcome> thresholds_of(const LoadTest& t, int64_t now_ms) const;
   // Seconds the test has been generating load: up to now, its stop or its duration.
   static double elapsed_s(const LoadTest& t, int64_t now_ms);
   // Marks a test to end as `state` (kStopped or kAborted) once its workers report their end.

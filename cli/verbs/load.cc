@@ -200,12 +200,14 @@ class LoadVerb : public Verb {
         std::this_thread::sleep_for(kPollEvery);
         auto test = api.get("/loads/" + id);
         if (!test) return test.status();
-        const bool ended = json_string(*test, "state") != "running";
+        auto answer = api::load_from_json(*test);
+        if (!answer) return answer.status();
+        const bool ended = answer->state != "running";
         // The step's live line: rewritten in place on a terminal, a line a second into a pipe.
         if (tty) {
-          std::cout << "\r\033[K" << (ended ? "" : render_load_progress(*test)) << std::flush;
+          std::cout << "\r\033[K" << (ended ? "" : render_load_progress(*answer)) << std::flush;
         } else if (!ended) {
-          std::cout << render_load_progress(*test) << "\n";
+          std::cout << render_load_progress(*answer) << "\n";
         }
         if (ended) return *test;
       }
@@ -304,9 +306,11 @@ class LoadVerb : public Verb {
   int follow(const Api& api, const std::string& id) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     for (;;) {
-      auto test = api.get("/loads/" + id);
-      if (!test) return report_failure(test.status(), api.socket_path());
-      const std::string state = json_string(*test, "state");
+      auto body = api.get("/loads/" + id);
+      if (!body) return report_failure(body.status(), api.socket_path());
+      auto test = api::load_from_json(*body);
+      if (!test) return fail("the daemon's answer to GET /loads/" + id + ": " + test.status().message());
+      const std::string state = test->state;
       const bool ended = state != "running";
       const std::string line = render_load_progress(*test);
       if (tty) {
@@ -318,7 +322,7 @@ class LoadVerb : public Verb {
         std::cout << render_load_summary(*test);
         int code = state == "passed" ? 0 : 1;
         if (!out_.empty()) {
-          if (!write_file(out_, test->dump(2) + "\n")) {
+          if (!write_file(out_, body->dump(2) + "\n")) {
             return fail("--out " + out_ + ": cannot write the summary");
           }
           std::cout << "out        : " << out_ << "\n";

@@ -23,12 +23,9 @@ class RunsVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
     std::cout << render_runs_table(json_field(*answer, "runs"), style);
-    auto loads = api.get("/loads");
+    auto loads = get_answer(api, "/loads", &api::loads_from_json);
     if (!loads) return report_failure(loads.status(), api.socket_path());
-    const nlohmann::json list = json_field(*loads, "loads");
-    if (list.is_array() && !list.empty()) {
-      std::cout << "\nload tests:\n" << render_loads_table(list, style);
-    }
+    if (!loads->empty()) std::cout << "\nload tests:\n" << render_loads_table(*loads, style);
     return 0;
   }
 };

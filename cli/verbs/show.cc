@@ -87,7 +87,13 @@ class ShowVerb : public Verb {
   int show_load(const Api& api) const {
     auto answer = api.get("/loads/" + run_);
     if (!answer) return report_failure(answer.status(), api.socket_path());
-    std::cout << (json_ ? answer->dump(2) + "\n" : render_load_summary(*answer));
+    if (json_) {
+      std::cout << answer->dump(2) << "\n";
+      return 0;
+    }
+    auto test = api::load_from_json(*answer);
+    if (!test) return fail("the daemon's answer to GET /loads/" + run_ + ": " + test.status().message());
+    std::cout << render_load_summary(*test);
     return 0;
   }
 

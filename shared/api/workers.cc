@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "shared/api/present.h"
 #include "shared/ipc/fields.h"
 
 namespace corral::api {
 
 using ipc::detail::FieldReader;
+using detail::present;
 using nlohmann::json;
 
 namespace {
@@ -14,11 +16,6 @@ namespace {
 template <typename T>
 json or_null(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
-}
-
-// An optional field: absent and null both read as none.
-bool present(const json& j, const char* name) {
-  return j.is_object() && j.contains(name) && !j[name].is_null();
 }
 
 template <typename T>

@@ -49,7 +49,7 @@ size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("html report: the summary, the thresholds and four charts, escaped and offline") {
-  const std::string html = corral::cli::render_load_html(test_json());
+  const std::string html = corral::cli::render_load_html(*corral::api::load_from_json(test_json()));
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK_THAT(html, Catch::Contains("held &lt;script&gt;alert(1)&lt;/script&gt; &amp; co"));
   CHECK(html.find("<script") == std::string::npos);

@@ -58,20 +58,28 @@ json test_json(const char* state) {
                                    {"dropped", 0}}})}};
 }
 
+// The answer as the CLI reads it.
+corral::api::LoadAnswer read(const json& j) {
+  auto a = corral::api::load_from_json(j);
+  INFO((a ? "" : a.status().message()));
+  REQUIRE(a.is_ok());
+  return *a;
+}
+
 }  // namespace
 
 TEST_CASE("load view: the live line shows the last complete second") {
-  CHECK(render_load_progress(test_json("running")) ==
+  CHECK(render_load_progress(read(test_json("running"))) ==
         "l3-abcd  running  12s/30s  vus 17  rps 1999  p99 2.50ms  errors 1.00%");
 }
 
 TEST_CASE("load view: once ended, the line shows the whole test") {
-  CHECK(render_load_progress(test_json("failed")) ==
+  CHECK(render_load_progress(read(test_json("failed"))) ==
         "l3-abcd  failed  12s/30s  vus 18  rps 2000  p99 3.01ms  errors 0.04%  dropped 3");
 }
 
 TEST_CASE("load view: the summary has the model, counts, both latencies and each threshold") {
-  const std::string s = render_load_summary(test_json("failed"));
+  const std::string s = render_load_summary(read(test_json("failed")));
   CHECK_THAT(s, Catch::Contains("model      : open, 2000/s for 30s (max 100 VUs)\n"));
   CHECK_THAT(s, Catch::Contains("state      : failed\n"));
   CHECK_THAT(s, Catch::Contains("requests   : 24000 (2000.0/s), 1.0mb received\n"));
@@ -87,22 +95,22 @@ TEST_CASE("load view: the summary has the model, counts, both latencies and each
 
 TEST_CASE("load view: corral's own lateness is shown, and a warning when it is in the numbers") {
   json t = test_json("passed");
-  const std::string quiet = render_load_summary(t);
+  const std::string quiet = render_load_summary(read(t));
   CHECK_THAT(quiet,
              Catch::Contains("  late     : p50 0.004ms  p90 0.004ms  p95 0.210ms  p99 0.210ms  "
                              "p99.9 0.210ms  max 0.210ms  (corral's own, starting iterations)\n"));
   CHECK_THAT(quiet, !Catch::Contains("warning"));
   t["start_lateness"]["over_5ms"] = 240;  // exactly 1 %: no warning yet
-  CHECK_THAT(render_load_summary(t), !Catch::Contains("warning"));
+  CHECK_THAT(render_load_summary(read(t)), !Catch::Contains("warning"));
   t["start_lateness"]["over_5ms"] = 744;
-  CHECK_THAT(render_load_summary(t),
+  CHECK_THAT(render_load_summary(read(t)),
              Catch::Contains("warning    : corral started 3.10% of iterations more than 5ms late"));
 }
 
 TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") {
   json t = test_json("failed");
   t["created"] = "2026-12-02T09:00:00.000Z";
-  const std::string x = corral::cli::render_load_junit(t);
+  const std::string x = corral::cli::render_load_junit(read(t));
   CHECK_THAT(x, Catch::Contains("<testsuite name=\"checkout (l3-abcd)\" tests=\"3\" failures=\"1\" "
                                 "errors=\"0\" skipped=\"0\" time=\"12.000\" "
                                 "timestamp=\"2026-12-02T09:00:00.000Z\">"));
@@ -118,7 +126,7 @@ TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") 
   json aborted = test_json("aborted");
   aborted["reason"] = "aborted: errors: rate < 1% crossed";
   aborted["thresholds"] = json::array();
-  const std::string y = corral::cli::render_load_junit(aborted);
+  const std::string y = corral::cli::render_load_junit(read(aborted));
   CHECK_THAT(y, Catch::Contains("tests=\"1\" failures=\"1\""));
   CHECK_THAT(y, Catch::Contains("<failure message=\"aborted: errors: rate &lt; 1% crossed\" "
                                 "type=\"failed\">the load test ended aborted: aborted: errors"));
@@ -127,7 +135,7 @@ TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") 
 TEST_CASE("load view: the loads table has a row per test") {
   json t = test_json("passed");
   t["created"] = "2026-12-02T09:00:00.000Z";
-  const std::string table = corral::cli::render_loads_table(json::array({t}), corral::cli::TableStyle::kAscii);
+  const std::string table = corral::cli::render_loads_table({read(t)}, corral::cli::TableStyle::kAscii);
   CHECK_THAT(table, Catch::Contains("| load    | scenario | model | state  | workers | elapsed | requests"));
   CHECK_THAT(table, Catch::Contains("| l3-abcd | checkout | open  | passed | 2       | 12s     | 24000    | 2000"
                                     " | 3.01ms | 0.04%  | 2026-12-02T09:00:00.000Z |"));
@@ -139,11 +147,11 @@ TEST_CASE("load view: a staged test's live line says which stage runs") {
                {"stages", json::array({{{"duration", "10s"}, {"target", 100}},
                                        {{"duration", "5s"}, {"target", 100}},
                                        {{"duration", "15s"}, {"target", 0}}})}};
-  CHECK_THAT(corral::cli::render_load_progress(t), Catch::Contains("12s/30s  stage 2/3  vus 17"));
+  CHECK_THAT(corral::cli::render_load_progress(read(t)), Catch::Contains("12s/30s  stage 2/3  vus 17"));
   t["elapsed_s"] = 16.0;
-  CHECK_THAT(corral::cli::render_load_progress(t), Catch::Contains("  stage 3/3  "));
+  CHECK_THAT(corral::cli::render_load_progress(read(t)), Catch::Contains("  stage 3/3  "));
   t["state"] = "passed";
-  CHECK(corral::cli::render_load_progress(t).find("stage") == std::string::npos);
+  CHECK(corral::cli::render_load_progress(read(t)).find("stage") == std::string::npos);
 }
 
 TEST_CASE("load view: a test over hosts names them, on its origin and on the other hosts") {
@@ -151,11 +159,11 @@ TEST_CASE("load view: a test over hosts names them, on its origin and on the oth
   origin["cluster"] = {{"hosts", 3}, {"share", 0}, {"origin", nullptr},
                        {"others", json::array({{{"host", "b/1"}, {"state", "done"}},
                                                {{"host", "c/2"}, {"state", "running"}}})}};
-  CHECK_THAT(render_load_summary(origin),
+  CHECK_THAT(render_load_summary(read(origin)),
              Catch::Contains("hosts      : 3 (this one the origin); b/1 done; c/2 running\n"));
   json share = test_json("passed");
   share["cluster"] = {{"hosts", 3}, {"share", 2}, {"origin", "a/0"}, {"others", json::array()}};
-  CHECK_THAT(render_load_summary(share),
+  CHECK_THAT(render_load_summary(read(share)),
              Catch::Contains("hosts      : 3, this host's share 2 of the test of host a/0\n"));
-  CHECK_THAT(render_load_summary(test_json("passed")), !Catch::Contains("hosts      :"));
+  CHECK_THAT(render_load_summary(read(test_json("passed"))), !Catch::Contains("hosts      :"));
 }

@@ -76,7 +76,7 @@ TEST_CASE("loads: the test ends when every worker is done, passed or failed by i
   REQUIRE(t.ended());
   // 65 errors of 400 requests: 16.25 %, crossed; step "get" stays under 5 ms; 400 in 2 s: 200/s.
   CHECK(t.state == LoadState::kFailed);
-  json j = loads.to_json(t, true, 4000);
+  json j = corral::api::to_json(loads.answer(t, true, 4000));
   CHECK(j["requests"] == 400);
   CHECK(j["rps"] == 200.0);
   CHECK(j["errors"]["rate"] == 0.1625);
@@ -147,7 +147,7 @@ TEST_CASE("loads: the watched target ends the test when a stop_when holds, with 
   // The first event is kept: later samples are recorded, not judged again.
   CHECK_FALSE(loads.on_target(t, {{"up", false}}, 4000));
   CHECK(t.target_event["event"] == "crossed");
-  json j = loads.to_json(t, true, 4000);
+  json j = corral::api::to_json(loads.answer(t, true, 4000));
   CHECK(j["target"]["pid"] == 77);
   CHECK(j["target"]["rss_max"] == double(150u << 20));
   CHECK(j["target"]["series"].size() == 3);
@@ -183,7 +183,7 @@ TEST_CASE("loads: on the origin of a test over hosts, another host counts like o
   CHECK(t.state == LoadState::kPassed);
   CHECK(t.reason == "host host-b left during the test");
   CHECK(t.total.steps.at(1).requests == 150);
-  json j = loads.to_json(t, false, 3100);
+  json j = corral::api::to_json(loads.answer(t, false, 3100));
   CHECK(j["cluster"]["others"][0]["host"] == "host-b");
   CHECK(j["cluster"]["others"][0]["share"] == 1);
   CHECK(j["cluster"]["others"][0]["taking_part"] == false);

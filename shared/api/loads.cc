@@ -1,0 +1,296 @@
+#include "shared/api/loads.h"
+
+#include "shared/api/present.h"
+#include "shared/ipc/fields.h"
+
+namespace corral::api {
+
+using ipc::detail::FieldReader;
+using detail::present;
+using nlohmann::json;
+
+namespace {
+
+// Each reads the object field `name` of `parent`'s object `j`, when present, into `out`.
+void read(FieldReader& parent, const json& j, const char* name, Latency& out) {
+  if (!parent.ok() || !present(j, name)) return;
+  FieldReader r(j[name], parent.path(name));
+  r.u64("count", out.count);
+  r.number("min", out.min);
+  r.number("mean", out.mean);
+  r.number("p50", out.p50);
+  r.number("p90", out.p90);
+  r.number("p95", out.p95);
+  r.number("p99", out.p99);
+  r.number("p99.9", out.p999);
+  r.number("max", out.max);
+  parent.take(r);
+}
+
+void read(FieldReader& parent, const json& j, const char* name, LoadErrors& out) {
+  if (!parent.ok() || !present(j, name)) return;
+  FieldReader r(j[name], parent.path(name));
+  r.u64("count", out.count);
+  r.number("rate", out.rate);
+  r.u64("status", out.status);
+  r.u64("transport", out.transport);
+  r.u64("timeout", out.timeout);
+  r.u64("expect", out.expect);
+  parent.take(r);
+}
+
+void read_parts(FieldReader& r, const json& j, LoadAnswer& a) {
+  if (present(j, "iterations")) {
+    FieldReader it(j["iterations"], r.path("iterations"));
+    it.u64("passed", a.iterations.passed);
+    it.u64("failed", a.iterations.failed);
+    it.u64("dropped", a.iterations.dropped);
+    it.u64("interrupted", a.iterations.interrupted);
+    r.take(it);
+  }
+  if (present(j, "connections")) {
+    FieldReader c(j["connections"], r.path("connections"));
+    c.u64("open", a.connections.open);
+    c.u64("max", a.connections.max);
+    c.u64("opened", a.connections.opened);
+    c.u64("failed", a.connections.failed);
+    c.u64("closed", a.connections.closed);
+    r.take(c);
+  }
+  if (present(j, "tls")) {
+    FieldReader t(j["tls"], r.path("tls"));
+    t.u64("handshakes", a.tls.handshakes);
+    t.u64("full", a.tls.full);
+    t.u64("resumed", a.tls.resumed);
+    read(t, j["tls"], "handshake", a.tls.handshake);
+    r.take(t);
+  }
+  if (present(j, "protocols")) {
+    FieldReader p(j["protocols"], r.path("protocols"));
+    p.u64("HTTP/1.1", a.protocols.http1);
+    p.u64("HTTP/2", a.protocols.http2);
+    r.take(p);
+  }
+  read(r, j, "errors", a.errors);
+  read(r, j, "latency", a.latency);
+  read(r, j, "latency_raw", a.latency_raw);
+  read(r, j, "start_lateness", a.start_lateness.late);
+  if (r.ok() && present(j, "start_lateness")) {
+    FieldReader s(j["start_lateness"], r.path("start_lateness"));
+    s.u64("over_5ms", a.start_lateness.over_5ms);
+    r.take(s);
+  }
+}
+
+// Calls each(reader, element) for the elements of the array field `name`, when present.
+template <typename Each>
+void read_array(FieldReader& r, const json& j, const char* name, Each&& each) {
+  if (!r.ok() || !present(j, name)) return;
+  if (!j[name].is_array()) return r.fail(name, "expected an array");
+  for (size_t i = 0; i < j[name].size() && r.ok(); ++i) {
+    FieldReader e(j[name][i], r.path(name) + "[" + std::to_string(i) + "]");
+    each(e, j[name][i]);
+    r.take(e);
+  }
+}
+
+void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
+  read_array(r, j, "steps", [&](FieldReader& e, const json& s) {
+    LoadStepTotals& t = a.steps.emplace_back();
+    e.u32("index", t.index);
+    e.text("name", t.name);
+    e.u64("requests", t.requests);
+    read(e, s, "errors", t.errors);
+    read(e, s, "latency", t.latency);
+    read(e, s, "latency_raw", t.latency_raw);
+  });
+  read_array(r, j, "thresholds", [&](FieldReader& e, const json&) {
+    ThresholdOutcome& t = a.thresholds.emplace_back();
+    e.text("name", t.name);
+    e.number("value", t.value);
+    e.boolean("ok", t.ok);
+  });
+  if (r.ok() && present(j, "reasons")) {
+    if (!j["reasons"].is_object()) return r.fail("reasons", "expected an object");
+    FieldReader e(j["reasons"], r.path("reasons"));
+    for (const auto& [why, n] : j["reasons"].items()) e.u64(why, a.reasons[why]);
+    r.take(e);
+  }
+}
+
+void read_target(FieldReader& r, const json& j, LoadAnswer& a) {
+  if (!r.ok() || !present(j, "target")) return;
+  FieldReader t(j["target"], r.path("target"));
+  LoadTarget& out = a.target.emplace();
+  if (present(j["target"], "pid")) t.i64("pid", out.pid.emplace());
+  if (present(j["target"], "url")) t.text("url", out.url.emplace());
+  t.any("last", out.last);
+  t.number("rss_max", out.rss_max);
+  t.number("cpu_max", out.cpu_max);
+  t.any("event", out.event);
+  t.any("series", out.series);
+  r.take(t);
+}
+
+void read_cluster(FieldReader& r, const json& j, LoadAnswer& a) {
+  if (!r.ok() || !present(j, "cluster")) return;
+  FieldReader c(j["cluster"], r.path("cluster"));
+  LoadCluster& out = a.cluster.emplace();
+  c.i64("hosts", out.hosts);
+  c.i64("share", out.share);
+  if (present(j["cluster"], "origin")) c.text("origin", out.origin.emplace());
+  read_array(c, j["cluster"], "others", [&](FieldReader& e, const json&) {
+    LoadClusterHost& h = out.others.emplace_back();
+    e.text("host", h.host);
+    e.i64("share", h.share);
+    e.text("state", h.state);
+    e.boolean("taking_part", h.taking_part);
+  });
+  r.take(c);
+}
+
+json to_json(const LoadTarget& t) {
+  json j = {{"pid", t.pid ? json(*t.pid) : json(nullptr)},
+            {"url", t.url ? json(*t.url) : json(nullptr)},
+            {"last", t.last},
+            {"rss_max", t.rss_max},
+            {"cpu_max", t.cpu_max},
+            {"event", t.event}};
+  if (!t.series.is_null()) j["series"] = t.series;
+  return j;
+}
+
+json to_json(const LoadCluster& c) {
+  json others = json::array();
+  for (const LoadClusterHost& h : c.others) {
+    others.push_back(
+        {{"host", h.host}, {"share", h.share}, {"state", h.state}, {"taking_part", h.taking_part}});
+  }
+  return {{"hosts", c.hosts},
+          {"share", c.share},
+          {"origin", c.origin ? json(*c.origin) : json(nullptr)},
+          {"others", others}};
+}
+
+json to_json(const LoadStepTotals& s) {
+  return {{"index", s.index},
+          {"name", s.name},
+          {"requests", s.requests},
+          {"errors", to_json(s.errors)},
+          {"latency", to_json(s.latency)},
+          {"latency_raw", to_json(s.latency_raw)}};
+}
+
+}  // namespace
+
+json to_json(const Latency& l) {
+  return {{"count", l.count}, {"min", l.min}, {"mean", l.mean}, {"p50", l.p50},   {"p90", l.p90},
+          {"p95", l.p95},     {"p99", l.p99}, {"p99.9", l.p999}, {"max", l.max}};
+}
+
+json to_json(const LoadErrors& e) {
+  return {{"count", e.count},         {"rate", e.rate},       {"status", e.status},
+          {"transport", e.transport}, {"timeout", e.timeout}, {"expect", e.expect}};
+}
+
+json to_json(const LoadAnswer& a) {
+  json late = to_json(a.start_lateness.late);
+  late["over_5ms"] = a.start_lateness.over_5ms;
+  json steps = json::array(), thresholds = json::array();
+  for (const LoadStepTotals& s : a.steps) steps.push_back(to_json(s));
+  for (const ThresholdOutcome& t : a.thresholds) {
+    thresholds.push_back({{"name", t.name}, {"value", t.value}, {"ok", t.ok}});
+  }
+  const LoadIterations& it = a.iterations;
+  const LoadConnections& c = a.connections;
+  json j = {
+      {"id", a.id},
+      {"name", a.name},
+      {"state", a.state},
+      {"reason", a.reason},
+      {"model", a.model},
+      {"load", a.load},
+      {"created", a.created},
+      {"ended", a.ended ? json(*a.ended) : json(nullptr)},
+      {"duration_s", a.duration_s},
+      {"elapsed_s", a.elapsed_s},
+      {"workers", a.workers},
+      {"vus", a.vus},
+      {"vus_max", a.vus_max},
+      {"requests", a.requests},
+      {"rps", a.rps},
+      {"bytes", a.bytes},
+      {"iterations",
+       {{"passed", it.passed},
+        {"failed", it.failed},
+        {"dropped", it.dropped},
+        {"interrupted", it.interrupted}}},
+      {"errors", to_json(a.errors)},
+      {"connections",
+       {{"open", c.open},
+        {"max", c.max},
+        {"opened", c.opened},
+        {"failed", c.failed},
+        {"closed", c.closed}}},
+      {"tls",
+       {{"handshakes", a.tls.handshakes},
+        {"full", a.tls.full},
+        {"resumed", a.tls.resumed},
+        {"handshake", to_json(a.tls.handshake)}}},
+      {"protocols", {{"HTTP/1.1", a.protocols.http1}, {"HTTP/2", a.protocols.http2}}},
+      {"corrected", a.corrected},
+      {"latency", to_json(a.latency)},
+      {"latency_raw", to_json(a.latency_raw)},
+      {"start_lateness", late},
+      {"steps", steps},
+      {"thresholds", thresholds},
+      {"reasons", a.reasons}};
+  if (a.target) j["target"] = to_json(*a.target);
+  if (a.cluster) j["cluster"] = to_json(*a.cluster);
+  if (!a.series.is_null()) j["series"] = a.series;
+  return j;
+}
+
+Result<LoadAnswer> load_from_json(const json& j, const std::string& path) {
+  FieldReader r(j, path);
+  LoadAnswer a;
+  r.text("id", a.id);
+  r.text("name", a.name);
+  r.text("state", a.state);
+  r.text("reason", a.reason);
+  r.text("model", a.model);
+  r.any("load", a.load);
+  r.text("created", a.created);
+  if (present(j, "ended")) r.text("ended", a.ended.emplace());
+  r.number("duration_s", a.duration_s);
+  r.number("elapsed_s", a.elapsed_s);
+  r.i64("workers", a.workers);
+  r.u64("vus", a.vus);
+  r.u64("vus_max", a.vus_max);
+  r.u64("requests", a.requests);
+  r.number("rps", a.rps);
+  r.u64("bytes", a.bytes);
+  r.boolean("corrected", a.corrected);
+  if (r.ok()) read_parts(r, j, a);
+  read_lists(r, j, a);
+  read_target(r, j, a);
+  read_cluster(r, j, a);
+  r.any("series", a.series);
+  if (!r.ok()) return r.status();
+  return a;
+}
+
+Result<std::vector<LoadAnswer>> loads_from_json(const json& answer) {
+  if (!answer.is_object() || !answer.contains("loads") || !answer["loads"].is_array()) {
+    return protocol_error("GET /loads: expected an object with a \"loads\" array");
+  }
+  std::vector<LoadAnswer> out;
+  for (size_t i = 0; i < answer["loads"].size(); ++i) {
+    auto a = load_from_json(answer["loads"][i], "loads[" + std::to_string(i) + "]");
+    if (!a) return a.status();
+    out.push_back(std::move(*a));
+  }
+  return out;
+}
+
+}  // namespace corral::api

@@ -1,0 +1,142 @@
+// The answer of GET /loads/<id> (and each element of GET /loads): written by the master
+// (master/loads.cc) and read by the CLI (`corral load`'s progress line, summary, table, HTML
+// report and JUnit), from these structs on both sides. Reading is strict about types and
+// lenient about presence, as in workers.h. Latencies are in milliseconds. Pure, any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/status.h"
+
+namespace corral::api {
+
+// A latency distribution, in ms.
+struct Latency {
+  uint64_t count = 0;
+  double min = 0, mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
+  bool operator==(const Latency&) const = default;
+};
+
+// Requests that failed, by class.
+struct LoadErrors {
+  uint64_t count = 0;
+  double rate = 0;  // of the requests
+  uint64_t status = 0, transport = 0, timeout = 0, expect = 0;
+  bool operator==(const LoadErrors&) const = default;
+};
+
+struct LoadIterations {
+  uint64_t passed = 0, failed = 0, dropped = 0, interrupted = 0;
+  bool operator==(const LoadIterations&) const = default;
+};
+
+struct LoadConnections {
+  uint64_t open = 0, max = 0, opened = 0, failed = 0, closed = 0;
+  bool operator==(const LoadConnections&) const = default;
+};
+
+struct LoadTls {
+  uint64_t handshakes = 0, full = 0, resumed = 0;
+  Latency handshake;
+  bool operator==(const LoadTls&) const = default;
+};
+
+// Requests answered over each protocol ("HTTP/1.1", "HTTP/2" in JSON).
+struct LoadProtocols {
+  uint64_t http1 = 0, http2 = 0;
+  bool operator==(const LoadProtocols&) const = default;
+};
+
+// corral's own lateness in starting iterations on schedule.
+struct StartLateness {
+  Latency late;
+  uint64_t over_5ms = 0;
+  bool operator==(const StartLateness&) const = default;
+};
+
+struct LoadStepTotals {
+  uint32_t index = 0;
+  std::string name;
+  uint64_t requests = 0;
+  LoadErrors errors;
+  Latency latency, latency_raw;
+  bool operator==(const LoadStepTotals&) const = default;
+};
+
+struct ThresholdOutcome {
+  std::string name;  // as written in the scenario: "latency p99 < 300ms"
+  double value = 0;  // latency in ms, rates as fractions
+  bool ok = false;
+  bool operator==(const ThresholdOutcome&) const = default;
+};
+
+// The watched target (a load section's "watch").
+struct LoadTarget {
+  std::optional<int64_t> pid;
+  std::optional<std::string> url;
+  nlohmann::json last;  // its last sample (keys from the target's metrics), null before one
+  double rss_max = 0;
+  double cpu_max = 0;
+  nlohmann::json event;   // what it did (died, crossed a condition), null when nothing
+  nlohmann::json series;  // every sample, with ?series=1 only
+  bool operator==(const LoadTarget&) const = default;
+};
+
+struct LoadClusterHost {
+  std::string host;
+  int64_t share = 0;
+  std::string state;
+  bool taking_part = false;
+  bool operator==(const LoadClusterHost&) const = default;
+};
+
+// A test spread over hosts: this host's share and, on the origin, the others'.
+struct LoadCluster {
+  int64_t hosts = 0;
+  int64_t share = 0;
+  std::optional<std::string> origin;
+  std::vector<LoadClusterHost> others;
+  bool operator==(const LoadCluster&) const = default;
+};
+
+struct LoadAnswer {
+  std::string id, name, state, reason, model;
+  nlohmann::json load;  // the load section as given (config/load reads it)
+  std::string created;  // ISO 8601, UTC
+  std::optional<std::string> ended;
+  double duration_s = 0, elapsed_s = 0;
+  int64_t workers = 0;
+  uint64_t vus = 0, vus_max = 0, requests = 0, bytes = 0;
+  double rps = 0;
+  LoadIterations iterations;
+  LoadErrors errors;
+  LoadConnections connections;
+  LoadTls tls;
+  LoadProtocols protocols;
+  bool corrected = false;  // latency counted from each iteration's intended start
+  Latency latency, latency_raw;
+  StartLateness start_lateness;
+  std::vector<LoadStepTotals> steps;
+  std::vector<ThresholdOutcome> thresholds;
+  std::map<std::string, uint64_t> reasons;  // why iterations failed, with counts
+  std::optional<LoadTarget> target;
+  std::optional<LoadCluster> cluster;
+  nlohmann::json series;  // one object per second, with ?series=1 only; else null
+  bool operator==(const LoadAnswer&) const = default;
+};
+
+nlohmann::json to_json(const Latency& l);
+nlohmann::json to_json(const LoadErrors& e);
+nlohmann::json to_json(const LoadAnswer& a);
+
+Result<LoadAnswer> load_from_json(const nlohmann::json& j, const std::string& path = "load");
+// GET /loads: {"loads": [...]}.
+Result<std::vector<LoadAnswer>> loads_from_json(const nlohmann::json& answer);
+
+}  // namespace corral::api
