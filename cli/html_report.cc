@@ -73,8 +73,7 @@ void thresholds_table(std::ostringstream& out, const api::LoadAnswer& test) {
   for (const api::ThresholdOutcome& th : test.thresholds) {
     const bool ok = th.ok;
     out << "<tr class=\"" << (ok ? "ok" : "crossed") << "\"><td>" << (ok ? "ok" : "CROSSED")
-        << "</td><td>" << esc(th.name) << "</td><td>"
-        << esc(threshold_value(th)) << "</td></tr>\n";
+        << "</td><td>" << esc(th.name) << "</td><td>" << esc(threshold_value(th)) << "</td></tr>\n";
   }
   out << "</table>\n";
 }

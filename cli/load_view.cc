@@ -39,8 +39,8 @@ namespace {
 
 // "p50 2.65ms  p90 2.93ms  ...  max 7.12ms" from a latency object (milliseconds).
 std::string latency_line(const api::Latency& l) {
-  const std::pair<const char*, double> values[] = {{"p50", l.p50}, {"p90", l.p90},
-                                                   {"p95", l.p95}, {"p99", l.p99},
+  const std::pair<const char*, double> values[] = {{"p50", l.p50},    {"p90", l.p90},
+                                                   {"p95", l.p95},    {"p99", l.p99},
                                                    {"p99.9", l.p999}, {"max", l.max}};
   std::string out;
   for (const auto& [key, v] : values) {
@@ -52,9 +52,10 @@ std::string latency_line(const api::Latency& l) {
 
 std::string errors_text(const api::LoadErrors& e) {
   std::string out = std::to_string(e.count) + " (" + percent(e.rate) + ")";
-  const std::pair<const char*, uint64_t> classes_of[] = {
-      {"status", e.status}, {"transport", e.transport}, {"timeout", e.timeout},
-      {"expect", e.expect}};
+  const std::pair<const char*, uint64_t> classes_of[] = {{"status", e.status},
+                                                         {"transport", e.transport},
+                                                         {"timeout", e.timeout},
+                                                         {"expect", e.expect}};
   std::string classes;
   for (const auto& [key, n] : classes_of) {
     if (n == 0) continue;
@@ -62,7 +63,6 @@ std::string errors_text(const api::LoadErrors& e) {
   }
   return classes.empty() ? out : out + ": " + classes;
 }
-
 
 // "closed, 20 VUs for 30s", "open, 2000/s for 1m (max 100 VUs)", "closed, 3 stages".
 std::string model_text(const api::LoadAnswer& test) {
@@ -231,10 +231,10 @@ std::string render_load_summary(const api::LoadAnswer& test) {
   if (!test.reason.empty()) out << " (" << test.reason << ")";
   out << "\n"
       << "duration   : " << fixed(test.elapsed_s, 1) << "s on "
-      << counted(static_cast<long>(test.workers), "worker", "workers") << ", up to "
-      << test.vus_max << " VUs\n"
-      << hosts_line(test.cluster) << "requests   : " << test.requests << " ("
-      << fixed(test.rps, 1) << "/s), " << human_bytes(test.bytes) << " received\n"
+      << counted(static_cast<long>(test.workers), "worker", "workers") << ", up to " << test.vus_max
+      << " VUs\n"
+      << hosts_line(test.cluster) << "requests   : " << test.requests << " (" << fixed(test.rps, 1)
+      << "/s), " << human_bytes(test.bytes) << " received\n"
       << "iterations : " << it.passed << " passed, " << it.failed << " failed, " << it.dropped
       << " dropped, " << it.interrupted << " interrupted\n"
       << "errors     : " << errors_text(test.errors) << "\n";

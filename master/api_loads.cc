@@ -103,7 +103,8 @@ void LoadService::api_start(const ApiCall& c) {
 
 void LoadService::api_list(const ApiCall& c) {
   json list = json::array();
-  for (const LoadTest* t : loads_.list()) list.push_back(api::to_json(loads_.answer(*t, false, unix_ms_now())));
+  for (const LoadTest* t : loads_.list())
+    list.push_back(api::to_json(loads_.answer(*t, false, unix_ms_now())));
   c.respond.send(Response::json(200, {{"loads", list}}));
 }
 

@@ -15,9 +15,9 @@ using stats::Histogram;
 double ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }  // microseconds are exact
 
 api::Latency latency_of(const Histogram& h) {
-  return {h.count(),           ms(h.min()),         ms(static_cast<uint64_t>(h.mean())),
-          ms(h.value_at(50)),  ms(h.value_at(90)),  ms(h.value_at(95)),
-          ms(h.value_at(99)),  ms(h.value_at(99.9)), ms(h.max())};
+  return {h.count(),          ms(h.min()),          ms(static_cast<uint64_t>(h.mean())),
+          ms(h.value_at(50)), ms(h.value_at(90)),   ms(h.value_at(95)),
+          ms(h.value_at(99)), ms(h.value_at(99.9)), ms(h.max())};
 }
 
 api::LoadErrors errors_of(const ipc::StepSecond& s) {

@@ -309,7 +309,8 @@ class LoadVerb : public Verb {
       auto body = api.get("/loads/" + id);
       if (!body) return report_failure(body.status(), api.socket_path());
       auto test = api::load_from_json(*body);
-      if (!test) return fail("the daemon's answer to GET /loads/" + id + ": " + test.status().message());
+      if (!test)
+        return fail("the daemon's answer to GET /loads/" + id + ": " + test.status().message());
       const std::string state = test->state;
       const bool ended = state != "running";
       const std::string line = render_load_progress(*test);

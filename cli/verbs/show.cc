@@ -92,7 +92,8 @@ class ShowVerb : public Verb {
       return 0;
     }
     auto test = api::load_from_json(*answer);
-    if (!test) return fail("the daemon's answer to GET /loads/" + run_ + ": " + test.status().message());
+    if (!test)
+      return fail("the daemon's answer to GET /loads/" + run_ + ": " + test.status().message());
     std::cout << render_load_summary(*test);
     return 0;
   }

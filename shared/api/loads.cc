@@ -5,8 +5,8 @@
 
 namespace corral::api {
 
-using ipc::detail::FieldReader;
 using detail::present;
+using ipc::detail::FieldReader;
 using nlohmann::json;
 
 namespace {
@@ -184,7 +184,7 @@ json to_json(const LoadStepTotals& s) {
 }  // namespace
 
 json to_json(const Latency& l) {
-  return {{"count", l.count}, {"min", l.min}, {"mean", l.mean}, {"p50", l.p50},   {"p90", l.p90},
+  return {{"count", l.count}, {"min", l.min}, {"mean", l.mean},  {"p50", l.p50}, {"p90", l.p90},
           {"p95", l.p95},     {"p99", l.p99}, {"p99.9", l.p999}, {"max", l.max}};
 }
 
@@ -203,48 +203,47 @@ json to_json(const LoadAnswer& a) {
   }
   const LoadIterations& it = a.iterations;
   const LoadConnections& c = a.connections;
-  json j = {
-      {"id", a.id},
-      {"name", a.name},
-      {"state", a.state},
-      {"reason", a.reason},
-      {"model", a.model},
-      {"load", a.load},
-      {"created", a.created},
-      {"ended", a.ended ? json(*a.ended) : json(nullptr)},
-      {"duration_s", a.duration_s},
-      {"elapsed_s", a.elapsed_s},
-      {"workers", a.workers},
-      {"vus", a.vus},
-      {"vus_max", a.vus_max},
-      {"requests", a.requests},
-      {"rps", a.rps},
-      {"bytes", a.bytes},
-      {"iterations",
-       {{"passed", it.passed},
-        {"failed", it.failed},
-        {"dropped", it.dropped},
-        {"interrupted", it.interrupted}}},
-      {"errors", to_json(a.errors)},
-      {"connections",
-       {{"open", c.open},
-        {"max", c.max},
-        {"opened", c.opened},
-        {"failed", c.failed},
-        {"closed", c.closed}}},
-      {"tls",
-       {{"handshakes", a.tls.handshakes},
-        {"full", a.tls.full},
-        {"resumed", a.tls.resumed},
-        {"handshake", to_json(a.tls.handshake)}}},
-      {"protocols", {{"HTTP/1.1", a.protocols.http1}, {"HTTP/2", a.protocols.http2}}},
-      {"corrected", a.corrected},
-      {"latency", to_json(a.latency)},
-      {"latency_raw", to_json(a.latency_raw)},
-      {"start_lateness", late},
-      {"steps", steps},
-      {"thresholds", thresholds},
-      {"reasons", a.reasons}};
+  json j = {{"id", a.id},
+            {"name", a.name},
+            {"state", a.state},
+            {"reason", a.reason},
+            {"model", a.model},
+            {"load", a.load},
+            {"created", a.created},
+            {"ended", a.ended ? json(*a.ended) : json(nullptr)},
+            {"duration_s", a.duration_s},
+            {"elapsed_s", a.elapsed_s},
+            {"workers", a.workers},
+            {"vus", a.vus},
+            {"vus_max", a.vus_max},
+            {"requests", a.requests},
+            {"rps", a.rps},
+            {"bytes", a.bytes},
+            {"iterations",
+             {{"passed", it.passed},
+              {"failed", it.failed},
+              {"dropped", it.dropped},
+              {"interrupted", it.interrupted}}},
+            {"errors", to_json(a.errors)},
+            {"connections",
+             {{"open", c.open},
+              {"max", c.max},
+              {"opened", c.opened},
+              {"failed", c.failed},
+              {"closed", c.closed}}},
+            {"tls",
+             {{"handshakes", a.tls.handshakes},
+              {"full", a.tls.full},
+              {"resumed", a.tls.resumed},
+              {"handshake", to_json(a.tls.handshake)}}},
+            {"protocols", {{"HTTP/1.1", a.protocols.http1}, {"HTTP/2", a.protocols.http2}}},
+            {"corrected", a.corrected},
+            {"latency", to_json(a.latency)},
+            {"latency_raw", to_json(a.latency_raw)},
+            {"start_lateness", late},
+            {"steps", steps},
+            {"thresholds", thresholds},
+            {"reasons", a.reasons}};
   if (a.target) j["target"] = to_json(*a.target);
   if (a.cluster) j["cluster"] = to_json(*a.cluster);
   if (!a.series.is_null()) j["series"] = a.series;

@@ -7,8 +7,8 @@
 
 namespace corral::api {
 
-using ipc::detail::FieldReader;
 using detail::present;
+using ipc::detail::FieldReader;
 using nlohmann::json;
 
 namespace {

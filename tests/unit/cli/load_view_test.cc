@@ -135,7 +135,8 @@ TEST_CASE("load view: JUnit has a testcase per threshold and one for the test") 
 TEST_CASE("load view: the loads table has a row per test") {
   json t = test_json("passed");
   t["created"] = "2026-12-02T09:00:00.000Z";
-  const std::string table = corral::cli::render_loads_table({read(t)}, corral::cli::TableStyle::kAscii);
+  const std::string table =
+      corral::cli::render_loads_table({read(t)}, corral::cli::TableStyle::kAscii);
   CHECK_THAT(table, Catch::Contains("| load    | scenario | model | state  | workers | elapsed | requests"));
   CHECK_THAT(table, Catch::Contains("| l3-abcd | checkout | open  | passed | 2       | 12s     | 24000    | 2000"
                                     " | 3.01ms | 0.04%  | 2026-12-02T09:00:00.000Z |"));
@@ -147,7 +148,8 @@ TEST_CASE("load view: a staged test's live line says which stage runs") {
                {"stages", json::array({{{"duration", "10s"}, {"target", 100}},
                                        {{"duration", "5s"}, {"target", 100}},
                                        {{"duration", "15s"}, {"target", 0}}})}};
-  CHECK_THAT(corral::cli::render_load_progress(read(t)), Catch::Contains("12s/30s  stage 2/3  vus 17"));
+  CHECK_THAT(corral::cli::render_load_progress(read(t)),
+             Catch::Contains("12s/30s  stage 2/3  vus 17"));
   t["elapsed_s"] = 16.0;
   CHECK_THAT(corral::cli::render_load_progress(read(t)), Catch::Contains("  stage 3/3  "));
   t["state"] = "passed";
