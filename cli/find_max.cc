@@ -13,19 +13,18 @@ namespace corral::cli {
 
 using nlohmann::json;
 
-KneeStep knee_step(const json& test, double target) {
+KneeStep knee_step(const api::LoadAnswer& test, double target) {
   KneeStep s;
-  s.id = json_string(test, "id");
+  s.id = test.id;
   s.target = target;
-  s.state = json_string(test, "state");
-  s.rps = json_number(test, "rps");
-  s.p50_ms = json_number(json_field(test, "latency"), "p50");
-  s.p99_ms = json_number(json_field(test, "latency"), "p99");
-  s.error_rate = json_number(json_field(test, "errors"), "rate");
-  const json it = json_field(test, "iterations");
-  const double dropped = json_number(it, "dropped");
-  const double arrivals = dropped + json_number(it, "passed") + json_number(it, "failed") +
-                          json_number(it, "interrupted");
+  s.state = test.state;
+  s.rps = test.rps;
+  s.p50_ms = test.latency.p50;
+  s.p99_ms = test.latency.p99;
+  s.error_rate = test.errors.rate;
+  const api::LoadIterations& it = test.iterations;
+  const auto dropped = static_cast<double>(it.dropped);
+  const auto arrivals = static_cast<double>(it.dropped + it.passed + it.failed + it.interrupted);
   s.dropped_rate = arrivals > 0 ? dropped / arrivals : 0;
   return s;
 }
@@ -117,7 +116,8 @@ json step_json(const KneeStep& s) {
 }  // namespace
 
 Result<json> find_knee(json load, const KneeSearch& search,
-                       const std::function<Result<json>(const json&)>& run_step, std::ostream& out) {
+                       const std::function<Result<api::LoadAnswer>(const json&)>& run_step,
+                       std::ostream& out) {
   std::string key = "vus", unit = "VUs";
   if (load.contains("rate") || load.value("model", "") == "open") key = "rate", unit = "iterations/s";
   if (load.contains("connections") || load.value("model", "") == "held") {
@@ -132,7 +132,7 @@ Result<json> find_knee(json load, const KneeSearch& search,
   size_t broke = SIZE_MAX;  // the step past the knee, if one was
   for (int i = 0; i < search.max_steps && broke == SIZE_MAX; ++i) {
     load[key] = key == "rate" ? json(target) : json(static_cast<int64_t>(target));
-    Result<json> test = run_step(load);
+    Result<api::LoadAnswer> test = run_step(load);
     if (!test) {
       if (steps.empty()) return test.status();
       why = "step " + std::to_string(i + 1) + " could not run: " + test.status().message();

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/api/loads.h"
+
 #include "shared/status.h"
 
 namespace corral::cli {
@@ -38,7 +40,7 @@ struct KneeStep {
 };
 
 // The step's measurements from GET /loads/<id> of its finished test.
-KneeStep knee_step(const nlohmann::json& test, double target);
+KneeStep knee_step(const api::LoadAnswer& test, double target);
 // Why `cur` is past the knee (e.g. "p99 1.23s > 1s"), or "" when it is sustainable. `prev` is
 // the step before it (null for the first).
 std::string past_knee(const KneeStep* prev, const KneeStep& cur, const KneeBounds& bounds);
@@ -54,11 +56,11 @@ struct KneeSearch {
 
 // The search: starting from the load section's target (VUs, rate or connections; 10 when it
 // has none), runs one step after another with `run_step(load)`, which runs a load test of that
-// section to its end and returns GET /loads/<id> (or why it could not). Prints the table and
+// section to its end and returns GET /loads/<id>, read (or why it could not). Prints the table and
 // the verdict to `out`. Returns {"unit", "steps": [...], "broke": index or null, "why",
 // "highest": step or null}, or the first step's error.
 Result<nlohmann::json> find_knee(nlohmann::json load, const KneeSearch& search,
-                                 const std::function<Result<nlohmann::json>(const nlohmann::json&)>& run_step,
+                                 const std::function<Result<api::LoadAnswer>(const nlohmann::json&)>& run_step,
                                  std::ostream& out);
 
 // The steps as a table, then the verdict: the highest sustainable step and what broke first

@@ -190,7 +190,7 @@ class LoadVerb : public Verb {
     search.max_steps = max_steps_;
     search.duration = step_duration_;
     int code = 0;
-    auto run_step = [&](const json& step_load) -> Result<json> {
+    auto run_step = [&](const json& step_load) -> Result<api::LoadAnswer> {
       std::string id;
       if (code = submit(api, scenario, step_load, vars, id); code != 0) {
         return Status(Code::kUnavailable, "the daemon refused the step");
@@ -209,7 +209,7 @@ class LoadVerb : public Verb {
         } else if (!ended) {
           std::cout << render_load_progress(*answer) << "\n";
         }
-        if (ended) return *test;
+        if (ended) return *answer;
       }
     };
     auto result = find_knee(load, search, run_step, std::cout);

@@ -46,17 +46,22 @@ TEST_CASE("find-max: a step is past the knee by latency, errors, drops or flat t
 
 TEST_CASE("find-max: the search steps up to the knee of a server that serves 1,000/s at most") {
   std::vector<json> loads;
-  auto run_step = [&](const json& load) -> corral::Result<json> {
+  auto run_step = [&](const json& load) -> corral::Result<corral::api::LoadAnswer> {
     loads.push_back(load);
     const double offered = load["rate"].get<double>();
     const double served = std::min(offered, 1000.0);
-    return json{{"id", "l" + std::to_string(loads.size())},
-                {"state", "passed"},
-                {"rps", served},
-                {"latency", {{"p50", 2.0}, {"p99", offered > 1000 ? 900.0 : 4.0}}},
-                {"errors", {{"rate", 0.0}}},
-                {"iterations", {{"passed", served}, {"failed", 0}, {"interrupted", 0},
-                                {"dropped", offered - served}}}};
+    // Two seconds' arrivals: whole counts.
+    return corral::api::load_from_json(
+        json{{"id", "l" + std::to_string(loads.size())},
+             {"state", "passed"},
+             {"rps", served},
+             {"latency", {{"p50", 2.0}, {"p99", offered > 1000 ? 900.0 : 4.0}}},
+             {"errors", {{"rate", 0.0}}},
+             {"iterations",
+              {{"passed", static_cast<uint64_t>(2 * served)},
+               {"failed", 0},
+               {"interrupted", 0},
+               {"dropped", static_cast<uint64_t>(2 * (offered - served))}}}});
   };
   KneeSearch search;
   search.duration = "3s";
@@ -88,10 +93,11 @@ TEST_CASE("find-max: the search steps up to the knee of a server that serves 1,0
 
 TEST_CASE("find-max: VUs step in whole numbers, and a first step that breaks leaves no load") {
   std::vector<double> targets;
-  auto run_step = [&](const json& load) -> corral::Result<json> {
+  auto run_step = [&](const json& load) -> corral::Result<corral::api::LoadAnswer> {
     targets.push_back(load["vus"].get<double>());
-    return json{{"id", "l1"}, {"state", "passed"}, {"rps", 10.0},
-                {"latency", {{"p99", 5000.0}}}, {"errors", {{"rate", 0.0}}}};
+    return corral::api::load_from_json(json{{"id", "l1"}, {"state", "passed"}, {"rps", 10.0},
+                                            {"latency", {{"p99", 5000.0}}},
+                                            {"errors", {{"rate", 0.0}}}});
   };
   std::ostringstream out;
   auto r = find_knee(json{{"vus", 3}, {"duration", "1m"}}, KneeSearch{}, run_step, out);
