@@ -59,9 +59,10 @@ struct KneeSearch {
 // section to its end and returns GET /loads/<id>, read (or why it could not). Prints the table and
 // the verdict to `out`. Returns {"unit", "steps": [...], "broke": index or null, "why",
 // "highest": step or null}, or the first step's error.
-Result<nlohmann::json> find_knee(nlohmann::json load, const KneeSearch& search,
-                                 const std::function<Result<api::LoadAnswer>(const nlohmann::json&)>& run_step,
-                                 std::ostream& out);
+Result<nlohmann::json> find_knee(
+    nlohmann::json load, const KneeSearch& search,
+    const std::function<Result<api::LoadAnswer>(const nlohmann::json&)>& run_step,
+    std::ostream& out);
 
 // The steps as a table, then the verdict: the highest sustainable step and what broke first
 // (`broke` is the index of the step past the knee, or steps.size() when none was).

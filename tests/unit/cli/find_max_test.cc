@@ -95,7 +95,9 @@ TEST_CASE("find-max: VUs step in whole numbers, and a first step that breaks lea
   std::vector<double> targets;
   auto run_step = [&](const json& load) -> corral::Result<corral::api::LoadAnswer> {
     targets.push_back(load["vus"].get<double>());
-    return corral::api::load_from_json(json{{"id", "l1"}, {"state", "passed"}, {"rps", 10.0},
+    return corral::api::load_from_json(json{{"id", "l1"},
+                                            {"state", "passed"},
+                                            {"rps", 10.0},
                                             {"latency", {{"p99", 5000.0}}},
                                             {"errors", {{"rate", 0.0}}}});
   };
