@@ -109,7 +109,10 @@ class Dispatcher {
   // none.
   Run* fairest(double& runner_up) const;
   uint64_t room(int slot) const;
-  bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed);
+  // Places one chunk of `run` on `slot`; requeued instances (each with a checkpoint to send)
+  // stop early when `slice` is over.
+  bool place(Run& run, int slot, Worker& w, size_t budget, size_t& placed,
+             const uv::Slice* slice = nullptr);
 
   Runs& runs_;
   Send send_;

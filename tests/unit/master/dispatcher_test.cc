@@ -136,6 +136,34 @@ TEST_CASE("dispatcher: a worker that returns empty gets half the instances back 
   CHECK(b.take(MessageType::kRelease).empty());  // even now
 }
 
+TEST_CASE("dispatcher: instances resumed from checkpoints are placed a slice at a time, fresh "
+          "ones a chunk at a time") {
+  Bench b;
+  b.dispatcher.worker_ready(1);
+  Run& run = b.submit(1000);
+  b.pump();
+  b.dispatcher.worker_ready(0);
+  REQUIRE(b.release(run, 1, 500, kT) == 500);
+  b.take(MessageType::kStart);
+  // A slice already over: each call places a few of the 500, not a chunk of them.
+  const corral::uv::Slice over(0);
+  REQUIRE(b.dispatcher.pump(100000, &over));
+  auto starts = b.take(MessageType::kStart);
+  REQUIRE(starts.size() == 1);
+  CHECK(starts[0].payload["resume"].size() == 15);
+  size_t calls = 1;
+  while (b.dispatcher.pump(100000, &over)) ++calls;
+  CHECK(calls >= 500 / 15);
+  CHECK(b.dispatcher.load(0) == 500);  // all of them in the end
+  // Fresh instances cost little each: a chunk goes out whatever the slice.
+  b.submit(600);
+  b.take(MessageType::kStart);
+  b.dispatcher.pump(100000, &over);
+  starts = b.take(MessageType::kStart);
+  REQUIRE_FALSE(starts.empty());
+  CHECK(starts[0].payload["count"] == 300);  // 600 spread over 2 workers
+}
+
 TEST_CASE("dispatcher: loads within a tenth of the mean are left alone, and a worker that "
           "released fewer than asked is not asked again for a second") {
   Bench b;
