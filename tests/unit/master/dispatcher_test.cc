@@ -136,8 +136,9 @@ TEST_CASE("dispatcher: a worker that returns empty gets half the instances back 
   CHECK(b.take(MessageType::kRelease).empty());  // even now
 }
 
-TEST_CASE("dispatcher: instances resumed from checkpoints are placed a slice at a time, fresh "
-          "ones a chunk at a time") {
+TEST_CASE(
+    "dispatcher: instances resumed from checkpoints are placed a slice at a time, fresh "
+    "ones a chunk at a time") {
   Bench b;
   b.dispatcher.worker_ready(1);
   Run& run = b.submit(1000);
