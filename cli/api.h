@@ -43,18 +43,26 @@ class Api {
   long timeout_ms_;
 };
 
-// GET `path`, read into its answer model (shared/api/) with `read(json) -> Result<Model>`; an
-// answer that does not fit is an error naming the route and the field.
+// The body of GET `path`, read into its answer model (shared/api/) with
+// `read(json) -> Result<Model>`; an answer that does not fit is an error naming the route and
+// the field.
+template <typename Read>
+auto read_answer(const std::string& path, const nlohmann::json& body, Read&& read)
+    -> decltype(read(body)) {
+  auto answer = read(body);
+  if (!answer) {
+    return protocol_error("the daemon's answer to GET " + path + ": " + answer.status().message());
+  }
+  return answer;
+}
+
+// GET `path`, read as read_answer() does.
 template <typename Read>
 auto get_answer(const Api& api, const std::string& path, Read&& read)
     -> decltype(read(nlohmann::json())) {
   auto body = api.get(path);
   if (!body) return body.status();
-  auto answer = read(*body);
-  if (!answer) {
-    return protocol_error("the daemon's answer to GET " + path + ": " + answer.status().message());
-  }
-  return answer;
+  return read_answer(path, *body, read);
 }
 
 // Prints the one line that explains a failed call on stderr and returns the exit code:

@@ -200,7 +200,7 @@ class LoadVerb : public Verb {
         std::this_thread::sleep_for(kPollEvery);
         auto test = api.get("/loads/" + id);
         if (!test) return test.status();
-        auto answer = api::load_from_json(*test);
+        auto answer = read_answer("/loads/" + id, *test, &api::load_from_json);
         if (!answer) return answer.status();
         const bool ended = answer->state != "running";
         // The step's live line: rewritten in place on a terminal, a line a second into a pipe.
@@ -308,9 +308,8 @@ class LoadVerb : public Verb {
     for (;;) {
       auto body = api.get("/loads/" + id);
       if (!body) return report_failure(body.status(), api.socket_path());
-      auto test = api::load_from_json(*body);
-      if (!test)
-        return fail("the daemon's answer to GET /loads/" + id + ": " + test.status().message());
+      auto test = read_answer("/loads/" + id, *body, &api::load_from_json);
+      if (!test) return fail(test.status().message());
       const std::string state = test->state;
       const bool ended = state != "running";
       const std::string line = render_load_progress(*test);

@@ -91,9 +91,8 @@ class ShowVerb : public Verb {
       std::cout << answer->dump(2) << "\n";
       return 0;
     }
-    auto test = api::load_from_json(*answer);
-    if (!test)
-      return fail("the daemon's answer to GET /loads/" + run_ + ": " + test.status().message());
+    auto test = read_answer("/loads/" + run_, *answer, &api::load_from_json);
+    if (!test) return fail(test.status().message());
     std::cout << render_load_summary(*test);
     return 0;
   }

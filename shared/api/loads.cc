@@ -250,7 +250,9 @@ json to_json(const LoadAnswer& a) {
   return j;
 }
 
-Result<LoadAnswer> load_from_json(const json& j, const std::string& path) {
+namespace {
+
+Result<LoadAnswer> read_load(const json& j, const std::string& path) {
   FieldReader r(j, path);
   LoadAnswer a;
   r.text("id", a.id);
@@ -279,13 +281,17 @@ Result<LoadAnswer> load_from_json(const json& j, const std::string& path) {
   return a;
 }
 
+}  // namespace
+
+Result<LoadAnswer> load_from_json(const json& j) { return read_load(j, "load"); }
+
 Result<std::vector<LoadAnswer>> loads_from_json(const json& answer) {
   if (!answer.is_object() || !answer.contains("loads") || !answer["loads"].is_array()) {
     return protocol_error("GET /loads: expected an object with a \"loads\" array");
   }
   std::vector<LoadAnswer> out;
   for (size_t i = 0; i < answer["loads"].size(); ++i) {
-    auto a = load_from_json(answer["loads"][i], "loads[" + std::to_string(i) + "]");
+    auto a = read_load(answer["loads"][i], "loads[" + std::to_string(i) + "]");
     if (!a) return a.status();
     out.push_back(std::move(*a));
   }

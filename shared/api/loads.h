@@ -135,7 +135,8 @@ nlohmann::json to_json(const Latency& l);
 nlohmann::json to_json(const LoadErrors& e);
 nlohmann::json to_json(const LoadAnswer& a);
 
-Result<LoadAnswer> load_from_json(const nlohmann::json& j, const std::string& path = "load");
+// GET /loads/<id>.
+Result<LoadAnswer> load_from_json(const nlohmann::json& j);
 // GET /loads: {"loads": [...]}.
 Result<std::vector<LoadAnswer>> loads_from_json(const nlohmann::json& answer);
 
