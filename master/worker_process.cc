@@ -19,11 +19,6 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   w->cb_ = std::move(cb);
   w->pipe_ = uv::Stream::pipe(loop, false);
 
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(spec.executable.c_str()));
-  for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
   // fd 0: nothing; fds 1 and 2: the master's own (the daemon's output file); fd 3: IPC;
   // fd 4: the in-hand page (shared/ipc/in_hand.h).
   int in_hand_fd = ipc::create_in_hand();
@@ -33,35 +28,20 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
     close(in_hand_fd);
     return io_error(std::string("mmap() of the in-hand page failed: ") + strerror(errno));
   }
-  uv_stdio_container_t stdio[5];
-  stdio[0].flags = UV_IGNORE;
-  stdio[1].flags = UV_INHERIT_FD;
-  stdio[1].data.fd = 1;
-  stdio[2].flags = UV_INHERIT_FD;
-  stdio[2].data.fd = 2;
-  stdio[3].flags =
-      static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE);
-  stdio[3].data.stream = w->pipe_->raw();
-  stdio[4].flags = UV_INHERIT_FD;
-  stdio[4].data.fd = in_hand_fd;
-
-  uv_process_options_t opts{};
-  const std::string& file = spec.file.empty() ? spec.executable : spec.file;
-  opts.file = file.c_str();
-  opts.args = argv.data();
-  opts.exit_cb = &WorkerProcess::on_process_exit;
-  opts.stdio_count = 5;
-  opts.stdio = stdio;
-
-  int rc = uv_spawn(loop, w->process_.get(), &opts);
+  uv::Process::Spec process;
+  process.argv.push_back(spec.executable);
+  process.argv.insert(process.argv.end(), spec.args.begin(), spec.args.end());
+  process.file = spec.file;
+  process.fds = {uv::Process::Fd::null(), uv::Process::Fd::inherit(), uv::Process::Fd::inherit(),
+                 uv::Process::Fd::pipe_to(*w->pipe_), uv::Process::Fd::of(in_hand_fd)};
+  WorkerProcess* self = w.get();
+  auto started = uv::Process::spawn(loop, process, [self](int64_t exit_status, int term_signal) {
+    self->on_process_exit(exit_status, term_signal);
+  });
   close(in_hand_fd);  // the mapping stays
-  if (rc != 0) {
-    // uv_spawn initialises the handle even when it fails; it must still be closed.
-    w->process_.set_live(nullptr);
-    return io_error("cannot start " + spec.executable + ": " + uv_strerror(rc));
-  }
-  w->process_.set_live(w.get());
-  w->pid_ = w->process_.get()->pid;
+  if (!started) return io_error("cannot start " + spec.executable + ": " + started.status().message());
+  w->process_ = std::move(*started);
+  w->pid_ = w->process_->pid();
 
   w->resume_ = std::make_unique<uv::NextTurn>(loop);
   w->loop_ = loop;
@@ -81,7 +61,7 @@ Status WorkerProcess::start_reading() {
 
 WorkerProcess::~WorkerProcess() {
   close_pipe();
-  process_.close();
+  process_.reset();
   ipc::unmap_in_hand(in_hand_);
 }
 
@@ -89,14 +69,12 @@ std::optional<std::pair<std::string, uint32_t>> WorkerProcess::culprit() const {
   return in_hand_ ? in_hand_->culprit() : std::nullopt;
 }
 
-void WorkerProcess::on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal) {
-  auto* self = uv::owner_of<WorkerProcess>(p);
-  if (self == nullptr) return;
-  self->exited_ = true;
-  self->exit_status_ = exit_status;
-  self->term_signal_ = term_signal;
-  uv::guard("reading an exited worker's pipe", [&] { self->read_rest(); });
-  self->finish_exit();  // may destroy self
+void WorkerProcess::on_process_exit(int64_t exit_status, int term_signal) {
+  exited_ = true;
+  exit_status_ = exit_status;
+  term_signal_ = term_signal;
+  uv::guard("reading an exited worker's pipe", [&] { read_rest(); });
+  finish_exit();  // may destroy this
 }
 
 void WorkerProcess::on_bytes(std::string_view bytes) {
@@ -218,10 +196,10 @@ Status WorkerProcess::send(ipc::MessageType type, const nlohmann::json& payload)
 }
 
 void WorkerProcess::signal(int signum) {
-  if (exited_ || !process_.live()) return;
-  int rc = uv_process_kill(process_.get(), signum);
+  if (exited_ || !process_) return;
+  int rc = process_->kill(signum);
   if (rc != 0 && rc != UV_ESRCH) {
-    spdlog::warn("uv_process_kill(pid {}, {}) failed: {}", pid_, signum, uv_strerror(rc));
+    spdlog::warn("kill(pid {}, {}) failed: {}", pid_, signum, uv_strerror(rc));
   }
 }
 

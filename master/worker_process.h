@@ -1,5 +1,5 @@
-// One running worker process as the master sees it: the libuv process handle and the IPC pipe
-// on the worker's fd 3, with frame decoding and bounded outgoing buffering.
+// One running worker process as the master sees it: the process (uv::Process, started without
+// forking the master) and the IPC pipe on the worker's fd 3, with frame decoding and bounded outgoing buffering.
 //
 // Owned by the daemon, one per slot generation. Destroying it closes the pipe (the worker then
 // exits on EOF) but does not kill the process; the exit callback is not delivered after the
@@ -21,6 +21,7 @@
 #include "shared/status.h"
 #include "shared/uv/handle.h"
 #include "shared/uv/next_turn.h"
+#include "shared/uv/process.h"
 #include "shared/uv/stream.h"
 
 namespace corral::master {
@@ -64,7 +65,7 @@ class WorkerProcess {
 
  private:
   WorkerProcess() : decoder_(ipc::Sender::kMaster) {}
-  static void on_process_exit(uv_process_t* p, int64_t exit_status, int term_signal);
+  void on_process_exit(int64_t exit_status, int term_signal);
   Status start_reading();
   void on_bytes(std::string_view bytes);
   // Hands queued frames to on_frame (at least one) until the turn's slice (uv::Slice::of_turn)
@@ -84,7 +85,7 @@ class WorkerProcess {
   void handle_all();    // the whole backlog, now (stops at a protocol error)
   void report_protocol_error(const Status& s);
 
-  uv::Handle<uv_process_t> process_;
+  std::unique_ptr<uv::Process> process_;
   std::unique_ptr<uv::Stream> pipe_;
   ipc::Decoder decoder_;
   std::vector<ipc::Frame> frames_;  // decoded from one read

@@ -8,8 +8,7 @@
 
 #include "config/config.h"
 #include "shared/proc.h"
-#include "shared/uv/guard.h"
-#include "shared/uv/handle.h"
+#include "shared/uv/process.h"
 #include "shared/uv/stream.h"
 #include "shared/uv/timer.h"
 
@@ -29,13 +28,6 @@ std::vector<std::string> hook_environment(config::HookEvent event) {
   return env;
 }
 
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 class CommandRun final : public Delivery {
  public:
   CommandRun(uv_loop_t* loop, const config::Hook& hook, Done done)
@@ -43,20 +35,20 @@ class CommandRun final : public Delivery {
   ~CommandRun() override {
     timer_.close();
     if (stdin_) stdin_->close();
-    process_.close();
+    process_.reset();
   }
 
   Status spawn(uv_loop_t* loop, config::HookEvent event, const std::string& payload);
   void abort() override { kill("killed: the daemon stopped"); }
 
  private:
-  static void on_exit(uv_process_t* p, int64_t exit_status, int term_signal);
+  void on_exit(int64_t exit_status, int term_signal);
   void kill(const std::string& why);
   Status outcome(int64_t exit_status, int term_signal) const;
 
   config::Hook hook_;
   Done done_;
-  uv::Handle<uv_process_t> process_;
+  std::unique_ptr<uv::Process> process_;
   std::unique_ptr<uv::Stream> stdin_;
   uv::Timer timer_;
   pid_t pid_ = 0;
@@ -64,37 +56,18 @@ class CommandRun final : public Delivery {
 };
 
 Status CommandRun::spawn(uv_loop_t* loop, config::HookEvent event, const std::string& payload) {
-  std::vector<std::string> argv_strings = hook_.command;
-  std::vector<char*> argv = c_strings(argv_strings);
-  std::vector<std::string> env_strings = hook_environment(event);
-  std::vector<char*> env = c_strings(env_strings);
-
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = static_cast<uv_stdio_flags>(UV_CREATE_PIPE | UV_READABLE_PIPE);
-  stdio[0].data.stream = stdin_->raw();
-  stdio[1].flags = UV_INHERIT_FD;
-  stdio[1].data.fd = 1;
-  stdio[2].flags = UV_INHERIT_FD;
-  stdio[2].data.fd = 2;
-
-  uv_process_options_t opts{};
-  opts.file = argv[0];
-  opts.args = argv.data();
-  opts.env = env.data();
-  opts.exit_cb = &CommandRun::on_exit;
-  opts.stdio_count = 3;
-  opts.stdio = stdio;
+  uv::Process::Spec spec;
+  spec.argv = hook_.command;
+  spec.env = hook_environment(event);
+  spec.fds = {uv::Process::Fd::pipe_to(*stdin_), uv::Process::Fd::inherit(),
+              uv::Process::Fd::inherit()};
   // A process group of its own (setsid), so that a timeout kills what it started too.
-  opts.flags = UV_PROCESS_DETACHED;
-
-  int rc = uv_spawn(loop, process_.get(), &opts);
-  if (rc != 0) {
-    // uv_spawn initialises the handle even when it fails; it must still be closed.
-    process_.set_live(nullptr);
-    return io_error("cannot start " + hook_.command[0] + ": " + uv_strerror(rc));
-  }
-  process_.set_live(this);
-  pid_ = process_.get()->pid;
+  spec.new_session = true;
+  auto started = uv::Process::spawn(
+      loop, spec, [this](int64_t exit_status, int term_signal) { on_exit(exit_status, term_signal); });
+  if (!started) return io_error("cannot start " + hook_.command[0] + ": " + started.status().message());
+  process_ = std::move(*started);
+  pid_ = process_->pid();
   timer_.start(hook_.timeout_ms, 0, [this] {
     kill("timed out after " + config::format_duration_ms(hook_.timeout_ms) + ": killed");
   });
@@ -107,7 +80,7 @@ Status CommandRun::spawn(uv_loop_t* loop, config::HookEvent event, const std::st
 void CommandRun::kill(const std::string& why) {
   if (pid_ == 0 || !killed_.empty()) return;
   killed_ = why;
-  if (uv_kill(-pid_, SIGKILL) != 0) uv_process_kill(process_.get(), SIGKILL);
+  if (uv_kill(-pid_, SIGKILL) != 0) process_->kill(SIGKILL);
 }
 
 Status CommandRun::outcome(int64_t exit_status, int term_signal) const {
@@ -117,15 +90,11 @@ Status CommandRun::outcome(int64_t exit_status, int term_signal) const {
   return Status::ok();
 }
 
-void CommandRun::on_exit(uv_process_t* p, int64_t exit_status, int term_signal) {
-  auto* self = uv::owner_of<CommandRun>(p);
-  if (self == nullptr) return;
-  uv::guard("hook command exit", [&] {
-    self->timer_.stop();
-    Status s = self->outcome(exit_status, term_signal);
-    Done done = std::move(self->done_);
-    if (done) done(std::move(s));  // may destroy self
-  });
+void CommandRun::on_exit(int64_t exit_status, int term_signal) {
+  timer_.stop();
+  Status s = outcome(exit_status, term_signal);
+  Done done = std::move(done_);
+  if (done) done(std::move(s));  // may destroy this
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// One command of an exec step, run with uv_spawn (no shell) in a process group of its own,
+// One command of an exec step, run with uv::Process (no shell, no fork of the worker) in a process group of its own,
 // its stdin /dev/null, its stdout and stderr read into buffers of at most `max_output` bytes
 // each. It is done once the command has exited and both pipes are closed; what is left of its
 // process group when the command exits is killed then, so that a background child holding a
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "shared/status.h"
-#include "shared/uv/handle.h"
+#include "shared/uv/process.h"
 #include "shared/uv/stream.h"
 
 namespace corral::steps::exec {
@@ -43,13 +43,13 @@ class Child {
 
  private:
   Child(uv_loop_t* loop, uint64_t max_output, Done done);
-  static void on_exit(uv_process_t* p, int64_t exit_status, int term_signal);
+  void on_exit(int64_t exit_status, int term_signal);
   void read(uv::Stream& pipe, std::string& into, bool& cut);
   void finish_if_done();
 
   uint64_t max_output_;
   Done done_;
-  uv::Handle<uv_process_t> process_;
+  std::unique_ptr<uv::Process> process_;
   std::unique_ptr<uv::Stream> out_pipe_, err_pipe_;
   pid_t pid_ = 0;
   bool exited_ = false;
