@@ -39,7 +39,8 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
     self->on_process_exit(exit_status, term_signal);
   });
   close(in_hand_fd);  // the mapping stays
-  if (!started) return io_error("cannot start " + spec.executable + ": " + started.status().message());
+  if (!started)
+    return io_error("cannot start " + spec.executable + ": " + started.status().message());
   w->process_ = std::move(*started);
   w->pid_ = w->process_->pid();
 

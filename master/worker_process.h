@@ -1,5 +1,6 @@
 // One running worker process as the master sees it: the process (uv::Process, started without
-// forking the master) and the IPC pipe on the worker's fd 3, with frame decoding and bounded outgoing buffering.
+// forking the master) and the IPC pipe on the worker's fd 3, with frame decoding and bounded
+// outgoing buffering.
 //
 // Owned by the daemon, one per slot generation. Destroying it closes the pipe (the worker then
 // exits on EOF) but does not kill the process; the exit callback is not delivered after the

@@ -63,9 +63,11 @@ Status CommandRun::spawn(uv_loop_t* loop, config::HookEvent event, const std::st
               uv::Process::Fd::inherit()};
   // A process group of its own (setsid), so that a timeout kills what it started too.
   spec.new_session = true;
-  auto started = uv::Process::spawn(
-      loop, spec, [this](int64_t exit_status, int term_signal) { on_exit(exit_status, term_signal); });
-  if (!started) return io_error("cannot start " + hook_.command[0] + ": " + started.status().message());
+  auto started = uv::Process::spawn(loop, spec, [this](int64_t exit_status, int term_signal) {
+    on_exit(exit_status, term_signal);
+  });
+  if (!started)
+    return io_error("cannot start " + hook_.command[0] + ": " + started.status().message());
   process_ = std::move(*started);
   pid_ = process_->pid();
   timer_.start(hook_.timeout_ms, 0, [this] {

@@ -1,7 +1,7 @@
-// A command hook's run: the hook's argv started with uv::Process (no shell, no fork of the master), the payload on its
-// stdin, CORRAL_EVENT=<event> added to the daemon's environment, its stdout and stderr the
-// daemon's own. It runs in a process group of its own, which is killed (SIGKILL) past the
-// hook's timeout, so that a shell's children go too. Exit 0 is success. Loop thread only.
+// A command hook's run: the hook's argv started with uv::Process (no shell, no fork of the master),
+// the payload on its stdin, CORRAL_EVENT=<event> added to the daemon's environment, its stdout and
+// stderr the daemon's own. It runs in a process group of its own, which is killed (SIGKILL) past
+// the hook's timeout, so that a shell's children go too. Exit 0 is success. Loop thread only.
 #pragma once
 
 #include <uv.h>

@@ -125,8 +125,7 @@ void abandon(pid_t pid) {
 
 }  // namespace
 
-Result<std::unique_ptr<Process>> Process::spawn(uv_loop_t* loop, const Spec& spec,
-                                               OnExit on_exit) {
+Result<std::unique_ptr<Process>> Process::spawn(uv_loop_t* loop, const Spec& spec, OnExit on_exit) {
   SpawnFds fds;
   if (Status s = prepare(spec.fds, fds); !s) return s;
   SpawnAttrs attrs;

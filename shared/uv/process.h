@@ -9,8 +9,8 @@
 // The exit is seen on a pidfd (readable once the child has exited) and reaped with waitpid;
 // libuv's SIGCHLD handler, which waits only for the pids of its own uv_process_t handles, never
 // sees these children. In the child, every signal from 1 to 31 has its default action and none
-// is blocked (32 and 33, glibc's own, are left ignored by its posix_spawn); fds other than those in Spec::fds are closed at exec when they are close-on-exec,
-// as libuv and corral open every fd.
+// is blocked (32 and 33, glibc's own, are left ignored by its posix_spawn); fds other than those in
+// Spec::fds are closed at exec when they are close-on-exec, as libuv and corral open every fd.
 //
 // Destroying a Process that has not exited neither kills it nor waits for it: it is reaped
 // then if it has exited already, and is otherwise left to exit unheard. Loop thread only.
@@ -34,7 +34,7 @@ class Process {
  public:
   // What one of the child's fds is.
   struct Fd {
-    static Fd null() { return {Kind::kNull, -1, nullptr}; }  // /dev/null
+    static Fd null() { return {Kind::kNull, -1, nullptr}; }        // /dev/null
     static Fd inherit() { return {Kind::kInherit, -1, nullptr}; }  // the parent's of that number
     static Fd of(int parent_fd) { return {Kind::kFd, parent_fd, nullptr}; }
     // One end of a new unix stream socket pair; the other is opened into `stream` (a pipe
@@ -57,8 +57,7 @@ class Process {
 
   // Fails with the reason as libuv words it ("no such file or directory") when the program
   // cannot be started. `on_exit` is called once, from the loop, and may destroy the Process.
-  static Result<std::unique_ptr<Process>> spawn(uv_loop_t* loop, const Spec& spec,
-                                                OnExit on_exit);
+  static Result<std::unique_ptr<Process>> spawn(uv_loop_t* loop, const Spec& spec, OnExit on_exit);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;

@@ -1,8 +1,8 @@
-// One command of an exec step, run with uv::Process (no shell, no fork of the worker) in a process group of its own,
-// its stdin /dev/null, its stdout and stderr read into buffers of at most `max_output` bytes
-// each. It is done once the command has exited and both pipes are closed; what is left of its
-// process group when the command exits is killed then, so that a background child holding a
-// pipe cannot keep the step waiting. Loop thread only.
+// One command of an exec step, run with uv::Process (no shell, no fork of the worker) in a process
+// group of its own, its stdin /dev/null, its stdout and stderr read into buffers of at most
+// `max_output` bytes each. It is done once the command has exited and both pipes are closed; what
+// is left of its process group when the command exits is killed then, so that a background child
+// holding a pipe cannot keep the step waiting. Loop thread only.
 #pragma once
 
 #include <uv.h>

@@ -175,10 +175,9 @@ TEST_CASE("uv process: destroying the Process neither kills the child nor waits 
   const std::string mark = dir.path() + "/mark";
   pid_t pid = 0;
   {
-    auto p = Process::spawn(&t.loop,
-                            {{"/bin/sh", "-c", "sleep 0.2; echo done > " + mark}, "", {}, "", {},
-                             false},
-                            [](int64_t, int) { FAIL("no exit is reported after destruction"); });
+    auto p = Process::spawn(
+        &t.loop, {{"/bin/sh", "-c", "sleep 0.2; echo done > " + mark}, "", {}, "", {}, false},
+        [](int64_t, int) { FAIL("no exit is reported after destruction"); });
     REQUIRE(p.is_ok());
     pid = (*p)->pid();
   }
