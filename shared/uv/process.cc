@@ -11,7 +11,9 @@ extern "C" {
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <csignal>
+#include <string_view>
 
 #include "shared/uv/guard.h"
 
@@ -116,6 +118,25 @@ struct SpawnAttrs {
   posix_spawnattr_t attr;
 };
 
+// Where `file` (no '/') is found in the PATH of `env`, as execvp in the child would look for it:
+// posix_spawnp looks in the parent's PATH instead. Empty when env has no PATH or nothing is
+// found there (posix_spawnp then gives the error).
+std::string search_path(const std::string& file, const std::vector<std::string>& env) {
+  for (const std::string& e : env) {
+    if (e.rfind("PATH=", 0) != 0) continue;
+    std::string_view dirs = std::string_view(e).substr(5);
+    for (size_t start = 0; start <= dirs.size();) {
+      size_t end = std::min(dirs.find(':', start), dirs.size());
+      std::string dir(dirs.substr(start, end - start));
+      std::string path = (dir.empty() ? "." : dir) + "/" + file;
+      if (::access(path.c_str(), X_OK) == 0) return path;
+      start = end + 1;
+    }
+    return "";
+  }
+  return "";
+}
+
 // A child that was started but cannot be watched: killed and reaped at once.
 void abandon(pid_t pid) {
   ::kill(pid, SIGKILL);
@@ -131,7 +152,10 @@ Result<std::unique_ptr<Process>> Process::spawn(uv_loop_t* loop, const Spec& spe
   SpawnAttrs attrs;
   if (int rc = attrs.set_up(spec, fds); rc != 0) return io_error(reason(rc));
 
-  const std::string& file = spec.file.empty() ? spec.argv.at(0) : spec.file;
+  std::string file = spec.file.empty() ? spec.argv.at(0) : spec.file;
+  if (file.find('/') == std::string::npos && spec.env) {
+    if (std::string found = search_path(file, *spec.env); !found.empty()) file = found;
+  }
   std::vector<char*> argv = c_strings(spec.argv);
   std::vector<char*> env = spec.env ? c_strings(*spec.env) : std::vector<char*>();
   char** envp = spec.env ? env.data() : environ;

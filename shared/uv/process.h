@@ -46,7 +46,9 @@ class Process {
     Stream* stream;
   };
   struct Spec {
-    std::vector<std::string> argv;  // not empty; argv[0] is searched in PATH if it has no '/'
+    // Not empty. argv[0] is looked for in PATH when it has no '/': env's PATH when env is
+    // given and has one, as execvp in the child would.
+    std::vector<std::string> argv;
     std::string file;               // run instead of argv[0] when not empty
     std::optional<std::vector<std::string>> env;  // NAME=value; none: the parent's
     std::string cwd;                              // empty: the parent's

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <csignal>
@@ -183,4 +184,24 @@ TEST_CASE("uv process: destroying the Process neither kills the child nor waits 
   }
   REQUIRE(t.run_until([&] { return std::ifstream(mark).good(); }));
   CHECK(pid > 0);
+}
+
+TEST_CASE("uv process: a program without a '/' is looked for in the PATH of the env given") {
+  corral::test::TestLoop t;
+  corral::test::TempDir dir;
+  const std::string program = dir.path() + "/corral-path-probe";
+  std::ofstream(program) << "#!/bin/sh\necho found\n";
+  REQUIRE(::chmod(program.c_str(), 0755) == 0);
+  auto out = corral::uv::Stream::pipe(&t.loop);
+  Run r(t);
+  r.start({{"corral-path-probe"},
+           "",
+           std::vector<std::string>{"PATH=/nonexistent:" + dir.path()},
+           "",
+           {Fd::null(), Fd::pipe_to(*out)},
+           false});
+  r.read(*out);
+  REQUIRE(r.wait());
+  CHECK(r.exit->status == 0);
+  CHECK(r.out == "found\n");
 }
