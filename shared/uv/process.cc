@@ -10,8 +10,8 @@ extern "C" {
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <string_view>
 
