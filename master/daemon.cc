@@ -192,6 +192,7 @@ Status Daemon::start() {
   tick_ = std::make_unique<uv::Timer>(loop_);
   tick_->start(kTickMs, kTickMs, [this] { on_tick(); });
   kick_ = std::make_unique<uv::Timer>(loop_);
+  restart_due_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
   schedule_service_.start();
   for (const char* name :
@@ -308,6 +309,10 @@ void Daemon::reconcile() {
   }
   last_reconcile_ms_ = now;
   for (const Action& a : supervisor_.reconcile(now)) execute(a);
+  // A restart is due when its backoff ends, not at the tick after it.
+  if (uint64_t due = supervisor_.next_start_due_ms(); due > now && restart_due_) {
+    restart_due_->start(due - now, 0, [this] { kick(); });
+  }
   hooks_.report_exits(supervisor_, monotonic_ms());
   settle_reload();
   if (supervisor_.finished()) finish();
@@ -382,6 +387,7 @@ void Daemon::finish() {
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();
+  restart_due_.reset();
   schedule_service_.stop();
   pump_.reset();
   signals_.clear();

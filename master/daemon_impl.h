@@ -213,6 +213,7 @@ class Daemon : private WorkerLink {
   std::unique_ptr<http::Server> api_;
   std::unique_ptr<uv::Timer> tick_;
   std::unique_ptr<uv::Timer> kick_;
+  std::unique_ptr<uv::Timer> restart_due_;  // a slot's backoff ends: reconcile then
   std::vector<std::unique_ptr<uv::Signal>> signals_;
   uint64_t started_ms_ = 0;
   uint64_t shutdown_started_ms_ = 0;  // monotonic; 0 until the first shutdown request

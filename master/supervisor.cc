@@ -244,6 +244,16 @@ void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& o
   out.push_back({Action::Kind::kSpawn, s.index});
 }
 
+uint64_t Supervisor::next_start_due_ms() const {
+  if (shutting_down_) return 0;
+  uint64_t due = 0;
+  for (const Slot& s : slots_) {
+    if (s.state != SlotState::kBackoff || s.index >= wanted_) continue;
+    if (due == 0 || s.next_start_at_ms < due) due = s.next_start_at_ms;
+  }
+  return due;
+}
+
 void Supervisor::reset_process(Slot& s, uint64_t generation) {
   s.generation = generation;
   s.starts += 1;

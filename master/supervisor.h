@@ -109,6 +109,9 @@ class Supervisor {
 
   // --- decision ---
   std::vector<Action> reconcile(uint64_t now_ms);
+  // When the earliest slot waiting out its restart backoff is due to start: reconcile() then,
+  // not at the next tick, starts it on time. 0 when none waits.
+  uint64_t next_start_due_ms() const;
 
   // --- views ---
   const std::vector<Slot>& slots() const { return slots_; }

@@ -267,3 +267,23 @@ TEST_CASE("supervisor: a scaled count stays while the config's count does not ch
   CHECK(b.sup.set_config_wanted(4));  // nothing scaled: the config's count
   CHECK(b.sup.wanted() == 4);
 }
+
+TEST_CASE("supervisor: a slot in backoff says when it is due, and starts at that moment") {
+  auto s = SupervisorBench::settings();
+  s.restart.backoff_initial_ms = 250;
+  s.restart.backoff_max_ms = 250;
+  SupervisorBench b(2, s);
+  b.step();
+  b.ready_all();
+  CHECK(b.sup.next_start_due_ms() == 0);  // none waits
+  b.exit(0, 1, 0);
+  b.step();
+  REQUIRE(b.state(0) == SlotState::kBackoff);
+  const uint64_t due = b.sup.next_start_due_ms();
+  REQUIRE(due > b.now);
+  CHECK(due <= b.now + 250);
+  // Not a millisecond early, and at once when it is due.
+  CHECK(b.step(due - 1 - b.now).empty());
+  CHECK(count(b.step(1), Action::Kind::kSpawn) == 1);
+  CHECK(b.sup.next_start_due_ms() == 0);
+}
