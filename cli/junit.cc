@@ -10,8 +10,6 @@
 namespace corral::cli {
 namespace {
 
-using nlohmann::json;
-
 using Outcome = JunitCase::Outcome;
 using TestCase = JunitCase;
 
@@ -28,36 +26,29 @@ Outcome outcome_of(const std::string& state) {
   return Outcome::kSkipped;  // cancelled, queued, running
 }
 
-TestCase step_case(const json& s) {
+TestCase step_case(const api::StepEntry& s) {
   TestCase tc;
-  const long step = static_cast<long>(json_number(s, "step"));
-  tc.name = std::to_string(step) + " " + json_string(s, "name");
-  tc.seconds = json_number(s, "duration_ms") / 1000.0;
-  const std::string state = json_string(s, "state");
-  tc.outcome = outcome_of(state);
+  tc.name = std::to_string(s.step) + " " + s.name;
+  tc.seconds = static_cast<double>(s.duration_ms) / 1000.0;
+  tc.outcome = outcome_of(s.state);
   if (tc.outcome == Outcome::kPassed) return tc;
-  tc.message = json_string(s, "reason", state);
-  tc.detail = "step " + std::to_string(step) + " " + state + " after " +
-              std::to_string(static_cast<long>(json_number(s, "attempts"))) + " attempt(s)";
-  if (const long status = static_cast<long>(json_number(s, "status")); status != 0) {
-    tc.detail += ", last status " + std::to_string(status);
-  }
+  tc.message = s.reason.empty() ? s.state : s.reason;  // a step's reason is absent when empty
+  tc.detail = "step " + std::to_string(s.step) + " " + s.state + " after " +
+              std::to_string(s.attempts) + " attempt(s)";
+  if (s.status != 0) tc.detail += ", last status " + std::to_string(s.status);
   tc.detail += ": " + tc.message;
-  if (std::string body = json_string(s, "body"); !body.empty()) {
-    tc.detail += "\nresponse: " + body;
-  }
+  if (!s.body.empty()) tc.detail += "\nresponse: " + s.body;
   return tc;
 }
 
 // A skipped testcase for each of the scenario's own steps (`scenario_steps`: GET /runs/<id>'s
 // "steps") after the last one the instance has a record of: a step failed before them.
-void add_not_reached(const json& scenario_steps, long last_step, std::vector<TestCase>& cases) {
-  if (!scenario_steps.is_array()) return;
-  for (const json& s : scenario_steps) {
-    const long step = static_cast<long>(json_number(s, "step"));
-    if (step <= last_step) continue;
+void add_not_reached(const std::vector<api::RunStep>& scenario_steps, long last_step,
+                     std::vector<TestCase>& cases) {
+  for (const api::RunStep& s : scenario_steps) {
+    if (static_cast<long>(s.step) <= last_step) continue;
     TestCase tc;
-    tc.name = std::to_string(step) + " " + json_string(s, "name");
+    tc.name = std::to_string(s.step) + " " + s.name;
     tc.outcome = Outcome::kSkipped;
     tc.message = "not run: step " + std::to_string(last_step) + " failed";
     cases.push_back(std::move(tc));
@@ -65,40 +56,37 @@ void add_not_reached(const json& scenario_steps, long last_step, std::vector<Tes
 }
 
 // The testcases of one instance (see the header for the cases without a failing step record).
-std::vector<TestCase> instance_cases(const json& in, const json& scenario_steps) {
+std::vector<TestCase> instance_cases(const api::InstanceEntry& in,
+                                     const std::vector<api::RunStep>& scenario_steps) {
   std::vector<TestCase> cases;
   bool step_failed = false;
   long last_step = -1;
-  const json steps = json_field(in, "steps");
-  if (steps.is_array()) {
-    for (const auto& s : steps) {
+  if (in.steps) {
+    for (const api::StepEntry& s : *in.steps) {
       cases.push_back(step_case(s));
       step_failed = step_failed || cases.back().outcome != Outcome::kPassed;
-      last_step = std::max(last_step, static_cast<long>(json_number(s, "step")));
+      last_step = std::max(last_step, static_cast<long>(s.step));
     }
   }
   if (step_failed) add_not_reached(scenario_steps, last_step, cases);
-  const std::string state = json_string(in, "state");
+  const std::string& state = in.state;
   const Outcome end = outcome_of(state);
   if (!cases.empty() &&
       (end == Outcome::kPassed || step_failed || state == "running" || state == "queued")) {
     return cases;
   }
   TestCase tc;
-  tc.name = cases.empty()
-                ? "not run"
-                : std::to_string(static_cast<long>(json_number(in, "step"))) + " (" + state + ")";
+  tc.name = cases.empty() ? "not run" : std::to_string(in.step) + " (" + state + ")";
   tc.outcome = end == Outcome::kPassed ? Outcome::kSkipped : end;  // passed with no step: odd
-  tc.message = json_string(in, "reason", state);
-  if (tc.message.empty()) tc.message = "instance " + state;
+  tc.message = in.reason.empty() ? "instance " + state : in.reason;
   tc.detail = "instance " + state + ": " + tc.message;
   cases.push_back(std::move(tc));
   return cases;
 }
 
 void append_case(std::string& out, const TestCase& tc) {
-  out += "    <testcase classname=\"" + xml_escape(tc.classname) + "\" name=\"" + xml_escape(tc.name) +
-         "\" time=\"" + seconds_text(tc.seconds) + "\"";
+  out += "    <testcase classname=\"" + xml_escape(tc.classname) + "\" name=\"" +
+         xml_escape(tc.name) + "\" time=\"" + seconds_text(tc.seconds) + "\"";
   const char* tag = tc.outcome == Outcome::kFailed    ? "failure"
                     : tc.outcome == Outcome::kErrored ? "error"
                     : tc.outcome == Outcome::kSkipped ? "skipped"
@@ -117,9 +105,9 @@ void append_case(std::string& out, const TestCase& tc) {
   out += "    </testcase>\n";
 }
 
-double run_seconds(const json& run) {
-  auto from = parse_utc_timestamp(json_string(run, "created_at"));
-  auto to = parse_utc_timestamp(json_string(run, "finished_at"));
+double run_seconds(const api::RunSummary& run) {
+  auto from = parse_utc_timestamp(run.created_at.value_or(""));
+  auto to = parse_utc_timestamp(run.finished_at.value_or(""));
   if (!from || !to) return 0;
   return std::chrono::duration<double>(*to - *from).count();
 }
@@ -210,18 +198,14 @@ std::string render_junit_suite(const std::string& suite, const std::string& time
   return out;
 }
 
-std::string render_junit(const json& run, const json& instances) {
-  const json list = instances.is_array() ? instances : json_field(instances, "instances");
-  const std::string scenario = json_string(run, "scenario");
+std::string render_junit(const api::RunDetail& run,
+                         const std::vector<api::InstanceEntry>& instances) {
   std::vector<JunitCase> cases;
-  if (list.is_array()) {
-    for (const auto& in : list) {
-      const std::string classname =
-          scenario + ".instance-" + std::to_string(static_cast<long>(json_number(in, "i")));
-      for (TestCase& tc : instance_cases(in, json_field(run, "steps"))) {
-        tc.classname = classname;
-        cases.push_back(std::move(tc));
-      }
+  for (const api::InstanceEntry& in : instances) {
+    const std::string classname = run.scenario + ".instance-" + std::to_string(in.i);
+    for (TestCase& tc : instance_cases(in, run.steps)) {
+      tc.classname = classname;
+      cases.push_back(std::move(tc));
     }
   }
   // The run's timestamps count whole seconds: a run shorter than one can show 0 s. Its time is
@@ -230,8 +214,8 @@ std::string render_junit(const json& run, const json& instances) {
   std::map<std::string, double> per_instance;
   for (const TestCase& tc : cases)
     seconds = std::max(seconds, per_instance[tc.classname] += tc.seconds);
-  return render_junit_suite(scenario + " (" + json_string(run, "id") + ")",
-                            json_string(run, "created_at"), seconds, cases);
+  return render_junit_suite(run.scenario + " (" + run.id + ")", run.created_at.value_or(""),
+                            seconds, cases);
 }
 
 }  // namespace corral::cli

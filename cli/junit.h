@@ -1,12 +1,12 @@
 // JUnit XML for a finished run, as CI servers (Jenkins, GitLab, GitHub reporters) read it.
-// Pure functions over the runs API's JSON; any thread.
+// Pure functions over the runs API's answers (shared/api/runs.h); any thread.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "shared/api/runs.h"
 
 namespace corral::cli {
 
@@ -22,9 +22,9 @@ namespace corral::cli {
 //   - for an instance that ended failed, errored or cancelled after steps that all passed (its
 //     worker died too often, a cancel between steps): one more testcase "<next step> (<state>)"
 //     saying so, so the counts never read greener than the exit code.
-// `run` is GET /runs/<id>; `instances` is GET /runs/<id>/instances?steps=true (the object, or
-// just its "instances" array). Missing fields read as empty or zero, never throw.
-std::string render_junit(const nlohmann::json& run, const nlohmann::json& instances);
+// `run` is GET /runs/<id>; `instances` is GET /runs/<id>/instances?steps=true's "instances".
+std::string render_junit(const api::RunDetail& run,
+                         const std::vector<api::InstanceEntry>& instances);
 
 // One testcase of a JUnit document.
 struct JunitCase {

@@ -18,9 +18,8 @@ bool daemon_unreachable(const Status& status) {
          status.code() == Code::kIo;
 }
 
-bool has_failures(const nlohmann::json& run) {
-  const nlohmann::json counts = json_field(run, "counts");
-  return json_number(counts, "failed") + json_number(counts, "errored") > 0;
+bool has_failures(const api::RunSummary& run) {
+  return uint64_t{run.counts.failed} + run.counts.errored > 0;
 }
 
 }  // namespace
@@ -53,22 +52,21 @@ Status MonitSource::ask(MonitSnapshot& snapshot) const {
   if (!health) return health.status();
   auto workers = get_workers(api_);
   if (!workers) return workers.status();
-  auto runs = api_.get("/runs");
+  auto runs = get_answer(api_, "/runs", &api::runs_from_json);
   if (!runs) return runs.status();
-  std::map<std::string, nlohmann::json> failures;
-  for (const nlohmann::json& run : runs_to_show(json_field(*runs, "runs"))) {
+  std::map<std::string, std::vector<api::RunFailure>> failures;
+  for (const api::RunSummary& run : runs_to_show(runs->runs)) {
     if (!has_failures(run)) continue;
-    const std::string id = json_string(run, "id");
-    auto detail = api_.get("/runs/" + id);
+    auto detail = get_answer(api_, "/runs/" + run.id, &api::run_detail_from_json);
     if (detail) {
-      failures[id] = json_field(*detail, "failures");
+      failures[run.id] = std::move(detail->failures);
     } else if (daemon_unreachable(detail.status())) {
       return detail.status();
     }  // else the run was pruned meanwhile: no failures to show
   }
   snapshot.health = std::move(*health);
   snapshot.workers = std::move(workers->workers);
-  snapshot.runs = json_field(*runs, "runs");
+  snapshot.runs = std::move(runs->runs);
   snapshot.failures = std::move(failures);
   return Status::ok();
 }

@@ -12,19 +12,16 @@
 namespace corral::cli {
 namespace {
 
-using nlohmann::json;
 using Tone = MonitLine::Tone;
 
-constexpr size_t kValueWidth = 7;        // "123.4mb": a value before its sparkline
-constexpr size_t kProgressWidth = 20;    // the bar of a run's progress
-constexpr size_t kFailuresPerRun = 3;    // failure groups shown under the runs
+constexpr size_t kValueWidth = 7;      // "123.4mb": a value before its sparkline
+constexpr size_t kProgressWidth = 20;  // the bar of a run's progress
+constexpr size_t kFailuresPerRun = 3;  // failure groups shown under the runs
 
 void add_text(std::vector<MonitLine>& out, const std::string& text, Tone tone = Tone::kPlain) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back({line, tone});
 }
-
-long as_long(const json& j, const char* key) { return static_cast<long>(json_number(j, key)); }
 
 std::string percent_text(std::optional<double> percent) {
   if (!percent) return "-";
@@ -88,11 +85,10 @@ void add_workers(std::vector<MonitLine>& out, const MonitSnapshot& s, const Work
   for (const api::WorkerEntry& w : s.workers) add_text(out, worker_note(w), Tone::kAlert);
 }
 
-std::string progress_cell(const json& run, bool utf8) {
-  const json counts = json_field(run, "counts");
-  const long total = as_long(run, "instances");
-  const long done = as_long(counts, "passed") + as_long(counts, "failed") +
-                    as_long(counts, "errored") + as_long(counts, "cancelled");
+std::string progress_cell(const api::RunSummary& run, bool utf8) {
+  const api::RunCounts& c = run.counts;
+  const long total = run.instances;
+  const long done = long{c.passed} + c.failed + c.errored + c.cancelled;
   const size_t filled =
       total > 0 ? std::min<size_t>(kProgressWidth, kProgressWidth * done / total) : 0;
   std::string bar;
@@ -104,35 +100,34 @@ std::string progress_cell(const json& run, bool utf8) {
          std::to_string(percent) + "%";
 }
 
-std::string run_elapsed(const json& run, WallClock::time_point now) {
-  auto created = parse_utc_timestamp(json_string(run, "created_at"));
+std::string run_elapsed(const api::RunSummary& run, WallClock::time_point now) {
+  auto created = parse_utc_timestamp(run.created_at.value_or(""));
   if (!created) return "-";
-  auto finished = parse_utc_timestamp(json_string(run, "finished_at"));
+  auto finished = parse_utc_timestamp(run.finished_at.value_or(""));
   return elapsed_text(std::chrono::duration<double>(finished.value_or(now) - *created).count());
 }
 
-std::vector<std::string> run_row(const json& run, WallClock::time_point now, bool utf8) {
-  const json counts = json_field(run, "counts");
-  return {json_string(run, "id"),
-          json_string(run, "scenario"),
-          json_string(run, "state"),
+std::vector<std::string> run_row(const api::RunSummary& run, WallClock::time_point now, bool utf8) {
+  const api::RunCounts& c = run.counts;
+  return {run.id,
+          run.scenario,
+          run.state,
           progress_cell(run, utf8),
-          std::to_string(as_long(counts, "passed")),
-          std::to_string(as_long(counts, "failed")),
-          std::to_string(as_long(counts, "errored")),
-          std::to_string(as_long(counts, "running")),
-          std::to_string(as_long(counts, "queued")),
+          std::to_string(c.passed),
+          std::to_string(c.failed),
+          std::to_string(c.errored),
+          std::to_string(c.running),
+          std::to_string(c.queued),
           run_elapsed(run, now)};
 }
 
 // "r1-3f2a: 2 x step 1 (wait for A): until not met after 3 attempts", the largest groups first.
-void add_failures(std::vector<MonitLine>& out, const std::string& id, const json& failures) {
-  if (!failures.is_array()) return;
+void add_failures(std::vector<MonitLine>& out, const std::string& id,
+                  const std::vector<api::RunFailure>& failures) {
   for (size_t k = 0; k < failures.size() && k < kFailuresPerRun; ++k) {
-    const json& f = failures[k];
-    out.push_back({id + ": " + std::to_string(as_long(f, "count")) + " x step " +
-                       std::to_string(as_long(f, "step")) + " (" + json_string(f, "step_name") +
-                       "): " + json_string(f, "reason"),
+    const api::RunFailure& f = failures[k];
+    out.push_back({id + ": " + std::to_string(f.count) + " x step " + std::to_string(f.step) +
+                       " (" + f.step_name + "): " + f.reason,
                    Tone::kAlert});
   }
   if (failures.size() > kFailuresPerRun) {
@@ -144,18 +139,18 @@ void add_failures(std::vector<MonitLine>& out, const std::string& id, const json
 
 void add_runs(std::vector<MonitLine>& out, const MonitSnapshot& s, const MonitLayout& layout) {
   out.push_back({"Runs", Tone::kTitle});
-  const std::vector<json> shown = runs_to_show(s.runs);
+  const std::vector<api::RunSummary> shown = runs_to_show(s.runs);
   if (shown.empty()) {
     out.push_back({"no runs yet"});
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  for (const json& run : shown) rows.push_back(run_row(run, s.now, layout.utf8));
+  for (const api::RunSummary& run : shown) rows.push_back(run_row(run, s.now, layout.utf8));
   add_text(out, render_table({"run", "scenario", "state", "progress", "passed", "failed", "errored",
                               "running", "queued", "elapsed"},
                              rows, layout.utf8 ? TableStyle::kBox : TableStyle::kAscii));
-  for (const json& run : shown) {
-    auto f = s.failures.find(json_string(run, "id"));
+  for (const api::RunSummary& run : shown) {
+    auto f = s.failures.find(run.id);
     if (f != s.failures.end()) add_failures(out, f->first, f->second);
   }
 }
@@ -204,21 +199,20 @@ std::vector<MonitLine> render_monit(const MonitSnapshot& s, const WorkerHistory&
   return out;
 }
 
-std::vector<json> runs_to_show(const json& runs) {
-  if (!runs.is_array()) return {};
+std::vector<api::RunSummary> runs_to_show(const std::vector<api::RunSummary>& runs) {
   std::vector<bool> chosen(runs.size(), false);
   size_t n = 0;
   // Unfinished runs first, then finished ones, each pass newest first.
   for (bool finished : {false, true}) {
     for (size_t i = 0; i < runs.size() && n < kMonitRuns; ++i) {
-      const std::string state = json_string(runs[i], "state");
+      const std::string& state = runs[i].state;
       if ((state == "finished" || state == "cancelled") == finished) {
         chosen[i] = true;
         ++n;
       }
     }
   }
-  std::vector<json> out;
+  std::vector<api::RunSummary> out;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (chosen[i]) out.push_back(runs[i]);
   }

@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/format.h"
 #include "cli/monit_history.h"
+#include "shared/api/runs.h"
 #include "shared/api/workers.h"
 
 namespace corral::cli {
@@ -20,11 +19,12 @@ namespace corral::cli {
 // What one refresh gathered. A refresh that failed keeps the previous answers and says why in
 // `problem`.
 struct MonitSnapshot {
-  api::Health health;                              // GET /health
-  std::vector<api::WorkerEntry> workers;           // GET /workers, in slot order
-  nlohmann::json runs;                             // GET /runs "runs", newest first
-  std::map<std::string, nlohmann::json> failures;  // run id -> GET /runs/<id> "failures"
-  std::vector<std::string> log_lines;              // the last lines of the logs, oldest first
+  api::Health health;                     // GET /health
+  std::vector<api::WorkerEntry> workers;  // GET /workers, in slot order
+  std::vector<api::RunSummary> runs;      // GET /runs, newest first
+  // Run id -> the failures of GET /runs/<id>, for the runs shown that have some.
+  std::map<std::string, std::vector<api::RunFailure>> failures;
+  std::vector<std::string> log_lines;  // the last lines of the logs, oldest first
   std::string logs_dir;
   // Why the last refresh failed, "" when it worked: "daemon not answering on <socket>", and the
   // error itself.
@@ -59,7 +59,7 @@ std::vector<MonitLine> render_monit(const MonitSnapshot& snapshot, const WorkerH
 constexpr size_t kMonitRuns = 5;
 // The runs monit shows of GET /runs "runs" (newest first): those not finished, then the newest
 // finished ones, at most kMonitRuns, newest first.
-std::vector<nlohmann::json> runs_to_show(const nlohmann::json& runs);
+std::vector<api::RunSummary> runs_to_show(const std::vector<api::RunSummary>& runs);
 
 // `text` cut to at most `width` code points.
 std::string fit_width(const std::string& text, size_t width);

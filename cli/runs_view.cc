@@ -8,28 +8,26 @@
 namespace corral::cli {
 namespace {
 
-using nlohmann::json;
+using api::RunCounts;
 
-const char* const kStates[] = {"passed", "failed", "errored", "cancelled", "running", "queued"};
+// The states in the order the CLI lists them.
+const std::pair<const char*, uint32_t RunCounts::*> kStates[] = {
+    {"passed", &RunCounts::passed},   {"failed", &RunCounts::failed},
+    {"errored", &RunCounts::errored}, {"cancelled", &RunCounts::cancelled},
+    {"running", &RunCounts::running}, {"queued", &RunCounts::queued}};
 
-std::string count_of(const json& run, const char* state) {
-  return std::to_string(static_cast<long>(json_number(json_field(run, "counts"), state)));
-}
-
-std::string text_or_dash(const json& j, const char* key) {
-  std::string s = json_string(j, key);
-  return s.empty() ? "-" : s;
+std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
+std::string dash_if_empty(const std::optional<std::string>& s) {
+  return dash_if_empty(s.value_or(""));
 }
 
 // The start of the response each failed step kept, under the steps' table, indented.
-std::string response_bodies(const json& steps) {
+std::string response_bodies(const std::vector<api::StepEntry>& steps) {
   std::string out;
-  for (const auto& s : steps) {
-    std::string body = json_string(s, "body");
-    if (body.empty()) continue;
-    out += "response of step " + std::to_string(static_cast<long>(json_number(s, "step"))) + " (" +
-           json_string(s, "name") + "):\n  ";
-    for (char c : body) {
+  for (const api::StepEntry& s : steps) {
+    if (s.body.empty()) continue;
+    out += "response of step " + std::to_string(s.step) + " (" + s.name + "):\n  ";
+    for (char c : s.body) {
       if (c == '\n') {
         out += "\n  ";
       } else if (c != '\r') {
@@ -41,15 +39,42 @@ std::string response_bodies(const json& steps) {
   return out;
 }
 
+// "branches of step 1: eu passed; us running (step 6 wait)\n", or "" at no parallel step.
+std::string branches_line(const api::InstanceEntry& in) {
+  if (!in.branches || in.branches->empty()) return "";
+  std::string out = "branches of step " + std::to_string(in.step) + ":";
+  for (const api::BranchEntry& b : *in.branches) {
+    out += " " + b.name + " " + b.state;
+    if (b.step) out += " (step " + std::to_string(*b.step) + " " + b.step_name.value_or("") + ")";
+    out += &b == &in.branches->back() ? "\n" : ";";
+  }
+  return out;
+}
+
+std::vector<std::string> step_cells(const api::StepEntry& s) {
+  // A step of a parallel step's branch is named after its branch: "eu: GET ...".
+  std::string name = s.branch.empty() ? s.name : s.branch + ": " + s.name;
+  std::string until = s.until_ms ? human_ms(static_cast<double>(*s.until_ms)) : "-";
+  return {std::to_string(s.step),
+          name,
+          s.state,
+          std::to_string(s.attempts),
+          human_ms(static_cast<double>(s.duration_ms)),
+          until,
+          s.status != 0 ? std::to_string(s.status) : "-",
+          dash_if_empty(s.reason)};
+}
+
 }  // namespace
 
-std::string render_runs_table(const json& runs, TableStyle style) {
+std::string render_runs_table(const std::vector<api::RunSummary>& runs, TableStyle style) {
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : runs) {
-    rows.push_back({json_string(r, "id"), json_string(r, "scenario"), json_string(r, "state"),
-                    std::to_string(static_cast<long>(json_number(r, "instances"))),
-                    count_of(r, "passed"), count_of(r, "failed"), count_of(r, "errored"),
-                    count_of(r, "running"), count_of(r, "queued"), text_or_dash(r, "created_at")});
+  for (const api::RunSummary& r : runs) {
+    const RunCounts& c = r.counts;
+    rows.push_back({r.id, r.scenario, r.state, std::to_string(r.instances),
+                    std::to_string(c.passed), std::to_string(c.failed), std::to_string(c.errored),
+                    std::to_string(c.running), std::to_string(c.queued),
+                    dash_if_empty(r.created_at)});
   }
   return render_table({"run", "scenario", "state", "instances", "passed", "failed", "errored",
                        "running", "queued", "created"},
@@ -69,118 +94,83 @@ std::string elapsed_text(double seconds) {
   return buf;
 }
 
-bool ProgressGate::due(const json& run, Clock::time_point now, bool final) {
-  std::string key = json_string(run, "state") + " " + json_field(run, "counts").dump();
-  if (key == last_) return false;
+bool ProgressGate::due(const api::RunSummary& run, Clock::time_point now, bool final) {
+  if (last_ && last_->first == run.state && last_->second == run.counts) return false;
   if (!final && last_at_ && now - *last_at_ < min_gap_) return false;
-  last_ = std::move(key);
+  last_ = {run.state, run.counts};
   last_at_ = now;
   return true;
 }
 
-std::string render_progress(const json& run, double elapsed_s) {
+std::string render_progress(const api::RunSummary& run, double elapsed_s) {
   std::ostringstream out;
-  out << json_string(run, "id") << "  " << json_string(run, "state") << "  "
-      << elapsed_text(elapsed_s) << "  "
-      << counted(static_cast<long>(json_number(run, "instances")), "instance", "instances") << ":";
+  out << run.id << "  " << run.state << "  " << elapsed_text(elapsed_s) << "  "
+      << counted(run.instances, "instance", "instances") << ":";
   bool first = true;
-  for (const char* s : kStates) {
-    long n = static_cast<long>(json_number(json_field(run, "counts"), s));
+  for (const auto& [state, count] : kStates) {
+    const uint32_t n = run.counts.*count;
     if (n == 0) continue;
-    out << (first ? " " : ", ") << n << " " << s;
+    out << (first ? " " : ", ") << n << " " << state;
     first = false;
   }
   return out.str();
 }
 
-std::string render_run(const json& run) {
+std::string render_run(const api::RunDetail& run) {
   std::ostringstream out;
-  out << "run        : " << json_string(run, "id") << "\n"
-      << "scenario   : " << json_string(run, "scenario") << "\n"
-      << "state      : " << json_string(run, "state") << "\n"
-      << "created    : " << text_or_dash(run, "created_at") << "\n"
-      << "finished   : " << text_or_dash(run, "finished_at") << "\n"
-      << "instances  : " << static_cast<long>(json_number(run, "instances")) << "\n";
-  for (const char* s : kStates) {
-    out << "  " << s << std::string(11 - std::string(s).size(), ' ') << ": " << count_of(run, s)
-        << "\n";
+  out << "run        : " << run.id << "\n"
+      << "scenario   : " << run.scenario << "\n"
+      << "state      : " << run.state << "\n"
+      << "created    : " << dash_if_empty(run.created_at) << "\n"
+      << "finished   : " << dash_if_empty(run.finished_at) << "\n"
+      << "instances  : " << run.instances << "\n";
+  for (const auto& [state, count] : kStates) {
+    out << "  " << state << std::string(11 - std::string(state).size(), ' ') << ": "
+        << run.counts.*count << "\n";
   }
-  if (std::string why = json_string(run, "queued_reason"); !why.empty()) {
-    out << "  queued because " << why << "\n";
+  if (run.queued_reason && !run.queued_reason->empty()) {
+    out << "  queued because " << *run.queued_reason << "\n";
   }
-  if (json q = json_field(run, "quarantine"); q.is_object()) {
-    out << "quarantined: " << json_string(q, "reason") << "\n";
-  }
-  if (json_number(run, "priority") > 1) {  // the default, 1, goes unsaid
-    out << "priority   : " << static_cast<long>(json_number(run, "priority")) << "\n";
-  }
-  json d = json_field(run, "duration_ms");
-  double finished = 0;
-  for (const char* state : {"passed", "failed", "errored", "cancelled"}) {
-    finished += json_number(json_field(run, "counts"), state);
-  }
-  if (finished == 0) {
+  if (run.quarantine) out << "quarantined: " << run.quarantine->reason << "\n";
+  if (run.priority > 1)
+    out << "priority   : " << run.priority << "\n";  // 1, the default, goes unsaid
+  const RunCounts& c = run.counts;
+  if (uint64_t{c.passed} + c.failed + c.errored + c.cancelled == 0) {
     out << "duration   : - (no instance has finished)\n";
   } else {
-    out << "duration   : p50 " << human_ms(json_number(d, "p50")) << ", p95 "
-        << human_ms(json_number(d, "p95")) << ", max " << human_ms(json_number(d, "max")) << "\n";
+    const api::RunDuration& d = run.duration_ms;
+    out << "duration   : p50 " << human_ms(static_cast<double>(d.p50)) << ", p95 "
+        << human_ms(static_cast<double>(d.p95)) << ", max " << human_ms(static_cast<double>(d.max))
+        << "\n";
   }
-  json failures = json_field(run, "failures");
-  if (failures.is_array() && !failures.empty()) {
+  if (!run.failures.empty()) {
     out << "failures   :\n";
-    for (const auto& f : failures) {
-      out << "  " << static_cast<long>(json_number(f, "count")) << " x step "
-          << static_cast<long>(json_number(f, "step")) << " (" << json_string(f, "step_name")
-          << "): " << json_string(f, "reason") << "\n";
+    for (const api::RunFailure& f : run.failures) {
+      out << "  " << f.count << " x step " << f.step << " (" << f.step_name << "): " << f.reason
+          << "\n";
     }
   }
   return out.str();
 }
 
-std::string render_instance(const json& in, TableStyle style) {
+std::string render_instance(const api::InstanceEntry& in, TableStyle style) {
   std::ostringstream out;
-  out << "instance " << static_cast<long>(json_number(in, "i")) << ": " << json_string(in, "state");
-  if (!json_string(in, "reason").empty()) out << " (" << json_string(in, "reason") << ")";
-  out << ", " << static_cast<long>(json_number(in, "resumes")) << " resumes";
-  json reasons = json_field(in, "resume_reasons");
-  if (reasons.is_array() && !reasons.empty()) out << " " << reasons.dump();
+  out << "instance " << in.i << ": " << in.state;
+  if (!in.reason.empty()) out << " (" << in.reason << ")";
+  out << ", " << in.resumes << " resumes";
+  if (!in.resume_reasons.empty()) out << " " << nlohmann::json(in.resume_reasons).dump();
   out << "\n";
-  json callback = json_field(in, "callback");
-  if (callback.is_object()) {
-    out << "callback of step " << static_cast<long>(json_number(callback, "step"))
-        << ": called, not used yet\n";
-  }
-  json row = json_field(in, "row");  // a run over data rows
-  if (row.is_object()) out << "row: " << row.dump() << "\n";
-  if (!json_string(in, "row_error").empty()) out << "row: " << json_string(in, "row_error") << "\n";
-  json branches = json_field(in, "branches");
-  if (branches.is_array() && !branches.empty()) {
-    out << "branches of step " << static_cast<long>(json_number(in, "step")) << ":";
-    for (const auto& b : branches) {
-      out << " " << json_string(b, "name") << " " << json_string(b, "state");
-      if (b.contains("step")) {
-        out << " (step " << static_cast<long>(json_number(b, "step")) << " "
-            << json_string(b, "step_name") << ")";
-      }
-      out << (&b == &branches.back() ? "\n" : ";");
-    }
-  }
+  if (in.callback) out << "callback of step " << in.callback->step << ": called, not used yet\n";
+  if (in.row && in.row->is_object()) out << "row: " << in.row->dump() << "\n";  // a data run
+  if (!in.row_error.empty()) out << "row: " << in.row_error << "\n";
+  out << branches_line(in);
   std::vector<std::vector<std::string>> rows;
-  for (const auto& s : json_field(in, "steps")) {
-    // A step of a parallel step's branch is named after its branch: "eu: GET ...".
-    std::string name = json_string(s, "name");
-    if (!json_string(s, "branch").empty()) name = json_string(s, "branch") + ": " + name;
-    std::string until = s.contains("until_ms") ? human_ms(json_number(s, "until_ms")) : "-";
-    long status = static_cast<long>(json_number(s, "status"));
-    rows.push_back({std::to_string(static_cast<long>(json_number(s, "step"))),
-                    name, json_string(s, "state"),
-                    std::to_string(static_cast<long>(json_number(s, "attempts"))),
-                    human_ms(json_number(s, "duration_ms")), until,
-                    status != 0 ? std::to_string(status) : "-", text_or_dash(s, "reason")});
-  }
+  const std::vector<api::StepEntry> none;
+  const std::vector<api::StepEntry>& steps = in.steps ? *in.steps : none;
+  for (const api::StepEntry& s : steps) rows.push_back(step_cells(s));
   out << render_table(
       {"step", "name", "state", "attempts", "took", "until held", "status", "reason"}, rows, style);
-  out << response_bodies(json_field(in, "steps"));
+  out << response_bodies(steps);
   return out.str();
 }
 

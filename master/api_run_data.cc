@@ -42,10 +42,9 @@ Result<DataRequest> data_request(const json& body) {
   auto format = d.contains("format") ? data::format_named(d.value("format", ""))
                                      : data::format_of_path(r.path);
   if (!format) {
-    return invalid_argument(d.contains("format")
-                                ? "data.format: expected \"csv\" or \"jsonl\""
-                                : "data.format: missing, and " + r.path +
-                                      " does not end in .csv, .jsonl or .ndjson");
+    return invalid_argument(d.contains("format") ? "data.format: expected \"csv\" or \"jsonl\""
+                                                 : "data.format: missing, and " + r.path +
+                                                       " does not end in .csv, .jsonl or .ndjson");
   }
   r.format = *format;
   if (d.contains("key") && (!d["key"].is_string() || d["key"].get<std::string>().empty())) {
@@ -75,8 +74,8 @@ void RunService::submit_data(const ApiCall& c, json body) {
   static std::atomic<uint64_t> next{0};
   std::error_code ec;
   std::filesystem::create_directories(cfg_.home + "/data", ec);
-  std::string index = cfg_.home + "/data/" + std::to_string(unix_ms_now()) + "-" +
-                      std::to_string(next++) + ".idx";
+  std::string index =
+      cfg_.home + "/data/" + std::to_string(unix_ms_now()) + "-" + std::to_string(next++) + ".idx";
   auto scan = std::make_shared<Result<data::Scan>>(Status(Code::kInternal, "not scanned"));
   Status queued = uv::queue_work(
       loop_, [scan, r = *req, index] { *scan = data::scan(r.path, r.format, index, r.key); },
@@ -97,8 +96,9 @@ void RunService::submit_data(const ApiCall& c, json body) {
 std::optional<std::string> RunService::data_run_problem(const Result<data::Scan>& scan) const {
   if (!scan) return "data: " + scan.status().message();
   if (scan->rows == 0) {
-    std::string first = scan->bad.empty() ? "" : ": line " + std::to_string(scan->bad[0].line) +
-                                                     ": " + scan->bad[0].error;
+    std::string first = scan->bad.empty() ? ""
+                                          : ": line " + std::to_string(scan->bad[0].line) + ": " +
+                                                scan->bad[0].error;
     return "data: no row to run (" + std::to_string(scan->skipped) + " skipped" + first + ")";
   }
   if (scan->rows > kMaxRunInstances) {
@@ -123,8 +123,9 @@ void RunService::submit_data_run(json body, const data::Scan& scan, const std::s
                      : Response::error(400, req.status().message()));
     return;
   }
-  json data = {{"path", path},           {"format", format},        {"index", index},
-               {"columns", scan.columns}, {"rows", scan.rows},       {"skipped", scan.skipped},
+  json data = {{"path", path},         {"format", format},
+               {"index", index},       {"columns", scan.columns},
+               {"rows", scan.rows},    {"skipped", scan.skipped},
                {"bad", bad_rows(scan)}};
   if (!key.empty()) data["key"] = key;
   spdlog::info("data {}: {} rows to run, {} skipped", path, scan.rows, scan.skipped);
@@ -132,19 +133,19 @@ void RunService::submit_data_run(json body, const data::Scan& scan, const std::s
           std::nullopt, std::move(data)});
 }
 
-json RunService::with_row(const Run& run, uint32_t i, json j) const {
-  if (!run.data.is_object()) return j;
+void RunService::add_row(const Run& run, uint32_t i, api::InstanceEntry& entry) const {
+  if (!run.data.is_object()) return;
   auto file = data::RowFile::open(run.data);
   auto row = file ? (*file)->row(i) : Result<json>(file.status());
   if (!row) {
-    j["row_error"] = row.status().message();
-    return j;
+    entry.row_error = row.status().message();
+    return;
   }
-  if (auto key = run.data.find("key"); key != run.data.end() && row->contains(key->get<std::string>())) {
-    j["key"] = (*row)[key->get<std::string>()];
+  if (auto key = run.data.find("key");
+      key != run.data.end() && row->contains(key->get<std::string>())) {
+    entry.key = (*row)[key->get<std::string>()];
   }
-  j["row"] = std::move(*row);
-  return j;
+  entry.row = std::move(*row);
 }
 
 void RunService::find_instance_by_key(const ApiCall& c, const Run& run) {
@@ -161,11 +162,11 @@ void RunService::find_instance_by_key(const ApiCall& c, const Run& run) {
         if (now == nullptr) {
           respond.send(Response::error(404, "no run \"" + id + "\""));
         } else if (!*found) {
-          respond.send(Response::error(503, "the run's data file cannot be read: " +
-                                                found->status().message()));
+          respond.send(Response::error(
+              503, "the run's data file cannot be read: " + found->status().message()));
         } else if (!**found || ***found >= now->size) {
-          respond.send(Response::error(404, "run " + id + " has no instance with " + column +
-                                                " \"" + key + "\""));
+          respond.send(Response::error(
+              404, "run " + id + " has no instance with " + column + " \"" + key + "\""));
         } else {
           answer_instance(respond, *now, static_cast<uint32_t>(***found));
         }

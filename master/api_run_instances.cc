@@ -18,7 +18,7 @@ namespace {
 using http::Response;
 using nlohmann::json;
 
-constexpr uint32_t kPage = 2000;       // instances read back from the journal per read
+constexpr uint32_t kPage = 2000;        // instances read back from the journal per read
 constexpr uint32_t kMaxListed = 10000;  // per answer: more are asked for with `from`
 
 std::optional<uint32_t> index_param(std::string_view s) {
@@ -28,7 +28,15 @@ std::optional<uint32_t> index_param(std::string_view s) {
   return v;
 }
 
-json next_or_null(uint32_t next, uint32_t size) { return next < size ? json(next) : json(nullptr); }
+// GET /runs/<id>/instances: `list`, and where to go on from when the run has more.
+json instances_answer(const std::string& id, std::vector<api::InstanceEntry> list, uint32_t next,
+                      uint32_t size) {
+  api::InstancesAnswer a;
+  a.run = id;
+  a.instances = std::move(list);
+  if (next < size) a.next = next;
+  return api::to_json(a);
+}
 
 // Whether this host holds what is current of instance i: every instance of a run of its own,
 // only those of the ranges it claimed of a run the hosts of a cluster share.
@@ -46,15 +54,19 @@ Result<RunService::InstanceQuery> RunService::instance_query(const http::Request
   if (auto s = req.query_param("state")) {
     q.state = instance_state_from(*s);
     if (!q.state) {
-      return invalid_argument("state: expected one of queued, running, passed, failed, errored, "
-                              "cancelled, got \"" + *s + "\"");
+      return invalid_argument(
+          "state: expected one of queued, running, passed, failed, errored, "
+          "cancelled, got \"" +
+          *s + "\"");
     }
   }
   auto number = [&req](const char* name, uint32_t fallback) -> Result<uint32_t> {
     auto text = req.query_param(name);
     if (!text) return fallback;
     auto v = index_param(*text);
-    if (!v) return invalid_argument(std::string(name) + ": expected a whole number, got \"" + *text + "\"");
+    if (!v)
+      return invalid_argument(std::string(name) + ": expected a whole number, got \"" + *text +
+                              "\"");
     return *v;
   };
   auto limit = number("limit", 100);
@@ -68,13 +80,12 @@ Result<RunService::InstanceQuery> RunService::instance_query(const http::Request
 }
 
 uint32_t RunService::collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
-                                       json& list) const {
+                                       std::vector<api::InstanceEntry>& list) const {
   uint32_t i = q.from > offset ? q.from - offset : 0;
   for (; i < window.size && list.size() < q.limit; ++i) {
     if (q.state && window.instance(i).state != *q.state) continue;
-    json j = runs_.instance_json(window, i, q.with_steps);
-    j["i"] = offset + i;
-    list.push_back(std::move(j));
+    list.push_back(runs_.instance_of(window, i, q.with_steps));
+    list.back().i = offset + i;
   }
   return offset + i;
 }
@@ -88,35 +99,36 @@ void RunService::api_instances(const ApiCall& c) {
     return;
   }
   if (run->whole && (!run->clustered || run->finished_ms != 0)) {
-    json list = json::array();
+    std::vector<api::InstanceEntry> list;
     uint32_t next = collect_instances(*run, 0, *q, list);
-    c.respond.send(Response::json(
-        200, {{"run", run->id}, {"instances", list}, {"next", next_or_null(next, run->size)}}));
+    c.respond.send(
+        Response::json(200, instances_answer(run->id, std::move(list), next, run->size)));
     return;
   }
-  read_instances(run->id, run->size, *q, json::array(), c.respond);
+  read_instances(run->id, run->size, *q, {}, c.respond);
 }
 
-void RunService::read_instances(const std::string& id, uint32_t size, InstanceQuery q, json list,
+void RunService::read_instances(const std::string& id, uint32_t size, InstanceQuery q,
+                                std::vector<api::InstanceEntry> list,
                                 const http::Responder& respond) {
   if (q.from >= size || list.size() >= q.limit) {
-    respond.send(Response::json(
-        200, {{"run", id}, {"instances", list}, {"next", next_or_null(q.from, size)}}));
+    respond.send(Response::json(200, instances_answer(id, std::move(list), q.from, size)));
     return;
   }
   const uint32_t from = q.from;
   const uint32_t to = static_cast<uint32_t>(std::min<uint64_t>(size, uint64_t{from} + kPage));
-  runs_.read_page(id, from, to,
-                  [this, id, size, from, q, list = std::move(list), respond](Runs::Page page) mutable {
-                    if (!page) {
-                      respond.send(Response::error(
-                          503, "the run's instances cannot be read from the journal: " +
-                                   page.status().message()));
-                      return;
-                    }
-                    q.from = collect_instances(**page, from, q, list);
-                    read_instances(id, size, q, std::move(list), respond);
-                  });
+  runs_.read_page(
+      id, from, to,
+      [this, id, size, from, q, list = std::move(list), respond](Runs::Page page) mutable {
+        if (!page) {
+          respond.send(Response::error(
+              503,
+              "the run's instances cannot be read from the journal: " + page.status().message()));
+          return;
+        }
+        q.from = collect_instances(**page, from, q, list);
+        read_instances(id, size, q, std::move(list), respond);
+      });
 }
 
 void RunService::api_instance(const ApiCall& c) {
@@ -136,19 +148,21 @@ void RunService::api_instance(const ApiCall& c) {
 
 void RunService::answer_instance(const http::Responder& respond, Run& run, uint32_t i) {
   if (current_here(run, i)) {
-    respond.send(Response::json(200, with_row(run, i, runs_.instance_json(run, i, true))));
+    api::InstanceEntry entry = runs_.instance_of(run, i, true);
+    add_row(run, i, entry);
+    respond.send(Response::json(200, api::to_json(entry)));
     return;
   }
   runs_.read_page(run.id, i, i + 1, [this, id = run.id, i, respond](Runs::Page page) {
     if (!page) {
-      respond.send(Response::error(503, "the run's instance cannot be read from the journal: " +
-                                            page.status().message()));
+      respond.send(Response::error(
+          503, "the run's instance cannot be read from the journal: " + page.status().message()));
       return;
     }
-    json j = runs_.instance_json(**page, 0, true);
-    j["i"] = i;
-    Run* now = runs_.find(id);
-    respond.send(Response::json(200, now != nullptr ? with_row(*now, i, std::move(j)) : j));
+    api::InstanceEntry entry = runs_.instance_of(**page, 0, true);
+    entry.i = i;
+    if (Run* now = runs_.find(id)) add_row(*now, i, entry);
+    respond.send(Response::json(200, api::to_json(entry)));
   });
 }
 

@@ -62,7 +62,8 @@ Result<RunService::RunRequest> RunService::request(const json& body,
   json vars = body.value("vars", json::object());
   if (!vars.is_object()) return invalid_argument("vars: expected an object, got " + vars.dump());
   json priority = body.value("priority", json(1));
-  if (!priority.is_number_integer() || priority.get<int64_t>() < 1 || priority.get<int64_t>() > 100) {
+  if (!priority.is_number_integer() || priority.get<int64_t>() < 1 ||
+      priority.get<int64_t>() > 100) {
     return invalid_argument("priority: expected an integer from 1 to 100, got " + priority.dump());
   }
   scenario::ParseOptions options;
@@ -86,8 +87,10 @@ std::optional<RunService::Refusal> RunService::refuse(uint32_t count) const {
     journal::Journal::Health h = journal_->health();
     if (!h.ok && h.queued >= static_cast<uint64_t>(cfg_.journal_max_queued)) {
       return Refusal{503, "the journal cannot be written (" + h.error + ") and holds " +
-                              std::to_string(h.queued) + " writes not saved yet (journal_max_queued "
-                              "is " + std::to_string(cfg_.journal_max_queued) +
+                              std::to_string(h.queued) +
+                              " writes not saved yet (journal_max_queued "
+                              "is " +
+                              std::to_string(cfg_.journal_max_queued) +
                               "): new runs are refused until it can be written"};
     }
   }
@@ -120,11 +123,12 @@ void RunService::api_submit(const ApiCall& c) {
 
 void RunService::api_list(const ApiCall& c) {
   uint32_t limit = to_index(c.req.query_param("limit").value_or("200")).value_or(200);
-  json list = json::array();
-  for (auto it = runs_.all().rbegin(); it != runs_.all().rend() && list.size() < limit; ++it) {
-    list.push_back(runs_.summary_json(**it));
+  api::RunsAnswer answer;
+  for (auto it = runs_.all().rbegin(); it != runs_.all().rend() && answer.runs.size() < limit;
+       ++it) {
+    answer.runs.push_back(runs_.summary_of(**it));
   }
-  c.respond.send(Response::json(200, {{"runs", list}}));
+  c.respond.send(Response::json(200, api::to_json(answer)));
 }
 
 void RunService::api_prune(const ApiCall& c) {
@@ -148,11 +152,12 @@ void RunService::api_prune(const ApiCall& c) {
 void RunService::api_get(const ApiCall& c) {
   Run* run = run_of(c);
   if (run == nullptr) return;
-  json j = runs_.detail_json(*run);
+  api::RunDetail detail = runs_.detail_of(*run);
   if (run->pending() > 0) {
-    if (Dispatcher::Blocked b = dispatcher_.blocked(); !b.kind.empty()) j["queued_reason"] = b.why;
+    if (Dispatcher::Blocked b = dispatcher_.blocked(); !b.kind.empty())
+      detail.queued_reason = b.why;
   }
-  c.respond.send(Response::json(200, j));
+  c.respond.send(Response::json(200, api::to_json(detail)));
 }
 
 void RunService::api_cancel(const ApiCall& c) {
@@ -170,8 +175,8 @@ void RunService::api_resume(const ApiCall& c) {
   if (run == nullptr) return;
   std::string was = run->quarantine;
   if (!runs_.resume(*run)) {
-    c.respond.send(Response::error(409, "run " + run->id + " is not quarantined (state " +
-                                            run->state() + ")"));
+    c.respond.send(Response::error(
+        409, "run " + run->id + " is not quarantined (state " + run->state() + ")"));
     return;
   }
   spdlog::warn("run {}: resumed from quarantine by request (it was: {})", run->id, was);

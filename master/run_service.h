@@ -124,11 +124,11 @@ class RunService {
   // Appends to `list` the instances of `window` (instance k is the run's offset+k) from q.from on
   // that pass q's filter, until q.limit; returns the run's index after the last one looked at.
   uint32_t collect_instances(const Run& window, uint32_t offset, const InstanceQuery& q,
-                             nlohmann::json& list) const;
+                             std::vector<api::InstanceEntry>& list) const;
   // Reads a run held as a summary back from the journal a page at a time until `list` is full
   // or the run ends, then answers.
-  void read_instances(const std::string& id, uint32_t size, InstanceQuery q, nlohmann::json list,
-                      const http::Responder& respond);
+  void read_instances(const std::string& id, uint32_t size, InstanceQuery q,
+                      std::vector<api::InstanceEntry> list, const http::Responder& respond);
   // GET /runs/<id>/instances/<n>: instance n's record (with its data row, for a run over one).
   void answer_instance(const http::Responder& respond, Run& run, uint32_t i);
   // Runs over data rows (api_run_data.cc): the file is scanned off the loop, then submitted.
@@ -140,8 +140,9 @@ class RunService {
   // For a run over data rows with a key column: the instance whose row has key <n>, found by
   // reading the file off the loop.
   void find_instance_by_key(const ApiCall& c, const Run& run);
-  // `j` with "row" and "key" from the run's data file, when it has one.
-  nlohmann::json with_row(const Run& run, uint32_t i, nlohmann::json j) const;
+  // Instance i's `entry` with its row and key from the run's data file (or the row's error),
+  // when the run has one.
+  void add_row(const Run& run, uint32_t i, api::InstanceEntry& entry) const;
   // The instance and step a callback token is for, when it may still be called (else it
   // answers the call).
   std::optional<callback::Address> callback_target(const ApiCall& c);

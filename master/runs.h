@@ -27,6 +27,7 @@
 #include "config/scenario/model.h"
 #include "master/instance_table.h"
 #include "master/journal/journal.h"
+#include "shared/api/runs.h"
 #include "shared/ipc/events.h"
 #include "shared/uv/next_turn.h"
 
@@ -74,7 +75,7 @@ struct Run {
   std::vector<int64_t> deaths_ms;
   std::string quarantine;
   bool whole = true;       // false: a finished run whose instances are only in the journal
-  nlohmann::json summary;  // a finished run: duration_ms and failures, as in detail_json
+  nlohmann::json summary;  // a finished run: Runs::make_summary(), as its journal row keeps it
   // Calls of callback steps' URLs the instances have not used yet, by index:
   // {"step": n, "body": <JSON>} (journaled; each placement hands it on in the checkpoint).
   std::map<uint32_t, nlohmann::json> callbacks;
@@ -259,9 +260,18 @@ class Runs {
   // as its summary here. No-op for a run not held, or finished here.
   void finished_elsewhere(const journal::RunRow& row);
 
-  nlohmann::json summary_json(const Run& run) const;
-  nlohmann::json detail_json(const Run& run) const;
-  nlohmann::json instance_json(const Run& run, uint32_t index, bool with_steps) const;
+  // What the runs API shows (runs_json.cc, in shared/api/runs.h's models): a row of GET /runs;
+  // GET /runs/<id> but for its queued_reason; instance `index` of GET /runs/<id>/instances, with
+  // its vars and steps when `with_steps` (its "i" is `index`, its place in `run`).
+  api::RunSummary summary_of(const Run& run) const;
+  api::RunDetail detail_of(const Run& run) const;
+  api::InstanceEntry instance_of(const Run& run, uint32_t index, bool with_steps) const;
+  // The same written as JSON (hook payloads, tests).
+  nlohmann::json summary_json(const Run& run) const { return api::to_json(summary_of(run)); }
+  nlohmann::json detail_json(const Run& run) const { return api::to_json(detail_of(run)); }
+  nlohmann::json instance_json(const Run& run, uint32_t index, bool with_steps) const {
+    return api::to_json(instance_of(run, index, with_steps));
+  }
 
  private:
   void apply_step(Run& run, uint32_t index, const ipc::Event& ev);
@@ -269,6 +279,8 @@ class Runs {
                        int64_t started_ms, int64_t ended_ms);
   // The run has no unfinished instance left: record its end and summary.
   void on_finished(Run& run, int64_t now_ms);
+  // What a finished run's journal row keeps of it: {"counts": [by state], "duration_ms",
+  // "failures"}, the last two as in detail_of().
   nlohmann::json make_summary(const Run& run) const;
   using RunList = std::deque<std::unique_ptr<Run>>;
   RunList::iterator forget(RunList::iterator it);

@@ -1,8 +1,8 @@
 // `corral run FILE [-n N] [--var k=v]... [--priority P] [--detach | --junit FILE]`: submits a
 // scenario file as a run of N instances and, unless detached, follows it to the end with a
-// progress line, then prints the summary (and writes a JUnit report). Exits as a CI job expects: 0 when every
-// instance passed, 1 when any failed, errored or was cancelled, 2 for a scenario the daemon
-// rejects or a bad command line.
+// progress line, then prints the summary (and writes a JUnit report). Exits as a CI job expects: 0
+// when every instance passed, 1 when any failed, errored or was cancelled, 2 for a scenario the
+// daemon rejects or a bad command line.
 #include <unistd.h>
 
 #include <chrono>
@@ -31,10 +31,10 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kPollEvery{500};
-constexpr milliseconds kPipeLineGap{1000};    // progress lines when stdout is not a TTY
-constexpr long kSubmitTimeoutMs = 30000;      // a large submission is still one quick answer
+constexpr milliseconds kPipeLineGap{1000};     // progress lines when stdout is not a TTY
+constexpr long kSubmitTimeoutMs = 30000;       // a large submission is still one quick answer
 constexpr long kDataSubmitTimeoutMs = 600000;  // the daemon scans a --data file first
-constexpr long kInstancesTimeoutMs = 120000;  // every instance with its steps, for --junit
+constexpr long kInstancesTimeoutMs = 120000;   // every instance with its steps, for --junit
 
 class RunVerb : public Verb {
  public:
@@ -90,8 +90,8 @@ class RunVerb : public Verb {
   // POST /runs. A 400 is the daemon rejecting the scenario (the message names the field): a
   // usage error, unlike a full queue (429) or a daemon that is not there.
   int submit(const Api& api, const json& scenario, const json& vars, std::string& id) {
-    json body = {{"scenario", scenario}, {"instances", instances_}, {"vars", vars},
-                 {"priority", priority_}};
+    json body = {
+        {"scenario", scenario}, {"instances", instances_}, {"vars", vars}, {"priority", priority_}};
     if (!data_.empty()) {
       body.erase("instances");  // one per row
       body["data"] = {{"path", std::filesystem::absolute(data_).lexically_normal().string()}};
@@ -137,10 +137,9 @@ class RunVerb : public Verb {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     ProgressGate gate(kPipeLineGap);
     for (;;) {
-      auto run = api.get("/runs/" + id);
+      auto run = get_answer(api, "/runs/" + id, &api::run_detail_from_json);
       if (!run) return report_failure(run.status(), api.socket_path());
-      const std::string state = json_string(*run, "state");
-      const bool ended = state == "finished" || state == "cancelled";
+      const bool ended = run->state == "finished" || run->state == "cancelled";
       const Clock::time_point now = Clock::now();
       const std::string line =
           render_progress(*run, std::chrono::duration<double>(now - started).count());
@@ -151,9 +150,7 @@ class RunVerb : public Verb {
       }
       if (ended) {
         std::cout << render_run(*run);
-        int code =
-            json_number(json_field(*run, "counts"), "passed") == json_number(*run, "instances") ? 0
-                                                                                                : 1;
+        int code = run->counts.passed == run->instances ? 0 : 1;
         if (!junit_.empty() && write_junit(ctx, *run) != 0) code = 1;
         return code;
       }
@@ -162,14 +159,14 @@ class RunVerb : public Verb {
   }
 
   // Fetches every instance with its steps in one call and writes the report.
-  int write_junit(const Context& ctx, const json& run) const {
+  int write_junit(const Context& ctx, const api::RunDetail& run) const {
     const Api slow(ctx, kInstancesTimeoutMs);
-    const auto count = static_cast<long>(json_number(run, "instances"));
-    auto instances = slow.get("/runs/" + json_string(run, "id") +
-                              "/instances?limit=" + std::to_string(count) + "&steps=true");
+    const std::string path =
+        "/runs/" + run.id + "/instances?limit=" + std::to_string(run.instances) + "&steps=true";
+    auto instances = get_answer(slow, path, &api::instances_from_json);
     if (!instances) return report_failure(instances.status(), slow.socket_path());
     std::ofstream out(junit_, std::ios::trunc);
-    out << render_junit(run, *instances);
+    out << render_junit(run, instances->instances);
     out.close();
     if (!out) return fail("--junit " + junit_ + ": cannot write the report");
     std::cout << "junit      : " << junit_ << "\n";

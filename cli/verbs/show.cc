@@ -1,6 +1,6 @@
 // `corral show RUN [INSTANCE]` or `corral show RUN/INSTANCE`: one run's counts, durations and
-// failures; or one instance's step history (RUN/KEY: by its data row's key). `corral show LOAD` (an id like l3-7156): a load
-// test's summary.
+// failures; or one instance's step history (RUN/KEY: by its data row's key). `corral show LOAD` (an
+// id like l3-7156): a load test's summary.
 #include <unistd.h>
 
 #include <cctype>
@@ -74,12 +74,18 @@ class ShowVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     if (json_) {
       std::cout << answer->dump(2) << "\n";
-    } else if (instance_ >= 0) {
-      const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
-      std::cout << render_instance(*answer, style);
-    } else {
-      std::cout << render_run(*answer);
+      return 0;
     }
+    if (instance_ >= 0) {
+      auto in = read_answer(path, *answer, &api::instance_from_json);
+      if (!in) return fail(in.status().message());
+      const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
+      std::cout << render_instance(*in, style);
+      return 0;
+    }
+    auto run = read_answer(path, *answer, &api::run_detail_from_json);
+    if (!run) return fail(run.status().message());
+    std::cout << render_run(*run);
     return 0;
   }
 

@@ -31,16 +31,18 @@ struct Fixture {
       {"slot":0,"pid":456,"state":"ready","restarts":1,"uptime_s":185,"rss_bytes":12897484,
        "loop_lag_ms":0.3,"active":60}]})json"))
                            ->workers;
-    snapshot.runs = json::parse(R"json([
+    snapshot.runs = api::runs_from_json(json::parse(R"json({"runs": [
       {"id":"r2-00b1","scenario":"job-b","state":"running","instances":100,
        "created_at":"2026-11-30T15:01:48Z","finished_at":null,
        "counts":{"queued":0,"running":58,"passed":38,"failed":2,"errored":2,"cancelled":0}},
       {"id":"r1-00a0","scenario":"job-a","state":"finished","instances":10,
        "created_at":"2026-11-30T14:00:00Z","finished_at":"2026-11-30T14:02:05Z",
-       "counts":{"queued":0,"running":0,"passed":10,"failed":0,"errored":0,"cancelled":0}}])json");
-    snapshot.failures["r2-00b1"] = json::parse(R"json([
+       "counts":{"queued":0,"running":0,"passed":10,"failed":0,"errored":0,"cancelled":0}}]})json"))
+                        ->runs;
+    snapshot.failures["r2-00b1"] = api::run_detail_from_json(json::parse(R"json({"failures": [
       {"step":1,"step_name":"wait for A","reason":"until not met after 3 attempts","count":2},
-      {"step":0,"step_name":"start A","reason":"connect: connection refused","count":2}])json");
+      {"step":0,"step_name":"start A","reason":"connect: connection refused","count":2}]})json"))
+                                       ->failures;
     snapshot.log_lines = {"2026-11-30T15:01:58.001+0000 master[123] info one",
                           "2026-11-30T15:01:59.002+0000 worker-0[456] info two",
                           "2026-11-30T15:01:59.500+0000 master[123] info three"};
@@ -225,10 +227,12 @@ TEST_CASE("monit runs to show: unfinished runs first, then the newest finished, 
   for (int i = 0; i < 9; ++i) {
     runs.push_back({{"id", "r" + std::to_string(9 - i)}, {"state", states[i]}});
   }
+  auto answer = api::runs_from_json({{"runs", runs}});
+  REQUIRE(answer.is_ok());
   std::vector<std::string> ids;
-  for (const json& r : runs_to_show(runs)) ids.push_back(r["id"]);
+  for (const api::RunSummary& r : runs_to_show(answer->runs)) ids.push_back(r.id);
   CHECK(ids == std::vector<std::string>{"r9", "r8", "r7", "r6", "r3"});
-  CHECK(runs_to_show(json()).empty());
+  CHECK(runs_to_show({}).empty());
 }
 
 TEST_CASE("monit fit width: cuts at a number of code points, not bytes") {

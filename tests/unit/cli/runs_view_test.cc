@@ -1,4 +1,5 @@
-// What `corral run`, `corral show RUN` and `corral show RUN/N` print, from fixed API answers.
+// What `corral run`, `corral show RUN` and `corral show RUN/N` print, from fixed API answers read
+// through their models (shared/api/runs.h).
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -42,6 +43,22 @@ json failed_instance() {
   })json");
 }
 
+// GET /runs/<id>'s answer `j`, read as the CLI reads it.
+api::RunDetail shown_run(const json& j) {
+  auto run = api::run_detail_from_json(j);
+  INFO((run ? "" : run.status().message()));
+  REQUIRE(run.is_ok());
+  return *run;
+}
+
+// GET /runs/<id>/instances/<n>'s answer `j`, read as the CLI reads it.
+api::InstanceEntry shown_instance(const json& j) {
+  auto in = api::instance_from_json(j);
+  INFO((in ? "" : in.status().message()));
+  REQUIRE(in.is_ok());
+  return *in;
+}
+
 // The line of `text` that starts with `prefix`.
 std::string line_of(const std::string& text, const std::string& prefix) {
   const size_t at = text.rfind(prefix, 0) == 0 ? 0 : text.find("\n" + prefix);
@@ -55,9 +72,9 @@ TEST_CASE("cli run progress: names the run, its state, the elapsed time and the 
   run["state"] = "running";
   run["counts"] = {{"queued", 0}, {"running", 5}, {"passed", 4},
                    {"failed", 1}, {"errored", 0}, {"cancelled", 0}};
-  CHECK(render_progress(run, 12.7) ==
+  CHECK(render_progress(shown_run(run), 12.7) ==
         "r3-00af  running  12s  10 instances: 4 passed, 1 failed, 5 running");
-  CHECK(render_progress(finished_run(), 125) ==
+  CHECK(render_progress(shown_run(finished_run()), 125) ==
         "r3-00af  finished  2m05s  10 instances: 7 passed, 2 failed, 1 errored");
 }
 
@@ -79,20 +96,20 @@ TEST_CASE("cli run progress: off a TTY, a line when counts change, at most one a
   const ProgressGate::Clock::time_point t0{};
   json run = finished_run();
   run["state"] = "running";
-  CHECK(gate.due(run, t0, false));             // the first line
-  CHECK_FALSE(gate.due(run, t0 + 2s, false));  // nothing changed: no line
+  CHECK(gate.due(shown_run(run), t0, false));             // the first line
+  CHECK_FALSE(gate.due(shown_run(run), t0 + 2s, false));  // nothing changed: no line
   run["counts"]["passed"] = 8;
-  CHECK(gate.due(run, t0 + 2500ms, false));  // changed, a second after the last line
+  CHECK(gate.due(shown_run(run), t0 + 2500ms, false));  // changed, a second after the last line
   run["counts"]["passed"] = 9;
-  CHECK_FALSE(gate.due(run, t0 + 3s, false));  // changed, but only 0.5 s later
-  CHECK(gate.due(run, t0 + 3600ms, false));    // still changed once the second is up
+  CHECK_FALSE(gate.due(shown_run(run), t0 + 3s, false));  // changed, but only 0.5 s later
+  CHECK(gate.due(shown_run(run), t0 + 3600ms, false));    // still changed once the second is up
   run["state"] = "finished";
-  CHECK(gate.due(run, t0 + 3700ms, true));    // the final line does not wait
-  CHECK_FALSE(gate.due(run, t0 + 9s, true));  // and is not printed twice
+  CHECK(gate.due(shown_run(run), t0 + 3700ms, true));    // the final line does not wait
+  CHECK_FALSE(gate.due(shown_run(run), t0 + 9s, true));  // and is not printed twice
 }
 
 TEST_CASE("cli show run: counts per state, durations and failures grouped by step and reason") {
-  const std::string text = render_run(finished_run());
+  const std::string text = render_run(shown_run(finished_run()));
   CHECK(line_of(text, "run ") == "run        : r3-00af");
   CHECK(line_of(text, "scenario") == "scenario   : job-a");
   CHECK(line_of(text, "finished ") == "finished   : 2026-11-30T15:00:42Z");
@@ -110,7 +127,7 @@ TEST_CASE("cli show run: a run without failures has no failures section and dash
   json run = finished_run();
   run["failures"] = json::array();
   run["finished_at"] = nullptr;
-  const std::string text = render_run(run);
+  const std::string text = render_run(shown_run(run));
   CHECK(text.find("failures") == std::string::npos);
   CHECK(line_of(text, "finished ") == "finished   : -");
 }
@@ -121,29 +138,32 @@ TEST_CASE("cli show run: with no instance finished, durations are a dash, not ze
   run["counts"] = {{"queued", 4}, {"running", 6}, {"passed", 0},
                    {"failed", 0}, {"errored", 0}, {"cancelled", 0}};
   run["duration_ms"] = {{"p50", 0}, {"p95", 0}, {"max", 0}};
-  CHECK(line_of(render_run(run), "duration") == "duration   : - (no instance has finished)");
+  CHECK(line_of(render_run(shown_run(run)), "duration") ==
+        "duration   : - (no instance has finished)");
 }
 
 TEST_CASE("cli run progress: one instance is an instance") {
   json run = finished_run();
   run["instances"] = 1;
   run["counts"] = {{"passed", 1}};
-  CHECK(render_progress(run, 1.0).find("  1 instance: 1 passed") != std::string::npos);
+  CHECK(render_progress(shown_run(run), 1.0).find("  1 instance: 1 passed") != std::string::npos);
 }
 
 TEST_CASE("cli show instance: a call its callback step has not used yet is shown") {
   json in = failed_instance();
-  CHECK(render_instance(in, TableStyle::kAscii).find("callback") == std::string::npos);
+  CHECK(render_instance(shown_instance(in), TableStyle::kAscii).find("callback") ==
+        std::string::npos);
   in["callback"] = {{"step", 2}, {"called", true}};
-  CHECK(line_of(render_instance(in, TableStyle::kAscii), "callback") ==
+  CHECK(line_of(render_instance(shown_instance(in), TableStyle::kAscii), "callback") ==
         "callback of step 2: called, not used yet");
 }
 
 TEST_CASE("cli show instance: the response a failed step kept follows the table, indented") {
   json in = failed_instance();
-  CHECK(render_instance(in, TableStyle::kAscii).find("response") == std::string::npos);
+  CHECK(render_instance(shown_instance(in), TableStyle::kAscii).find("response") ==
+        std::string::npos);
   in["steps"][1]["body"] = "{\"state\": \"failed\",\r\n \"error\": \"quota\"}\xE2\x80\xA6";
-  const std::string text = render_instance(in, TableStyle::kAscii);
+  const std::string text = render_instance(shown_instance(in), TableStyle::kAscii);
   const std::string expected =
       "response of step 1 (wait for A):\n"
       "  {\"state\": \"failed\",\n"
@@ -152,22 +172,28 @@ TEST_CASE("cli show instance: the response a failed step kept follows the table,
   CHECK(text.substr(text.size() - expected.size()) == expected);
 }
 
-TEST_CASE("cli show instance: where each branch of a parallel step is, and branch steps by branch") {
+TEST_CASE(
+    "cli show instance: where each branch of a parallel step is, and branch steps by branch") {
   json in = failed_instance();
   in["step"] = 1;
   in["branches"] = json::parse(R"([{"name": "eu", "state": "passed"},
       {"name": "us", "state": "running", "step": 6, "step_name": "wait"},
       {"name": "ap", "state": "waiting"}])");
-  in["steps"].push_back({{"step", 5}, {"name", "start"}, {"branch", "us"}, {"state", "passed"},
-                         {"attempts", 1}, {"duration_ms", 3}, {"status", 201}});
-  const std::string text = render_instance(in, TableStyle::kAscii);
+  in["steps"].push_back({{"step", 5},
+                         {"name", "start"},
+                         {"branch", "us"},
+                         {"state", "passed"},
+                         {"attempts", 1},
+                         {"duration_ms", 3},
+                         {"status", 201}});
+  const std::string text = render_instance(shown_instance(in), TableStyle::kAscii);
   CHECK(line_of(text, "branches") ==
         "branches of step 1: eu passed; us running (step 6 wait); ap waiting");
   CHECK(text.find("| us: start ") != std::string::npos);
 }
 
 TEST_CASE("cli show instance: the header says the state, reason and resumes, and a row per step") {
-  const std::string text = render_instance(failed_instance(), TableStyle::kAscii);
+  const std::string text = render_instance(shown_instance(failed_instance()), TableStyle::kAscii);
   CHECK(line_of(text, "instance") ==
         "instance 4: failed (until not met after 3 attempts), 1 resumes "
         "[\"worker 0 exited (signal SIGKILL)\"]");
