@@ -1,11 +1,13 @@
 #include "shared/api/loads.h"
 
 #include "shared/api/present.h"
+#include "shared/api/read_array.h"
 #include "shared/ipc/fields.h"
 
 namespace corral::api {
 
 using detail::present;
+using detail::read_array;
 using ipc::detail::FieldReader;
 using nlohmann::json;
 
@@ -83,17 +85,6 @@ void read_parts(FieldReader& r, const json& j, LoadAnswer& a) {
 }
 
 // Calls each(reader, element) for the elements of the array field `name`, when present.
-template <typename Each>
-void read_array(FieldReader& r, const json& j, const char* name, Each&& each) {
-  if (!r.ok() || !present(j, name)) return;
-  if (!j[name].is_array()) return r.fail(name, "expected an array");
-  for (size_t i = 0; i < j[name].size() && r.ok(); ++i) {
-    FieldReader e(j[name][i], r.path(name) + "[" + std::to_string(i) + "]");
-    each(e, j[name][i]);
-    r.take(e);
-  }
-}
-
 void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
   read_array(r, j, "steps", [&](FieldReader& e, const json& s) {
     LoadStepTotals& t = a.steps.emplace_back();
