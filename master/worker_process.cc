@@ -42,7 +42,6 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(uv_loop_t* loop, con
   if (!started)
     return io_error("cannot start " + spec.executable + ": " + started.status().message());
   w->process_ = std::move(*started);
-  w->pid_ = w->process_->pid();
 
   w->resume_ = std::make_unique<uv::NextTurn>(loop);
   w->loop_ = loop;
@@ -200,7 +199,7 @@ void WorkerProcess::signal(int signum) {
   if (exited_ || !process_) return;
   int rc = process_->kill(signum);
   if (rc != 0 && rc != UV_ESRCH) {
-    spdlog::warn("kill(pid {}, {}) failed: {}", pid_, signum, uv_strerror(rc));
+    spdlog::warn("kill(pid {}, {}) failed: {}", pid(), signum, uv_strerror(rc));
   }
 }
 

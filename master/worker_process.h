@@ -52,7 +52,7 @@ class WorkerProcess {
 
   // Replaces the callbacks (a spare worker taken by a slot). Not from inside a callback.
   void set_callbacks(Callbacks cb) { cb_ = std::move(cb); }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_ ? process_->pid() : 0; }
   bool exited() const { return exited_; }
   Status send(ipc::MessageType type, const nlohmann::json& payload);
   // The worker broke the IPC contract in a frame's contents: stops reading its pipe and
@@ -97,7 +97,6 @@ class WorkerProcess {
   // slice (uv::Slice::of_turn).
   uv_loop_t* loop_ = nullptr;
   Callbacks cb_;
-  pid_t pid_ = 0;
   bool exited_ = false;
   int64_t exit_status_ = 0;
   int term_signal_ = 0;

@@ -6,6 +6,7 @@
 
 namespace corral::api {
 
+using detail::or_null;
 using detail::present;
 using detail::read_array;
 using ipc::detail::FieldReader;
@@ -141,8 +142,8 @@ void read_cluster(FieldReader& r, const json& j, LoadAnswer& a) {
 }
 
 json to_json(const LoadTarget& t) {
-  json j = {{"pid", t.pid ? json(*t.pid) : json(nullptr)},
-            {"url", t.url ? json(*t.url) : json(nullptr)},
+  json j = {{"pid", or_null(t.pid)},
+            {"url", or_null(t.url)},
             {"last", t.last},
             {"rss_max", t.rss_max},
             {"cpu_max", t.cpu_max},
@@ -159,7 +160,7 @@ json to_json(const LoadCluster& c) {
   }
   return {{"hosts", c.hosts},
           {"share", c.share},
-          {"origin", c.origin ? json(*c.origin) : json(nullptr)},
+          {"origin", or_null(c.origin)},
           {"others", others}};
 }
 
@@ -201,7 +202,7 @@ json to_json(const LoadAnswer& a) {
             {"model", a.model},
             {"load", a.load},
             {"created", a.created},
-            {"ended", a.ended ? json(*a.ended) : json(nullptr)},
+            {"ended", or_null(a.ended)},
             {"duration_s", a.duration_s},
             {"elapsed_s", a.elapsed_s},
             {"workers", a.workers},

@@ -1,5 +1,7 @@
-// What the answer models' readers share (workers.cc, loads.cc).
+// What the answer models' readers and writers share (workers.cc, loads.cc, runs.cc).
 #pragma once
+
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,12 @@ namespace corral::api::detail {
 // An optional field of an answer: absent and null both read as none.
 inline bool present(const nlohmann::json& j, const char* name) {
   return j.is_object() && j.contains(name) && !j[name].is_null();
+}
+
+// An optional field as written: its value, or null when none.
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace corral::api::detail

@@ -8,6 +8,7 @@
 
 namespace corral::api {
 
+using detail::or_null;
 using detail::present;
 using ipc::detail::FieldReader;
 using nlohmann::json;
@@ -19,11 +20,6 @@ const std::pair<const char*, uint32_t RunCounts::*> kCountFields[] = {
     {"queued", &RunCounts::queued},   {"running", &RunCounts::running},
     {"passed", &RunCounts::passed},   {"failed", &RunCounts::failed},
     {"errored", &RunCounts::errored}, {"cancelled", &RunCounts::cancelled}};
-
-template <typename T>
-json value_or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 // Reads the nullable text field `name` into `out` (none when null or absent).
 void nullable_text(FieldReader& r, const json& j, const char* name,
@@ -63,8 +59,8 @@ json to_json(const StepEntry& s) {
             {"name", s.name},
             {"state", s.state},
             {"attempts", s.attempts},
-            {"started_at", value_or_null(s.started_at)},
-            {"ended_at", value_or_null(s.ended_at)},
+            {"started_at", or_null(s.started_at)},
+            {"ended_at", or_null(s.ended_at)},
             {"duration_ms", s.duration_ms},
             {"status", s.status}};
   if (!s.branch.empty()) j["branch"] = s.branch;
@@ -96,8 +92,8 @@ json to_json(const RunSummary& s) {
           {"scenario", s.scenario},
           {"state", s.state},
           {"instances", s.instances},
-          {"created_at", value_or_null(s.created_at)},
-          {"finished_at", value_or_null(s.finished_at)},
+          {"created_at", or_null(s.created_at)},
+          {"finished_at", or_null(s.finished_at)},
           {"counts", to_json(s.counts)}};
 }
 
@@ -125,8 +121,8 @@ json to_json(const InstanceEntry& e) {
             {"reason", e.reason},
             {"resumes", e.resumes},
             {"resume_reasons", e.resume_reasons},
-            {"started_at", value_or_null(e.started_at)},
-            {"ended_at", value_or_null(e.ended_at)},
+            {"started_at", or_null(e.started_at)},
+            {"ended_at", or_null(e.ended_at)},
             {"duration_ms", e.duration_ms}};
   if (e.worker) j["worker"] = *e.worker;
   if (e.callback) j["callback"] = {{"step", e.callback->step}, {"called", e.callback->called}};
@@ -148,7 +144,7 @@ json to_json(const InstanceEntry& e) {
 json to_json(const InstancesAnswer& a) {
   json list = json::array();
   for (const InstanceEntry& e : a.instances) list.push_back(to_json(e));
-  return {{"run", a.run}, {"instances", std::move(list)}, {"next", value_or_null(a.next)}};
+  return {{"run", a.run}, {"instances", std::move(list)}, {"next", or_null(a.next)}};
 }
 
 json to_json(const RunsAnswer& a) {

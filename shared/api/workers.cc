@@ -7,16 +7,12 @@
 
 namespace corral::api {
 
+using detail::or_null;
 using detail::present;
 using ipc::detail::FieldReader;
 using nlohmann::json;
 
 namespace {
-
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 template <typename T>
 Result<T> done(const FieldReader& r, T m) {
