@@ -142,12 +142,8 @@ void read_cluster(FieldReader& r, const json& j, LoadAnswer& a) {
 }
 
 json to_json(const LoadTarget& t) {
-  json j = {{"pid", or_null(t.pid)},
-            {"url", or_null(t.url)},
-            {"last", t.last},
-            {"rss_max", t.rss_max},
-            {"cpu_max", t.cpu_max},
-            {"event", t.event}};
+  json j = {{"pid", or_null(t.pid)}, {"url", or_null(t.url)}, {"last", t.last},
+            {"rss_max", t.rss_max},  {"cpu_max", t.cpu_max},  {"event", t.event}};
   if (!t.series.is_null()) j["series"] = t.series;
   return j;
 }
@@ -158,10 +154,8 @@ json to_json(const LoadCluster& c) {
     others.push_back(
         {{"host", h.host}, {"share", h.share}, {"state", h.state}, {"taking_part", h.taking_part}});
   }
-  return {{"hosts", c.hosts},
-          {"share", c.share},
-          {"origin", or_null(c.origin)},
-          {"others", others}};
+  return {
+      {"hosts", c.hosts}, {"share", c.share}, {"origin", or_null(c.origin)}, {"others", others}};
 }
 
 json to_json(const LoadStepTotals& s) {
