@@ -174,7 +174,7 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
     run.take_fresh(count);
   }
   if (taken.empty()) return true;
-  if (!send_(slot, ipc::MessageType::kStart, ipc::to_json(start))) {
+  if (!send_(slot, ipc::MessageType::kStart, ipc::to_json(std::move(start)))) {
     // Put them back: they were not sent.
     for (uint32_t i : taken) run.requeued.push_back(i);
     return false;

@@ -120,6 +120,7 @@ class Journal {
     std::string error;
     bool fenced = false;
   };
+  void enqueue(Op op, bool is_write);
   void run();
   bool commit_pending();
   Status apply_batch();

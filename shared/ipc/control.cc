@@ -1,5 +1,7 @@
 #include "shared/ipc/control.h"
 
+#include <utility>
+
 #include "shared/ipc/fields.h"
 #include "shared/ipc/protocol.h"
 
@@ -200,6 +202,14 @@ Result<DefineRun> read<DefineRun>(const json& p) {
 json to_json(const Start& m) {
   if (!m.resume.is_null()) return {{"run", m.run}, {"resume", m.resume}};
   return {{"run", m.run}, {"first", m.first}, {"count", m.count}};
+}
+
+json to_json(Start&& m) {
+  if (m.resume.is_null()) return to_json(std::as_const(m));
+  json j = json::object();
+  j["run"] = std::move(m.run);
+  j["resume"] = std::move(m.resume);
+  return j;
 }
 
 template <>

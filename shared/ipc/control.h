@@ -137,6 +137,8 @@ nlohmann::json to_json(const Stop& m);
 nlohmann::json to_json(const Leaving& m);
 nlohmann::json to_json(const DefineRun& m);
 nlohmann::json to_json(const Start& m);
+// The same, taking the checkpoints along instead of copying them (a frame holds up to 500).
+nlohmann::json to_json(Start&& m);
 nlohmann::json to_json(const Cancel& m);
 nlohmann::json to_json(const Release& m);
 nlohmann::json to_json(const Callback& m);

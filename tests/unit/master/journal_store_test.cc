@@ -2,6 +2,16 @@
 // Writes the store refuses as wrong are in journal_reject_test.cc.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "tests/unit/master/journal_bench.h"
@@ -372,4 +382,49 @@ TEST_CASE("journal: destroying it commits the writes still queued") {
   CHECK(b.rows() == "0/0/0");
   b.journal.reset();
   CHECK(b.rows() == "1/2/1");
+}
+
+TEST_CASE("journal: writes queued while the writer gathers its batch commit with nothing after") {
+  // The writer is woken by the first write into an empty queue and by a full batch only: the
+  // writes in between must still reach the store without a read or a flush behind them.
+  Bench b({.commit_window_ms = 20});
+  b.write_run("r1-aaaa", 3, 0);
+  for (uint32_t k = 1; k <= 200; ++k) {
+    InstanceRow row = instance("r1-aaaa", k % 3, "running");
+    row.next_step = k;
+    b.write(row);
+  }
+  REQUIRE(wait_for([&] { return b.journal->health().queued == 0; },
+                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }));
+  CHECK(b.journal->health().committed == 204);
+  CHECK(b.rows() == "1/3/0");
+}
+
+namespace {
+// The nice value of this process's thread named `name` (/proc/self/task), or nullopt.
+std::optional<int> nice_of_thread(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    std::getline(comm, got);
+    if (got != name) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+    std::string field;
+    for (int k = 3; k <= 19 && fields >> field; ++k) {  // field 19 is the nice value
+    }
+    return std::stoi(field);
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("journal: its writer thread is named and runs 5 nicer than the thread that made it") {
+  errno = 0;
+  const int loop_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  REQUIRE(errno == 0);
+  Bench b;
+  b.journal->flush();  // the writer has started and set itself up
+  CHECK(nice_of_thread("corral-journal") == std::min(19, loop_nice + 5));
 }
