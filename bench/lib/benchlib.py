@@ -495,7 +495,9 @@ class Target:
 class Corral:
     name = "corral"
 
-    def __init__(self, bin_dir, workdir, config=None):
+    def __init__(self, bin_dir, workdir, config=None, launcher=None):
+        """`launcher`: an argv the daemon's argv is appended to, which must exec it (so that the
+        pid is the daemon's), e.g. a shell that starts something in its session first."""
         self.home = tempfile.mkdtemp(prefix="corral-home-", dir=workdir)
         argv = [os.path.join(bin_dir, "corral"), "daemon", "--home", self.home, "--listen", "127.0.0.1:0"]
         self.config = config
@@ -504,7 +506,7 @@ class Corral:
             with open(cfg_path, "w") as f:
                 json.dump(config, f)
             argv += ["--config", cfg_path]
-        self.proc = Proc(argv, log_path=os.path.join(self.home, "daemon.out"))
+        self.proc = Proc((launcher or []) + argv, log_path=os.path.join(self.home, "daemon.out"))
         self.pid = self.proc.pid
         self.sock = os.path.join(self.home, "corral.sock")
         self.run_id = None
