@@ -7,6 +7,7 @@
 
 #include "master/api_body.h"
 #include "master/journal/journal.h"
+#include "shared/api/runs.h"
 #include "shared/ipc/control.h"
 #include "shared/proc.h"
 
@@ -52,15 +53,24 @@ Run& RunService::submit(Submission sub) {
     release_when_journaled(run.id);
   }
   workers_.place_soon();
-  if (sub.respond) {
-    nlohmann::json answer = {{"run", run.id}, {"instances", sub.count}};
-    if (sub.data.is_object()) {
-      answer["data"] = {
-          {"rows", sub.data["rows"]}, {"skipped", sub.data["skipped"]}, {"bad", sub.data["bad"]}};
-    }
-    respond_journaled(journal_, *sub.respond, 201, std::move(answer));
-  }
+  if (sub.respond) respond_journaled(journal_, *sub.respond, 201, api::to_json(answer_of(run)));
   return run;
+}
+
+// The answer to POST /runs; respond_journaled adds its warning.
+api::SubmitAnswer RunService::answer_of(const Run& run) const {
+  api::SubmitAnswer a;
+  a.run = run.id;
+  a.instances = run.size;
+  if (run.data.is_object()) {
+    api::DataRows& rows = a.data.emplace();
+    rows.rows = run.data.value("rows", uint64_t{0});
+    rows.skipped = run.data.value("skipped", uint64_t{0});
+    for (const auto& b : run.data.value("bad", nlohmann::json::array())) {
+      rows.bad.push_back({b.value("line", uint64_t{0}), b.value("error", "")});
+    }
+  }
+  return a;
 }
 
 // A schedule's run starts only once the journal holds it with its tick: should the daemon die

@@ -28,6 +28,7 @@
 #include "master/runs.h"
 #include "master/schedules.h"
 #include "master/worker_link.h"
+#include "shared/api/runs.h"
 #include "shared/callback/token.h"
 #include "shared/data/rows.h"
 #include "shared/secrets.h"
@@ -112,6 +113,7 @@ class RunService {
 
  private:
   Run* run_of(const ApiCall& c);
+  api::SubmitAnswer answer_of(const Run& run) const;
   void release_when_journaled(const std::string& run_id);
   // GET /runs/<id>/instances (api_run_instances.cc).
   struct InstanceQuery {

@@ -5,6 +5,7 @@
 // daemon rejects or a bad command line.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "cli/runs_view.h"
 #include "cli/scenario_file.h"
 #include "cli/verb.h"
+#include "shared/api/runs.h"
 #include "shared/exit_codes.h"
 #include "shared/http/blocking_client.h"
 
@@ -103,10 +105,12 @@ class RunVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
     if (answer->status == 201) {
-      id = json_string(reply, "run");
-      if (reply.contains("data")) report_skipped(json_field(reply, "data"));
-      instances_ = static_cast<long>(json_number(reply, "instances"));
-      if (!id.empty()) return 0;
+      auto submitted = api::submit_answer_from_json(reply);
+      if (!submitted) return fail("the daemon's answer to POST /runs: " + submitted.status().message());
+      id = submitted->run;
+      if (submitted->data) report_skipped(*submitted->data);
+      instances_ = static_cast<long>(submitted->instances);
+      return 0;
     }
     std::string message = json_string(reply, "error");
     if (message.empty()) message = "POST /runs failed with HTTP " + std::to_string(answer->status);
@@ -115,20 +119,17 @@ class RunVerb : public Verb {
   }
 
   // The rows of the --data file that did not parse, on stderr: they do not run.
-  void report_skipped(const json& data) const {
-    const auto skipped = static_cast<long>(json_number(data, "skipped"));
-    if (skipped == 0) return;
-    std::cerr << "corral: " << data_ << ": " << counted(skipped, "row", "rows") << " skipped:\n";
-    const json bad = json_field(data, "bad");
-    size_t shown = 0;
-    for (const json& b : bad) {
-      if (++shown > 10) break;
-      std::cerr << "  line " << static_cast<long>(json_number(b, "line")) << ": "
-                << json_string(b, "error") << "\n";
+  void report_skipped(const api::DataRows& data) const {
+    if (data.skipped == 0) return;
+    std::cerr << "corral: " << data_ << ": " << counted(static_cast<long>(data.skipped), "row", "rows")
+              << " skipped:\n";
+    constexpr size_t kShown = 10;
+    for (size_t k = 0; k < std::min(kShown, data.bad.size()); ++k) {
+      std::cerr << "  line " << data.bad[k].line << ": " << data.bad[k].error << "\n";
     }
-    if (static_cast<long>(std::min<size_t>(shown, 10)) < skipped) {
-      std::cerr << "  (and " << skipped - static_cast<long>(std::min<size_t>(shown, 10))
-                << " more: GET /runs/<id> has the first 100)\n";
+    const uint64_t shown = std::min<uint64_t>(kShown, data.bad.size());
+    if (shown < data.skipped) {
+      std::cerr << "  (and " << data.skipped - shown << " more: GET /runs/<id> has the first 100)\n";
     }
   }
 

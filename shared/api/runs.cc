@@ -153,6 +153,17 @@ json to_json(const RunsAnswer& a) {
   return {{"runs", std::move(list)}};
 }
 
+json to_json(const SubmitAnswer& a) {
+  json j = {{"run", a.run}, {"instances", a.instances}};
+  if (a.data) {
+    json bad = json::array();
+    for (const BadRow& b : a.data->bad) bad.push_back({{"line", b.line}, {"error", b.error}});
+    j["data"] = {{"rows", a.data->rows}, {"skipped", a.data->skipped}, {"bad", std::move(bad)}};
+  }
+  if (!a.warning.empty()) j["warning"] = a.warning;
+  return j;
+}
+
 namespace {
 
 void read_summary(FieldReader& r, const json& j, RunSummary& s) {
@@ -294,6 +305,28 @@ Result<RunDetail> run_detail_from_json(const json& j) {
   read_detail(r, j, d);
   if (!r.ok()) return r.status();
   return d;
+}
+
+Result<SubmitAnswer> submit_answer_from_json(const json& j) {
+  FieldReader r(j, "");
+  SubmitAnswer a;
+  r.text("run", a.run, true);
+  r.u64("instances", a.instances);
+  r.text("warning", a.warning);
+  if (present(j, "data")) {
+    FieldReader d(j["data"], "data");
+    DataRows& rows = a.data.emplace();
+    d.u64("rows", rows.rows);
+    d.u64("skipped", rows.skipped);
+    detail::read_array(d, j["data"], "bad", [&](FieldReader& e, const json&) {
+      BadRow& b = rows.bad.emplace_back();
+      e.u64("line", b.line);
+      e.text("error", b.error);
+    });
+    r.take(d);
+  }
+  if (!r.ok()) return r.status();
+  return a;
 }
 
 Result<InstancesAnswer> instances_from_json(const json& answer) {

@@ -154,6 +154,29 @@ struct InstancesAnswer {
   bool operator==(const InstancesAnswer&) const = default;
 };
 
+// A row of a run's data file that did not parse: it does not run.
+struct BadRow {
+  uint64_t line = 0;
+  std::string error;
+  bool operator==(const BadRow&) const = default;
+};
+
+// What POST /runs made of a data file: rows to run, rows skipped, the first of those skipped.
+struct DataRows {
+  uint64_t rows = 0, skipped = 0;
+  std::vector<BadRow> bad;
+  bool operator==(const DataRows&) const = default;
+};
+
+// POST /runs, 201.
+struct SubmitAnswer {
+  std::string run;
+  uint64_t instances = 0;
+  std::optional<DataRows> data;  // a run over a data file's rows
+  std::string warning;           // the run is not in the journal yet, and why; "" when it is
+  bool operator==(const SubmitAnswer&) const = default;
+};
+
 // GET /runs: newest first.
 struct RunsAnswer {
   std::vector<RunSummary> runs;
@@ -167,12 +190,15 @@ nlohmann::json to_json(const RunDetail& d);
 nlohmann::json to_json(const InstanceEntry& e);
 nlohmann::json to_json(const InstancesAnswer& a);
 nlohmann::json to_json(const RunsAnswer& a);
+nlohmann::json to_json(const SubmitAnswer& a);
 
 // GET /runs: {"runs": [...]}. An answer without its list (here and for the instances) is an
 // error, not an empty list.
 Result<RunsAnswer> runs_from_json(const nlohmann::json& answer);
 // GET /runs/<id>.
 Result<RunDetail> run_detail_from_json(const nlohmann::json& j);
+// POST /runs, 201.
+Result<SubmitAnswer> submit_answer_from_json(const nlohmann::json& j);
 // GET /runs/<id>/instances: {"run", "instances": [...], "next"}.
 Result<InstancesAnswer> instances_from_json(const nlohmann::json& answer);
 // GET /runs/<id>/instances/<n>.

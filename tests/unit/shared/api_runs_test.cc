@@ -204,5 +204,36 @@ TEST_CASE("api runs: the wire's field names and null-or-absent rules") {
         R"j({"instances":[],"next":null,"run":"r1-0001"})j");
 }
 
+TEST_CASE("api runs: the answer to POST /runs, with and without data rows") {
+  SubmitAnswer plain;
+  plain.run = "r1-00c3";
+  plain.instances = 100;
+  CHECK(to_json(plain).dump() == R"j({"instances":100,"run":"r1-00c3"})j");
+  auto plain_back = submit_answer_from_json(to_json(plain));
+  REQUIRE(plain_back.is_ok());
+  CHECK(*plain_back == plain);
+
+  SubmitAnswer rows;
+  rows.run = "r2-00c4";
+  rows.instances = 3;
+  rows.data = DataRows{3, 2, {{4, "not a JSON object"}, {9, "too long"}}};
+  rows.warning = "the journal cannot be written: disk full";
+  CHECK(to_json(rows).dump() ==
+        R"j({"data":{"bad":[{"error":"not a JSON object","line":4},{"error":"too long","line":9}],)j"
+        R"j("rows":3,"skipped":2},"instances":3,"run":"r2-00c4",)j"
+        R"j("warning":"the journal cannot be written: disk full"})j");
+  auto rows_back = submit_answer_from_json(json::parse(to_json(rows).dump()));
+  INFO((rows_back ? "" : rows_back.status().message()));
+  REQUIRE(rows_back.is_ok());
+  CHECK(*rows_back == rows);
+
+  json j = to_json(rows);
+  j["data"]["bad"][1]["line"] = "9";
+  auto wrong = submit_answer_from_json(j);
+  REQUIRE_FALSE(wrong.is_ok());
+  CHECK_THAT(wrong.status().message(), Catch::StartsWith("data.bad[1].line: expected"));
+  CHECK_FALSE(submit_answer_from_json(json{{"instances", 3}}).is_ok());  // no run: no answer
+}
+
 }  // namespace
 }  // namespace corral::api
