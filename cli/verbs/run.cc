@@ -106,7 +106,8 @@ class RunVerb : public Verb {
     const json reply = answer->json();
     if (answer->status == 201) {
       auto submitted = api::submit_answer_from_json(reply);
-      if (!submitted) return fail("the daemon's answer to POST /runs: " + submitted.status().message());
+      if (!submitted)
+        return fail("the daemon's answer to POST /runs: " + submitted.status().message());
       id = submitted->run;
       if (submitted->data) report_skipped(*submitted->data);
       instances_ = static_cast<long>(submitted->instances);
@@ -121,15 +122,16 @@ class RunVerb : public Verb {
   // The rows of the --data file that did not parse, on stderr: they do not run.
   void report_skipped(const api::DataRows& data) const {
     if (data.skipped == 0) return;
-    std::cerr << "corral: " << data_ << ": " << counted(static_cast<long>(data.skipped), "row", "rows")
-              << " skipped:\n";
+    std::cerr << "corral: " << data_ << ": "
+              << counted(static_cast<long>(data.skipped), "row", "rows") << " skipped:\n";
     constexpr size_t kShown = 10;
     for (size_t k = 0; k < std::min(kShown, data.bad.size()); ++k) {
       std::cerr << "  line " << data.bad[k].line << ": " << data.bad[k].error << "\n";
     }
     const uint64_t shown = std::min<uint64_t>(kShown, data.bad.size());
     if (shown < data.skipped) {
-      std::cerr << "  (and " << data.skipped - shown << " more: GET /runs/<id> has the first 100)\n";
+      std::cerr << "  (and " << data.skipped - shown
+                << " more: GET /runs/<id> has the first 100)\n";
     }
   }
 

@@ -218,10 +218,11 @@ TEST_CASE("api runs: the answer to POST /runs, with and without data rows") {
   rows.instances = 3;
   rows.data = DataRows{3, 2, {{4, "not a JSON object"}, {9, "too long"}}};
   rows.warning = "the journal cannot be written: disk full";
-  CHECK(to_json(rows).dump() ==
-        R"j({"data":{"bad":[{"error":"not a JSON object","line":4},{"error":"too long","line":9}],)j"
-        R"j("rows":3,"skipped":2},"instances":3,"run":"r2-00c4",)j"
-        R"j("warning":"the journal cannot be written: disk full"})j");
+  CHECK(
+      to_json(rows).dump() ==
+      R"j({"data":{"bad":[{"error":"not a JSON object","line":4},{"error":"too long","line":9}],)j"
+      R"j("rows":3,"skipped":2},"instances":3,"run":"r2-00c4",)j"
+      R"j("warning":"the journal cannot be written: disk full"})j");
   auto rows_back = submit_answer_from_json(json::parse(to_json(rows).dump()));
   INFO((rows_back ? "" : rows_back.status().message()));
   REQUIRE(rows_back.is_ok());
