@@ -59,8 +59,8 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       runs_(runs_options(cfg_)),
       dispatcher_(
           runs_,
-          [this](int slot, ipc::MessageType t, const nlohmann::json& p) {
-            return send_to(slot, t, p);
+          [this](int slot, ipc::MessageType t, const ipc::Payload& p) {
+            return send_payload(slot, t, p);
           },
           static_cast<uint32_t>(cfg_.worker_instances)),
       run_service_(loop, cfg_, secrets_, runs_, dispatcher_, *this),

@@ -158,6 +158,7 @@ class Daemon : private WorkerLink {
   Status on_events(int slot, const nlohmann::json& payload);
   // WorkerLink, for the parts (worker_link.h).
   bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) override;
+  bool send_payload(int slot, ipc::MessageType type, const ipc::Payload& payload);
   void send_to_all(ipc::MessageType type, const nlohmann::json& payload) override;
   bool stopping() const override { return supervisor_.shutting_down(); }
   std::string callback_base() const override { return callback_base(image_->config()); }

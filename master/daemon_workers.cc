@@ -51,6 +51,10 @@ bool may_be_the_runs(const ExitInfo& e) {
 }  // namespace
 
 bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) {
+  return send_payload(slot, type, ipc::Payload(payload));
+}
+
+bool Daemon::send_payload(int slot, ipc::MessageType type, const ipc::Payload& payload) {
   auto it = workers_.find(slot);
   if (it == workers_.end()) return false;
   Status s = it->second->send(type, payload);

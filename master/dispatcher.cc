@@ -100,30 +100,33 @@ void Dispatcher::forget_run(const Run& run) {
 }
 
 namespace {
-// A checkpoint with the call of the instance's callback step that the master holds, if any: the
-// worker that dies after it heard of it takes it along.
-json with_callback(const Run& run, uint32_t i, json cp) {
-  if (auto c = run.callbacks.find(i); c != run.callbacks.end()) cp["callback"] = c->second;
-  return cp;
-}
-
 // The checkpoints of up to `room` requeued instances of `run`, taken off its queue (their
-// indexes added to `taken`): {"<index>": checkpoint, ...}. Each costs tens of microseconds (a
-// checkpoint built as JSON): it stops early, after a few at least, when `slice` is over.
-json resume_points(Run& run, size_t room, std::vector<uint32_t>& taken, const uv::Slice* slice) {
-  json resume = json::object();
+// indexes added to `taken`), written into `start`. It stops early, after a few at least, when
+// `slice` is over.
+void resume_points(Run& run, size_t room, std::vector<uint32_t>& taken, ipc::StartWriter& start,
+                   const uv::Slice* slice) {
   while (!run.requeued.empty() && taken.size() < room) {
     if (slice != nullptr && taken.size() % 16 == 15 && slice->over()) break;
     uint32_t i = run.requeued.front();
     run.requeued.pop_front();
     InstanceRecord& in = run.instances.at(i);
     if (in.state != InstanceState::kQueued) continue;
+    taken.push_back(i);
+    // The call of the instance's callback step that the master holds, if any: the worker that
+    // dies after it heard of it takes it along.
+    const auto called = run.callbacks.find(i);
+    const json* callback = called != run.callbacks.end() ? &called->second : nullptr;
     if (in.detail().checkpoint.is_object()) {
       // Handed back by a stopping worker, or the last progress report of the step: its
       // attempt and retry counts, deadline and start go on from there. It is kept until the
       // step ends: if this worker dies too, the next resume starts from it again.
-      resume[std::to_string(i)] = with_callback(run, i, in.detail().checkpoint);
-      taken.push_back(i);
+      if (callback == nullptr) {
+        start.add(i, in.detail().checkpoint);
+      } else {
+        json cp = in.detail().checkpoint;
+        cp["callback"] = *callback;
+        start.add(i, cp);
+      }
       continue;
     }
     ipc::Checkpoint cp;
@@ -137,10 +140,9 @@ json resume_points(Run& run, size_t room, std::vector<uint32_t>& taken, const uv
     if (uint64_t limit = run.scenario->steps[in.next_step].limit_ms) {
       cp.deadline_ms = cp.step_started_ms + static_cast<int64_t>(limit);
     }
-    resume[std::to_string(i)] = with_callback(run, i, ipc::to_json(cp));
-    taken.push_back(i);
+    if (callback != nullptr) cp.callback = *callback;
+    start.add(i, cp);
   }
-  return resume;
 }
 
 }  // namespace
@@ -157,24 +159,26 @@ bool Dispatcher::place(Run& run, int slot, Worker& w, size_t budget, size_t& pla
                           run.created_ms,
                           run.priority,
                           run.data.is_object() ? run.data : json()};
-    if (!send_(slot, ipc::MessageType::kDefineRun, ipc::to_json(define))) return false;
+    if (!send_(slot, ipc::MessageType::kDefineRun, ipc::Payload(ipc::to_json(define)))) {
+      return false;
+    }
     w.defined.insert(run.id);
   }
-  ipc::Start start;
-  start.run = run.id;
   std::vector<uint32_t> taken;
+  std::string start;
   if (!run.requeued.empty()) {
-    start.resume = resume_points(run, room, taken, slice);
+    ipc::StartWriter writer(run.id);
+    resume_points(run, room, taken, writer, slice);
+    start = writer.finish();
   } else {
     uint32_t count = static_cast<uint32_t>(std::min<size_t>(room, run.fresh_count()));
     uint32_t first = run.fresh_first();
-    start.first = first;
-    start.count = count;
     for (uint32_t k = 0; k < count; ++k) taken.push_back(first + k);
     run.take_fresh(count);
+    start = ipc::to_json(ipc::Start{run.id, first, count, nullptr}).dump();
   }
   if (taken.empty()) return true;
-  if (!send_(slot, ipc::MessageType::kStart, ipc::to_json(std::move(start)))) {
+  if (!send_(slot, ipc::MessageType::kStart, ipc::Payload::text(std::move(start)))) {
     // Put them back: they were not sent.
     for (uint32_t i : taken) run.requeued.push_back(i);
     return false;
@@ -256,7 +260,7 @@ void Dispatcher::rebalance(uint64_t now_ms) {
       continue;
     }
     auto count = static_cast<uint32_t>(std::min<uint64_t>(w.load - share, kReleaseChunk));
-    if (send_(slot, ipc::MessageType::kRelease, ipc::to_json(ipc::Release{count}))) {
+    if (send_(slot, ipc::MessageType::kRelease, ipc::Payload(ipc::to_json(ipc::Release{count})))) {
       w.releasing = count;
     }
   }

@@ -26,6 +26,7 @@
 
 #include "master/memory_model.h"
 #include "master/runs.h"
+#include "shared/ipc/codec.h"
 #include "shared/ipc/protocol.h"
 #include "shared/uv/next_turn.h"
 
@@ -34,7 +35,7 @@ namespace corral::master {
 class Dispatcher {
  public:
   // Sends a frame to a worker; false when it cannot take it (pipe gone or backed up).
-  using Send = std::function<bool(int slot, ipc::MessageType type, const nlohmann::json& payload)>;
+  using Send = std::function<bool(int slot, ipc::MessageType type, const ipc::Payload& payload)>;
 
   Dispatcher(Runs& runs, Send send, uint32_t per_worker_limit, uint32_t chunk = 500)
       : runs_(runs), send_(std::move(send)), limit_(per_worker_limit), chunk_(chunk) {}

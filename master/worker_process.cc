@@ -182,7 +182,7 @@ void WorkerProcess::report_protocol_error(const Status& s) {
   cb(s);
 }
 
-Status WorkerProcess::send(ipc::MessageType type, const nlohmann::json& payload) {
+Status WorkerProcess::send(ipc::MessageType type, const ipc::Payload& payload) {
   if (!pipe_ || !pipe_->is_open()) return Status(Code::kUnavailable, "IPC pipe is closed");
   if (exited_) return Status(Code::kUnavailable, "the worker has exited");
   if (pipe_->queued_bytes() > kMaxQueuedBytes) {
@@ -190,7 +190,7 @@ Status WorkerProcess::send(ipc::MessageType type, const nlohmann::json& payload)
                                                 std::to_string(pipe_->queued_bytes()) +
                                                 " bytes queued)");
   }
-  auto frame = ipc::encode(type, payload);
+  auto frame = ipc::encode_payload(type, payload);
   if (!frame) return frame.status();
   return pipe_->write(std::move(*frame));
 }

@@ -54,7 +54,10 @@ class WorkerProcess {
   void set_callbacks(Callbacks cb) { cb_ = std::move(cb); }
   pid_t pid() const { return process_ ? process_->pid() : 0; }
   bool exited() const { return exited_; }
-  Status send(ipc::MessageType type, const nlohmann::json& payload);
+  Status send(ipc::MessageType type, const ipc::Payload& payload);
+  Status send(ipc::MessageType type, const nlohmann::json& payload) {
+    return send(type, ipc::Payload(payload));
+  }
   // The worker broke the IPC contract in a frame's contents: stops reading its pipe and
   // reports it through on_protocol_error (once). Safe inside on_frame.
   void fail_protocol(const Status& s) { report_protocol_error(s); }

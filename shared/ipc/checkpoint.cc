@@ -1,5 +1,8 @@
 #include "shared/ipc/checkpoint.h"
 
+#include <charconv>
+#include <utility>
+
 #include "shared/ipc/fields.h"
 
 namespace corral::ipc {
@@ -16,6 +19,52 @@ nlohmann::json to_json(const Checkpoint& c) {
   if (!c.callback.is_null()) j["callback"] = c.callback;
   if (!c.branches.is_null()) j["branches"] = c.branches;
   return j;
+}
+
+namespace {
+void append_field(std::string& out, const char* name, int64_t v) {
+  out += '"';
+  out += name;
+  out += "\":";
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+}  // namespace
+
+void append_json(const nlohmann::json& j, std::string& out) {
+  out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void append_json(const Checkpoint& c, std::string& out) {
+  out += '{';
+  append_field(out, "step", c.step);
+  out += ',';
+  append_field(out, "attempts", c.attempts);
+  out += ',';
+  append_field(out, "tries", c.tries);
+  out += ',';
+  append_field(out, "step_started_ms", c.step_started_ms);
+  out += ',';
+  append_field(out, "deadline_ms", c.deadline_ms);
+  out += ',';
+  append_field(out, "started_ms", c.started_ms);
+  if (c.wake_ms != 0) {
+    out += ',';
+    append_field(out, "wake_ms", c.wake_ms);
+  }
+  // As to_json: each written only when set.
+  const std::pair<const char*, const nlohmann::json*> nested[] = {
+      {"vars", c.vars.is_object() && !c.vars.empty() ? &c.vars : nullptr},
+      {"callback", c.callback.is_null() ? nullptr : &c.callback},
+      {"branches", c.branches.is_null() ? nullptr : &c.branches}};
+  for (const auto& [name, j] : nested) {
+    if (j == nullptr) continue;
+    out += ",\"";
+    out += name;
+    out += "\":";
+    append_json(*j, out);
+  }
+  out += '}';
 }
 
 Result<Checkpoint> checkpoint_from_json(const nlohmann::json& j, const std::string& path) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,11 @@ struct Checkpoint {
 };
 
 nlohmann::json to_json(const Checkpoint& c);
+// Appends the text of to_json(c) to `out` without building it as JSON first (a start frame
+// carries up to 500 of them: StartWriter, control.h). Parsed, it equals to_json(c).
+void append_json(const Checkpoint& c, std::string& out);
+// Appends the text of a JSON value, as encode() would write it (not UTF-8: U+FFFD).
+void append_json(const nlohmann::json& j, std::string& out);
 // Strict: a field of the wrong type or range fails (kProtocol) with the field's path under
 // `path`. Missing fields keep their defaults; empty "vars" read as none (null), the form
 // to_json writes, so that a checkpoint decodes, encodes and decodes to an equal one.

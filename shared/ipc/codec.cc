@@ -36,12 +36,16 @@ const MessageInfo& message_info(MessageType type) {
   return *m;
 }
 
-Result<std::string> encode(MessageType type, const nlohmann::json& payload) {
+std::string Payload::dump() const {
+  if (json_ == nullptr) return text_;
   // A text that is not UTF-8 is sent with U+FFFD in place of its bad bytes rather than
   // making dump() throw: payloads that must keep bytes encode them first (shared/ipc/vars.h).
-  std::string body = payload.is_null()
-                         ? std::string()
-                         : payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (json_->is_null()) return std::string();
+  return json_->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<std::string> encode_payload(MessageType type, const Payload& payload) {
+  std::string body = payload.dump();
   size_t length = body.size() + 1;
   if (length > kMaxFrameBytes) {
     return Status(Code::kResourceExhausted,

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,10 +19,36 @@ struct Frame {
   nlohmann::json payload;  // always an object
 };
 
+// A frame's payload: a JSON object, or the text of one already written (the frames that move
+// instances in bulk are written as text: StartWriter, control.h). Holds the JSON by reference:
+// it lives no longer than the JSON it was made from, like a string_view.
+class Payload {
+ public:
+  explicit Payload(const nlohmann::json& object) : json_(&object) {}
+  static Payload text(std::string written) {
+    Payload p(kNull);
+    p.text_ = std::move(written);
+    p.json_ = nullptr;
+    return p;
+  }
+  // The JSON, parsed from the text when it is text.
+  nlohmann::json json() const { return json_ != nullptr ? *json_ : nlohmann::json::parse(text_); }
+  // The bytes that go on the wire. Never throws: a text in a JSON payload that is not UTF-8 goes
+  // out with U+FFFD in place of each bad byte.
+  std::string dump() const;
+
+ private:
+  static inline const nlohmann::json kNull;
+  const nlohmann::json* json_;
+  std::string text_;
+};
+
 // One complete frame as bytes. Fails (Code::kResourceExhausted) when the frame would exceed
-// kMaxFrameBytes; the caller has then a bug or an oversized batch to split. Never throws: a
-// text in `payload` that is not UTF-8 goes out with U+FFFD in place of each bad byte.
-Result<std::string> encode(MessageType type, const nlohmann::json& payload);
+// kMaxFrameBytes; the caller has then a bug or an oversized batch to split.
+Result<std::string> encode_payload(MessageType type, const Payload& payload);
+inline Result<std::string> encode(MessageType type, const nlohmann::json& payload) {
+  return encode_payload(type, Payload(payload));
+}
 
 // Reassembles frames from a byte stream that arrives in arbitrary pieces.
 //

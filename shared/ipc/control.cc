@@ -1,5 +1,6 @@
 #include "shared/ipc/control.h"
 
+#include <charconv>
 #include <utility>
 
 #include "shared/ipc/fields.h"
@@ -204,12 +205,33 @@ json to_json(const Start& m) {
   return {{"run", m.run}, {"first", m.first}, {"count", m.count}};
 }
 
-json to_json(Start&& m) {
-  if (m.resume.is_null()) return to_json(std::as_const(m));
-  json j = json::object();
-  j["run"] = std::move(m.run);
-  j["resume"] = std::move(m.resume);
-  return j;
+StartWriter::StartWriter(const std::string& run) {
+  text_ = "{\"run\":";
+  append_json(json(run), text_);
+  text_ += ",\"resume\":{";
+}
+
+void StartWriter::key(uint32_t index) {
+  if (count_++ > 0) text_ += ',';
+  text_ += '"';
+  char buf[12];
+  text_.append(buf, std::to_chars(buf, buf + sizeof buf, index).ptr);
+  text_ += "\":";
+}
+
+void StartWriter::add(uint32_t index, const Checkpoint& cp) {
+  key(index);
+  append_json(cp, text_);
+}
+
+void StartWriter::add(uint32_t index, const json& cp) {
+  key(index);
+  append_json(cp, text_);
+}
+
+std::string StartWriter::finish() {
+  text_ += "}}";
+  return std::move(text_);
 }
 
 template <>

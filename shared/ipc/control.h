@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/ipc/checkpoint.h"
 #include "shared/status.h"
 
 namespace corral::ipc {
@@ -137,8 +138,25 @@ nlohmann::json to_json(const Stop& m);
 nlohmann::json to_json(const Leaving& m);
 nlohmann::json to_json(const DefineRun& m);
 nlohmann::json to_json(const Start& m);
-// The same, taking the checkpoints along instead of copying them (a frame holds up to 500).
-nlohmann::json to_json(Start&& m);
+
+// Writes the text of a Start that resumes instances from their checkpoints: parsed, it equals
+// to_json of the Start with the same checkpoints. Placing the instances of a killed worker or a
+// reload writes tens of thousands of checkpoints, and building each as JSON first was most of
+// the master's work then (bench/master-stalls).
+class StartWriter {
+ public:
+  explicit StartWriter(const std::string& run);
+  void add(uint32_t index, const Checkpoint& cp);
+  void add(uint32_t index, const nlohmann::json& cp);  // one held as JSON
+  size_t count() const { return count_; }
+  // The payload's text; the writer is spent.
+  std::string finish();
+
+ private:
+  void key(uint32_t index);
+  std::string text_;
+  size_t count_ = 0;
+};
 nlohmann::json to_json(const Cancel& m);
 nlohmann::json to_json(const Release& m);
 nlohmann::json to_json(const Callback& m);

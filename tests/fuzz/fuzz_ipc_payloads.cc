@@ -7,7 +7,8 @@
 // decodes, checks that:
 // - encoding it and decoding the result gives back an equal value (one format, both ways);
 // - its JSON text is UTF-8, so it fits a frame and a journal row;
-// - wire vars survive to_wire(from_wire(x)) and the display form never fails.
+// - wire vars survive to_wire(from_wire(x)) and the display form never fails;
+// - a checkpoint's text written without JSON (append_json) parses to its JSON.
 // The input bytes are also used as a captured variable that may hold any bytes, masked with a
 // secret taken from the input, which must come back exactly from its wire form.
 #include <cstdint>
@@ -52,6 +53,10 @@ void check_checkpoint(const json& j) {
   auto back = corral::ipc::checkpoint_from_json(json::parse(text_of(corral::ipc::to_json(*c))));
   FUZZ_CHECK(back.is_ok());
   FUZZ_CHECK(*back == *c);
+  // Its text as a start frame writes it (StartWriter) says the same as its JSON.
+  std::string written;
+  corral::ipc::append_json(*c, written);
+  FUZZ_CHECK(json::parse(written) == json::parse(text_of(corral::ipc::to_json(*c))));
 }
 
 void check_wire_vars(const json& j, const corral::Secrets& secrets) {

@@ -71,7 +71,7 @@ TEST_CASE("runs: a million queued instances hold no record, and placing some hol
   CHECK(run.instances.held() == 0);  // reading one makes no record
 
   Dispatcher d(
-      runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/1500);
+      runs, [](int, auto, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/1500);
   d.worker_ready(0);
   while (d.pump(100000)) {
   }
@@ -86,7 +86,7 @@ TEST_CASE("runs: cancelling a run cancels the instances never placed too, withou
   Runs runs;
   Run& run = runs.create(one_request(), json::object(), 1000000, 1000);
   Dispatcher d(
-      runs, [](int, auto, const json&) { return true; }, /*per_worker_limit=*/10);
+      runs, [](int, auto, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/10);
   d.worker_ready(0);
   d.pump(100);
   REQUIRE(run.count(InstanceState::kRunning) == 10);
@@ -168,7 +168,7 @@ TEST_CASE(
   std::vector<int> placed_on;
   Dispatcher d(
       runs,
-      [&](int slot, corral::ipc::MessageType type, const json&) {
+      [&](int slot, corral::ipc::MessageType type, const corral::ipc::Payload&) {
         if (type == corral::ipc::MessageType::kStart) placed_on.push_back(slot);
         return true;
       },

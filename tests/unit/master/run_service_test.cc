@@ -49,7 +49,7 @@ struct FakeWorkers : corral::master::WorkerLink {
 struct Bench {
   Bench()
       : dispatcher(
-            runs, [](int, MessageType, const json&) { return true; }, 100000),
+            runs, [](int, MessageType, const corral::ipc::Payload&) { return true; }, 100000),
         service(uv_default_loop(), cfg, secrets, runs, dispatcher, workers) {}
 
   corral::config::Config cfg;

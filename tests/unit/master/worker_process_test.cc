@@ -23,8 +23,8 @@ struct Burst {
   explicit Burst(const std::string& linger) {
     std::string bytes;
     for (int i = 0; i < kFrames; ++i) {
-      auto f = corral::ipc::encode(MessageType::kHeartbeat,
-                                   {{"seq", i}, {"pad", std::string(2000, 'x')}});
+      const nlohmann::json beat = {{"seq", i}, {"pad", std::string(2000, 'x')}};
+      auto f = corral::ipc::encode(MessageType::kHeartbeat, beat);
       REQUIRE(f.is_ok());
       bytes += *f;
     }

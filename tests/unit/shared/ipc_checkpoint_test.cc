@@ -7,6 +7,7 @@
 using corral::Code;
 using corral::ipc::Checkpoint;
 using corral::ipc::checkpoint_from_json;
+using corral::ipc::append_json;
 using corral::ipc::to_json;
 using nlohmann::json;
 
@@ -96,4 +97,28 @@ TEST_CASE("checkpoint: a field of the wrong type or range is a protocol error na
         "resume.4.deadline_ms: expected a 64-bit integer, got []");
   CHECK(error_of({{"vars", "x"}}) == "resume.4.vars: expected an object, got \"x\"");
   CHECK(error_of(json::array({1, 2})) == "resume.4: expected an object");
+}
+
+TEST_CASE("ipc checkpoint: its text, written without JSON, parses to what to_json builds") {
+  Checkpoint bare;
+  Checkpoint full;
+  full.step = 4, full.attempts = 7, full.tries = 2, full.step_started_ms = 1700000000123;
+  full.deadline_ms = 1700000600123, full.started_ms = -1, full.wake_ms = 1700000005000;
+  full.vars = {{"order", "o-\"1\"\n"}, {"n", 3}, {"bad", std::string("\xff")}};
+  full.callback = {{"step", 5}, {"body", {{"ok", true}}}};
+  full.branches = json::array({nullptr, {{"passed", json::object()}}});
+  Checkpoint no_vars = full;
+  no_vars.vars = json::object();  // empty: left out, as to_json leaves it out
+  no_vars.wake_ms = 0;
+  for (const Checkpoint& c : {bare, full, no_vars}) {
+    std::string text;
+    append_json(c, text);
+    // Not UTF-8 goes out as U+FFFD, as encode() sends it.
+    const json expected = json::parse(
+        to_json(c).dump(-1, ' ', false, json::error_handler_t::replace));
+    CHECK(json::parse(text) == expected);
+    auto back = checkpoint_from_json(json::parse(text));
+    REQUIRE(back.is_ok());
+    CHECK(to_json(*back) == expected);
+  }
 }
