@@ -36,10 +36,14 @@ struct Sent {
 };
 
 struct Bench {
-  Bench() : dispatcher(runs, [this](int slot, MessageType type, const corral::ipc::Payload& payload) {
+  Bench()
+      : dispatcher(
+            runs,
+            [this](int slot, MessageType type, const corral::ipc::Payload& payload) {
               sent.push_back({slot, type, payload.json()});
               return true;
-            }, /*per_worker_limit=*/100000) {}
+            },
+            /*per_worker_limit=*/100000) {}
 
   Run& submit(uint32_t n) {
     auto s = corral::scenario::parse_scenario(json::parse(R"({"name": "poll", "steps": [
@@ -333,7 +337,9 @@ TEST_CASE("dispatcher: workers take no more than fits in their memory, and the r
 
 TEST_CASE("dispatcher: worker_instances caps a worker below its memory, and says so") {
   Runs runs;
-  Dispatcher d(runs, [](int, MessageType, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/10);
+  Dispatcher d(
+      runs, [](int, MessageType, const corral::ipc::Payload&) { return true; },
+      /*per_worker_limit=*/10);
   d.worker_ready(0);
   const auto s = one_request();
   runs.create(s, json::object(), 25, 1000);
@@ -362,7 +368,9 @@ void end_running(Run& run, Dispatcher& d, uint32_t n) {
 
 TEST_CASE("dispatcher: a small run behind a large one that fills the workers starts first") {
   Runs runs;
-  Dispatcher d(runs, [](int, MessageType, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/50);
+  Dispatcher d(
+      runs, [](int, MessageType, const corral::ipc::Payload&) { return true; },
+      /*per_worker_limit=*/50);
   d.worker_ready(0);
   d.worker_ready(1);
   const auto s = one_request();
@@ -392,7 +400,9 @@ TEST_CASE("dispatcher: a small run behind a large one that fills the workers sta
 
 TEST_CASE("dispatcher: two large runs waiting together share the workers' room evenly") {
   Runs runs;
-  Dispatcher d(runs, [](int, MessageType, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/500);
+  Dispatcher d(
+      runs, [](int, MessageType, const corral::ipc::Payload&) { return true; },
+      /*per_worker_limit=*/500);
   const auto s = one_request();
   Run& a = runs.create(s, json::object(), 100000, 1000);
   Run& b = runs.create(s, json::object(), 100000, 1001);
@@ -412,7 +422,9 @@ TEST_CASE("dispatcher: two large runs waiting together share the workers' room e
 
 TEST_CASE("dispatcher: a run's priority weighs its share: 3 to 1 takes three quarters of the room") {
   Runs runs;
-  Dispatcher d(runs, [](int, MessageType, const corral::ipc::Payload&) { return true; }, /*per_worker_limit=*/400);
+  Dispatcher d(
+      runs, [](int, MessageType, const corral::ipc::Payload&) { return true; },
+      /*per_worker_limit=*/400);
   const auto s = one_request();
   Run& low = runs.create(s, json::object(), 100000, 1000);
   Run& high = runs.create(s, json::object(), 100000, 1001, /*priority=*/3);

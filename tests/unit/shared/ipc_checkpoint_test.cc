@@ -5,9 +5,9 @@
 #include "shared/ipc/checkpoint.h"
 
 using corral::Code;
+using corral::ipc::append_json;
 using corral::ipc::Checkpoint;
 using corral::ipc::checkpoint_from_json;
-using corral::ipc::append_json;
 using corral::ipc::to_json;
 using nlohmann::json;
 
@@ -114,8 +114,8 @@ TEST_CASE("ipc checkpoint: its text, written without JSON, parses to what to_jso
     std::string text;
     append_json(c, text);
     // Not UTF-8 goes out as U+FFFD, as encode() sends it.
-    const json expected = json::parse(
-        to_json(c).dump(-1, ' ', false, json::error_handler_t::replace));
+    const json expected =
+        json::parse(to_json(c).dump(-1, ' ', false, json::error_handler_t::replace));
     CHECK(json::parse(text) == expected);
     auto back = checkpoint_from_json(json::parse(text));
     REQUIRE(back.is_ok());
