@@ -116,15 +116,15 @@ void resume_points(Run& run, size_t room, std::vector<uint32_t>& taken, ipc::Sta
     // dies after it heard of it takes it along.
     const auto called = run.callbacks.find(i);
     const json* callback = called != run.callbacks.end() ? &called->second : nullptr;
-    if (in.detail().checkpoint.is_object()) {
+    if (const auto& held = in.detail().checkpoint) {
       // Handed back by a stopping worker, or the last progress report of the step: its
       // attempt and retry counts, deadline and start go on from there. It is kept until the
       // step ends: if this worker dies too, the next resume starts from it again.
       if (callback == nullptr) {
-        start.add(i, in.detail().checkpoint);
+        start.add(i, *held);
       } else {
-        json cp = in.detail().checkpoint;
-        cp["callback"] = *callback;
+        ipc::Checkpoint cp = *held;
+        cp.callback = *callback;
         start.add(i, cp);
       }
       continue;

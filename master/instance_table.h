@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/ipc/checkpoint.h"
+
 namespace corral::master {
 
 #define CORRAL_INSTANCE_STATES(X) \
@@ -59,7 +61,7 @@ struct InstanceDetail {
   // The exact position of the step in progress, when the worker sent one (a hand-back, or a
   // progress report of a step's counters): the next placement resumes from it. Cleared when
   // the step ends.
-  nlohmann::json checkpoint;
+  std::optional<ipc::Checkpoint> checkpoint;
   std::vector<StepRecord> steps;
 };
 

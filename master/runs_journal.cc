@@ -36,7 +36,7 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
   r.crash_resumes = in.crash_resumes;
   r.resume_reasons = json(more.resume_reasons).dump();
   r.vars = more.vars.is_object() ? more.vars.dump() : "{}";
-  r.checkpoint = more.checkpoint.is_object() ? more.checkpoint.dump() : "";
+  if (more.checkpoint) ipc::append_json(*more.checkpoint, r.checkpoint);  // else none: ""
   return r;
 }
 
@@ -98,7 +98,7 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   if (cp.is_object()) {
     auto decoded = ipc::checkpoint_from_json(cp, "checkpoint");
     if (decoded && decoded->step < run.scenario->top_steps()) {
-      in.make_detail().checkpoint = ipc::to_json(*decoded);
+      in.make_detail().checkpoint = std::move(*decoded);
     } else {
       spdlog::warn("journal: run {} instance {}: its checkpoint is damaged and is dropped ({})",
                    run.id, r.idx, decoded ? "step out of range" : decoded.status().message());

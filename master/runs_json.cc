@@ -96,15 +96,15 @@ api::BranchEntry branch_entry(const scenario::Scenario& scenario, size_t at, siz
 
 // Where each branch of the parallel step an instance is at stands, from its checkpoint
 // (Checkpoint::branches); none when it is at no parallel step.
-std::optional<std::vector<api::BranchEntry>> branches_of(const scenario::Scenario& scenario,
-                                                         const json& checkpoint) {
-  if (!checkpoint.is_object()) return std::nullopt;
-  auto b = checkpoint.find("branches");
-  uint64_t at = checkpoint.value("step", uint64_t{0});
-  if (b == checkpoint.end() || !b->is_array() || at >= scenario.steps.size()) return std::nullopt;
+std::optional<std::vector<api::BranchEntry>> branches_of(
+    const scenario::Scenario& scenario, const std::optional<ipc::Checkpoint>& checkpoint) {
+  if (!checkpoint) return std::nullopt;
+  const json& b = checkpoint->branches;
+  const size_t at = checkpoint->step;
+  if (!b.is_array() || at >= scenario.steps.size()) return std::nullopt;
   std::vector<api::BranchEntry> out;
-  for (size_t i = 0; i < b->size() && i < scenario.steps[at].branches.size(); ++i) {
-    out.push_back(branch_entry(scenario, at, i, (*b)[i]));
+  for (size_t i = 0; i < b.size() && i < scenario.steps[at].branches.size(); ++i) {
+    out.push_back(branch_entry(scenario, at, i, b[i]));
   }
   return out;
 }

@@ -224,11 +224,6 @@ void StartWriter::add(uint32_t index, const Checkpoint& cp) {
   append_json(cp, text_);
 }
 
-void StartWriter::add(uint32_t index, const json& cp) {
-  key(index);
-  append_json(cp, text_);
-}
-
 std::string StartWriter::finish() {
   text_ += "}}";
   return std::move(text_);

@@ -147,7 +147,6 @@ class StartWriter {
  public:
   explicit StartWriter(const std::string& run);
   void add(uint32_t index, const Checkpoint& cp);
-  void add(uint32_t index, const nlohmann::json& cp);  // one held as JSON
   size_t count() const { return count_; }
   // The payload's text; the writer is spent.
   std::string finish();

@@ -291,7 +291,7 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
   CHECK(in.next_step == 0);  // still at the parallel step
   REQUIRE(in.detail().steps.size() == 1);
   CHECK(in.detail().steps[0].step == 2);
-  CHECK(in.detail().checkpoint["branches"][0]["checkpoint"]["step"] == 3);
+  CHECK(in.detail().checkpoint->branches[0]["checkpoint"]["step"] == 3);
   json shown = h.runs->instance_json(run, 0, true);
   CHECK(shown["steps"][0]["branch"] == "a");
   CHECK(shown["branches"] == json::parse(R"([{"name": "a", "state": "running", "step": 3,
@@ -301,7 +301,7 @@ TEST_CASE("runs journal: a step of a parallel branch is recorded and its checkpo
   Run* r = h.runs->find(id);
   REQUIRE(r != nullptr);
   CHECK(brief(r->instance(0)) == "queued@0 resumes 1/0 1100 | master_restart");
-  CHECK(r->instance(0).detail().checkpoint["branches"][0]["checkpoint"]["vars"]["x"] == "1");
+  CHECK(r->instance(0).detail().checkpoint->branches[0]["checkpoint"]["vars"]["x"] == "1");
   REQUIRE(r->instance(0).detail().steps.size() == 1);
   CHECK(r->instance(0).detail().steps[0].step == 2);
 }
@@ -629,13 +629,13 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   CHECK(run.vars == json::object());  // run vars that are not an object
   CHECK(run.instance(0).detail().resume_reasons == std::vector<std::string>{"ok"});
   CHECK(run.instance(0).detail().vars.is_null());  // wrong types: dropped
-  CHECK(run.instance(0).detail().checkpoint.is_null());
+  CHECK_FALSE(run.instance(0).detail().checkpoint);
   CHECK(run.instance(2).detail().vars == json{{"x", 1}});   // an object: kept
   CHECK(run.instance(1).state == InstanceState::kErrored);  // step 7 of a 2-step scenario
   CHECK(run.instance(1).detail().reason ==
         "its record in the journal names step 7, past the scenario's last step");
-  CHECK(run.instance(2).detail().checkpoint.is_null());         // step out of range: dropped
-  CHECK(run.instance(3).detail().checkpoint["attempts"] == 4);  // well-formed: kept
+  CHECK_FALSE(run.instance(2).detail().checkpoint);             // step out of range: dropped
+  CHECK(run.instance(3).detail().checkpoint->attempts == 4);    // well-formed: kept
 
   s.run.instances = 0;
   CHECK_FALSE(run_from_journal(s, true).is_ok());
