@@ -634,8 +634,8 @@ TEST_CASE("runs journal: damaged rows are mended or ended, never thrown about") 
   CHECK(run.instance(1).state == InstanceState::kErrored);  // step 7 of a 2-step scenario
   CHECK(run.instance(1).detail().reason ==
         "its record in the journal names step 7, past the scenario's last step");
-  CHECK_FALSE(run.instance(2).detail().checkpoint);             // step out of range: dropped
-  CHECK(run.instance(3).detail().checkpoint->attempts == 4);    // well-formed: kept
+  CHECK_FALSE(run.instance(2).detail().checkpoint);           // step out of range: dropped
+  CHECK(run.instance(3).detail().checkpoint->attempts == 4);  // well-formed: kept
 
   s.run.instances = 0;
   CHECK_FALSE(run_from_journal(s, true).is_ok());
