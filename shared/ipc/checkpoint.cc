@@ -22,10 +22,16 @@ nlohmann::json to_json(const Checkpoint& c) {
 }
 
 namespace {
-void append_field(std::string& out, const char* name, int64_t v) {
+// `,"name":` (no comma before the first field).
+void append_name(std::string& out, const char* name) {
+  if (out.back() != '{') out += ',';
   out += '"';
   out += name;
   out += "\":";
+}
+
+void append_number(std::string& out, const char* name, int64_t v) {
+  append_name(out, name);
   char buf[24];
   out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
@@ -37,31 +43,23 @@ void append_json(const nlohmann::json& j, std::string& out) {
 
 void append_json(const Checkpoint& c, std::string& out) {
   out += '{';
-  append_field(out, "step", c.step);
-  out += ',';
-  append_field(out, "attempts", c.attempts);
-  out += ',';
-  append_field(out, "tries", c.tries);
-  out += ',';
-  append_field(out, "step_started_ms", c.step_started_ms);
-  out += ',';
-  append_field(out, "deadline_ms", c.deadline_ms);
-  out += ',';
-  append_field(out, "started_ms", c.started_ms);
-  if (c.wake_ms != 0) {
-    out += ',';
-    append_field(out, "wake_ms", c.wake_ms);
-  }
-  // As to_json: each written only when set.
+  const std::pair<const char*, int64_t> numbers[] = {
+      {"step", c.step},
+      {"attempts", c.attempts},
+      {"tries", c.tries},
+      {"step_started_ms", c.step_started_ms},
+      {"deadline_ms", c.deadline_ms},
+      {"started_ms", c.started_ms}};
+  for (const auto& [name, v] : numbers) append_number(out, name, v);
+  // As to_json: each of the rest written only when set.
+  if (c.wake_ms != 0) append_number(out, "wake_ms", c.wake_ms);
   const std::pair<const char*, const nlohmann::json*> nested[] = {
       {"vars", c.vars.is_object() && !c.vars.empty() ? &c.vars : nullptr},
       {"callback", c.callback.is_null() ? nullptr : &c.callback},
       {"branches", c.branches.is_null() ? nullptr : &c.branches}};
   for (const auto& [name, j] : nested) {
     if (j == nullptr) continue;
-    out += ",\"";
-    out += name;
-    out += "\":";
+    append_name(out, name);
     append_json(*j, out);
   }
   out += '}';
