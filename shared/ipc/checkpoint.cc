@@ -43,13 +43,12 @@ void append_json(const nlohmann::json& j, std::string& out) {
 
 void append_json(const Checkpoint& c, std::string& out) {
   out += '{';
-  const std::pair<const char*, int64_t> numbers[] = {
-      {"step", c.step},
-      {"attempts", c.attempts},
-      {"tries", c.tries},
-      {"step_started_ms", c.step_started_ms},
-      {"deadline_ms", c.deadline_ms},
-      {"started_ms", c.started_ms}};
+  const std::pair<const char*, int64_t> numbers[] = {{"step", c.step},
+                                                     {"attempts", c.attempts},
+                                                     {"tries", c.tries},
+                                                     {"step_started_ms", c.step_started_ms},
+                                                     {"deadline_ms", c.deadline_ms},
+                                                     {"started_ms", c.started_ms}};
   for (const auto& [name, v] : numbers) append_number(out, name, v);
   // As to_json: each of the rest written only when set.
   if (c.wake_ms != 0) append_number(out, "wake_ms", c.wake_ms);
