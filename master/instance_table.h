@@ -60,8 +60,8 @@ struct InstanceDetail {
   nlohmann::json vars;  // captured so far (wire form): what a resumed instance continues with
   // The exact position of the step in progress, when the worker sent one (a hand-back, or a
   // progress report of a step's counters): the next placement resumes from it. Cleared when
-  // the step ends.
-  std::optional<ipc::Checkpoint> checkpoint;
+  // the step ends. Apart, so that the detail a resume reason makes stays small.
+  std::unique_ptr<ipc::Checkpoint> checkpoint;
   std::vector<StepRecord> steps;
 };
 

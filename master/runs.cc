@@ -217,7 +217,7 @@ void Runs::apply(int slot, const ipc::Event& ev, int64_t now_ms) {
       return;
     case ipc::EventKind::kProgress:
       if (ev.checkpoint.step != in.next_step) return;  // a report older than the step's end
-      in.make_detail().checkpoint = ev.checkpoint;
+      in.make_detail().checkpoint = std::make_unique<ipc::Checkpoint>(ev.checkpoint);
       journal_instance(*run, i);
       return;
     case ipc::EventKind::kDone:
@@ -250,7 +250,7 @@ void Runs::apply_step(Run& run, uint32_t i, const ipc::Event& ev) {
   if (ev.in_branch) {
     // A step of a parallel step's branch: the instance is still at the parallel step, and
     // its checkpoint says where each branch is.
-    more.checkpoint = ev.checkpoint;
+    more.checkpoint = std::make_unique<ipc::Checkpoint>(ev.checkpoint);
   } else {
     if (ev.outcome == ipc::Outcome::kPassed) in.next_step = r.step + 1;
     if (ev.vars.is_object()) more.vars = ev.vars;
@@ -373,7 +373,7 @@ Result<size_t> Runs::hand_back(int slot, const json& instances, const std::strin
       in->worker = -1;
       in->resumes += 1;
       InstanceDetail& more = in->make_detail();
-      more.checkpoint = std::move(*cp);
+      more.checkpoint = std::make_unique<ipc::Checkpoint>(std::move(*cp));
       more.resume_reasons.push_back(why);
       run->requeued.push_back(i);
       journal_instance(*run, i);

@@ -111,7 +111,7 @@ size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
     if (is_terminal(in.state)) continue;
     ++waiting;
     bool started = in.started_ms != 0 || in.state == InstanceState::kRunning ||
-                   in.detail().checkpoint.has_value() || in.next_step != 0;
+                   in.detail().checkpoint != nullptr || in.next_step != 0;
     if (!started) {
       if (!run.fresh.empty() && run.fresh.back().second == i) {
         run.fresh.back().second = i + 1;

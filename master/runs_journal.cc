@@ -98,7 +98,7 @@ void instance_from_row(Run& run, const journal::InstanceRow& r) {
   if (cp.is_object()) {
     auto decoded = ipc::checkpoint_from_json(cp, "checkpoint");
     if (decoded && decoded->step < run.scenario->top_steps()) {
-      in.make_detail().checkpoint = std::move(*decoded);
+      in.make_detail().checkpoint = std::make_unique<ipc::Checkpoint>(std::move(*decoded));
     } else {
       spdlog::warn("journal: run {} instance {}: its checkpoint is damaged and is dropped ({})",
                    run.id, r.idx, decoded ? "step out of range" : decoded.status().message());

@@ -96,8 +96,8 @@ api::BranchEntry branch_entry(const scenario::Scenario& scenario, size_t at, siz
 
 // Where each branch of the parallel step an instance is at stands, from its checkpoint
 // (Checkpoint::branches); none when it is at no parallel step.
-std::optional<std::vector<api::BranchEntry>> branches_of(
-    const scenario::Scenario& scenario, const std::optional<ipc::Checkpoint>& checkpoint) {
+std::optional<std::vector<api::BranchEntry>> branches_of(const scenario::Scenario& scenario,
+                                                         const ipc::Checkpoint* checkpoint) {
   if (!checkpoint) return std::nullopt;
   const json& b = checkpoint->branches;
   const size_t at = checkpoint->step;
@@ -199,7 +199,7 @@ api::InstanceEntry Runs::instance_of(const Run& run, uint32_t index, bool with_s
   if (auto c = run.callbacks.find(index); c != run.callbacks.end()) {
     e.callback = api::InstanceCallback{c->second.value("step", uint32_t{0}), true};  // not used yet
   }
-  e.branches = branches_of(*run.scenario, more.checkpoint);
+  e.branches = branches_of(*run.scenario, more.checkpoint.get());
   if (!with_steps) return e;
   e.vars = ipc::vars_for_display(more.vars);
   e.steps.emplace();
