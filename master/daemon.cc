@@ -60,7 +60,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       dispatcher_(
           runs_,
           [this](int slot, ipc::MessageType t, const ipc::Payload& p) {
-            return send_payload(slot, t, p);
+            return send_to(slot, t, p);
           },
           static_cast<uint32_t>(cfg_.worker_instances)),
       run_service_(loop, cfg_, secrets_, runs_, dispatcher_, *this),

@@ -157,8 +157,7 @@ class Daemon : private WorkerLink {
   // Applies a worker's `events` frame; a malformed event is the worker's protocol error.
   Status on_events(int slot, const nlohmann::json& payload);
   // WorkerLink, for the parts (worker_link.h).
-  bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) override;
-  bool send_payload(int slot, ipc::MessageType type, const ipc::Payload& payload);
+  bool send_to(int slot, ipc::MessageType type, const ipc::Payload& payload) override;
   void send_to_all(ipc::MessageType type, const nlohmann::json& payload) override;
   bool stopping() const override { return supervisor_.shutting_down(); }
   std::string callback_base() const override { return callback_base(image_->config()); }

@@ -50,11 +50,7 @@ bool may_be_the_runs(const ExitInfo& e) {
 
 }  // namespace
 
-bool Daemon::send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) {
-  return send_payload(slot, type, ipc::Payload(payload));
-}
-
-bool Daemon::send_payload(int slot, ipc::MessageType type, const ipc::Payload& payload) {
+bool Daemon::send_to(int slot, ipc::MessageType type, const ipc::Payload& payload) {
   auto it = workers_.find(slot);
   if (it == workers_.end()) return false;
   Status s = it->second->send(type, payload);
@@ -64,7 +60,7 @@ bool Daemon::send_payload(int slot, ipc::MessageType type, const ipc::Payload& p
 }
 
 void Daemon::send_to_all(ipc::MessageType type, const nlohmann::json& payload) {
-  for (const auto& [slot, w] : workers_) (void)send_to(slot, type, payload);
+  for (const auto& [slot, w] : workers_) (void)send_to(slot, type, ipc::Payload(payload));
 }
 
 std::string Daemon::callback_base(const config::Config& cfg) const {

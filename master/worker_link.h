@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shared/ipc/codec.h"
 #include "shared/ipc/protocol.h"
 
 namespace corral::master {
@@ -17,7 +18,10 @@ namespace corral::master {
 class WorkerLink {
  public:
   // Sends to the worker of `slot`; false when it has none, or it cannot be written to.
-  virtual bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) = 0;
+  virtual bool send_to(int slot, ipc::MessageType type, const ipc::Payload& payload) = 0;
+  bool send_to(int slot, ipc::MessageType type, const nlohmann::json& payload) {
+    return send_to(slot, type, ipc::Payload(payload));
+  }
   // Sends to every current worker (a run's cancel: each stops what it holds of the run).
   virtual void send_to_all(ipc::MessageType type, const nlohmann::json& payload) = 0;
   // Queued instances are placed in a later turn of the loop (never in the caller's).

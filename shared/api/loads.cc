@@ -182,11 +182,10 @@ json to_json(const LoadErrors& e) {
 json to_json(const LoadAnswer& a) {
   json late = to_json(a.start_lateness.late);
   late["over_5ms"] = a.start_lateness.over_5ms;
-  json steps = json::array(), thresholds = json::array();
-  for (const LoadStepTotals& s : a.steps) steps.push_back(to_json(s));
-  for (const ThresholdOutcome& t : a.thresholds) {
-    thresholds.push_back({{"name", t.name}, {"value", t.value}, {"ok", t.ok}});
-  }
+  json steps = detail::array_of(a.steps, [](const LoadStepTotals& s) { return to_json(s); });
+  json thresholds = detail::array_of(a.thresholds, [](const ThresholdOutcome& t) -> json {
+    return {{"name", t.name}, {"value", t.value}, {"ok", t.ok}};
+  });
   const LoadIterations& it = a.iterations;
   const LoadConnections& c = a.connections;
   json j = {{"id", a.id},

@@ -8,6 +8,7 @@
 
 namespace corral::api {
 
+using detail::array_of;
 using detail::or_null;
 using detail::present;
 using ipc::detail::FieldReader;
@@ -100,12 +101,12 @@ json to_json(const RunSummary& s) {
 json to_json(const RunDetail& d) {
   json j = to_json(static_cast<const RunSummary&>(d));
   j["duration_ms"] = to_json(d.duration_ms);
-  j["failures"] = json::array();
-  for (const RunFailure& f : d.failures) j["failures"].push_back(to_json(f));
+  j["failures"] = array_of(d.failures);
   j["vars"] = d.vars;
   j["priority"] = d.priority;
-  j["steps"] = json::array();
-  for (const RunStep& s : d.steps) j["steps"].push_back({{"step", s.step}, {"name", s.name}});
+  j["steps"] = array_of(d.steps, [](const RunStep& s) -> json {
+    return {{"step", s.step}, {"name", s.name}};
+  });
   if (d.quarantine) {
     j["quarantine"] = {{"reason", d.quarantine->reason}, {"deaths", d.quarantine->deaths}};
   }
@@ -126,14 +127,11 @@ json to_json(const InstanceEntry& e) {
             {"duration_ms", e.duration_ms}};
   if (e.worker) j["worker"] = *e.worker;
   if (e.callback) j["callback"] = {{"step", e.callback->step}, {"called", e.callback->called}};
-  if (e.branches) {
-    j["branches"] = json::array();
-    for (const BranchEntry& b : *e.branches) j["branches"].push_back(to_json(b));
-  }
+  // (to_json of an entry's parts is this file's own: named here, as lookup by type misses it)
+  if (e.branches) j["branches"] = array_of(*e.branches, [](const BranchEntry& b) { return to_json(b); });
   if (e.steps) {
     j["vars"] = e.vars;
-    j["steps"] = json::array();
-    for (const StepEntry& s : *e.steps) j["steps"].push_back(to_json(s));
+    j["steps"] = array_of(*e.steps, [](const StepEntry& s) { return to_json(s); });
   }
   if (e.key) j["key"] = *e.key;
   if (e.row) j["row"] = *e.row;
@@ -142,22 +140,17 @@ json to_json(const InstanceEntry& e) {
 }
 
 json to_json(const InstancesAnswer& a) {
-  json list = json::array();
-  for (const InstanceEntry& e : a.instances) list.push_back(to_json(e));
-  return {{"run", a.run}, {"instances", std::move(list)}, {"next", or_null(a.next)}};
+  return {{"run", a.run}, {"instances", array_of(a.instances)}, {"next", or_null(a.next)}};
 }
 
-json to_json(const RunsAnswer& a) {
-  json list = json::array();
-  for (const RunSummary& s : a.runs) list.push_back(to_json(s));
-  return {{"runs", std::move(list)}};
-}
+json to_json(const RunsAnswer& a) { return {{"runs", array_of(a.runs)}}; }
 
 json to_json(const SubmitAnswer& a) {
   json j = {{"run", a.run}, {"instances", a.instances}};
   if (a.data) {
-    json bad = json::array();
-    for (const BadRow& b : a.data->bad) bad.push_back({{"line", b.line}, {"error", b.error}});
+    json bad = array_of(a.data->bad, [](const BadRow& b) -> json {
+      return {{"line", b.line}, {"error", b.error}};
+    });
     j["data"] = {{"rows", a.data->rows}, {"skipped", a.data->skipped}, {"bad", std::move(bad)}};
   }
   if (!a.warning.empty()) j["warning"] = a.warning;

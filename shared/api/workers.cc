@@ -81,9 +81,7 @@ json to_json(const WorkerEntry& w) {
 }
 
 json to_json(const WorkersAnswer& a) {
-  json list = json::array();
-  for (const WorkerEntry& w : a.workers) list.push_back(to_json(w));
-  return {{"workers", std::move(list)},
+  return {{"workers", detail::array_of(a.workers)},
           {"memory",
            {{"budget_bytes", a.memory.budget_bytes},
             {"instance_bytes", a.memory.instance_bytes},

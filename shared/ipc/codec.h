@@ -26,20 +26,19 @@ class Payload {
  public:
   explicit Payload(const nlohmann::json& object) : json_(&object) {}
   static Payload text(std::string written) {
-    Payload p(kNull);
+    Payload p;
     p.text_ = std::move(written);
-    p.json_ = nullptr;
     return p;
   }
-  // The JSON, parsed from the text when it is text.
+  // The JSON, parsed from the text when it is text (what tests look at).
   nlohmann::json json() const { return json_ != nullptr ? *json_ : nlohmann::json::parse(text_); }
   // The bytes that go on the wire. Never throws: a text in a JSON payload that is not UTF-8 goes
   // out with U+FFFD in place of each bad byte.
   std::string dump() const;
 
  private:
-  static inline const nlohmann::json kNull;
-  const nlohmann::json* json_;
+  Payload() = default;
+  const nlohmann::json* json_ = nullptr;  // none: the payload is text_
   std::string text_;
 };
 

@@ -22,8 +22,9 @@ using nlohmann::json;
 namespace {
 
 struct FakeWorkers : corral::master::WorkerLink {
-  bool send_to(int slot, MessageType type, const json& payload) override {
-    sent.push_back({slot, type, payload});
+  using WorkerLink::send_to;
+  bool send_to(int slot, MessageType type, const corral::ipc::Payload& payload) override {
+    sent.push_back({slot, type, payload.json()});
     return true;
   }
   void send_to_all(MessageType type, const json& payload) override {
