@@ -128,7 +128,8 @@ json to_json(const InstanceEntry& e) {
   if (e.worker) j["worker"] = *e.worker;
   if (e.callback) j["callback"] = {{"step", e.callback->step}, {"called", e.callback->called}};
   // (to_json of an entry's parts is this file's own: named here, as lookup by type misses it)
-  if (e.branches) j["branches"] = array_of(*e.branches, [](const BranchEntry& b) { return to_json(b); });
+  if (e.branches)
+    j["branches"] = array_of(*e.branches, [](const BranchEntry& b) { return to_json(b); });
   if (e.steps) {
     j["vars"] = e.vars;
     j["steps"] = array_of(*e.steps, [](const StepEntry& s) { return to_json(s); });
