@@ -146,7 +146,9 @@ void RunService::api_prune(const ApiCall& c) {
     n = runs_.prune(unix_ms_now());
   }
   spdlog::info("prune: {} finished runs forgotten", n);
-  c.respond.send(Response::json(200, {{"pruned", n}}));
+  // Answered once the journal has them deleted: a master killed after the answer keeps them
+  // forgotten.
+  respond_journaled(journal_, c.respond, 200, {{"pruned", n}});
 }
 
 void RunService::api_get(const ApiCall& c) {
