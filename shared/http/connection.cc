@@ -57,7 +57,7 @@ void Connection::close() {
   state_ = State::kClosed;
   reading_ = false;
   timer_.close();
-  stream_->close();
+  if (stream_) stream_->close();
   std::string().swap(pending_);
   OnClosed cb = std::move(on_closed_);
   on_closed_ = nullptr;
@@ -71,7 +71,7 @@ void Connection::respond(uint64_t seq, Response&& r) {
 }
 
 bool Connection::idle() const {
-  return state_ == State::kReading && seq_ > 0 && parser_.phase() == Phase::kIdle &&
+  return state_ == State::kReading && stream_ && seq_ > 0 && parser_.phase() == Phase::kIdle &&
          stream_->queued_bytes() == 0;
 }
 
@@ -90,7 +90,8 @@ void Connection::on_data(std::string_view bytes) noexcept {
       return;
     case State::kClosing:
     case State::kClosed:
-      return;  // discarded
+    case State::kUpgraded:
+      return;  // discarded (an upgraded connection reads no more)
   }
 }
 
@@ -122,6 +123,7 @@ void Connection::on_timer() noexcept {
       on_read_tick();
       return;
     case State::kAwaiting:
+    case State::kUpgraded:
       return;  // the handler owns the clock while it holds a request; its answer re-arms
     case State::kBlocked:
       on_drain_tick();
@@ -217,6 +219,7 @@ void Connection::feed(std::string_view data) {
     pending_.assign(data.data(), data.size());
     stop_reading();
   }
+  if (state_ == State::kUpgraded) hand_over(std::string(data));
 }
 
 void Connection::on_headers() {
@@ -259,6 +262,10 @@ void Connection::refuse(int status, std::string message) {
 }
 
 void Connection::send_response(const Response& r) {
+  if (r.upgrade && r.status == 101) {
+    switch_protocols(r);
+    return;
+  }
   ConnectionHeader header = !keep_alive_ ? ConnectionHeader::kClose
                             : http10_    ? ConnectionHeader::kKeepAlive
                                          : ConnectionHeader::kNone;
@@ -285,6 +292,29 @@ void Connection::send_response(const Response& r) {
   }
   arm_read_timer();
   if (!in_dispatch_) resume();  // else feed() carries on once the handler returns
+}
+
+// A 101: its head goes out, and the stream goes to the new protocol's owner with what was read
+// past the request (now, or once the handler that answered inside dispatch() has returned).
+void Connection::switch_protocols(const Response& r) {
+  std::string wire;
+  append_response(r, ConnectionHeader::kNone, false, wire);
+  if (Status s = stream_->write(std::move(wire)); !s) {
+    close();
+    return;
+  }
+  state_ = State::kUpgraded;
+  upgrade_ = r.upgrade;
+  stop_reading();
+  timer_.stop();
+  if (!in_dispatch_) hand_over(std::move(pending_));
+}
+
+void Connection::hand_over(std::string rest) {
+  auto upgrade = std::move(upgrade_);
+  std::unique_ptr<uv::Stream> stream = std::move(stream_);  // close() leaves it open
+  close();
+  upgrade(std::move(stream), std::move(rest));
 }
 
 // Parses what arrived while the connection waited, then reads again.

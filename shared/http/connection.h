@@ -8,6 +8,8 @@
 //   kBlocked  too many unsent bytes; reading stops until the write queue drains, or to
 //   kClosing  the last answer has been queued (Connection: close, or an error answered by
 //             the server): shut down writing, discard input, close on EOF or a linger timeout.
+//   kUpgraded the answer was a 101 with an upgrade: the stream goes to the new protocol's
+//             owner as soon as the handler has returned, and the connection closes without it.
 //   kClosed   handles closed; the Server has been told and dropped its reference.
 //
 // While kReading, one timer runs to the deadline of what the parser waits for (its phase):
@@ -58,7 +60,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t answered_ns() const { return answered_ns_; }
 
  private:
-  enum class State { kReading, kAwaiting, kBlocked, kClosing, kClosed };
+  enum class State { kReading, kAwaiting, kBlocked, kClosing, kUpgraded, kClosed };
 
   // Stream, timer and shutdown callbacks.
   void on_data(std::string_view bytes) noexcept;
@@ -76,6 +78,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_handler_failure(uint64_t seq, const char* what);
   void refuse(int status, std::string message);
   void send_response(const Response& r);
+  void switch_protocols(const Response& r);
+  void hand_over(std::string rest);
   void resume();
   void begin_closing();
   void start_reading();
@@ -104,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = true;  // how to answer it
   bool http10_ = false;
   bool head_ = false;
+  std::function<void(std::unique_ptr<uv::Stream>, std::string)> upgrade_;  // while kUpgraded
 
   // uv_now() times that the read deadlines count from.
   uint64_t request_began_ = 0;  // first byte of the current request (accept for the first)

@@ -109,15 +109,22 @@ void append_response(const Response& r, ConnectionHeader connection, bool omit_b
   append_number(out, static_cast<uint64_t>(status));
   out += ' ';
   out += reason;
-  out += "\r\nContent-Type: ";
-  out += has_crlf(r.content_type) ? "application/octet-stream" : r.content_type;
-  out += "\r\nContent-Length: ";
-  append_number(out, bodiless ? 0 : r.body.size());
   out += "\r\n";
+  // A 1xx has no body and may carry neither length nor type (RFC 9110, 8.6); a 101 names its
+  // new protocol in the handler's Connection and Upgrade headers.
+  const bool switching = r.upgrade != nullptr && status == 101;
+  if (status >= 200) {
+    out += "Content-Type: ";
+    out += has_crlf(r.content_type) ? "application/octet-stream" : r.content_type;
+    out += "\r\nContent-Length: ";
+    append_number(out, bodiless ? 0 : r.body.size());
+    out += "\r\n";
+  }
   if (connection == ConnectionHeader::kKeepAlive) out += "Connection: keep-alive\r\n";
   if (connection == ConnectionHeader::kClose) out += "Connection: close\r\n";
   for (const auto& [name, value] : r.headers) {
-    if (name.empty() || is_reserved(name) || has_crlf(name) || has_crlf(value)) continue;
+    const bool allowed = !is_reserved(name) || (switching && iequals(name, "connection"));
+    if (name.empty() || !allowed || has_crlf(name) || has_crlf(value)) continue;
     out += name;
     out += ": ";
     out += value;

@@ -1,12 +1,18 @@
 // The request a handler receives and the response it gives back (see server.h).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace corral::uv {
+class Stream;
+}
 
 namespace corral::http {
 
@@ -39,8 +45,13 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   // Extra headers. Content-Length, Content-Type and Connection are the server's: those named
-  // here are dropped, as is any header whose name or value holds CR or LF.
+  // here are dropped (but Connection in a 101 with `upgrade`), as is any header whose name or
+  // value holds CR or LF.
   HeaderList headers;
+  // A 101 that switches the connection to another protocol (a WebSocket): once its head is
+  // queued, the server hands the connection's stream, with the bytes read past the request, to
+  // `upgrade` and forgets the connection. Ignored in any other answer.
+  std::function<void(std::unique_ptr<uv::Stream> stream, std::string rest)> upgrade;
 
   // `body` serialised; invalid UTF-8 in strings is replaced rather than thrown about.
   static Response json(int status, const nlohmann::json& body);

@@ -34,8 +34,6 @@ void post(uv_work_t* w) {
 
 }  // namespace
 
-Target::~Target() { *alive_ = false; }
-
 void Target::call_back(std::string url, nlohmann::json body, uint64_t after_ms) {
   static const bool curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   (void)curl_ready;

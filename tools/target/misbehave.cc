@@ -51,7 +51,7 @@ Response echo(const http::Request& req) {
 bool Target::misbehave(const http::Request& req, const http::Responder& respond) {
   const std::string& p = req.path;
   if (p == "/bytes" && req.method == "GET") {
-    Response r{200, "application/octet-stream", kNotUtf8, {{"X-Bytes", kNotUtf8}}};
+    Response r{200, "application/octet-stream", kNotUtf8, {{"X-Bytes", kNotUtf8}}, {}};
     respond.send(std::move(r));
   } else if (p == "/bytes") {
     // Whether the client sent back exactly the bytes GET /bytes gave it.
@@ -60,14 +60,14 @@ bool Target::misbehave(const http::Request& req, const http::Responder& respond)
   } else if (p == "/redirect") {
     respond.send(redirect(req));
   } else if (p == "/redirect-loop") {
-    respond.send(Response{302, "text/plain", "again", {{"Location", "/redirect-loop"}}});
+    respond.send(Response{302, "text/plain", "again", {{"Location", "/redirect-loop"}}, {}});
   } else if (p == "/echo") {
     respond.send(echo(req));
   } else if (p == "/big") {
     // A JSON document of about `bytes` bytes: {"data": "xxxx..."}.
     uint64_t bytes = std::min<uint64_t>(number(req, "bytes", 1024), uint64_t{1} << 30);
     std::string body = "{\"data\": \"" + std::string(bytes > 12 ? bytes - 12 : 0, 'x') + "\"}";
-    respond.send(Response{200, "application/json", std::move(body), {}});
+    respond.send(Response{200, "application/json", std::move(body), {}, {}});
   } else if (p == "/hang") {
     ++hanging_;  // never answered: the connection stays until the client gives up
   } else {

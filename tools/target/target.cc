@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "shared/uv/timer.h"
+#include "tools/target/ws_peer.h"
 
 namespace corral::target {
 namespace {
@@ -28,7 +29,10 @@ Target::Target(uv_loop_t* loop)
     : loop_(loop),
       server_(
           loop, [this](http::Request&& req, http::Responder r) { handle(std::move(req), r); },
-          http::ServerOptions{1 << 20, 64 << 10, 60000, 1 << 20}) {}
+          http::ServerOptions{1 << 20, 64 << 10, 60000, 1 << 20}),
+      reap_ws_(loop) {}
+
+Target::~Target() { *alive_ = false; }
 
 void Target::handle(http::Request&& req, http::Responder respond) {
   const std::string& p = req.path;
@@ -42,12 +46,14 @@ void Target::handle(http::Request&& req, http::Responder respond) {
   } else if (p == "/delay") {
     delay(req, respond);
   } else if (p == "/delay-stats") {
-    respond.send(Response::json(200, {{"most_at_once", most_delays_},
-                                      {"arrivals_ms", delay_arrivals_ms_}}));
+    respond.send(
+        Response::json(200, {{"most_at_once", most_delays_}, {"arrivals_ms", delay_arrivals_ms_}}));
   } else if (p == "/fail") {
     uint64_t code = to_u64(req.query_param("status").value_or("500")).value_or(500);
     if (code < 100 || code > 599) code = 500;
     respond.send(Response::error(static_cast<int>(code), "failing on request"));
+  } else if (websocket(req, respond)) {
+    return;
   } else if (misbehave(req, respond)) {
     return;
   } else if (p == "/metrics") {  // Prometheus text, for a load test's --watch-url
@@ -59,12 +65,13 @@ void Target::handle(http::Request&& req, http::Responder respond) {
              "corral_target_connections " + std::to_string(server_.connection_count()) + "\n";
     respond.send(std::move(r));
   } else if (p == "/stats") {
-    respond.send(
-        Response::json(200, {{"requests", requests_},
-                             {"polls", polls_},
-                             {"jobs", jobs_.size()},
-                             {"connections", server_.connection_count()},
-                             {"callbacks", callbacks_delivered_}}));
+    respond.send(Response::json(200, {{"requests", requests_},
+                                      {"polls", polls_},
+                                      {"jobs", jobs_.size()},
+                                      {"connections", server_.connection_count()},
+                                      {"callbacks", callbacks_delivered_},
+                                      {"websockets", ws_peers_.size()},
+                                      {"ws_messages", ws_messages_}}));
   } else {
     respond.send(Response::error(404, "no route for " + req.method + " " + p));
   }
@@ -124,12 +131,12 @@ Response Target::flaky(const http::Request& req) {
 Response Target::status(const http::Request& req) {
   ++polls_;
   auto done_after = req.query_param("done_after");
-  if (!done_after) return Response{200, "application/json", R"({"status":"N"})", {}};
+  if (!done_after) return Response{200, "application/json", R"({"status":"N"})", {}, {}};
   uint64_t k = to_u64(*done_after).value_or(1);
   uint32_t& seen = status_polls_[req.path.substr(std::string_view("/status/").size())];
   seen += 1;
   return Response{
-      200, "application/json", seen >= k ? R"({"status":"Y"})" : R"({"status":"N"})", {}};
+      200, "application/json", seen >= k ? R"({"status":"Y"})" : R"({"status":"N"})", {}, {}};
 }
 
 void Target::delay(const http::Request& req, const http::Responder& respond) {

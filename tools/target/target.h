@@ -19,7 +19,8 @@
 //   GET  /fail?status=503  -> that status
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
 //   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n,
-//                              "callbacks": n (delivered: answered 2xx)}
+//                              "callbacks": n (delivered: answered 2xx), "websockets": n (open
+//                              now), "ws_messages": n (received)}
 //                             (requests other than /stats and /metrics; connections open now,
 //                             this one too)
 //   GET  /metrics          -> the same counts as Prometheus text: corral_target_requests_total,
@@ -33,6 +34,14 @@
 //                             "body"}: the request as received
 //   GET  /big?bytes=N      -> 200, a JSON document of about N bytes
 //   ANY  /hang             -> never answers
+// WebSocket (websocket.cc; "Upgrade: websocket", subprotocols "echo" and "chat"):
+//   /ws                    -> 101, then every message back as it came; ?push_ms=N also sends
+//                             {"seq": n} every N ms; ?close_after=N closes after N messages with
+//                             ?close_code=C (1000; 0: a close frame with no code)
+//   /ws/status?code=N      -> N, no upgrade
+//   /ws/bad-accept         -> 101 with a Sec-WebSocket-Accept that answers no key
+//   /ws/raw?hex=H          -> 101, then the bytes H (hex) as they are; reads and drops the rest
+//   (a WebSocket to /hang never gets an answer)
 // Loop thread only.
 #pragma once
 
@@ -46,6 +55,8 @@
 #include "shared/uv/timer.h"
 
 namespace corral::target {
+
+class WsPeer;
 
 struct Job {
   uint32_t polls = 0;
@@ -70,6 +81,13 @@ class Target {
   uint64_t hanging() const { return hanging_; }  // /hang requests received
   uint64_t callbacks_delivered() const { return callbacks_delivered_; }
   size_t jobs() const { return jobs_.size(); }  // jobs created since it started
+  uv_loop_t* loop() const { return loop_; }
+  size_t websockets() const { return ws_peers_.size(); }  // open now
+
+  // For the WebSocket peers (ws_peer.h).
+  void count_ws_message() { ++ws_messages_; }
+  // Closes the peer `id` and frees it on the next turn.
+  void forget_ws(uint64_t id);
 
   // A callback being sent (callbacks.cc).
   struct Call {
@@ -97,6 +115,8 @@ class Target {
   static void on_posted(uv_work_t* w, int status);
   // The misbehaving routes; false when `req` is not one of them.
   bool misbehave(const http::Request& req, const http::Responder& respond);
+  // The WebSocket routes (websocket.cc); false when `req` is not for one of them.
+  bool websocket(const http::Request& req, const http::Responder& respond);
 
   uv_loop_t* loop_;
   http::Server server_;
@@ -118,6 +138,12 @@ class Target {
   uint64_t next_call_ = 0;
   uint64_t callbacks_delivered_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Upgraded WebSocket connections, by a number of their own; they are no longer the server's.
+  std::unordered_map<uint64_t, std::unique_ptr<WsPeer>> ws_peers_;
+  std::vector<std::unique_ptr<WsPeer>> dead_ws_;
+  uv::Timer reap_ws_;
+  uint64_t next_ws_ = 0;
+  uint64_t ws_messages_ = 0;
 };
 
 }  // namespace corral::target

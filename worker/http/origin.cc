@@ -16,12 +16,6 @@ using Kind = OriginErrorTable::Kind;
 constexpr uint64_t kDnsTtlMs = 60000;   // as curl's DNS cache
 constexpr uint64_t kSweepEveryMs = 50;  // queued exchanges past their deadline
 
-bool literal_address(const std::string& host, uint16_t port, sockaddr_storage& out) {
-  std::memset(&out, 0, sizeof out);
-  if (uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&out)) == 0) return true;
-  return uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&out)) == 0;
-}
-
 Wire first_wire(http::HttpVersion version, bool tls) {
   if (!tls) return version == http::HttpVersion::kHttp2 ? Wire::kHttp2 : Wire::kHttp1;
   return version == http::HttpVersion::kHttp11 ? Wire::kHttp1 : Wire::kAlpn;
@@ -362,13 +356,7 @@ void Origin::resolve() {
 void Origin::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
   auto* o = static_cast<Origin*>(req->data);
   delete req;
-  std::vector<sockaddr_storage> addrs;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    sockaddr_storage s{};
-    std::memcpy(&s, a->ai_addr, std::min<size_t>(a->ai_addrlen, sizeof s));
-    addrs.push_back(s);
-  }
-  uv_freeaddrinfo(res);
+  std::vector<sockaddr_storage> addrs = take_addresses(res);
   if (o == nullptr) return;  // the origin went away meanwhile
   o->resolving_ = nullptr;
   if (status != 0 || addrs.empty()) {

@@ -1,9 +1,11 @@
 #include "worker/http/url.h"
 
 #include <http_parser.h>
+#include <uv.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <string_view>
 
 #include "shared/http/origin.h"
@@ -75,5 +77,22 @@ std::string HttpUrl::host_header() const {
 }
 
 std::string origin_label(const std::string& url) { return http::origin_of(url); }
+
+bool literal_address(const std::string& host, uint16_t port, sockaddr_storage& out) {
+  std::memset(&out, 0, sizeof out);
+  if (uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(&out)) == 0) return true;
+  return uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(&out)) == 0;
+}
+
+std::vector<sockaddr_storage> take_addresses(addrinfo* res) {
+  std::vector<sockaddr_storage> addrs;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    sockaddr_storage s{};
+    std::memcpy(&s, a->ai_addr, std::min<size_t>(a->ai_addrlen, sizeof s));
+    addrs.push_back(s);
+  }
+  uv_freeaddrinfo(res);
+  return addrs;
+}
 
 }  // namespace corral::worker

@@ -1,9 +1,13 @@
 // URLs as the lean client needs them, split by http-parser's URL parser.
 #pragma once
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace corral::worker {
 
@@ -27,6 +31,11 @@ struct HttpUrl {
 // Splits an absolute http:// or https:// URL. nullopt when it is not one (another scheme, user
 // info, a relative URL) or holds bytes no URL may hold (space, control characters).
 std::optional<HttpUrl> parse_http_url(const std::string& url);
+
+// Whether `host` is an IPv4 or IPv6 literal; if so, `out` gets it with `port`.
+bool literal_address(const std::string& host, uint16_t port, sockaddr_storage& out);
+// The addresses of a uv_getaddrinfo answer, in its order; `res` is freed.
+std::vector<sockaddr_storage> take_addresses(addrinfo* res);
 
 // "scheme://host:port" of any absolute URL, lowercased; "" when it does not parse. For
 // labelling metrics per origin.

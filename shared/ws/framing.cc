@@ -1,0 +1,196 @@
+#include "shared/ws/framing.h"
+
+#include <openssl/rand.h>
+#include <wslay/wslay.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace corral::ws {
+
+// wslay's callbacks, with the Framing as their user data.
+struct FramingCallbacks {
+  static ssize_t recv(wslay_event_context_ptr ctx, uint8_t* buf, size_t len, int /*flags*/,
+                      void* self) {
+    auto* f = static_cast<Framing*>(self);
+    if (f->in_left_ == 0) {
+      wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+      return -1;
+    }
+    size_t n = std::min(len, f->in_left_);
+    std::memcpy(buf, f->in_, n);
+    f->in_ += n;
+    f->in_left_ -= n;
+    f->taken_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  static ssize_t send(wslay_event_context_ptr ctx, const uint8_t* data, size_t len, int /*flags*/,
+                      void* self) {
+    auto* f = static_cast<Framing*>(self);
+    if (f->out_ == nullptr) {
+      wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+      return -1;
+    }
+    f->out_->append(reinterpret_cast<const char*>(data), len);
+    return static_cast<ssize_t>(len);
+  }
+
+  static int genmask(wslay_event_context_ptr /*ctx*/, uint8_t* buf, size_t len, void* /*self*/) {
+    return RAND_bytes(buf, static_cast<int>(len)) == 1 ? 0 : -1;
+  }
+
+  // The bytes of the frame begun: its header (as wslay accepts it, the shortest length
+  // encoding; a client's frames are masked) and its payload.
+  static void frame_start(wslay_event_context_ptr /*ctx*/,
+                          const wslay_event_on_frame_recv_start_arg* arg, void* self) {
+    auto* f = static_cast<Framing*>(self);
+    uint64_t n = arg->payload_length;
+    uint64_t header = 2 + (n < 126 ? 0 : n < 65536 ? 2 : 8) + (f->role_ == Role::kServer ? 4 : 0);
+    f->frame_bytes_ = header + n;
+    f->last_opcode_ = arg->opcode;
+    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME ||
+        arg->opcode == WSLAY_CONTINUATION_FRAME) {
+      f->mid_message_ = arg->fin == 0;
+    }
+  }
+
+  static void frame_end(wslay_event_context_ptr /*ctx*/, void* self) {
+    auto* f = static_cast<Framing*>(self);
+    f->ended_ += f->frame_bytes_;
+    f->frame_bytes_ = 0;
+  }
+
+  static void message(wslay_event_context_ptr /*ctx*/, const wslay_event_on_msg_recv_arg* arg,
+                      void* self) {
+    auto* f = static_cast<Framing*>(self);
+    std::string_view data(reinterpret_cast<const char*>(arg->msg), arg->msg_length);
+    switch (arg->opcode) {
+      case WSLAY_TEXT_FRAME:
+        f->peer_.on_message(Kind::kText, data);
+        break;
+      case WSLAY_BINARY_FRAME:
+        f->peer_.on_message(Kind::kBinary, data);
+        break;
+      case WSLAY_PONG:
+        f->peer_.on_pong(data);
+        break;
+      case WSLAY_CONNECTION_CLOSE:
+        f->close_received_ = true;
+        f->code_received_ = arg->status_code != 0 ? arg->status_code : kCloseNoStatus;
+        f->peer_.on_close_received(f->code_received_, data.size() >= 2 ? data.substr(2) : "");
+        break;
+      default:
+        break;  // a ping: wslay has queued its pong
+    }
+  }
+
+  static constexpr wslay_event_callbacks kAll = {recv,    send,      genmask, frame_start,
+                                                 nullptr, frame_end, message};
+};
+
+Framing::Framing(Role role, uint64_t max_message, Peer& peer)
+    : role_(role), max_message_(max_message), peer_(peer) {}
+
+Framing::~Framing() {
+  if (ctx_ != nullptr) wslay_event_context_free(ctx_);
+}
+
+bool Framing::ensure() {
+  if (ctx_ != nullptr) return true;
+  int rv = role_ == Role::kClient
+               ? wslay_event_context_client_init(&ctx_, &FramingCallbacks::kAll, this)
+               : wslay_event_context_server_init(&ctx_, &FramingCallbacks::kAll, this);
+  if (rv != 0) {
+    ctx_ = nullptr;
+    return false;
+  }
+  wslay_event_config_set_max_recv_msg_length(ctx_, max_message_);
+  return true;
+}
+
+Status Framing::feed(const char* data, size_t n, std::string& out) {
+  if (n == 0 || close_received_) return Status::ok();
+  if (!ensure()) return {Code::kResourceExhausted, "out of memory for a WebSocket context"};
+  in_ = data;
+  in_left_ = n;
+  feeding_ = true;  // a Peer callback may send: the context must outlive wslay_event_recv
+  int rv = wslay_event_recv(ctx_);
+  feeding_ = false;
+  in_ = nullptr;
+  in_left_ = 0;
+  flush(out);
+  Status s = broken();
+  if (s.is_ok() && rv != 0)
+    s = protocol_error("WebSocket frames could not be read (wslay error " + std::to_string(rv) +
+                       ")");
+  release_if_idle();
+  return s;
+}
+
+void Framing::send(Kind kind, std::string_view data, std::string& out) {
+  if (close_sent_ || !ensure()) return;
+  wslay_event_msg m{
+      static_cast<uint8_t>(kind == Kind::kText ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME),
+      reinterpret_cast<const uint8_t*>(data.data()), data.size()};
+  wslay_event_queue_msg(ctx_, &m);
+  flush(out);
+  release_if_idle();
+}
+
+void Framing::ping(std::string_view data, std::string& out) {
+  if (close_sent_ || !ensure()) return;
+  wslay_event_msg m{WSLAY_PING, reinterpret_cast<const uint8_t*>(data.data()),
+                    std::min<size_t>(data.size(), 125)};
+  wslay_event_queue_msg(ctx_, &m);
+  flush(out);
+  release_if_idle();
+}
+
+void Framing::close(uint16_t code, std::string_view reason, std::string& out) {
+  if (close_sent_ || !ensure()) return;
+  closing_ourselves_ = true;
+  reason = reason.substr(0, 123);
+  wslay_event_queue_close(ctx_, code, reinterpret_cast<const uint8_t*>(reason.data()),
+                          reason.size());
+  flush(out);
+}
+
+void Framing::flush(std::string& out) {
+  out_ = &out;
+  wslay_event_send(ctx_);
+  out_ = nullptr;
+  if (wslay_event_get_close_sent(ctx_) != 0 && !close_sent_) {
+    close_sent_ = true;
+    code_sent_ = wslay_event_get_status_code_sent(ctx_);
+  }
+}
+
+// A close corral did not ask for and that answers none: wslay's complaint about the peer.
+Status Framing::broken() const {
+  if (!close_sent_ || closing_ourselves_ || close_received_) return Status::ok();
+  switch (code_sent_) {
+    case kCloseInvalidData:
+      return protocol_error("a text message or close reason was not valid UTF-8 (closed 1007)");
+    case kCloseTooBig:
+      return protocol_error("a message was larger than max_message, " +
+                            std::to_string(max_message_) + " bytes (closed 1009)");
+    default:
+      if (last_opcode_ == WSLAY_CONNECTION_CLOSE) {
+        return protocol_error("the close frame carried an invalid code (closed 1002)");
+      }
+      return protocol_error("a frame broke the WebSocket protocol (closed " +
+                            std::to_string(code_sent_) + ")");
+  }
+}
+
+void Framing::release_if_idle() {
+  if (ctx_ == nullptr || feeding_ || taken_ != ended_ || mid_message_ || close_sent_ ||
+      close_received_ || closing_ourselves_ || wslay_event_want_write(ctx_) != 0) {
+    return;
+  }
+  wslay_event_context_free(ctx_);
+  ctx_ = nullptr;
+}
+
+}  // namespace corral::ws
