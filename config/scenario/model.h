@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "config/limits.h"
-#include "shared/http/tls_options.h"
 #include "config/scenario/capture.h"
 #include "config/scenario/condition.h"
 #include "config/scenario/step_kind.h"
 #include "config/scenario/template.h"
+#include "shared/http/tls_options.h"
 
 namespace corral::scenario {
 
@@ -91,10 +91,10 @@ struct Step {
   // The branch the step is in, as `corral show` names it: "" for the scenario's own steps,
   // "fan out/eu" for one in branch "eu" of the parallel step "fan out".
   std::string branch;
-  const StepKind* kind = nullptr;         // never null in a parsed scenario
-  std::shared_ptr<const KindSpec> spec;   // the kind's own fields; null for a kind without any
-  RequestSpec request;                    // kinds that send a request (request, poll)
-  std::vector<Condition> expect;          // all must hold, else the step fails
+  const StepKind* kind = nullptr;        // never null in a parsed scenario
+  std::shared_ptr<const KindSpec> spec;  // the kind's own fields; null for a kind without any
+  RequestSpec request;            // kinds that send a request (request, poll); a ws step's "tls"
+  std::vector<Condition> expect;  // all must hold, else the step fails
   // Checked first on every response; one holding fails the step (and the instance) at once,
   // with no retry and no further attempt.
   std::vector<Condition> abort_if;
@@ -111,6 +111,10 @@ struct Step {
   bool reads_json = false;
   // True for a step that sets variables besides its captures (a parallel step: its branches').
   bool exports = false;
+  // Where an instance whose checkpoint is at this step resumes, when that checkpoint comes
+  // from elsewhere (another worker, the journal): an earlier step whose work could not move
+  // with it and that this step needs (the "ws" step whose socket it uses). Unset: this step.
+  std::optional<size_t> resume_at;
 
   // Whether passing the step may change the instance's variables.
   bool sets_vars() const { return exports || !captures.empty(); }

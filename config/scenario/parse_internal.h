@@ -79,7 +79,7 @@ std::string read_string(const json& j, const std::string& path);  // non-empty
 http::TlsOptions read_tls(const json& j, const std::string& path, const Scope& scope);
 // "auto", "1.1" or "2".
 http::HttpVersion read_http_version(const json& j, const std::string& path);
-uint64_t read_duration(const json& j, const std::string& path);   // "250ms", "10s", "10m"
+uint64_t read_duration(const json& j, const std::string& path);  // "250ms", "10s", "10m"
 uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);
 // "64MB" or a positive integer of bytes, at most `max`.
@@ -96,6 +96,12 @@ std::string check_variable_name(const std::string& name, const std::string& path
 // Compiles a template and checks that every variable it uses is in `scope`.
 Template read_template(const json& j, const std::string& path, const Scope& scope);
 void check_scope(const Template& t, const std::string& path, const Scope& scope);
+
+// A "headers" object: names checked (RFC 9110 tokens), values templates without line breaks.
+std::vector<std::pair<std::string, Template>> read_headers(const json& j, const std::string& path,
+                                                           const Scope& scope);
+// A JSON document whose strings may be templates ("json" of a request or a ws_send).
+JsonTemplate read_json_body(const json& j, const std::string& path, const Scope& scope);
 
 // The parts of a step, each reading the field at `path`.
 RequestSpec parse_request(const json& j, const std::string& path, const Scope& scope);

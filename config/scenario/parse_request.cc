@@ -35,6 +35,11 @@ Template read_url(const json& j, const std::string& path, const Scope& scope) {
   const std::string& text = url.source();
   bool ok = starts_with_ignoring_case(text, "http://") ||
             starts_with_ignoring_case(text, "https://") || text.starts_with("{{");
+  if (!ok &&
+      (starts_with_ignoring_case(text, "ws://") || starts_with_ignoring_case(text, "wss://"))) {
+    fail(path, "expected an http:// or https:// URL, got " + shown(text) +
+                   " (a WebSocket is opened by a \"ws\" step: docs/scenarios.md, \"WebSocket\")");
+  }
   if (!ok) fail(path, "expected an http:// or https:// URL, got " + shown(text));
   return url;
 }
@@ -51,6 +56,8 @@ bool is_header_name(std::string_view name) {
   }
   return true;
 }
+
+}  // namespace
 
 std::vector<std::pair<std::string, Template>> read_headers(const json& j, const std::string& path,
                                                            const Scope& scope) {
@@ -76,6 +83,8 @@ JsonTemplate read_json_body(const json& j, const std::string& path, const Scope&
   }
   return std::move(*body);
 }
+
+namespace {
 
 void add_json_content_type(RequestSpec& spec) {
   for (const auto& [name, value] : spec.headers) {

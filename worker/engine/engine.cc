@@ -139,7 +139,8 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->index = index;
   in->cp = cp;
   in->cp.vars = std::move(*vars);
-  it->second->runners[cp.step]->resumed(in->cp);
+  rewind(*it->second->scenario, in->cp);
+  it->second->runners[in->cp.step]->resumed(in->cp);
   Instance& ref = *in;
   if (!ref.run->next_callback.empty()) ref.run->serials[index] = ref.serial;
   instances_[in->serial] = std::move(in);

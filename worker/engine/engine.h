@@ -92,8 +92,8 @@ class Engine {
 
   // Makes a run known: its scenario document (validated by the master, parsed again here)
   // and its run-time vars. A fresh instance i of a run with a start spread S waits until
-  // created_ms + S * i / size before its first step. Fails with the parser's message, or when a step's kind has no
-  // runner in this worker.
+  // created_ms + S * i / size before its first step. Fails with the parser's message, or when a
+  // step's kind has no runner in this worker.
   Status define_run(const std::string& run, const nlohmann::json& scenario,
                     const nlohmann::json& vars, RunShape shape = {});
   // The same for a load run: `sink` (which must outlive the run) hears what happens, and an
@@ -186,6 +186,8 @@ class Engine {
   // its instance. Loop thread, inside a runner's call.
   uv_loop_t* loop() const { return loop_; }
   const Secrets& secrets() const { return secrets_; }
+  // The daemon's TLS options (set_http_defaults): what a step without its own uses.
+  const http::TlsOptions& default_tls() const { return default_tls_; }
   // The kind's per-engine state (StepRunner::make_state), made on first use.
   StepRunner::State* state_of(const StepRunner& runner);
   // Calls `fn` with the instance `serial` if it is still there, from a callback of the loop
@@ -270,6 +272,9 @@ class Engine {
   void fail_internal(uint64_t serial, const char* where, const std::string& what) noexcept;
 
   static void index_callbacks(Run& run);
+  // A checkpoint from elsewhere at a step whose needs did not move with it goes back to the
+  // step that makes them (Step::resume_at), with that step's progress cleared.
+  static void rewind(const scenario::Scenario& sc, ipc::Checkpoint& cp);
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
@@ -302,7 +307,8 @@ class Engine {
   // Whether the instance waits for its wake-up with nothing sent or queued, and holds no
   // branches and is none.
   bool waiting(const Instance& in) const;
-  // Tells the step's runner that the instance leaves (StepRunner::left), if a step runs.
+  // Tells the step's runner that the instance leaves (StepRunner::left), if a step runs, and
+  // every kind's State (State::instance_gone).
   void release(const Instance& in);
   // Forgets the instance, without an event.
   void drop(std::unordered_map<uint64_t, std::unique_ptr<Instance>>::iterator it);

@@ -86,6 +86,7 @@ void Engine::start_branch(Instance& in, size_t b) {
     if (!vars) bad_checkpoint(b, vars.status().message());
     child->cp = std::move(*cp);
     child->cp.vars = std::move(*vars);
+    rewind(*in.run->scenario, child->cp);
     in.run->runners[child->cp.step]->resumed(child->cp);
     br.from = nullptr;
   }

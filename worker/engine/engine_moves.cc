@@ -1,8 +1,8 @@
 // Taking instances off the engine to move them: all of them for a stopping worker's hand-back,
 // the waiting ones for a rebalance. Each leaves as a checkpoint the next worker resumes from.
+#include "shared/ipc/vars.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/instance.h"
-#include "shared/ipc/vars.h"
 
 namespace corral::worker {
 
@@ -23,11 +23,22 @@ bool Engine::waiting(const Instance& in) const {
          !in.branch && !forks_.contains(in.serial);
 }
 
+void Engine::rewind(const scenario::Scenario& sc, ipc::Checkpoint& cp) {
+  const std::optional<size_t>& at = sc.steps[cp.step].resume_at;
+  if (!at || *at >= cp.step) return;
+  cp.step = static_cast<uint32_t>(*at);
+  cp.attempts = cp.tries = 0;
+  cp.step_started_ms = cp.deadline_ms = cp.wake_ms = 0;
+}
+
 void Engine::release(const Instance& in) {
   // Only a step that started holds anything; and once an instance passed the last step of its
   // list, cp.step names the first step of another list (Scenario::steps is flat).
   if (in.cp.step_started_ms != 0 && in.cp.step < in.run->runners.size()) {
     in.runner().left(*this, in);
+  }
+  for (auto& [runner, state] : states_) {
+    if (state) state->instance_gone(in.serial);
   }
 }
 

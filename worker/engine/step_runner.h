@@ -9,6 +9,7 @@
 // guard: an exception from a runner ends that instance `errored`, nothing else.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -36,7 +37,8 @@ class StepRunner {
   // The step's request got its answer (Engine::send). Called for kinds that send only.
   virtual void on_response(Engine& engine, Instance& in, HttpResponse&& resp) const;
   // A checkpoint from elsewhere (another worker, the journal) is about to resume this step:
-  // reset what does not carry over, such as a try that was in flight.
+  // reset what does not carry over, such as a try that was in flight. (A step whose needs
+  // could not move with it sends the instance back first: Step::resume_at.)
   virtual void resumed(ipc::Checkpoint& /*cp*/) const {}
   // The word for the step in "<word> timed out after 30s".
   virtual std::string_view limit_word() const { return "step"; }
@@ -51,6 +53,9 @@ class StepRunner {
   class State {
    public:
     virtual ~State() = default;
+    // Instance `serial` left the engine (it ended, was cancelled or handed on), whatever step
+    // it was at: what the kind keeps for it across steps (a WebSocket) goes.
+    virtual void instance_gone(uint64_t /*serial*/) {}
   };
   // Makes the kind's State, on the first Engine::state_of() call; destroyed with the engine.
   virtual std::unique_ptr<State> make_state(Engine& /*engine*/) const { return nullptr; }

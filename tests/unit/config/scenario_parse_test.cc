@@ -128,19 +128,19 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {one_step(R"({"request": {"url": "{{base}}"}, "pol": {}})"),
        "steps[0].pol: unknown field (did you mean \"poll\"?) (known: name, callback, expect, "
        "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "
-       "sleep, jitter)"},
+       "sleep, jitter, ws, ws_close, ws_receive, ws_send)"},
       // A misspelt mark, or a kind corral does not have, is named, not reported as a step
       // without one; a misspelt field beside no mark stays a misspelt field.
       {one_step(R"({"requst": {"url": "{{base}}"}, "expct": []})"),
        "steps[0].requst: unknown step kind \"requst\" (did you mean \"request\"?) (kinds: "
-       "\"callback\", \"exec\", \"parallel\", \"poll\", \"request\", \"sleep\")"},
+       "\"callback\", \"exec\", \"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", \"ws_send\")"},
       {one_step(R"({"name": "go", "teleport": {"to": "mars"}})"),
        "steps[0].teleport: unknown step kind \"teleport\" (kinds: \"callback\", \"exec\", "
-       "\"parallel\", \"poll\", \"request\", \"sleep\")"},
+       "\"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", \"ws_send\")"},
       {one_step(R"({"expct": [], "timeout": "1s"})"),
        "steps[0].expct: unknown field (did you mean \"expect\"?) (known: name, callback, expect, "
        "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "
-       "sleep, jitter)"},
+       "sleep, jitter, ws, ws_close, ws_receive, ws_send)"},
       {one_step(R"({"request": {"url": "{{bse}}/x"}})"),
        R"(steps[0].request.url: unknown variable "bse" (did you mean "base"?) in "{{bse}}/x")"},
       {one_step(R"({"request": {"method": "FETCH", "url": "{{base}}"}})"),
@@ -243,11 +243,11 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {one_step(R"({"request": {"url": "{{base}}"}, "retry": {"non_retryable": []}})"),
        "steps[0].retry.non_retryable: expected a non-empty array of HTTP statuses"},
       {one_step(R"({"name": "x", "request": {"url": "{{base}}"}, "sleep": "1s"})"),
-       R"(steps[0]: a step needs exactly one of "callback", "exec", "parallel", "poll", "request", "sleep")"},
+       R"(steps[0]: a step needs exactly one of "callback", "exec", "parallel", "poll", "request", "sleep", "ws", "ws_close", "ws_receive", "ws_send")"},
       {one_step(R"({"poll": {"every": "1s"}})"),
        R"(steps[0].poll: a poll needs a "request" to repeat)"},
       {R"({"name": "t", "steps": [{"sleep": "1s"}, {"sleep": "1s"}, {"name": "x"}]})",
-       R"(steps[2]: a step needs exactly one of "callback", "exec", "parallel", "poll", "request", "sleep")"},
+       R"(steps[2]: a step needs exactly one of "callback", "exec", "parallel", "poll", "request", "sleep", "ws", "ws_close", "ws_receive", "ws_send")"},
       {poll_start + R"({"every": 10, "timeout": "1m", "until": {"status": 200}}}]})",
        R"(steps[1].poll.every: expected a duration like "10s", got 10)"},
       {poll_start + R"({"timeout": "1m", "until": {"status": 200}}}]})",

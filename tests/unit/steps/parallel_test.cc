@@ -129,7 +129,7 @@ TEST_CASE("parallel parse: errors name the branch and the field") {
        "read {{<branch>.<name>}}"},
       {scenario({parallel({json::array({sleep_step("1s"), {{"name", "x"}}})})}),
        "steps[0].parallel[0][1]: a step needs exactly one of \"callback\", \"exec\", "
-       "\"parallel\", \"poll\", \"request\", \"sleep\""},
+       "\"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", \"ws_send\""},
   };
   for (const Case& c : cases) {
     INFO(c.doc.dump());

@@ -23,8 +23,9 @@ std::string read_doc(const std::string& path) {
 TEST_CASE("step kinds: the registry holds exactly the expected kinds, sorted by name") {
   std::vector<std::string> names;
   for (const scenario::StepKind* k : scenario::step_kinds()) names.emplace_back(k->name);
-  CHECK(names == std::vector<std::string>{"callback", "exec", "parallel", "poll", "request", "sleep"});
-  CHECK(scenario::find_step_kind("sleep") == scenario::step_kinds().back());
+  CHECK(names == std::vector<std::string>{"callback", "exec", "parallel", "poll", "request",
+                                          "sleep", "ws", "ws_close", "ws_receive", "ws_send"});
+  CHECK(scenario::find_step_kind("ws_send") == scenario::step_kinds().back());
   CHECK(scenario::find_step_kind("nope") == nullptr);
 }
 
