@@ -171,7 +171,10 @@ Status Framing::broken() const {
   if (!close_sent_ || closing_ourselves_ || close_received_) return Status::ok();
   switch (code_sent_) {
     case kCloseInvalidData:
-      return protocol_error("a text message or close reason was not valid UTF-8 (closed 1007)");
+      if (last_opcode_ == WSLAY_CONNECTION_CLOSE) {
+        return protocol_error("the close frame's reason was not valid UTF-8 (closed 1007)");
+      }
+      return protocol_error("a text message was not valid UTF-8 (closed 1007)");
     case kCloseTooBig:
       return protocol_error("a message was larger than max_message, " +
                             std::to_string(max_message_) + " bytes (closed 1009)");

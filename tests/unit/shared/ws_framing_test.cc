@@ -97,8 +97,13 @@ TEST_CASE("ws framing: a peer that breaks the protocol is told why, and so is th
   SECTION("text that is not UTF-8") {
     Client c;
     Status s = c.feed(frame(0x81, "\xff\xfe"));
-    CHECK(s.message() == "a text message or close reason was not valid UTF-8 (closed 1007)");
+    CHECK(s.message() == "a text message was not valid UTF-8 (closed 1007)");
     CHECK(c.heard.messages.empty());
+  }
+  SECTION("a close reason that is not UTF-8") {
+    Client c;
+    Status s = c.feed(frame(0x88, std::string("\x03\xe8\xff", 3)));
+    CHECK(s.message() == "the close frame's reason was not valid UTF-8 (closed 1007)");
   }
   SECTION("a message over max_message") {
     Client c;
