@@ -31,6 +31,8 @@ struct ParseError {
 std::string field_path(const std::string& path, std::string_view name);
 // "steps" + 2 -> "steps[2]".
 std::string element_path(const std::string& path, size_t index);
+// Whether `text` begins with `prefix`, ASCII case ignored ("HTTP://" begins with "http://").
+bool starts_with_ignoring_case(std::string_view text, std::string_view prefix);
 // `value` as JSON text for "got ..." in messages.
 std::string shown(const json& value);
 // `s` without leading and trailing white space.

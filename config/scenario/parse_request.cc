@@ -5,6 +5,12 @@
 #include "config/scenario/parse_internal.h"
 
 namespace corral::scenario::detail {
+
+bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() &&
+         equals_ignoring_case(text.substr(0, prefix.size()), prefix);
+}
+
 namespace {
 
 constexpr std::array<std::string_view, 7> kMethods = {"GET",    "POST", "PUT",    "PATCH",
@@ -23,11 +29,6 @@ std::string read_method(const json& j, const std::string& path) {
     list += (list.empty() ? "" : ", ") + std::string(m);
   }
   fail(path, "expected one of " + list + ", got " + shown(j));
-}
-
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         equals_ignoring_case(text.substr(0, prefix.size()), prefix);
 }
 
 Template read_url(const json& j, const std::string& path, const Scope& scope) {

@@ -54,13 +54,6 @@ bool has_token(std::string_view value, std::string_view token) {
   return false;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // A window-bits parameter: 8 to 15; `value` may be empty (the offer's bare
 // client_max_window_bits).
 bool window_bits(std::string_view value, int& out) {
@@ -86,16 +79,16 @@ Result<Deflate> agreed_deflate(std::string_view extension) {
   for (size_t i = 1; i < parts.size(); ++i) {
     std::string_view p = parts[i];
     size_t eq = p.find('=');
-    std::string name = lower(trim(p.substr(0, eq)));
+    std::string_view name = trim(p.substr(0, eq));
     std::string_view value = eq == std::string_view::npos ? "" : trim(p.substr(eq + 1));
     bool ok = true;
-    if (name == "server_no_context_takeover") {
+    if (http::iequals(name, "server_no_context_takeover")) {
       d.server_no_context_takeover = true;
-    } else if (name == "client_no_context_takeover") {
+    } else if (http::iequals(name, "client_no_context_takeover")) {
       d.client_no_context_takeover = true;
-    } else if (name == "server_max_window_bits") {
+    } else if (http::iequals(name, "server_max_window_bits")) {
       ok = window_bits(value, d.server_max_window_bits);
-    } else if (name == "client_max_window_bits") {
+    } else if (http::iequals(name, "client_max_window_bits")) {
       ok = window_bits(value, d.client_max_window_bits);
     } else {
       ok = false;
@@ -113,8 +106,8 @@ Result<Agreed> check_extensions(const http::HeaderList& headers, const ClientHel
   std::optional<std::string> ext = joined(headers, "Sec-WebSocket-Extensions");
   if (!ext || trim(*ext).empty()) return agreed;
   for (std::string_view e : split(*ext, ',')) {
-    std::string name = lower(trim(e.substr(0, e.find(';'))));
-    if (name != "permessage-deflate" || !hello.offer_deflate || agreed.deflate.on) {
+    if (!http::iequals(trim(e.substr(0, e.find(';'))), "permessage-deflate") ||
+        !hello.offer_deflate || agreed.deflate.on) {
       return protocol_error("the server chose the extension \"" + std::string(e) +
                             "\", which corral did not offer");
     }

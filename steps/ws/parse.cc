@@ -11,11 +11,6 @@ namespace {
 using namespace corral::scenario;
 using namespace corral::scenario::detail;
 
-bool has_scheme(const std::string& text, std::string_view scheme) {
-  return text.size() >= scheme.size() &&
-         equals_ignoring_case(text.substr(0, scheme.size()), scheme);
-}
-
 std::string read_socket(const json& j, const std::string& path) {
   if (!j.contains("socket")) return "ws";
   return check_variable_name(read_string(j["socket"], field_path(path, "socket")),
@@ -39,7 +34,8 @@ void parse_open(const json& j, const std::string& path, Step& s, Scope& scope) {
   open->url = read_template(required(spec, at, "url", "a URL like \"ws://host/path\""),
                             field_path(at, "url"), scope);
   const std::string& url = open->url.source();
-  if (!has_scheme(url, "ws://") && !has_scheme(url, "wss://") && !url.starts_with("{{")) {
+  if (!starts_with_ignoring_case(url, "ws://") && !starts_with_ignoring_case(url, "wss://") &&
+      !url.starts_with("{{")) {
     fail(field_path(at, "url"), "expected a ws:// or wss:// URL, got " + shown(url));
   }
   if (spec.contains("headers")) {

@@ -95,13 +95,14 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   }
 
   // The instance and step that hear of an event of socket `s`.
-  void deliver(Socket& s, const char* where, const std::function<void(Instance&, Entry&)>& fn) {
+  void deliver(Socket& s, const char* where,
+               const std::function<void(Instance&, Entry&, const std::string& name)>& fn) {
     auto it = owners_.find(&s);
     if (it == owners_.end()) return;
     const uint64_t serial = it->second.first;
     const std::string name = it->second.second;
     engine_.with_instance(serial, where, [&](Instance& in) {
-      if (Entry* e = find(in.serial, name)) fn(in, *e);
+      if (Entry* e = find(in.serial, name)) fn(in, *e, name);
     });
   }
 
@@ -158,7 +159,7 @@ bool judge_message(Engine& engine, Instance& in, const Message& m) {
 }
 
 void Sockets::on_open(Socket& s, Opened&& o) {
-  deliver(s, "a WebSocket's opening", [&](Instance& in, Entry& e) {
+  deliver(s, "a WebSocket's opening", [&](Instance& in, Entry& e, const std::string&) {
     if (!o.error.empty()) {
       engine_.finish(in, ipc::Outcome::kFailed, "ws " + s.request().url + ": " + o.error);
       return;
@@ -172,9 +173,9 @@ void Sockets::on_open(Socket& s, Opened&& o) {
 }
 
 void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
-  deliver(s, "a WebSocket message", [&](Instance& in, Entry& e) {
+  deliver(s, "a WebSocket message", [&](Instance& in, Entry& e, const std::string& name) {
     Message m{kind, std::string(data)};
-    const OnSocket* step = waiting_on(in, owners_[&s].second);
+    const OnSocket* step = waiting_on(in, name);
     if (step != nullptr && in.step().kind->name == "ws_receive") {
       judge_message(engine_, in, m);  // one that does not match is passed over
       return;
@@ -186,10 +187,10 @@ void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
 }
 
 void Sockets::on_closed(Socket& s, Closed&& c) {
-  deliver(s, "a WebSocket's end", [&](Instance& in, Entry& e) {
+  deliver(s, "a WebSocket's end", [&](Instance& in, Entry& e, const std::string& name) {
     e.open = false;
     e.closed = std::move(c);
-    const OnSocket* step = waiting_on(in, owners_[&s].second);
+    const OnSocket* step = waiting_on(in, name);
     if (step == nullptr) return;
     if (in.step().kind->name == "ws_close") {
       engine_.step_passed(in, nullptr, -1);

@@ -13,15 +13,8 @@ using http::Response;
 
 const std::string kNotUtf8("\xff\xfe not UTF-8 \xc3");
 
-uint64_t number(const http::Request& req, const char* name, uint64_t fallback) {
-  std::string text = req.query_param(name).value_or("");
-  uint64_t v = fallback;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  return ec == std::errc() && end == text.data() + text.size() ? v : fallback;
-}
-
 Response redirect(const http::Request& req) {
-  int code = static_cast<int>(number(req, "code", 302));
+  int code = static_cast<int>(query_number(req, "code", 302));
   Response r;
   r.status = code;
   r.content_type = "text/plain";
@@ -48,6 +41,13 @@ Response echo(const http::Request& req) {
 
 }  // namespace
 
+uint64_t query_number(const http::Request& req, const char* name, uint64_t fallback) {
+  std::string text = req.query_param(name).value_or("");
+  uint64_t v = fallback;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() ? v : fallback;
+}
+
 bool Target::misbehave(const http::Request& req, const http::Responder& respond) {
   const std::string& p = req.path;
   if (p == "/bytes" && req.method == "GET") {
@@ -65,7 +65,7 @@ bool Target::misbehave(const http::Request& req, const http::Responder& respond)
     respond.send(echo(req));
   } else if (p == "/big") {
     // A JSON document of about `bytes` bytes: {"data": "xxxx..."}.
-    uint64_t bytes = std::min<uint64_t>(number(req, "bytes", 1024), uint64_t{1} << 30);
+    uint64_t bytes = std::min<uint64_t>(query_number(req, "bytes", 1024), uint64_t{1} << 30);
     std::string body = "{\"data\": \"" + std::string(bytes > 12 ? bytes - 12 : 0, 'x') + "\"}";
     respond.send(Response{200, "application/json", std::move(body), {}, {}});
   } else if (p == "/hang") {

@@ -58,6 +58,9 @@ namespace corral::target {
 
 class WsPeer;
 
+// The query parameter `name` of `req` as a number, or `fallback` when it is absent or not one.
+uint64_t query_number(const http::Request& req, const char* name, uint64_t fallback);
+
 struct Job {
   uint32_t polls = 0;
   uint32_t polls_to_done = 3;  // 0 when the job ends by time

@@ -13,13 +13,6 @@ namespace {
 
 using http::Response;
 
-uint64_t number(const http::Request& req, const char* name, uint64_t fallback) {
-  std::string text = req.query_param(name).value_or("");
-  uint64_t v = fallback;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  return ec == std::errc() && end == text.data() + text.size() ? v : fallback;
-}
-
 // "8103414243" -> the bytes; stops at the first pair that is not hex.
 std::string from_hex(std::string_view hex) {
   std::string out;
@@ -38,7 +31,8 @@ bool Target::websocket(const http::Request& req, const http::Responder& respond)
   const std::string& p = req.path;
   if (p != "/ws" && p.rfind("/ws/", 0) != 0) return false;
   if (p == "/ws/status") {  // a server that does not switch
-    respond.send(Response::error(static_cast<int>(number(req, "code", 200)), "no WebSocket here"));
+    respond.send(
+        Response::error(static_cast<int>(query_number(req, "code", 200)), "no WebSocket here"));
     return true;
   }
   if (!ws::is_upgrade(req)) {
@@ -51,9 +45,9 @@ bool Target::websocket(const http::Request& req, const http::Responder& respond)
     return true;
   }
   WsPeer::Options opts;
-  opts.push_ms = number(req, "push_ms", 0);
-  opts.close_after = number(req, "close_after", 0);
-  opts.close_code = static_cast<uint16_t>(number(req, "close_code", ws::kCloseNormal));
+  opts.push_ms = query_number(req, "push_ms", 0);
+  opts.close_after = query_number(req, "close_after", 0);
+  opts.close_code = static_cast<uint16_t>(query_number(req, "close_code", ws::kCloseNormal));
   if (p == "/ws/raw") opts.raw = from_hex(req.query_param("hex").value_or(""));
   Response r;
   r.status = 101;

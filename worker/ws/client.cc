@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "worker/ws/socket.h"
-#include "worker/ws/url.h"
 
 namespace corral::worker::ws {
 namespace {
@@ -43,7 +42,7 @@ Socket* Client::open(OpenRequest req, Events& events) {
     auto it = sockets_.find(id);
     if (it == sockets_.end()) return;
     Socket& socket = *it->second;
-    auto url = parse_ws_url(socket.request().url);
+    const auto& url = socket.url();
     if (!url) {
       socket.resolved(nullptr, "\"" + socket.request().url + "\" is not a ws:// or wss:// URL");
       return;

@@ -55,7 +55,6 @@ class Events {
   virtual void on_open(Socket& s, Opened&& opened) = 0;
   virtual void on_message(Socket& s, corral::ws::Kind kind, std::string_view data) = 0;
   virtual void on_closed(Socket& s, Closed&& closed) = 0;
-  virtual void on_pong(Socket& /*s*/, std::string_view /*data*/) {}
 
  protected:
   ~Events() = default;

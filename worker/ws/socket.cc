@@ -27,6 +27,7 @@ const http_parser_settings Socket::kSettings = [] {
 Socket::Socket(Client& client, OpenRequest req, Events& events, uint64_t id)
     : client_(client),
       req_(std::move(req)),
+      url_(parse_ws_url(req_.url)),
       events_(events),
       id_(id),
       framing_(corral::ws::Role::kClient, req_.max_message, *this) {
@@ -44,7 +45,7 @@ void Socket::resolved(const sockaddr* addr, const std::string& error) {
     fail_open(error);
     return;
   }
-  auto url = parse_ws_url(req_.url);  // parsed before, by Client::open
+  const HttpUrl* url = &*url_;  // the client resolves only a URL that parsed
   std::unique_ptr<tls::Session> session;
   if (url->tls) {
     auto ctx = client_.tls_context(req_);
@@ -184,13 +185,6 @@ bool Socket::send(corral::ws::Kind kind, std::string_view data) {
   return true;
 }
 
-bool Socket::ping(std::string_view data) {
-  if (state_ != State::kOpen || framing_.close_sent()) return false;
-  framing_.ping(data, out_);
-  write_out();
-  return true;
-}
-
 void Socket::close(uint16_t code, std::string_view reason) {
   if (state_ != State::kOpen) return;
   framing_.close(code, reason, out_);
@@ -215,10 +209,6 @@ void Socket::on_message(corral::ws::Kind kind, std::string_view data) {
   if (state_ != State::kOpen) return;
   ++client_.counts_of(req_.group).received;
   events_.on_message(*this, kind, data);
-}
-
-void Socket::on_pong(std::string_view data) {
-  if (state_ == State::kOpen) events_.on_pong(*this, data);
 }
 
 void Socket::on_close_received(uint16_t /*code*/, std::string_view reason) {

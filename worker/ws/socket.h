@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,7 @@
 #include "shared/ws/framing.h"
 #include "shared/ws/handshake.h"
 #include "worker/http/link.h"
+#include "worker/http/url.h"
 #include "worker/ws/events.h"
 
 namespace corral::worker::ws {
@@ -45,13 +47,14 @@ class Socket final : public Link::Owner, public corral::ws::Framing::Peer {
   // Sends a message; false when the socket is not open (its close has begun, or it has not
   // opened yet).
   bool send(corral::ws::Kind kind, std::string_view data);
-  bool ping(std::string_view data = {});
   // Begins the close handshake with `code` (1000 by default) and `reason`.
   void close(uint16_t code = corral::ws::kCloseNormal, std::string_view reason = {});
 
   State state() const { return state_; }
   uint64_t id() const { return id_; }
   const OpenRequest& request() const { return req_; }
+  // The request's URL, split; nullopt when it is no ws:// or wss:// URL.
+  const std::optional<HttpUrl>& url() const { return url_; }
   // Whether a wslay context is held now (framing.h): false for a socket between messages.
   bool holds_framing_context() const { return framing_.holds_context(); }
 
@@ -70,7 +73,6 @@ class Socket final : public Link::Owner, public corral::ws::Framing::Peer {
   void on_link_timer(Link& l) override;
   // Framing::Peer
   void on_message(corral::ws::Kind kind, std::string_view data) override;
-  void on_pong(std::string_view data) override;
   void on_close_received(uint16_t code, std::string_view reason) override;
 
   static int on_header_field(http_parser* p, const char* at, size_t len);
@@ -88,6 +90,7 @@ class Socket final : public Link::Owner, public corral::ws::Framing::Peer {
 
   Client& client_;
   OpenRequest req_;
+  std::optional<HttpUrl> url_;
   Events& events_;
   uint64_t id_;
   State state_ = State::kResolving;
