@@ -116,6 +116,20 @@ TEST_CASE("ws client: a server that pushes, and one that closes with and without
   }
 }
 
+TEST_CASE("ws client: sockets open to a host name, one after another") {
+  Fixture f;
+  for (int i = 0; i < 2; ++i) {
+    Heard heard;
+    OpenRequest req;
+    req.url = "ws://localhost:" + std::to_string(f.target.port()) + "/ws";
+    Socket* s = f.client.open(req, heard);
+    REQUIRE(f.t.run_until([&] { return heard.opened.has_value(); }));
+    CHECK(heard.opened->error == "");
+    f.client.drop(s);
+  }
+  CHECK(f.client.counts(0).opened == 2);
+}
+
 TEST_CASE("ws client: an opening that fails says why") {
   Fixture f;
   Heard heard;
@@ -143,6 +157,14 @@ TEST_CASE("ws client: an opening that fails says why") {
     f.client.open(req, heard);
     REQUIRE(f.t.run_until([&] { return heard.opened.has_value(); }));
     CHECK(heard.opened->error == "connection refused");
+  }
+  SECTION("a host that does not resolve") {
+    OpenRequest req;
+    req.url = "ws://no-such-host.invalid/ws";
+    f.client.open(req, heard);
+    REQUIRE(f.t.run_until([&] { return heard.opened.has_value(); }));
+    CHECK_THAT(heard.opened->error,
+               Catch::StartsWith("could not resolve host no-such-host.invalid: "));
   }
   SECTION("not a ws URL") {
     OpenRequest req;
