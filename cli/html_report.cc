@@ -101,10 +101,16 @@ void charts(std::ostringstream& out, const api::LoadAnswer& test) {
                     {"p99", "#d62728", column(series, "p99")}},
                    ms_label);
   std::vector<ChartLine> load = {{"VUs", "#9467bd", column(series, "vus")}};
-  if (test.model == "held") {
+  if (test.model == "held" || test.connections.opened > 0) {
     load.push_back({"connections", "#8c564b", column(series, "connections")});
   }
   out << svg_chart("load", "Virtual users and connections", xs, load, count_label);
+  if (test.messages.sent + test.messages.received > 0) {
+    out << svg_chart("messages", "WebSocket messages per second", xs,
+                     {{"sent/s", "#1f77b4", column(series, "sent")},
+                      {"received/s", "#2ca02c", column(series, "received")}},
+                     count_label);
+  }
   const json target = test.target ? test.target->series : json();
   if (target.is_array() && !target.empty()) {
     out << svg_chart("target", "Watched target: RSS", column(target, "t"),

@@ -30,7 +30,7 @@ std::string latency_text(double ms) {
 std::string threshold_value(const api::ThresholdOutcome& th) {
   const std::string& name = th.name;
   const double v = th.value;
-  if (name.rfind("latency", 0) == 0) return latency_text(v);
+  if (name.rfind("latency", 0) == 0 || name.rfind("ws_latency", 0) == 0) return latency_text(v);
   if (name.find("rate") != std::string::npos) return percent(v);
   return fixed(v, v == static_cast<double>(static_cast<long long>(v)) ? 0 : 1);
 }
@@ -171,7 +171,13 @@ std::string render_load_progress(const api::LoadAnswer& test) {
       << percent(requests == 0 ? 0 : errors / requests);
   double dropped = json_number(last, "dropped");
   if (dropped > 0) out << "  dropped " << fixed(dropped, 0);
-  if (test.model == "held") out << "  conns " << fixed(json_number(last, "connections"), 0);
+  if (test.model == "held" || test.connections.opened > 0) {
+    out << "  conns " << fixed(json_number(last, "connections"), 0);
+  }
+  if (test.messages.sent + test.messages.received > 0 && !ended) {
+    out << "  msgs out " << fixed(json_number(last, "sent"), 0) << "/s in "
+        << fixed(json_number(last, "received"), 0) << "/s";
+  }
   const json target = test.target ? test.target->last : json();
   if (target.contains("rss")) {
     out << "  target rss " << human_bytes(static_cast<uint64_t>(json_number(target, "rss")));
@@ -219,6 +225,29 @@ std::string lateness_lines(const api::StartLateness& late) {
   return out;
 }
 
+// "connections: up to 100 open; 100 opened, 0 failed to connect, 2 lost after connecting
+// (1001 x2)" for held connections and WebSockets, and "messages   : 600 sent (20.0/s), 600
+// received (20.0/s)" for WebSocket messages.
+std::string connection_lines(const api::LoadAnswer& test) {
+  const api::LoadConnections& c = test.connections;
+  std::ostringstream out;
+  if (test.model == "held" || c.opened + c.failed > 0) {
+    out << "connections: up to " << c.max << " open; " << c.opened << " opened, " << c.failed
+        << " failed to connect, " << c.closed << " lost after connecting";
+    std::string codes;
+    for (const auto& [code, n] : c.close_codes) {
+      codes += (codes.empty() ? "" : ", ") + code + " x" + std::to_string(n);
+    }
+    out << (codes.empty() ? "" : " (" + codes + ")") << "\n";
+  }
+  const api::LoadMessages& m = test.messages;
+  if (m.sent + m.received > 0) {
+    out << "messages   : " << m.sent << " sent (" << fixed(m.sent_per_s, 1) << "/s), " << m.received
+        << " received (" << fixed(m.received_per_s, 1) << "/s)\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string render_load_summary(const api::LoadAnswer& test) {
@@ -238,11 +267,7 @@ std::string render_load_summary(const api::LoadAnswer& test) {
       << "iterations : " << it.passed << " passed, " << it.failed << " failed, " << it.dropped
       << " dropped, " << it.interrupted << " interrupted\n"
       << "errors     : " << errors_text(test.errors) << "\n";
-  if (test.model == "held") {
-    const api::LoadConnections& c = test.connections;
-    out << "connections: up to " << c.max << " open; " << c.opened << " opened, " << c.failed
-        << " failed to connect, " << c.closed << " lost after connecting\n";
-  }
+  out << connection_lines(test);
   out << protocol_lines(test);
   out << "latency    : " << latency_line(test.latency)
       << (test.corrected ? "  (from the intended start)\n" : "\n");

@@ -56,6 +56,7 @@ std::optional<Response> check_submission(const json& body, const scenario::Parse
     }
   }
   out.unverified = scenario::unverified_steps(**parsed, cfg.tls);
+  for (const scenario::Step& step : (*parsed)->steps) out.step_kinds.emplace_back(step.kind->name);
   out.scenario = *sc;
   out.scenario.erase("load");
   out.spec = std::move(*spec);

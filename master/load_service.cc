@@ -102,6 +102,7 @@ LoadTest& LoadService::launch(LoadSubmission sub, const std::vector<int>& ready)
   LoadTest& t = loads_.add(sub.id, sub.scenario, sub.vars, sub.load, std::move(sub.spec),
                            std::move(slots), now, start);
   t.workers = ready.size();
+  t.step_kinds = std::move(sub.step_kinds);
   t.origin = sub.origin;
   t.host_index = sub.host_index;
   t.host_count = sub.host_count;

@@ -25,19 +25,31 @@ api::LoadErrors errors_of(const ipc::StepSecond& s) {
   return {s.errors(), rate, s.status, s.transport, s.timeout, s.expect};
 }
 
-// Every step of `second` (or those named `step`) added into one.
-ipc::StepSecond merged_steps(const ipc::LoadSecond& second, const std::string& step,
-                             const std::vector<std::string>& names) {
+// Every step of `second` added into one.
+ipc::StepSecond all_steps(const ipc::LoadSecond& second) {
   ipc::StepSecond all;
-  for (const auto& [index, s] : second.steps) {
-    if (!step.empty() && (index >= names.size() || names[index] != step)) continue;
+  for (const auto& [index, s] : second.steps) all.add(s);
+  return all;
+}
+
+// The steps of the test that `th` measures, added into one: those named th.step (every step
+// when it names none), of the WebSocket kinds for the ws_ metrics.
+ipc::StepSecond measured_steps(const load::Threshold& th, const LoadTest& t) {
+  ipc::StepSecond all;
+  for (const auto& [index, s] : t.total.steps) {
+    if (!th.step.empty() && (index >= t.step_names.size() || t.step_names[index] != th.step)) {
+      continue;
+    }
+    std::string_view kind = index < t.step_kinds.size() ? t.step_kinds[index] : "";
+    if (th.metric == load::Metric::kWsLatency && kind != "ws_receive") continue;
+    if (th.metric == load::Metric::kWsErrors && kind.substr(0, 2) != "ws") continue;
     all.add(s);
   }
   return all;
 }
 
 json second_json(uint32_t t, const ipc::LoadSecond& s) {
-  ipc::StepSecond all = merged_steps(s, "", {});
+  ipc::StepSecond all = all_steps(s);
   return {{"t", t},
           {"vus", s.vus},
           {"running", s.running},
@@ -47,6 +59,8 @@ json second_json(uint32_t t, const ipc::LoadSecond& s) {
           {"dropped", s.dropped},
           {"connections", s.connections},
           {"connect_failed", s.connect_failed},
+          {"sent", s.messages_sent},
+          {"received", s.messages_received},
           {"errors", all.errors()},
           {"bytes", all.bytes},
           {"p50", ms(all.latency.value_at(50))},
@@ -108,13 +122,14 @@ std::string_view to_string(LoadState s) {
   return "?";
 }
 
-double threshold_value(const load::Threshold& th, const ipc::LoadSecond& total,
-                       const std::vector<std::string>& step_names, double elapsed) {
-  const ipc::StepSecond steps = merged_steps(total, th.step, step_names);
+double threshold_value(const load::Threshold& th, const LoadTest& t, double elapsed) {
+  const ipc::LoadSecond& total = t.total;
+  const ipc::StepSecond steps = measured_steps(th, t);
   switch (th.metric) {
     case load::Metric::kLatency:
-    case load::Metric::kLatencyRaw: {
-      const Histogram& h = th.metric == load::Metric::kLatency ? steps.latency : steps.raw;
+    case load::Metric::kLatencyRaw:
+    case load::Metric::kWsLatency: {
+      const Histogram& h = th.metric == load::Metric::kLatencyRaw ? steps.raw : steps.latency;
       switch (th.aggregate) {
         case load::Aggregate::kPercentile:
           return static_cast<double>(h.value_at(th.percentile));
@@ -127,6 +142,7 @@ double threshold_value(const load::Threshold& th, const ipc::LoadSecond& total,
       }
     }
     case load::Metric::kErrors:
+    case load::Metric::kWsErrors:
       if (th.aggregate == load::Aggregate::kCount) return static_cast<double>(steps.errors());
       return steps.requests == 0 ? 0.0 : static_cast<double>(steps.errors()) / steps.requests;
     case load::Metric::kDropped: {
@@ -281,7 +297,7 @@ bool Loads::end(LoadTest& t, LoadState state, std::string reason, int64_t now_ms
 std::vector<ThresholdResult> Loads::evaluate(const LoadTest& t, int64_t now_ms) const {
   std::vector<ThresholdResult> out;
   for (const load::Threshold& th : t.spec.thresholds) {
-    double v = threshold_value(th, t.total, t.step_names, elapsed_s(t, now_ms));
+    double v = threshold_value(th, t, elapsed_s(t, now_ms));
     out.push_back({&th, v, th.holds(v)});
   }
   return out;
@@ -315,15 +331,14 @@ std::vector<api::LoadStepTotals> steps_of(const LoadTest& t) {
 std::vector<api::ThresholdOutcome> Loads::thresholds_of(const LoadTest& t, int64_t now_ms) const {
   std::vector<api::ThresholdOutcome> out;
   for (const ThresholdResult& r : evaluate(t, now_ms)) {
-    const bool latency = r.threshold->metric == load::Metric::kLatency ||
-                         r.threshold->metric == load::Metric::kLatencyRaw;
+    const bool latency = load::is_latency(r.threshold->metric);
     out.push_back({r.threshold->name, latency ? r.value / 1000 : r.value, r.held});
   }
   return out;
 }
 
 api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_ms) const {
-  ipc::StepSecond all = merged_steps(t.total, "", {});
+  ipc::StepSecond all = all_steps(t.total);
   api::LoadAnswer a;
   for (const json& s : t.series) {
     a.vus_max = std::max(a.vus_max, s["vus"].get<uint64_t>());
@@ -350,6 +365,11 @@ api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_m
   a.connections.opened = t.total.opened;
   a.connections.failed = t.total.connect_failed;
   a.connections.closed = t.total.closed;
+  for (const auto& [code, n] : t.total.close_codes)
+    a.connections.close_codes[std::to_string(code)] = n;
+  a.messages = {t.total.messages_sent, t.total.messages_received,
+                static_cast<double>(t.total.messages_sent) / a.elapsed_s,
+                static_cast<double>(t.total.messages_received) / a.elapsed_s};
   a.tls = {t.total.handshakes, t.total.handshakes - t.total.resumed, t.total.resumed,
            latency_of(t.total.handshake)};
   a.protocols = {t.total.http1, t.total.http2};

@@ -47,6 +47,7 @@ struct LoadSubmission {
   nlohmann::json scenario, load, vars;
   load::LoadSpec spec;
   std::vector<std::string> unverified;  // steps whose tls.verify is false
+  std::vector<std::string> step_kinds;  // LoadTest::step_kinds
   // Spread over hosts (docs/cluster.md): the hosts taking part (on the origin, itself first),
   // this host's share, the origin (on another host), and when the workers start (Unix ms).
   std::vector<std::string> hosts;
@@ -63,6 +64,7 @@ struct LoadTest {
   nlohmann::json load;  // the load section as submitted
   load::LoadSpec spec;
   std::vector<std::string> step_names;  // by step index
+  std::vector<std::string> step_kinds;  // by step index (Scenario::steps)
   LoadState state = LoadState::kRunning;
   std::string reason;  // why it ended as it did, or what went wrong along the way
   int64_t created_ms = 0;
@@ -159,8 +161,7 @@ class Loads {
   std::function<void(uint64_t)> keep_seq_;
 };
 
-// The value of `th` over `total` (a merged second), for a test that ran `elapsed_s` seconds.
-double threshold_value(const load::Threshold& th, const ipc::LoadSecond& total,
-                       const std::vector<std::string>& step_names, double elapsed_s);
+// The value of `th` over the test's totals, for a test that ran `elapsed_s` seconds.
+double threshold_value(const load::Threshold& th, const LoadTest& t, double elapsed_s);
 
 }  // namespace corral::master

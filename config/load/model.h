@@ -36,8 +36,14 @@ enum class Metric {
   kDropped,     // iterations that could not start on time (open model)
   kRps,         // requests per second over the whole test
   kIterations,  // iterations completed
+  kWsLatency,   // per message a ws_receive step matched, from the send before it
+  kWsErrors,    // failed operations of the WebSocket steps (openings, sends, receives)
 };
 std::string_view to_string(Metric metric);
+// Whether the metric is a latency (measured in microseconds, aggregated as p99, max, ...).
+bool is_latency(Metric metric);
+// Whether the metric counts failures (aggregated as a rate or a count).
+bool is_errors(Metric metric);
 
 enum class Aggregate { kPercentile, kMin, kMax, kMean, kRate, kCount, kValue };
 enum class Op { kLess, kLessEqual, kGreater, kGreaterEqual };

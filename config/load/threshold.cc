@@ -25,9 +25,14 @@ struct MetricName {
   Metric metric;
 };
 constexpr MetricName kMetrics[] = {
-    {"latency", Metric::kLatency}, {"latency_raw", Metric::kLatencyRaw},
-    {"errors", Metric::kErrors},   {"dropped", Metric::kDropped},
-    {"rps", Metric::kRps},         {"iterations", Metric::kIterations},
+    {"latency", Metric::kLatency},
+    {"latency_raw", Metric::kLatencyRaw},
+    {"errors", Metric::kErrors},
+    {"dropped", Metric::kDropped},
+    {"rps", Metric::kRps},
+    {"iterations", Metric::kIterations},
+    {"ws_latency", Metric::kWsLatency},
+    {"ws_errors", Metric::kWsErrors},
 };
 
 // "latency{step:login}" -> kLatency and "login".
@@ -50,7 +55,9 @@ void read_metric_key(const std::string& key, const std::string& path, Threshold&
       return;
     }
   }
-  fail(path, "unknown metric (known: latency, latency_raw, errors, dropped, rps, iterations)");
+  fail(path,
+       "unknown metric (known: latency, latency_raw, errors, dropped, rps, iterations, "
+       "ws_latency, ws_errors)");
 }
 
 bool read_double(std::string_view text, double& out) {
@@ -61,7 +68,7 @@ bool read_double(std::string_view text, double& out) {
 
 // "p99", "p(99.9)", "max", ... for `metric`.
 void read_aggregate(std::string_view agg, const std::string& path, Threshold& t) {
-  const bool latency = t.metric == Metric::kLatency || t.metric == Metric::kLatencyRaw;
+  const bool latency = is_latency(t.metric);
   if (agg.empty()) {
     if (t.metric == Metric::kRps) return;  // kValue
     if (t.metric == Metric::kIterations) {
@@ -88,8 +95,8 @@ void read_aggregate(std::string_view agg, const std::string& path, Threshold& t)
   constexpr Named kNamed[] = {{"min", Aggregate::kMin, true},    {"max", Aggregate::kMax, true},
                               {"mean", Aggregate::kMean, true},  {"avg", Aggregate::kMean, true},
                               {"rate", Aggregate::kRate, false}, {"count", Aggregate::kCount, false}};
-  const bool counted = t.metric == Metric::kErrors || t.metric == Metric::kDropped ||
-                       t.metric == Metric::kIterations;
+  const bool counted =
+      is_errors(t.metric) || t.metric == Metric::kDropped || t.metric == Metric::kIterations;
   for (const Named& n : kNamed) {
     if (n.name != agg) continue;
     bool fits = latency ? n.for_latency
@@ -115,7 +122,7 @@ void read_bound(std::string_view text, const std::string& path, Threshold& t) {
     if (percent) t.bound /= 100;
     return;
   }
-  if (t.metric == Metric::kLatency || t.metric == Metric::kLatencyRaw) {
+  if (is_latency(t.metric)) {
     size_t unit = text.find_first_not_of("0123456789.");
     std::string_view suffix = unit == std::string_view::npos ? "" : trim(text.substr(unit));
     double factor = suffix == "us" || suffix == "µs" ? 1
@@ -150,6 +157,13 @@ std::string_view to_string(Metric metric) {
   }
   return "?";
 }
+
+bool is_latency(Metric metric) {
+  return metric == Metric::kLatency || metric == Metric::kLatencyRaw ||
+         metric == Metric::kWsLatency;
+}
+
+bool is_errors(Metric metric) { return metric == Metric::kErrors || metric == Metric::kWsErrors; }
 
 bool compare(double value, Op op, double bound) {
   switch (op) {

@@ -58,7 +58,23 @@ void read_parts(FieldReader& r, const json& j, LoadAnswer& a) {
     c.u64("opened", a.connections.opened);
     c.u64("failed", a.connections.failed);
     c.u64("closed", a.connections.closed);
+    const json& codes = j["connections"].value("close_codes", json::object());
+    if (codes.is_object()) {
+      FieldReader cc(codes, c.path("close_codes"));
+      for (const auto& [code, n] : codes.items()) cc.u64(code, a.connections.close_codes[code]);
+      c.take(cc);
+    } else {
+      c.fail("close_codes", "expected an object");
+    }
     r.take(c);
+  }
+  if (present(j, "messages")) {
+    FieldReader m(j["messages"], r.path("messages"));
+    m.u64("sent", a.messages.sent);
+    m.u64("received", a.messages.received);
+    m.number("sent_per_s", a.messages.sent_per_s);
+    m.number("received_per_s", a.messages.received_per_s);
+    r.take(m);
   }
   if (present(j, "tls")) {
     FieldReader t(j["tls"], r.path("tls"));
@@ -215,7 +231,13 @@ json to_json(const LoadAnswer& a) {
               {"max", c.max},
               {"opened", c.opened},
               {"failed", c.failed},
-              {"closed", c.closed}}},
+              {"closed", c.closed},
+              {"close_codes", c.close_codes}}},
+            {"messages",
+             {{"sent", a.messages.sent},
+              {"received", a.messages.received},
+              {"sent_per_s", a.messages.sent_per_s},
+              {"received_per_s", a.messages.received_per_s}}},
             {"tls",
              {{"handshakes", a.tls.handshakes},
               {"full", a.tls.full},

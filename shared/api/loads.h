@@ -36,9 +36,19 @@ struct LoadIterations {
   bool operator==(const LoadIterations&) const = default;
 };
 
+// Held connections and WebSockets: `closed` counts those the server closed or that were
+// lost, and close_codes the codes they closed with ("1006": no close frame came).
 struct LoadConnections {
   uint64_t open = 0, max = 0, opened = 0, failed = 0, closed = 0;
+  std::map<std::string, uint64_t> close_codes;
   bool operator==(const LoadConnections&) const = default;
+};
+
+// WebSocket messages, over the whole test.
+struct LoadMessages {
+  uint64_t sent = 0, received = 0;
+  double sent_per_s = 0, received_per_s = 0;
+  bool operator==(const LoadMessages&) const = default;
 };
 
 struct LoadTls {
@@ -117,6 +127,7 @@ struct LoadAnswer {
   LoadIterations iterations;
   LoadErrors errors;
   LoadConnections connections;
+  LoadMessages messages;
   LoadTls tls;
   LoadProtocols protocols;
   bool corrected = false;  // latency counted from each iteration's intended start

@@ -26,13 +26,22 @@ struct LoadCounter {
   uint64_t LoadSecond::*field;
 };
 constexpr LoadCounter kLoadCounters[] = {
-    {"vus", &LoadSecond::vus},         {"running", &LoadSecond::running},
-    {"passed", &LoadSecond::passed},   {"failed", &LoadSecond::failed},
-    {"dropped", &LoadSecond::dropped}, {"interrupted", &LoadSecond::interrupted},
-    {"connections", &LoadSecond::connections}, {"opened", &LoadSecond::opened},
-    {"connect_failed", &LoadSecond::connect_failed}, {"closed", &LoadSecond::closed},
-    {"handshakes", &LoadSecond::handshakes}, {"resumed", &LoadSecond::resumed},
-    {"http1", &LoadSecond::http1}, {"http2", &LoadSecond::http2},
+    {"vus", &LoadSecond::vus},
+    {"running", &LoadSecond::running},
+    {"passed", &LoadSecond::passed},
+    {"failed", &LoadSecond::failed},
+    {"dropped", &LoadSecond::dropped},
+    {"interrupted", &LoadSecond::interrupted},
+    {"connections", &LoadSecond::connections},
+    {"opened", &LoadSecond::opened},
+    {"connect_failed", &LoadSecond::connect_failed},
+    {"closed", &LoadSecond::closed},
+    {"handshakes", &LoadSecond::handshakes},
+    {"resumed", &LoadSecond::resumed},
+    {"http1", &LoadSecond::http1},
+    {"http2", &LoadSecond::http2},
+    {"messages_sent", &LoadSecond::messages_sent},
+    {"messages_received", &LoadSecond::messages_received},
 };
 
 // A histogram field; an absent one is empty.
@@ -97,6 +106,24 @@ void read_reasons(detail::FieldReader& r, LoadSecond& s) {
   }
 }
 
+void read_close_codes(detail::FieldReader& r, LoadSecond& s) {
+  json codes;
+  r.object("close_codes", codes);
+  if (!r.ok() || codes.is_null()) return;
+  for (const auto& [key, count] : codes.items()) {
+    uint32_t code = 0;
+    if (!read_index(key, code) || code > 4999) {
+      r.fail("close_codes", "\"" + key + "\" is not a close code");
+      return;
+    }
+    if (!count.is_number_unsigned()) {
+      r.fail("close_codes", "the count of " + key + " is not an unsigned integer");
+      return;
+    }
+    s.close_codes[static_cast<uint16_t>(code)] = count.get<uint64_t>();
+  }
+}
+
 }  // namespace
 
 void StepSecond::add(const StepSecond& other) {
@@ -110,6 +137,7 @@ void LoadSecond::add(const LoadSecond& other, size_t max_reasons) {
   late.add(other.late);
   handshake.add(other.handshake);
   for (const auto& [index, step] : other.steps) steps[index].add(step);
+  for (const auto& [code, count] : other.close_codes) close_codes[code] += count;
   for (const auto& [why, count] : other.reasons) {
     auto it = reasons.find(why);
     if (it != reasons.end()) {
@@ -135,6 +163,11 @@ json to_json(const LoadSecond& s) {
   }
   j["steps"] = std::move(steps);
   j["reasons"] = s.reasons;
+  if (!s.close_codes.empty()) {
+    json codes = json::object();
+    for (const auto& [code, count] : s.close_codes) codes[std::to_string(code)] = count;
+    j["close_codes"] = std::move(codes);
+  }
   return j;
 }
 
@@ -149,6 +182,7 @@ Result<LoadSecond> load_second_from_json(const json& j) {
   read_histogram(r, j, "handshake", s.handshake);
   read_steps(r, s);
   read_reasons(r, s);
+  read_close_codes(r, s);
   if (!r.ok()) return r.status();
   return s;
 }

@@ -6,6 +6,7 @@
 //   {"load": "l1-2f3a", "second": 3, "vus": 120, "running": 118, "passed": 950, "failed": 2,
 //    "dropped": 0, "interrupted": 0, "connections": 0, "opened": 0, "connect_failed": 0,
 //    "closed": 0, "handshakes": 0, "resumed": 0, "http1": 950, "http2": 0,
+//    "messages_sent": 0, "messages_received": 0, "close_codes": {"1001": 2},
 //    "handshake": {histogram}, "late": {histogram}, "done": false,
 //    "steps": {"0": {"requests": 952, "bytes": 81234, "status": 1, "transport": 0,
 //                    "timeout": 1, "expect": 0, "latency": {histogram}, "raw": {histogram}}},
@@ -52,8 +53,8 @@ struct LoadSecond {
   uint64_t failed = 0;
   uint64_t dropped = 0;      // open model: arrivals with no free VU
   uint64_t interrupted = 0;  // iterations cut off at the end of the grace period
-  // Held model: connections open at the end of the second (a gauge), and in the second those
-  // opened, those that could not connect, and those lost after connecting.
+  // Held connections and WebSockets: those open at the end of the second (a gauge), and in the
+  // second those opened, those that could not connect, and those lost after connecting.
   uint64_t connections = 0;
   uint64_t opened = 0;
   uint64_t connect_failed = 0;
@@ -66,6 +67,12 @@ struct LoadSecond {
   stats::Histogram handshake;
   uint64_t http1 = 0;
   uint64_t http2 = 0;
+  // WebSocket steps: messages sent and received in the second (their sockets count in the
+  // connections above), and the close codes of the sockets counted in `closed` (1006: no close
+  // frame came).
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+  std::map<uint16_t, uint64_t> close_codes;
   stats::Histogram late;  // corral's own lateness in starting iterations (LoadDriver)
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted

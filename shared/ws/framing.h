@@ -32,6 +32,7 @@ constexpr uint16_t kCloseNormal = 1000;
 constexpr uint16_t kCloseGoingAway = 1001;
 constexpr uint16_t kCloseProtocolError = 1002;
 constexpr uint16_t kCloseNoStatus = 1005;  // reported when a close frame had no code
+constexpr uint16_t kCloseAbnormal = 1006;  // reported when the connection ended without a close
 constexpr uint16_t kCloseInvalidData = 1007;
 constexpr uint16_t kCloseTooBig = 1009;
 

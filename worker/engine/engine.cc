@@ -248,6 +248,7 @@ void Engine::on_timer(Instance& in) {
         wait_until(in, in.cp.deadline_ms);
         return;
       }
+      in.runner().timed_out(*this, in);
       auto it = timeouts_.find(in.serial);
       if (it == timeouts_.end()) {
         finish(in, ipc::Outcome::kFailed, timed_out_reason(in, -1));
@@ -336,6 +337,26 @@ StepRunner::State* Engine::state_of(const StepRunner& runner) {
   auto it = states_.find(&runner);
   if (it == states_.end()) it = states_.emplace(&runner, runner.make_state(*this)).first;
   return it->second.get();
+}
+
+void Engine::measure_step(const Instance& in, ExchangeClass cls, uint64_t bytes,
+                          int64_t elapsed_ns) {
+  if (in.run->sink != nullptr)
+    in.run->sink->on_measure(in.index, in.cp.step, cls, bytes, elapsed_ns);
+}
+
+void Engine::release_held(uint64_t key) {
+  for (auto& [runner, state] : states_) {
+    if (state) state->holder_gone(key);
+  }
+}
+
+SocketCounts Engine::socket_counts(uint32_t group, bool forget) {
+  SocketCounts out;
+  for (auto& [runner, state] : states_) {
+    if (state) state->count_sockets(group, forget, out);
+  }
+  return out;
 }
 
 void Engine::with_instance(uint64_t serial, const char* where,

@@ -70,6 +70,22 @@ class IterationSink {
   // The VU's request is about to go to the client: the sink may set how it travels (a held
   // connection's pin and source address).
   virtual void on_request(uint32_t /*vu*/, HttpRequest& /*req*/) {}
+
+  // Where the VU's socket to `url` lives (the WebSocket steps). `key` 0: with the iteration,
+  // closed when it ends; else the VU's for the whole test (the held model), under that key
+  // (StepRunner::State::holder_gone ends it). Its counts go to `group`; it connects from
+  // `source` ("": the kernel's choice).
+  struct SocketHold {
+    uint64_t key = 0;
+    uint32_t group = 0;
+    std::string source;
+  };
+  virtual SocketHold socket_hold(uint32_t /*vu*/, std::string_view /*url*/) { return {}; }
+  // A step that sends no HTTP request measured one of its operations (a WebSocket's opening,
+  // a message sent or received): counted as one of the step's requests, of class `cls`, with
+  // `bytes` received; `elapsed_ns` < 0 records no latency.
+  virtual void on_measure(uint32_t /*vu*/, size_t /*step*/, ExchangeClass /*cls*/,
+                          uint64_t /*bytes*/, int64_t /*elapsed_ns*/) {}
 };
 
 // What the master says of a run's size, for spreading its starts (ipc define_run).
@@ -190,6 +206,12 @@ class Engine {
   const http::TlsOptions& default_tls() const { return default_tls_; }
   // The kind's per-engine state (StepRunner::make_state), made on first use.
   StepRunner::State* state_of(const StepRunner& runner);
+  // A load run's step measured itself (IterationSink::on_measure); nothing for other runs.
+  void measure_step(const Instance& in, ExchangeClass cls, uint64_t bytes, int64_t elapsed_ns);
+  // The kinds' things held under `key` (IterationSink::SocketHold::key) go.
+  void release_held(uint64_t key);
+  // What the kinds' sockets of `group` did (StepRunner::State::count_sockets).
+  SocketCounts socket_counts(uint32_t group, bool forget);
   // Calls `fn` with the instance `serial` if it is still there, from a callback of the loop
   // (a child's exit): as a wake-up or a response does, exceptions ending the instance.
   void with_instance(uint64_t serial, const char* where, const std::function<void(Instance&)>& fn);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string_view>
 
@@ -24,6 +25,19 @@ namespace corral::worker {
 
 class Engine;
 struct Instance;
+
+// What the sockets of one load test did (the WebSocket steps), since its start.
+struct SocketCounts {
+  uint64_t open = 0;    // open now
+  uint64_t opened = 0;  // openings that succeeded
+  uint64_t failed = 0;  // openings that failed
+  uint64_t closed = 0;  // open sockets the server closed, or that were lost
+  uint64_t sent = 0;    // messages
+  uint64_t received = 0;
+  // The codes of the closes counted in `closed`: the server's close code, or 1006 when no close
+  // frame came (the connection was dropped or reset, or corral ended it on a protocol error).
+  std::map<uint16_t, uint64_t> close_codes;
+};
 
 class StepRunner {
  public:
@@ -48,6 +62,8 @@ class StepRunner {
   // The instance leaves the engine while its step is this kind's (it ended, was cancelled, or
   // is handed to another worker): release what the step holds for it.
   virtual void left(Engine& /*engine*/, const Instance& /*in*/) const {}
+  // The step's deadline passed (Engine::time_out_at): it is about to fail, timed out.
+  virtual void timed_out(Engine& /*engine*/, Instance& /*in*/) const {}
 
   // What a kind keeps per engine (exec: its children), beside the stateless runner.
   class State {
@@ -56,6 +72,12 @@ class StepRunner {
     // Instance `serial` left the engine (it ended, was cancelled or handed on), whatever step
     // it was at: what the kind keeps for it across steps (a WebSocket) goes.
     virtual void instance_gone(uint64_t /*serial*/) {}
+    // A load test's VU that held things across its iterations (IterationSink::SocketHold::key)
+    // retired: they go.
+    virtual void holder_gone(uint64_t /*key*/) {}
+    // Adds what the kind's sockets of a load test's `group` did, since the group's first, to
+    // `out`; `forget`: the group is over, its counts go after this call.
+    virtual void count_sockets(uint32_t /*group*/, bool /*forget*/, SocketCounts& /*out*/) {}
   };
   // Makes the kind's State, on the first Engine::state_of() call; destroyed with the engine.
   virtual std::unique_ptr<State> make_state(Engine& /*engine*/) const { return nullptr; }

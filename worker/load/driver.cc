@@ -52,7 +52,7 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
   second_.load = id_;
   if (share_.of == 0) share_.of = 1;
   if (share_.hosts == 0) share_.hosts = 1;
-  if (held_) start_held();
+  start_held();
 }
 
 LoadDriver::~LoadDriver() {
@@ -157,7 +157,7 @@ void LoadDriver::retire(uint32_t vu) {
   Vu& v = vus_[vu];
   if (v.state == VuState::kRetired) return;
   if (!v.retiring) --live_;
-  if (held_) release_connection(vu);
+  release_connection(vu);
   v = Vu{};
   v.state = VuState::kRetired;
   retired_.push_back(vu);
@@ -252,10 +252,22 @@ void LoadDriver::on_wake(uint32_t vu, uint64_t token) {
 
 void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
                              ExchangeClass cls, uint64_t elapsed_ns) {
+  if (resp.tls_ms > 0) {
+    ++second_.handshakes;
+    second_.resumed += resp.tls_resumed ? 1 : 0;
+    second_.handshake.record(static_cast<uint64_t>(resp.tls_ms * 1000));
+  }
+  if (std::string_view(resp.protocol) == "HTTP/2") ++second_.http2;
+  if (std::string_view(resp.protocol) == "HTTP/1.1") ++second_.http1;
+  on_measure(vu, step, cls, resp.body.size(), static_cast<int64_t>(elapsed_ns));
+}
+
+void LoadDriver::on_measure(uint32_t vu, size_t step, ExchangeClass cls, uint64_t bytes,
+                            int64_t elapsed_ns) {
   if (step >= steps_.size()) steps_.resize(step + 1);
   ipc::StepSecond& s = steps_[step];
   ++s.requests;
-  s.bytes += resp.body.size();
+  s.bytes += bytes;
   switch (cls) {
     case ExchangeClass::kOk:
       break;
@@ -269,14 +281,8 @@ void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
       ++s.timeout;
       break;
   }
-  if (resp.tls_ms > 0) {
-    ++second_.handshakes;
-    second_.resumed += resp.tls_resumed ? 1 : 0;
-    second_.handshake.record(static_cast<uint64_t>(resp.tls_ms * 1000));
-  }
-  if (std::string_view(resp.protocol) == "HTTP/2") ++second_.http2;
-  if (std::string_view(resp.protocol) == "HTTP/1.1") ++second_.http1;
-  uint64_t raw = elapsed_ns / 1000;
+  if (elapsed_ns < 0) return;
+  uint64_t raw = static_cast<uint64_t>(elapsed_ns) / 1000;
   uint64_t late = 0;
   if (scheduled_ && vu < vus_.size()) late = vus_[vu].started_us - vus_[vu].intended_us;
   s.raw.record(raw);
@@ -359,7 +365,7 @@ void LoadDriver::finish() {
     t->stop();
   }
   engine_.cancel_run(id_);  // iterations still running are dropped (counted as interrupted)
-  if (held_) release_connections();
+  release_connections();
   ipc::LoadSecond last = take_second();
   last.done = true;
   report_(std::move(last));  // last: the report may destroy this driver
@@ -374,7 +380,7 @@ ipc::LoadSecond LoadDriver::take_second() {
   second_.vus = live_;
   out.second = second_index_++;
   out.running = engine_.active(id_);
-  if (held_) count_connections(out);
+  count_connections(out);
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (steps_[i].requests == 0 && steps_[i].expect == 0) continue;
     out.steps.emplace(static_cast<uint32_t>(i), std::move(steps_[i]));

@@ -21,7 +21,8 @@
 // grace period, then are cut off and counted as interrupted. The last report has done=true.
 //
 // Held model: a closed model whose VUs each own one keep-alive connection for the whole test
-// (HttpRequest::pin), opened at the VU's first request and closed when the VU retires. Past
+// (HttpRequest::pin), opened at the VU's first request and closed when the VU retires; and one
+// WebSocket of each name its ws steps open (SocketHold), the same way. Past
 // kPerSource (10,000) connections to a loopback target, VUs connect from 127.0.0.1,
 // 127.0.0.2, ... in turn (or from the test's source_addresses), since one (source,
 // destination) pair has only the ephemeral port range to tell connections apart.
@@ -87,6 +88,9 @@ class LoadDriver final : public IterationSink {
   void on_expect_failed(uint32_t vu, size_t step) override;
   void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) override;
   void on_request(uint32_t vu, HttpRequest& req) override;
+  SocketHold socket_hold(uint32_t vu, std::string_view url) override;
+  void on_measure(uint32_t vu, size_t step, ExchangeClass cls, uint64_t bytes,
+                  int64_t elapsed_ns) override;
 
  private:
   enum class Phase { kWaiting, kRunning, kDraining, kFinished };
@@ -148,10 +152,12 @@ class LoadDriver final : public IterationSink {
   std::vector<ipc::StepSecond> steps_;  // ... by step index
   uint32_t second_index_ = 0;
 
-  // Held model: this test's pins are (group_ << 32 | VU), counted by the client per group.
+  // This test's connections and sockets are counted by group_ (the HTTP client's and the
+  // WebSocket steps'); in the held model its pins are (group_ << 32 | VU).
   const bool held_;
   uint32_t group_ = 0;
   HeldCounts held_seen_;               // the client's counts at the last report
+  SocketCounts sockets_seen_;          // the sockets' counts at the last report
   std::vector<std::string> sources_;   // source addresses, by the test's VU number mod size
 
   WakeQueue wakes_;

@@ -1,5 +1,5 @@
-// The held-connection model's part of LoadDriver (driver.h): pins, source addresses and the
-// connection counts of each second.
+// The held-connection model's part of LoadDriver (driver.h): pins, source addresses, and the
+// connection and socket counts of each second.
 #include <atomic>
 #include <string_view>
 
@@ -19,16 +19,26 @@ constexpr uint64_t kPerSource = 10000;
 std::atomic<uint32_t> g_next_group{1};
 
 bool loopback_url(std::string_view url) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme) return false;
-  url.remove_prefix(kScheme.size());
-  return url.substr(0, 4) == "127." || url.substr(0, 9) == "localhost";
+  for (std::string_view scheme : {"http://", "ws://"}) {
+    if (url.substr(0, scheme.size()) != scheme) continue;
+    url.remove_prefix(scheme.size());
+    return url.substr(0, 4) == "127." || url.substr(0, 9) == "localhost";
+  }
+  return false;
+}
+
+// The count `now` of a counter, less what the last report had; `seen` takes `now`.
+uint64_t delta(uint64_t now, uint64_t& seen) {
+  uint64_t d = now >= seen ? now - seen : 0;
+  seen = now;
+  return d;
 }
 
 }  // namespace
 
 void LoadDriver::start_held() {
   group_ = g_next_group.fetch_add(1);
+  if (!held_) return;
   sources_ = spec_.source_addresses;
   if (sources_.empty() && spec_.peak() > static_cast<double>(kPerSource)) {
     // Only used for a loopback target (source_for): these addresses reach nothing else.
@@ -56,19 +66,47 @@ void LoadDriver::on_request(uint32_t vu, HttpRequest& req) {
   if (const std::string* source = source_for(vu, req.url)) req.source = *source;
 }
 
-void LoadDriver::release_connection(uint32_t vu) { engine_.http().unpin(pin_of(vu)); }
+LoadDriver::SocketHold LoadDriver::socket_hold(uint32_t vu, std::string_view url) {
+  SocketHold hold;
+  hold.group = group_;
+  if (!held_) return hold;
+  hold.key = pin_of(vu);
+  if (const std::string* source = source_for(vu, std::string(url))) hold.source = *source;
+  return hold;
+}
+
+void LoadDriver::release_connection(uint32_t vu) {
+  if (!held_) return;
+  engine_.http().unpin(pin_of(vu));
+  engine_.release_held(pin_of(vu));
+}
 
 void LoadDriver::release_connections() {
+  if (!held_) return;
   for (uint32_t vu = 0; vu < vus_.size(); ++vu) release_connection(vu);
 }
 
+// The HTTP client's held connections and the WebSocket steps' sockets, added up.
 void LoadDriver::count_connections(ipc::LoadSecond& out) {
-  HeldCounts now = engine_.http().held(group_, phase_ == Phase::kFinished);
-  out.connections = now.open;
-  out.opened = now.opened - held_seen_.opened;
-  out.connect_failed = now.failed - held_seen_.failed;
-  out.closed = now.closed - held_seen_.closed;
-  held_seen_ = now;
+  const bool over = phase_ == Phase::kFinished;
+  if (held_) {
+    HeldCounts now = engine_.http().held(group_, over);
+    out.connections = now.open;
+    out.opened = delta(now.opened, held_seen_.opened);
+    out.connect_failed = delta(now.failed, held_seen_.failed);
+    out.closed = delta(now.closed, held_seen_.closed);
+  }
+  SocketCounts now = engine_.socket_counts(group_, over);
+  SocketCounts& seen = sockets_seen_;
+  out.connections += now.open;
+  out.opened += delta(now.opened, seen.opened);
+  out.connect_failed += delta(now.failed, seen.failed);
+  out.closed += delta(now.closed, seen.closed);
+  out.messages_sent = delta(now.sent, seen.sent);
+  out.messages_received = delta(now.received, seen.received);
+  for (const auto& [code, n] : now.close_codes) {
+    if (uint64_t d = delta(n, seen.close_codes[code]); d > 0) out.close_codes[code] = d;
+  }
 }
 
 }  // namespace corral::worker

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,9 @@ struct Counts {
   uint64_t errors = 0;            // open sockets ended by a protocol error, a reset or a timeout
   uint64_t sent = 0;              // messages sent
   uint64_t received = 0;          // messages received
+  // Of the sockets counted in closed_by_server and errors: the server's close code, or 1006
+  // when no close frame came.
+  std::map<uint16_t, uint64_t> close_codes;
 };
 
 class Client {
@@ -56,6 +60,7 @@ class Client {
   // The counts of `group`.
   const Counts& counts(uint32_t group) { return counts_[group]; }
   Counts& counts_of(uint32_t group) { return counts_[group]; }
+  void forget_counts(uint32_t group) { counts_.erase(group); }
   size_t sockets() const { return sockets_.size(); }
   // Whether the socket `id` is still the client's (not dropped).
   bool alive(uint64_t id) const;

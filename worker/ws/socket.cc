@@ -188,9 +188,9 @@ bool Socket::send(corral::ws::Kind kind, std::string_view data) {
 void Socket::close(uint16_t code, std::string_view reason) {
   if (state_ != State::kOpen) return;
   framing_.close(code, reason, out_);
-  write_out();
   state_ = State::kClosing;
   link_->arm(uv_now(client_.loop()) + kCloseWaitMs);
+  write_out();  // last: a write that fails ends the socket
 }
 
 void Socket::write_out() {
@@ -198,7 +198,7 @@ void Socket::write_out() {
   uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
   int rc = link_->send(&buf, 1);
   out_.clear();
-  if (rc != 0 && state_ == State::kOpen) {
+  if (rc != 0 && (state_ == State::kOpen || state_ == State::kClosing)) {
     end(Closed{
         0, "", false,
         "cannot write: " + std::string(rc == UV_EPROTO ? link_->tls_error() : uv_strerror(rc))});
@@ -299,6 +299,9 @@ void Socket::end(Closed closed, bool linger) {
     ++c.errors;
   } else if (closed.by_server) {
     ++c.closed_by_server;
+  }
+  if (!closed.error.empty() || closed.by_server) {
+    ++c.close_codes[framing_.close_received() ? closed.code : corral::ws::kCloseAbnormal];
   }
   events_.on_closed(*this, std::move(closed));
 }

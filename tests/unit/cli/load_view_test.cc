@@ -93,6 +93,26 @@ TEST_CASE("load view: the summary has the model, counts, both latencies and each
   CHECK_THAT(s, Catch::Contains("  ok      errors: rate < 1%  (0.04%)\n"));
 }
 
+TEST_CASE("load view: WebSocket tests show their sockets, close codes and messages") {
+  json t = test_json("running");
+  t["model"] = "held";
+  t["connections"] = {{"open", 98},  {"max", 100},  {"opened", 102},
+                      {"failed", 1}, {"closed", 4}, {"close_codes", {{"1001", 3}, {"1006", 1}}}};
+  t["messages"] = {
+      {"sent", 1200}, {"received", 1190}, {"sent_per_s", 100.0}, {"received_per_s", 99.2}};
+  t["series"][0]["connections"] = 98;
+  t["series"][0]["sent"] = 100;
+  t["series"][0]["received"] = 99;
+  const auto a = read(t);
+  CHECK(render_load_progress(a) ==
+        "l3-abcd  running  12s/30s  vus 17  rps 1999  p99 2.50ms  errors 1.00%  conns 98  "
+        "msgs out 100/s in 99/s");
+  const std::string s = render_load_summary(a);
+  CHECK_THAT(s, Catch::Contains("connections: up to 100 open; 102 opened, 1 failed to connect, 4 "
+                                "lost after connecting (1001 x3, 1006 x1)\n"));
+  CHECK_THAT(s, Catch::Contains("messages   : 1200 sent (100.0/s), 1190 received (99.2/s)\n"));
+}
+
 TEST_CASE("load view: corral's own lateness is shown, and a warning when it is in the numbers") {
   json t = test_json("passed");
   const std::string quiet = render_load_summary(read(t));

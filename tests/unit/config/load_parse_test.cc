@@ -126,6 +126,27 @@ TEST_CASE("load parse: thresholds read their metric, filter, aggregate, bound an
   CHECK_FALSE(rps.holds(5000));
 }
 
+TEST_CASE("load parse: ws_latency and ws_errors read as latency and errors do") {
+  LoadSpec s = parsed(R"({"vus": 1, "duration": "1s", "thresholds": {
+      "ws_latency{step:echo}": ["p99 < 250ms"], "ws_errors": ["rate < 0.5%", "count < 3"]}})");
+  REQUIRE(s.thresholds.size() == 3);
+  const Threshold& rate = s.thresholds[0];  // in the order of the keys
+  CHECK(rate.metric == Metric::kWsErrors);
+  CHECK(rate.aggregate == Aggregate::kRate);
+  CHECK(rate.bound == Approx(0.005));
+  CHECK(s.thresholds[1].aggregate == Aggregate::kCount);
+  const Threshold& p99 = s.thresholds[2];
+  CHECK(p99.metric == Metric::kWsLatency);
+  CHECK(p99.step == "echo");
+  CHECK(p99.aggregate == Aggregate::kPercentile);
+  CHECK(p99.bound == 250000);
+  CHECK(to_string(Metric::kWsLatency) == "ws_latency");
+  auto refused = parse_load(
+      json::parse(R"({"vus": 1, "duration": "1s", "thresholds": {"ws_errors": ["p99 < 1s"]}})"));
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.status().message(), Catch::Contains("does not apply to this metric"));
+}
+
 TEST_CASE("load parse: a wrong load section is refused, naming the field at fault") {
   const std::vector<std::pair<const char*, const char*>> cases = {
       {R"([])", "load: expected an object"},

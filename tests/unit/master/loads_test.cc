@@ -95,6 +95,38 @@ TEST_CASE("loads: the test ends when every worker is done, passed or failed by i
   CHECK(j["steps"][1]["name"] == "get");
 }
 
+TEST_CASE("loads: ws_latency and ws_errors count the WebSocket steps only; messages add up") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"vus": 2, "duration": "1s", "thresholds": {
+      "ws_latency": ["p99 < 5ms"], "ws_errors": ["rate < 10%"], "errors": ["rate < 10%"]}})");
+  t.step_kinds = {"request", "ws_receive"};  // as the master's check of the scenario sets them
+  LoadSecond a = second(0, 0, 100, 50, 50, true);  // the HTTP step: slow, half failing
+  LoadSecond b = second(0, 1, 100, 2, 5, true);    // the ws_receive step: fast, 5 % failing
+  a.messages_sent = b.messages_sent = 100;
+  a.messages_received = 98;
+  b.messages_received = 97;
+  a.closed = 1;
+  a.close_codes[4001] = 1;
+  b.closed = 2;
+  b.close_codes[4001] = 2;
+  REQUIRE(loads.on_second(0, std::move(a), 2000));
+  REQUIRE(loads.on_second(1, std::move(b), 2000));
+  REQUIRE(t.ended());
+  json j = corral::api::to_json(loads.answer(t, true, 2000));
+  for (const json& th : j["thresholds"]) {
+    INFO(th.dump());
+    if (th["name"] == "ws_latency: p99 < 5ms") CHECK(th["value"] == 2.0);
+    if (th["name"] == "ws_errors: rate < 10%") CHECK(th["value"] == 0.05);
+    if (th["name"] == "errors: rate < 10%") CHECK(th["value"] == 0.275);
+  }
+  CHECK(j["messages"]["sent"] == 200);
+  CHECK(j["messages"]["received"] == 195);
+  CHECK(j["connections"]["closed"] == 3);
+  CHECK(j["connections"]["close_codes"]["4001"] == 3);
+  CHECK(j["series"][0]["received"] == 195);
+  CHECK(t.state == LoadState::kFailed);  // errors over every step crossed
+}
+
 TEST_CASE("loads: abort_on_fail thresholds are crossed only after their delay") {
   Loads loads;
   LoadTest& t = add(loads, R"({"vus": 1, "duration": "1m", "thresholds": {

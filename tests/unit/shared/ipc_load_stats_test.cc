@@ -27,6 +27,10 @@ LoadSecond sample(uint64_t latency_us) {
   step.latency.record(latency_us, 102);
   step.raw.record(latency_us / 2, 102);
   s.reasons["expect: status was 500"] = 2;
+  s.messages_sent = 40;
+  s.messages_received = 39;
+  s.close_codes[1001] = 3;
+  s.close_codes[1006] = 1;
   return s;
 }
 
@@ -40,6 +44,8 @@ TEST_CASE("load stats: a second round-trips through its JSON form, as text too")
   CHECK(back->steps.at(2).errors() == 2);
   CHECK(back->steps.at(2).latency.value_at(50) == 2000);
   CHECK(back->late.count() == 1);
+  CHECK(back->messages_received == 39);
+  CHECK(back->close_codes.at(1001) == 3);
   CHECK_FALSE(back->done);
 }
 
@@ -57,6 +63,9 @@ TEST_CASE("load stats: adding seconds adds every count and merges the histograms
   CHECK(a.steps.at(2).latency.value_at(51) == 4000);
   CHECK(a.reasons.at("expect: status was 500") == 4);
   CHECK(a.reasons.size() == 2);
+  CHECK(a.messages_sent == 80);
+  CHECK(a.close_codes.at(1001) == 6);
+  CHECK(a.close_codes.at(1006) == 2);
   LoadSecond c = sample(1);
   c.reasons = {{"a third reason", 1}};
   a.add(c, 2);
@@ -82,6 +91,11 @@ TEST_CASE("load stats: a malformed second is the sender's protocol error, naming
       {with("/steps/2/latency/n", 7), "histogram: \"n\" is not the sum of the counts"},
       {with("/late", json::array()), "late: histogram: expected an object"},
       {with("/reasons/why", -1), "reasons: the count of \"why\" is not an unsigned integer"},
+      {with("/messages_sent", -1), "messages_sent: expected an unsigned 64-bit integer"},
+      {with("/close_codes", 1000), "close_codes: expected an object"},
+      {with("/close_codes/going", 1), "close_codes: \"going\" is not a close code"},
+      {with("/close_codes/70000", 1), "close_codes: \"70000\" is not a close code"},
+      {with("/close_codes/1001", "3"), "close_codes: the count of 1001 is not an unsigned"},
   };
   for (const auto& [j, message] : cases) {
     INFO(j.dump());

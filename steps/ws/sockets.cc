@@ -1,0 +1,249 @@
+#include "steps/ws/sockets.h"
+
+#include "steps/ws/ws.h"
+#include "worker/engine/instance.h"
+
+namespace corral::steps::ws {
+namespace {
+
+using worker::Engine;
+using worker::Instance;
+using worker::ws::Closed;
+using worker::ws::Opened;
+using worker::ws::Socket;
+namespace wire = corral::ws;
+
+// The key of the engine's Sockets: every ws kind asks the engine for the state of this one
+// runner (Engine::state_of), so that all of them share the sockets. It runs no step.
+class SocketsKey final : public worker::StepRunner {
+ public:
+  void run(Engine&, Instance&) const override {}
+  std::unique_ptr<State> make_state(Engine& engine) const override {
+    return std::make_unique<Sockets>(engine);
+  }
+};
+const SocketsKey kSockets;
+
+// The step on `name` that instance `in` runs now, if it waits for an event of that socket.
+const OnSocket* waiting_on(const Instance& in, const std::string& name) {
+  if (in.cp.step_started_ms == 0) return nullptr;
+  std::string_view kind = in.step().kind->name;
+  if (kind != "ws_receive" && kind != "ws_close") return nullptr;
+  const auto& spec = in.step().spec_as<OnSocket>();
+  return spec.socket == name ? &spec : nullptr;
+}
+
+int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
+
+}  // namespace
+
+std::string how_closed(const Closed& c) {
+  if (!c.error.empty()) return "ended: " + c.error;
+  std::string code = c.code == wire::kCloseNoStatus ? "no code" : std::to_string(c.code);
+  std::string reason = c.reason.empty() ? "" : " \"" + c.reason + "\"";
+  return std::string(c.by_server ? "closed by the server" : "closed") + " with " + code + reason;
+}
+
+Sockets& sockets(Engine& engine) { return static_cast<Sockets&>(*engine.state_of(kSockets)); }
+
+Sockets::Sockets(Engine& engine)
+    : engine_(engine),
+      handshakes_(engine.loop()),
+      client_(engine.loop(), contexts_, handshakes_, engine.default_tls()) {}
+
+Sockets::Named* Sockets::named(bool held, uint64_t key) {
+  auto& map = held ? held_ : own_;
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+Entry* Sockets::find(uint64_t serial, const std::string& name) {
+  auto h = held_by_serial_.find(serial);
+  Named* n = h == held_by_serial_.end() ? named(false, serial) : named(true, h->second);
+  if (n == nullptr) return nullptr;
+  auto e = n->find(name);
+  return e == n->end() ? nullptr : &e->second;
+}
+
+Entry& Sockets::open(uint64_t serial, const std::string& name,
+                     const worker::IterationSink::SocketHold& hold, worker::ws::OpenRequest req,
+                     size_t backlog) {
+  const bool held = hold.key != 0;
+  const uint64_t key = held ? hold.key : serial;
+  if (held) held_by_serial_[serial] = key;
+  forget(held, key, name);
+  req.group = hold.group;
+  if (!hold.source.empty()) req.source = hold.source;
+  Socket* s = client_.open(std::move(req), *this);
+  owners_[s] = Owner{held, key, name, false};
+  Entry& e = (held ? held_ : own_)[key][name];
+  e.socket = s;
+  e.serial = serial;
+  e.backlog_max = backlog;
+  return e;
+}
+
+bool Sockets::reuse(uint64_t serial, const std::string& name, uint64_t key) {
+  held_by_serial_[serial] = key;
+  Named* n = named(true, key);
+  auto it = n == nullptr ? Named::iterator() : n->find(name);
+  if (n == nullptr || it == n->end() || !it->second.open || it->second.closed) return false;
+  it->second.serial = serial;
+  it->second.wait_from_ns = 0;
+  return true;
+}
+
+void Sockets::instance_gone(uint64_t serial) {
+  if (auto h = held_by_serial_.find(serial); h != held_by_serial_.end()) {
+    if (Named* n = named(true, h->second)) {
+      for (auto& [name, e] : *n) {
+        if (e.serial == serial) e.serial = 0;
+      }
+    }
+    held_by_serial_.erase(h);
+    return;
+  }
+  auto it = own_.find(serial);
+  if (it == own_.end()) return;
+  for (auto& [name, e] : it->second) let_go(e);
+  own_.erase(it);
+}
+
+void Sockets::holder_gone(uint64_t key) {
+  auto it = held_.find(key);
+  if (it == held_.end()) return;
+  for (auto& [name, e] : it->second) let_go(e);
+  held_.erase(it);
+}
+
+void Sockets::count_sockets(uint32_t group, bool forget, worker::SocketCounts& out) {
+  const worker::ws::Counts& c = client_.counts(group);
+  out.open += c.open;
+  out.opened += c.opened;
+  out.failed += c.failed;
+  out.closed += c.closed_by_server + c.errors;
+  out.sent += c.sent;
+  out.received += c.received;
+  for (const auto& [code, n] : c.close_codes) out.close_codes[code] += n;
+  if (forget) client_.forget_counts(group);
+}
+
+void Sockets::forget(bool held, uint64_t key, const std::string& name) {
+  Named* n = named(held, key);
+  if (n == nullptr) return;
+  auto e = n->find(name);
+  if (e == n->end()) return;
+  let_go(e->second);
+  n->erase(e);
+}
+
+void Sockets::let_go(Entry& e) {
+  auto it = owners_.find(e.socket);
+  if (e.open && !e.closed && it != owners_.end()) {
+    it->second.leaving = true;  // dropped once the close is answered (or its wait is over)
+    e.socket->close(wire::kCloseNormal, "");
+    return;
+  }
+  if (it != owners_.end()) owners_.erase(it);
+  client_.drop(e.socket);
+}
+
+void Sockets::deliver(Socket& s, const char* where,
+                      const std::function<void(Instance*, Entry&, const std::string&)>& fn) {
+  auto it = owners_.find(&s);
+  if (it == owners_.end() || it->second.leaving) return;
+  const Owner owner = it->second;
+  Named* n = named(owner.held, owner.key);
+  auto e = n == nullptr ? Named::iterator() : n->find(owner.name);
+  if (n == nullptr || e == n->end()) return;
+  Entry& entry = e->second;
+  if (entry.serial == 0) {
+    fn(nullptr, entry, owner.name);
+    return;
+  }
+  engine_.with_instance(entry.serial, where, [&](Instance& in) {
+    if (Entry* found = find(in.serial, owner.name)) fn(&in, *found, owner.name);
+  });
+}
+
+bool judge_message(Engine& engine, Instance& in, Entry& e, const Message& m) {
+  const scenario::Step& step = in.step();
+  nlohmann::json parsed;
+  if (step.reads_json) parsed = nlohmann::json::parse(m.data, nullptr, false);
+  scenario::ResponseView view;
+  view.body = m.data;
+  view.json = step.reads_json && !parsed.is_discarded() ? &parsed : nullptr;
+  auto abort = scenario::first_holding(step.abort_if, view);
+  if (!abort && !scenario::all_hold(step.spec_as<Receive>().until, view).held) return false;
+  const uint64_t from = e.wait_from_ns;
+  e.wait_from_ns = 0;
+  engine.measure_step(in, worker::ExchangeClass::kOk, m.data.size(),
+                      m.arrived_ns > from ? static_cast<int64_t>(m.arrived_ns - from) : 0);
+  if (abort) {
+    engine.expect_failed(in);
+    engine.finish(in, ipc::Outcome::kFailed, "abort_if held: " + abort->explanation);
+    return true;
+  }
+  engine.judge_result(in, view, "");
+  return true;
+}
+
+void Sockets::on_open(Socket& s, Opened&& o) {
+  deliver(s, "a WebSocket's opening", [&](Instance* in, Entry& e, const std::string&) {
+    if (!o.error.empty()) {
+      e.closed = Closed{0, "", false, o.error};
+      if (in == nullptr) return;  // a held socket's iteration ended first: the next reopens
+      auto cls = o.timed_out     ? worker::ExchangeClass::kTimeout
+                 : o.status != 0 ? worker::ExchangeClass::kStatus
+                                 : worker::ExchangeClass::kTransport;
+      engine_.measure_step(*in, cls, 0, ns_of_ms(o.total_ms));
+      engine_.finish(*in, ipc::Outcome::kFailed, "ws " + s.request().url + ": " + o.error);
+      return;
+    }
+    e.open = true;
+    if (in == nullptr) return;
+    engine_.measure_step(*in, worker::ExchangeClass::kOk, 0, ns_of_ms(o.total_ms));
+    scenario::ResponseView view;
+    view.status = o.status;
+    view.headers = o.headers;
+    engine_.judge_result(*in, view, "");
+  });
+}
+
+void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
+  deliver(s, "a WebSocket message", [&](Instance* in, Entry& e, const std::string& name) {
+    Message m{kind, std::string(data), uv_hrtime()};
+    if (in != nullptr && waiting_on(*in, name) != nullptr &&
+        in->step().kind->name == "ws_receive") {
+      judge_message(engine_, *in, e, m);  // one that does not match is passed over
+      return;
+    }
+    if (e.backlog_max == 0) return;
+    if (e.backlog.size() == e.backlog_max) e.backlog.erase(e.backlog.begin());
+    e.backlog.push_back(std::move(m));
+  });
+}
+
+void Sockets::on_closed(Socket& s, Closed&& c) {
+  if (auto it = owners_.find(&s); it != owners_.end() && it->second.leaving) {
+    owners_.erase(it);
+    client_.drop(&s);
+    return;
+  }
+  deliver(s, "a WebSocket's end", [&](Instance* in, Entry& e, const std::string& name) {
+    e.open = false;
+    e.closed = std::move(c);
+    const OnSocket* step = in == nullptr ? nullptr : waiting_on(*in, name);
+    if (step == nullptr) return;
+    if (in->step().kind->name == "ws_close") {
+      engine_.step_passed(*in, nullptr, -1);
+      return;
+    }
+    engine_.measure_step(*in, worker::ExchangeClass::kTransport, 0, -1);
+    engine_.finish(*in, ipc::Outcome::kFailed,
+                   "socket \"" + step->socket + "\" " + how_closed(*e.closed) +
+                       " while waiting for a message");
+  });
+}
+
+}  // namespace corral::steps::ws

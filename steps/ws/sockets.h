@@ -1,0 +1,102 @@
+// The sockets of the WebSocket steps in one engine (a StepRunner::State shared by the four
+// kinds). A socket belongs to a holder and has a name: the holder is the instance that opened it
+// (it goes when the instance leaves the engine), or, in a held load test, the VU (it lives
+// across the VU's iterations and goes when the VU retires: IterationSink::SocketHold). Messages
+// that come while no ws_receive waits are kept in the socket's backlog, oldest dropped first.
+// Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "worker/engine/engine.h"
+#include "worker/engine/step_runner.h"
+#include "worker/http/link.h"
+#include "worker/http/tls_context.h"
+#include "worker/ws/client.h"
+#include "worker/ws/socket.h"
+
+namespace corral::steps::ws {
+
+struct Message {
+  corral::ws::Kind kind;
+  std::string data;
+  uint64_t arrived_ns = 0;
+};
+
+struct Entry {
+  worker::ws::Socket* socket = nullptr;
+  uint64_t serial = 0;  // the instance using it now; 0: none (a held socket between iterations)
+  bool open = false;
+  std::optional<worker::ws::Closed> closed;
+  std::vector<Message> backlog;
+  size_t backlog_max = 0;
+  uint64_t wait_from_ns = 0;  // what a ws_receive's latency counts from: the last send, or 0
+};
+
+// "closed by the server with 1001 \"bye\"", "ended: the connection was reset".
+std::string how_closed(const worker::ws::Closed& c);
+
+class Sockets final : public worker::StepRunner::State, public worker::ws::Events {
+ public:
+  explicit Sockets(worker::Engine& engine);
+
+  // The socket `name` of instance `serial` (its own, or its VU's), or nullptr.
+  Entry* find(uint64_t serial, const std::string& name);
+  // Opens `name` for instance `serial` under `hold` (hold.key 0: the instance's own), closing
+  // a socket of that name the holder had. Returns the entry.
+  Entry& open(uint64_t serial, const std::string& name,
+              const worker::IterationSink::SocketHold& hold, worker::ws::OpenRequest req,
+              size_t backlog);
+  // A held socket that is open serves instance `serial` from now on; false when there is none
+  // (it must be opened).
+  bool reuse(uint64_t serial, const std::string& name, uint64_t key);
+
+  void instance_gone(uint64_t serial) override;
+  void holder_gone(uint64_t key) override;
+  void count_sockets(uint32_t group, bool forget, worker::SocketCounts& out) override;
+
+ private:
+  using Named = std::unordered_map<std::string, Entry>;
+  struct Owner {
+    bool held = false;
+    uint64_t key = 0;  // the instance's serial, or the VU's key
+    std::string name;
+    bool leaving = false;  // its holder went; it is being closed
+  };
+
+  Named* named(bool held, uint64_t key);
+  void forget(bool held, uint64_t key, const std::string& name);
+  // Ends a socket whose holder went: a close handshake when it is open, else at once.
+  void let_go(Entry& e);
+  // The instance (nullptr between a held socket's iterations) and entry that hear of an
+  // event of socket `s`.
+  void deliver(worker::ws::Socket& s, const char* where,
+               const std::function<void(worker::Instance*, Entry&, const std::string&)>& fn);
+
+  void on_open(worker::ws::Socket& s, worker::ws::Opened&& o) override;
+  void on_message(worker::ws::Socket& s, corral::ws::Kind kind, std::string_view data) override;
+  void on_closed(worker::ws::Socket& s, worker::ws::Closed&& c) override;
+
+  worker::Engine& engine_;
+  worker::tls::Contexts contexts_;  // its own: the engine's HTTP client keeps its to itself
+  worker::Handshakes handshakes_;
+  worker::ws::Client client_;
+  std::unordered_map<uint64_t, Named> own_;                // by instance serial
+  std::unordered_map<uint64_t, Named> held_;               // by SocketHold::key
+  std::unordered_map<uint64_t, uint64_t> held_by_serial_;  // instance -> its VU's key
+  std::unordered_map<worker::ws::Socket*, Owner> owners_;
+};
+
+// The engine's Sockets.
+Sockets& sockets(worker::Engine& engine);
+
+// Judges a message for the instance's waiting ws_receive: abort_if fails the step, `until`
+// passes it (with the captures); true when the message ended the wait.
+bool judge_message(worker::Engine& engine, worker::Instance& in, Entry& e, const Message& m);
+
+}  // namespace corral::steps::ws
