@@ -105,6 +105,9 @@ std::string target_text(const std::optional<api::LoadTarget>& watched) {
   if (json_number(load, "connections") > 0) {
     out << " / " << fixed(json_number(load, "connections"), 0) << " connections";
   }
+  if (json_number(load, "sent") > 0) {
+    out << ", " << fixed(json_number(load, "sent"), 0) << " messages/s out";
+  }
   out << ", " << fixed(json_number(load, "rps"), 0) << " requests/s, p99 "
       << latency_text(json_number(load, "p99")) << ", " << fixed(json_number(load, "errors"), 0)
       << " errors/s\n";

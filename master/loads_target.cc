@@ -22,8 +22,12 @@ json load_at(const LoadTest& t) {
   if (t.series.empty()) return json::object();
   const json& s = t.series.back();
   json out = json::object();
-  for (const char* k : {"t", "vus", "connections", "rps", "errors", "p99"}) {
+  for (const char* k : {"t", "vus", "connections", "rps", "errors", "p99", "sent", "received"}) {
     if (s.contains(k)) out[k] = s[k];
+  }
+  if (out.value("sent", 0) == 0 && out.value("received", 0) == 0) {
+    out.erase("sent");  // not a WebSocket test
+    out.erase("received");
   }
   return out;
 }

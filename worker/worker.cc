@@ -15,6 +15,7 @@
 #include "shared/ipc/limits.h"
 #include "shared/log.h"
 #include "shared/proc.h"
+#include "shared/uv/pulse.h"
 
 namespace corral::worker {
 namespace {
@@ -200,6 +201,8 @@ void Worker::on_welcome(const ipc::Welcome& w) {
   heartbeat_ = std::make_unique<uv::Timer>(loop_);
   next_beat_ns_ = uv_hrtime() + heartbeat_ms_ * 1000000;
   heartbeat_->start(heartbeat_ms_, heartbeat_ms_, [this] { on_heartbeat_timer(); });
+  uv::set_pulse([this] { on_heartbeat_timer(); });
+  uv::pulse_due(next_beat_ns_ + heartbeat_ms_ * 1000000);
   if (max_memory_ != 0) {
     memory_ = std::make_unique<uv::Timer>(loop_);
     memory_->start(kMemoryCheckMs, kMemoryCheckMs, [this] { check_memory(); });
@@ -248,6 +251,8 @@ void Worker::on_heartbeat_timer() {
   // How late this tick fired: the time the loop spent on something else.
   last_lag_ms_ = now > next_beat_ns_ ? static_cast<double>(now - next_beat_ns_) / 1e6 : 0.0;
   next_beat_ns_ = now + heartbeat_ms_ * 1000000;
+  // Should the timer be a whole interval late, the engine's callbacks beat (shared/uv/pulse.h).
+  uv::pulse_due(next_beat_ns_ + heartbeat_ms_ * 1000000);
   ipc::Heartbeat beat;
   beat.seq = ++seq_;
   beat.loop_lag_ms = last_lag_ms_;
@@ -283,6 +288,7 @@ void Worker::leave(int code, const std::string& why) {
   exit_code_ = code;
   spdlog::info("worker {} leaving (exit {}): {}", slot_, code, why);
   heartbeat_.reset();
+  uv::set_pulse(nullptr);
   memory_.reset();
   fault_timer_.reset();
   flush_timer_.reset();

@@ -169,7 +169,7 @@ void parse_close(const json& j, const std::string& path, Step& s, Scope& scope) 
 CORRAL_REGISTER_STEP_KIND({
     .name = "ws",
     .mark = "ws",
-    .fields = {"ws", "expect", "abort_if", "capture", "timeout"},
+    .fields = {"ws", "expect", "abort_if", "capture", "retry", "timeout"},
     .hints = {},
     .subjects = {"status", "header"},
     .parse = parse_open,

@@ -31,6 +31,8 @@ Entry* usable(Engine& engine, Instance& in) {
 class OpenRunner final : public worker::StepRunner {
  public:
   void run(Engine& engine, Instance& in) const override;
+  // Its retry's wait is over (Engine::retry_later): it opens again.
+  void on_wake(Engine& engine, Instance& in) const override { run(engine, in); }
 };
 
 void OpenRunner::run(Engine& engine, Instance& in) const {
@@ -60,6 +62,7 @@ void OpenRunner::run(Engine& engine, Instance& in) const {
   req.timeout_ms = in.cp.deadline_ms == 0 ? kDefaultOpenTimeoutMs
                                           : static_cast<uint64_t>(std::max<int64_t>(1, left));
   in.cp.attempts += 1;
+  in.cp.tries += 1;
   sockets(engine).open(in.serial, spec.socket, hold, std::move(req), spec.backlog);
 }
 

@@ -35,6 +35,15 @@ const OnSocket* waiting_on(const Instance& in, const std::string& name) {
 
 int64_t ns_of_ms(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
+// Whether the step's `retry.on` covers how the opening failed: no answer (transport), or an
+// answer other than 101 (by its status class).
+bool retryable(const scenario::RetryOn& on, const Opened& o) {
+  if (o.status == 0) return on.transport;
+  if (o.status >= 500) return on.server_error;
+  if (o.status >= 400) return on.client_error;
+  return false;
+}
+
 }  // namespace
 
 std::string how_closed(const Closed& c) {
@@ -197,7 +206,10 @@ void Sockets::on_open(Socket& s, Opened&& o) {
                  : o.status != 0 ? worker::ExchangeClass::kStatus
                                  : worker::ExchangeClass::kTransport;
       engine_.measure_step(*in, cls, 0, ns_of_ms(o.total_ms));
-      engine_.finish(*in, ipc::Outcome::kFailed, "ws " + s.request().url + ": " + o.error);
+      const std::string why = "ws " + s.request().url + ": " + o.error;
+      if (retryable(in->step().retry.on, o) && engine_.retry_later(*in, why)) return;
+      engine_.finish(*in, ipc::Outcome::kFailed,
+                     why + " (" + std::to_string(in->cp.tries) + " tries)");
       return;
     }
     e.open = true;

@@ -14,6 +14,7 @@
 #include "shared/ipc/vars.h"
 #include "shared/proc.h"
 #include "shared/uv/handle.h"
+#include "shared/uv/pulse.h"
 #include "worker/engine/instance.h"
 #include "worker/engine/jitter.h"
 #include "worker/engine/step_runner.h"
@@ -34,6 +35,7 @@ Engine::~Engine() = default;
 
 template <typename Fn>
 void Engine::guarded(uint64_t serial, const char* where, Fn&& fn) noexcept {
+  uv::pulse();  // a busy loop still beats (shared/uv/pulse.h)
   try {
     fn();
   } catch (const std::exception& e) {

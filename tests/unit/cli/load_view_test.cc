@@ -111,6 +111,21 @@ TEST_CASE("load view: WebSocket tests show their sockets, close codes and messag
   CHECK_THAT(s, Catch::Contains("connections: up to 100 open; 102 opened, 1 failed to connect, 4 "
                                 "lost after connecting (1001 x3, 1006 x1)\n"));
   CHECK_THAT(s, Catch::Contains("messages   : 1200 sent (100.0/s), 1190 received (99.2/s)\n"));
+  t["target"] = {{"pid", 4242},
+                 {"rss_max", 1e8},
+                 {"event",
+                  {{"event", "died"},
+                   {"t", 23.8},
+                   {"load",
+                    {{"vus", 2299},
+                     {"connections", 2299},
+                     {"sent", 2290},
+                     {"rps", 4726},
+                     {"p99", 15.0},
+                     {"errors", 0}}}}}};
+  CHECK_THAT(render_load_summary(read(t)),
+             Catch::Contains("  the process was gone at 23.8s, under 2299 VUs / 2299 connections, "
+                             "2290 messages/s out, 4726 requests/s, p99 15.0ms, 0 errors/s\n"));
 }
 
 TEST_CASE("load view: corral's own lateness is shown, and a warning when it is in the numbers") {

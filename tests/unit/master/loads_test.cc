@@ -174,6 +174,7 @@ TEST_CASE("loads: the watched target ends the test when a stop_when holds, with 
   CHECK(t.target_event["condition"] == "target.rss > 100MB");
   CHECK(t.target_event["load"]["rps"] == 100);
   CHECK(t.target_event["load"]["vus"] == 2);
+  CHECK_FALSE(t.target_event["load"].contains("sent"));  // no WebSocket messages
   CHECK(t.target.size() == 2);
   CHECK(t.target[1]["t"] == 2.2);  // seconds of the test (started at 1000), not of the watch
   // The first event is kept: later samples are recorded, not judged again.

@@ -94,7 +94,23 @@ TEST_CASE("ws steps: a wait ends with the reason: a timeout, a server's close, a
     REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
     CHECK(reason_of(f) == "ws " + ws_base(f) +
                               "/ws/status?code=503: the server answered 503, not 101 Switching "
-                              "Protocols");
+                              "Protocols (1 tries)");
+  }
+  SECTION("an opening answered 503 is tried again as retry says, then fails") {
+    f.start(ws_scenario(json::array({open_step(
+        f, "/ws/status?code=503",
+        {{"retry", {{"attempts", 3}, {"initial_interval", "10ms"}, {"backoff", 1}}}})})));
+    REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+    CHECK_THAT(reason_of(f), Catch::EndsWith("not 101 Switching Protocols (3 tries)"));
+    CHECK(f.target->requests() == 3);
+  }
+  SECTION("a refused opening is not tried again when retry.on leaves out transport errors") {
+    f.start(ws_scenario(json::array(
+        {{{"ws", {{"url", "ws://127.0.0.1:1/ws"}}},
+          {"retry",
+           {{"attempts", 3}, {"initial_interval", "10ms"}, {"on", json::array({"5xx"})}}}}})));
+    REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+    CHECK_THAT(reason_of(f), Catch::EndsWith("(1 tries)"));
   }
   SECTION("abort_if on a message") {
     f.start(ws_scenario({open_step(f, "/ws"),
