@@ -94,8 +94,11 @@ struct FramingCallbacks {
         f->code_received_ = arg->status_code != 0 ? arg->status_code : kCloseNoStatus;
         f->peer_.on_close_received(f->code_received_, data.size() >= 2 ? data.substr(2) : "");
         break;
+      case WSLAY_PING:
+        f->peer_.on_ping(data);  // wslay has queued its pong
+        break;
       default:
-        break;  // a ping: wslay has queued its pong
+        break;
     }
   }
 

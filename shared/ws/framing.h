@@ -44,6 +44,8 @@ class Framing {
     virtual void on_message(Kind kind, std::string_view data) = 0;
     // A pong came (the answer to ping()).
     virtual void on_pong(std::string_view /*data*/) {}
+    // A ping came; Framing has queued its pong.
+    virtual void on_ping(std::string_view /*data*/) {}
     // The peer's close frame came; Framing has queued its answer (the same code).
     virtual void on_close_received(uint16_t code, std::string_view reason) = 0;
 

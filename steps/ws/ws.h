@@ -30,6 +30,7 @@ struct Open : scenario::KindSpec {
   std::vector<std::string> protocols;
   uint64_t max_message = kDefaultMaxMessage;
   size_t backlog = kDefaultBacklog;
+  uint64_t ping_every_ms = 0;  // "ping_every": a ping this often while open; 0: none
   // (Its "tls" is the step's request.tls, so that it lies over the scenario's and the
   // daemon's as a request's does.)
 };

@@ -77,7 +77,8 @@ TEST_CASE("websocket load: the held model keeps one socket per VU, and counts it
                "corral-target to see every socket closed");
 }
 
-TEST_CASE("websocket load: the closed model opens a socket per iteration; server closes count") {
+TEST_CASE(
+    "websocket load: the closed model opens a socket per iteration, and counts server closes") {
   TempHome home;
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));

@@ -1,21 +1,25 @@
 // WebSocket steps through the daemon, against corral-target's WebSocket echo: a run whose
-// instances hold sockets across steps, and a worker killed while they do.
+// instances hold sockets across steps, a worker killed while they do, and wss:// through
+// nginx's TLS.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
+#include "tests/support/harness_nginx.h"
 #include "tests/support/harness_runs.h"
+#include "tests/support/test_pki.h"
 
 using namespace corral::test;
 
 namespace {
 
 // Opens a socket, has its first message echoed, waits `hold`, then does it again and closes.
-Json echo_scenario(const JobApi& api, const std::string& hold) {
+Json echo_scenario(const JobApi& api, const std::string& hold, std::string base = "") {
+  if (base.empty()) base = "ws://127.0.0.1:" + std::to_string(api.port());
   Json s = {{"name", "ws echo"},
-            {"vars", {{"ws_base", "ws://127.0.0.1:" + std::to_string(api.port())}}},
+            {"vars", {{"ws_base", base}}},
             {"steps",
              {{{"ws", {{"url", "{{ws_base}}/ws"}, {"socket", "echo"}}}},
               {{"ws_send", {{"socket", "echo"}, {"json", {{"i", "{{instance}}"}}}}}},
@@ -79,4 +83,34 @@ TEST_CASE("websocket: instances of a killed worker resume at the ws step and ope
   }
   d.wait_until([&] { return api.stats()["websockets"] == 0; }, seconds(10),
                "corral-target to see every socket closed");
+}
+
+TEST_CASE("websocket: wss:// through nginx's TLS, trusted by the scenario's CA, refused without") {
+  TempHome home;
+  JobApi api;
+  Nginx::Options o;
+  o.server_extra = "    location /ws { proxy_pass http://127.0.0.1:" + std::to_string(api.port()) +
+                   "; proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; "
+                   "proxy_set_header Connection \"upgrade\"; }\n";
+  Nginx nginx(o);
+  const std::string wss = "wss" + nginx.https_base().substr(5);  // https:// -> wss://
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json trusted = echo_scenario(api, "0s", wss);
+  trusted["tls"] = {{"ca_file", test_pki().ca}};
+  std::string id = submit_run(d, trusted, 5, api);
+  wait_run_finished(d, id, seconds(30));
+  Json run = run_of(d, id);
+  INFO(run.dump());
+  CHECK(passed_in(run) == 5);
+  CHECK(api.stats()["ws_messages"] == 10);  // through nginx, over TLS
+  // The system's store does not know the test CA: the opening fails, and says why.
+  std::string refused = submit_run(d, echo_scenario(api, "0s", wss), 1, api);
+  wait_run_finished(d, refused, seconds(30));
+  Json failed = run_of(d, refused);
+  INFO(failed.dump());
+  CHECK(count_in(failed, "failed") == 1);
+  Json in = instances_of(d, refused, 1);
+  CHECK_THAT(in.dump(), Catch::Contains("certificate"));
+  CHECK(api.stats()["ws_messages"] == 10);
 }

@@ -71,7 +71,8 @@ void Target::handle(http::Request&& req, http::Responder respond) {
                                       {"connections", server_.connection_count()},
                                       {"callbacks", callbacks_delivered_},
                                       {"websockets", ws_peers_.size()},
-                                      {"ws_messages", ws_messages_}}));
+                                      {"ws_messages", ws_messages_},
+                                      {"ws_pings", ws_pings_}}));
   } else {
     respond.send(Response::error(404, "no route for " + req.method + " " + p));
   }

@@ -20,7 +20,7 @@
 //   GET  /flaky/<key>?fail=N  -> 503 for the first N requests with this key, then 200
 //   GET  /stats            -> {"requests": n, "polls": n, "jobs": n, "connections": n,
 //                              "callbacks": n (delivered: answered 2xx), "websockets": n (open
-//                              now), "ws_messages": n (received)}
+//                              now), "ws_messages": n (received), "ws_pings": n (received)}
 //                             (requests other than /stats and /metrics; connections open now,
 //                             this one too)
 //   GET  /metrics          -> the same counts as Prometheus text: corral_target_requests_total,
@@ -86,9 +86,11 @@ class Target {
   size_t jobs() const { return jobs_.size(); }  // jobs created since it started
   uv_loop_t* loop() const { return loop_; }
   size_t websockets() const { return ws_peers_.size(); }  // open now
+  uint64_t ws_pings() const { return ws_pings_; }
 
   // For the WebSocket peers (ws_peer.h).
   void count_ws_message() { ++ws_messages_; }
+  void count_ws_ping() { ++ws_pings_; }
   // Closes the peer `id` and frees it on the next turn.
   void forget_ws(uint64_t id);
 
@@ -147,6 +149,7 @@ class Target {
   uv::Timer reap_ws_;
   uint64_t next_ws_ = 0;
   uint64_t ws_messages_ = 0;
+  uint64_t ws_pings_ = 0;
 };
 
 }  // namespace corral::target

@@ -68,6 +68,7 @@ class WsPeer final : public ws::Framing::Peer {
   }
 
   void on_close_received(uint16_t, std::string_view) override {}
+  void on_ping(std::string_view) override { target_.count_ws_ping(); }
 
   void push() {
     framing_.send(ws::Kind::kText, "{\"seq\":" + std::to_string(++pushed_) + "}", out_);

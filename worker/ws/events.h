@@ -24,6 +24,7 @@ struct OpenRequest {
   // TLS options of a wss:// socket, complete; nullptr: the client's defaults.
   std::shared_ptr<const http::TlsOptions> tls;
   std::string source;  // the local IPv4 address to connect from; "": the kernel's choice
+  uint64_t ping_every_ms = 0;  // once open, a ping this often (0: none); pongs are not awaited
   uint32_t group = 0;  // whose counts it adds to (Client::counts)
 };
 

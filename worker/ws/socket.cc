@@ -171,6 +171,7 @@ void Socket::upgraded(const char* rest, size_t n) {
   ++c.opened;
   ++c.open;
   link_->release_buffers();
+  if (req_.ping_every_ms > 0) link_->arm(uv_now(client_.loop()) + req_.ping_every_ms);
   const uint64_t id = id_;
   events_.on_open(*this, std::move(o));
   // The user may have dropped or closed it; frames that came with the answer go on.
@@ -257,6 +258,12 @@ void Socket::on_link_timer(Link& /*l*/) {
   if (state_ == State::kClosing) {
     end(Closed{framing_.code_received(), "", server_closed_,
                framing_.close_received() ? "" : "the server did not answer the close within 5 s"});
+    return;
+  }
+  if (state_ == State::kOpen && req_.ping_every_ms > 0) {
+    framing_.ping("", out_);
+    write_out();
+    if (state_ == State::kOpen) link_->arm(now + req_.ping_every_ms);
   }
 }
 

@@ -95,7 +95,7 @@ TEST_CASE("loads: the test ends when every worker is done, passed or failed by i
   CHECK(j["steps"][1]["name"] == "get");
 }
 
-TEST_CASE("loads: ws_latency and ws_errors count the WebSocket steps only; messages add up") {
+TEST_CASE("loads: ws_latency and ws_errors count the WebSocket steps only, and messages add up") {
   Loads loads;
   LoadTest& t = add(loads, R"({"vus": 2, "duration": "1s", "thresholds": {
       "ws_latency": ["p99 < 5ms"], "ws_errors": ["rate < 10%"], "errors": ["rate < 10%"]}})");

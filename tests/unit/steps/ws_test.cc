@@ -72,6 +72,19 @@ TEST_CASE(
   CHECK(f.run_until([&] { return f.target->websockets() == 0; }));
 }
 
+TEST_CASE("ws steps: ping_every pings the server while the socket is open, and stops after") {
+  Fixture f;
+  f.start(ws_scenario(
+      {open_step(f, "/ws", {{"ws", {{"url", ws_base(f) + "/ws"}, {"ping_every", "50ms"}}}}),
+       {{"ws_receive", {{"until", {{{"body_contains", "never"}}}}}}, {"timeout", "3s"}}}));
+  REQUIRE(f.run_until([&] { return f.target->ws_pings() >= 3; }));
+  CHECK(f.done_count() == 0);  // while the step waits on the socket
+  REQUIRE(f.run_until([&] { return f.done_count() == 1 && f.target->websockets() == 0; }));
+  const uint64_t pings = f.target->ws_pings();
+  f.run_until([] { return false; }, 200);
+  CHECK(f.target->ws_pings() == pings);  // none once the socket closed with its instance
+}
+
 TEST_CASE("ws steps: a wait ends with the reason: a timeout, a server's close, a refusal") {
   Fixture f;
   SECTION("nothing matches in time") {
