@@ -40,7 +40,8 @@ ipc::StepSecond measured_steps(const load::Threshold& th, const LoadTest& t) {
     if (!th.step.empty() && (index >= t.step_names.size() || t.step_names[index] != th.step)) {
       continue;
     }
-    std::string_view kind = index < t.step_kinds.size() ? t.step_kinds[index] : "";
+    const std::string_view kind =
+        index < t.step_kinds.size() ? std::string_view(t.step_kinds[index]) : std::string_view();
     if (th.metric == load::Metric::kWsLatency && kind != "ws_receive") continue;
     if (th.metric == load::Metric::kWsErrors && kind.substr(0, 2) != "ws") continue;
     all.add(s);
