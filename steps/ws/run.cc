@@ -118,12 +118,10 @@ class ReceiveRunner final : public worker::StepRunner {
           "socket \"" + spec.socket + "\" " + how_closed(*e->closed) + " before a message matched");
       return;
     }
-    if (in.cp.deadline_ms != 0) {
-      engine.time_out_at(in, in.cp.deadline_ms,
-                         engine.timed_out_reason(in, -1) + ": no message matched");
-    }
+    if (in.cp.deadline_ms != 0) sockets(engine).time_out(in);
   }
   std::string_view limit_word() const override { return "ws_receive"; }
+  // A wait that resumed out of order times out through the engine (Sockets::time_out).
   void timed_out(Engine& engine, Instance& in) const override {
     engine.measure_step(in, worker::ExchangeClass::kTimeout, 0, -1);
   }

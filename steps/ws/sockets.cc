@@ -1,5 +1,9 @@
 #include "steps/ws/sockets.h"
 
+#include <algorithm>
+#include <vector>
+
+#include "shared/proc.h"
 #include "steps/ws/ws.h"
 #include "worker/engine/instance.h"
 
@@ -58,7 +62,57 @@ Sockets& sockets(Engine& engine) { return static_cast<Sockets&>(*engine.state_of
 Sockets::Sockets(Engine& engine)
     : engine_(engine),
       handshakes_(engine.loop()),
-      client_(engine.loop(), contexts_, handshakes_, engine.default_tls()) {}
+      client_(engine.loop(), contexts_, handshakes_, engine.default_tls()),
+      deadline_timer_(engine.loop()) {}
+
+void Sockets::time_out(Instance& in) {
+  std::deque<Deadline>& fifo = deadlines_[in.step().limit_ms];
+  if (!fifo.empty() && fifo.back().at_ms > in.cp.deadline_ms) {
+    // Out of order (a wait resumed from a checkpoint): the engine's own wake-up.
+    engine_.time_out_at(in, in.cp.deadline_ms,
+                        engine_.timed_out_reason(in, -1) + ": no message matched");
+    return;
+  }
+  fifo.push_back({in.cp.deadline_ms, in.serial, in.cp.step, in.cp.step_started_ms});
+  if (timer_at_ms_ == 0 || in.cp.deadline_ms < timer_at_ms_) arm_deadlines();
+}
+
+void Sockets::arm_deadlines() {
+  int64_t first = 0;
+  for (const auto& [limit, fifo] : deadlines_) {
+    if (!fifo.empty() && (first == 0 || fifo.front().at_ms < first)) first = fifo.front().at_ms;
+  }
+  timer_at_ms_ = first;
+  if (first == 0) {
+    deadline_timer_.stop();
+    return;
+  }
+  const int64_t wait = std::max<int64_t>(0, first - unix_ms_now());
+  deadline_timer_.start(static_cast<uint64_t>(wait), 0, [this] { on_deadlines(); });
+}
+
+void Sockets::on_deadlines() {
+  const int64_t now = unix_ms_now();
+  std::vector<Deadline> due;
+  for (auto& [limit, fifo] : deadlines_) {
+    while (!fifo.empty() && fifo.front().at_ms <= now) {
+      due.push_back(fifo.front());
+      fifo.pop_front();
+    }
+  }
+  for (const Deadline& d : due) {
+    engine_.with_instance(d.serial, "a ws_receive's deadline", [&](Instance& in) {
+      // Still the same wait: the step has not ended (nor a later one begun) since.
+      if (in.cp.step != d.step || in.cp.step_started_ms != d.step_started_ms) {
+        return;
+      }
+      engine_.measure_step(in, worker::ExchangeClass::kTimeout, 0, -1);
+      engine_.finish(in, ipc::Outcome::kFailed,
+                     engine_.timed_out_reason(in, -1) + ": no message matched");
+    });
+  }
+  arm_deadlines();
+}
 
 Sockets::Named* Sockets::named(bool held, uint64_t key) {
   auto& map = held ? held_ : own_;

@@ -7,12 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/step_runner.h"
 #include "worker/http/link.h"
@@ -56,6 +59,12 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   // (it must be opened).
   bool reuse(uint64_t serial, const std::string& name, uint64_t key);
 
+  // The waiting ws_receive of `in` fails at its deadline unless a message ends it first.
+  // Deadlines of one step limit come in order, so each limit has a FIFO behind one timer: a
+  // receive costs no entry in the engine's wake-up heap, where an answered one would stay until
+  // its time (at thousands of messages a second, tens of thousands of them).
+  void time_out(worker::Instance& in);
+
   void instance_gone(uint64_t serial) override;
   void holder_gone(uint64_t key) override;
   void count_sockets(uint32_t group, bool forget, worker::SocketCounts& out) override;
@@ -78,6 +87,15 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   void deliver(worker::ws::Socket& s, const char* where,
                const std::function<void(worker::Instance*, Entry&, const std::string&)>& fn);
 
+  struct Deadline {
+    int64_t at_ms;
+    uint64_t serial;
+    size_t step;  // which wait of the instance it is
+    int64_t step_started_ms;
+  };
+  void on_deadlines();
+  void arm_deadlines();
+
   void on_open(worker::ws::Socket& s, worker::ws::Opened&& o) override;
   void on_message(worker::ws::Socket& s, corral::ws::Kind kind, std::string_view data) override;
   void on_closed(worker::ws::Socket& s, worker::ws::Closed&& c) override;
@@ -90,6 +108,9 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   std::unordered_map<uint64_t, Named> held_;               // by SocketHold::key
   std::unordered_map<uint64_t, uint64_t> held_by_serial_;  // instance -> its VU's key
   std::unordered_map<worker::ws::Socket*, Owner> owners_;
+  std::map<uint64_t, std::deque<Deadline>> deadlines_;  // by step limit, oldest first
+  uv::Timer deadline_timer_;
+  int64_t timer_at_ms_ = 0;  // when the timer fires; 0 when it is stopped
 };
 
 // The engine's Sockets.

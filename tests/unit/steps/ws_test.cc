@@ -94,6 +94,20 @@ TEST_CASE("ws steps: a wait ends with the reason: a timeout, a server's close, a
     REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
     CHECK(reason_of(f) == "ws_receive timed out after 200ms: no message matched");
   }
+  SECTION("an answered wait leaves no timeout behind; a later wait times out on its own") {
+    f.start(ws_scenario(
+        {open_step(f, "/ws"),
+         {{"ws_send", {{"text", "a"}}}},
+         {{"ws_receive", {{"until", {{{"body_contains", "a"}}}}}}, {"timeout", "300ms"}},
+         {{"sleep", "400ms"}},  // past the first wait's deadline
+         {{"ws_send", {{"text", "b"}}}},
+         {{"ws_receive", {{"until", {{{"body_contains", "never"}}}}}}, {"timeout", "200ms"}}}));
+    REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+    CHECK(reason_of(f) == "ws_receive timed out after 200ms: no message matched");
+    auto steps = f.of("step");
+    REQUIRE(steps.size() == 6);
+    CHECK(steps[4]["state"] == "passed");  // the second send: the sleep was not cut short
+  }
   SECTION("the server closes while the step waits") {
     f.start(ws_scenario({open_step(f, "/ws?close_after=1&close_code=1001"),
                          {{"ws_send", {{"text", "x"}}}},
