@@ -42,17 +42,17 @@ void OpenRunner::run(Engine& engine, Instance& in) const {
   Status error;
   worker::ws::OpenRequest req;
   req.url = spec.url.expand(vars, &error);
+  worker::IterationSink::SocketHold hold;
+  if (error.is_ok() && in.run->sink != nullptr) hold = in.run->sink->socket_hold(in.index, req.url);
+  if (hold.key != 0 && sockets(engine).reuse(in.serial, spec.socket, hold.key)) {
+    engine.step_passed(in, nullptr, -1);  // the VU's socket, still open
+    return;
+  }
   for (const auto& [name, value] : spec.headers) {
     req.headers.push_back(name + ": " + value.expand(vars, &error));
   }
   if (!error.is_ok()) {
     engine.finish(in, ipc::Outcome::kErrored, "ws: " + error.message());
-    return;
-  }
-  worker::IterationSink::SocketHold hold;
-  if (in.run->sink != nullptr) hold = in.run->sink->socket_hold(in.index, req.url);
-  if (hold.key != 0 && sockets(engine).reuse(in.serial, spec.socket, hold.key)) {
-    engine.step_passed(in, nullptr, -1);  // the VU's socket, still open
     return;
   }
   req.protocols = spec.protocols;
@@ -108,7 +108,7 @@ class ReceiveRunner final : public worker::StepRunner {
     while (!e->backlog.empty()) {
       Message m = std::move(e->backlog.front());
       e->backlog.erase(e->backlog.begin());
-      if (judge_message(engine, in, *e, m)) return;
+      if (judge_message(engine, in, *e, m.data, m.arrived_ns)) return;
     }
     const auto& spec = in.step().spec_as<Receive>();
     if (e->closed) {

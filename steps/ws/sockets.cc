@@ -224,24 +224,23 @@ void Sockets::deliver(Socket& s, const char* where,
     fn(nullptr, entry, owner.name);
     return;
   }
-  engine_.with_instance(entry.serial, where, [&](Instance& in) {
-    if (Entry* found = find(in.serial, owner.name)) fn(&in, *found, owner.name);
-  });
+  engine_.with_instance(entry.serial, where, [&](Instance& in) { fn(&in, entry, owner.name); });
 }
 
-bool judge_message(Engine& engine, Instance& in, Entry& e, const Message& m) {
+bool judge_message(Engine& engine, Instance& in, Entry& e, std::string_view data,
+                   uint64_t arrived_ns) {
   const scenario::Step& step = in.step();
   nlohmann::json parsed;
-  if (step.reads_json) parsed = nlohmann::json::parse(m.data, nullptr, false);
+  if (step.reads_json) parsed = nlohmann::json::parse(data, nullptr, false);
   scenario::ResponseView view;
-  view.body = m.data;
+  view.body = data;
   view.json = step.reads_json && !parsed.is_discarded() ? &parsed : nullptr;
   auto abort = scenario::first_holding(step.abort_if, view);
   if (!abort && !scenario::all_hold(step.spec_as<Receive>().until, view).held) return false;
   const uint64_t from = e.wait_from_ns;
   e.wait_from_ns = 0;
-  engine.measure_step(in, worker::ExchangeClass::kOk, m.data.size(),
-                      m.arrived_ns > from ? static_cast<int64_t>(m.arrived_ns - from) : 0);
+  engine.measure_step(in, worker::ExchangeClass::kOk, data.size(),
+                      arrived_ns > from ? static_cast<int64_t>(arrived_ns - from) : 0);
   if (abort) {
     engine.expect_failed(in);
     engine.finish(in, ipc::Outcome::kFailed, "abort_if held: " + abort->explanation);
@@ -278,15 +277,14 @@ void Sockets::on_open(Socket& s, Opened&& o) {
 
 void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
   deliver(s, "a WebSocket message", [&](Instance* in, Entry& e, const std::string& name) {
-    Message m{kind, std::string(data), uv_hrtime()};
     if (in != nullptr && waiting_on(*in, name) != nullptr &&
         in->step().kind->name == "ws_receive") {
-      judge_message(engine_, *in, e, m);  // one that does not match is passed over
+      judge_message(engine_, *in, e, data, uv_hrtime());  // one that does not match is passed over
       return;
     }
     if (e.backlog_max == 0) return;
     if (e.backlog.size() == e.backlog_max) e.backlog.erase(e.backlog.begin());
-    e.backlog.push_back(std::move(m));
+    e.backlog.push_back(Message{kind, std::string(data), uv_hrtime()});
   });
 }
 

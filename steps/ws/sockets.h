@@ -118,6 +118,7 @@ Sockets& sockets(worker::Engine& engine);
 
 // Judges a message for the instance's waiting ws_receive: abort_if fails the step, `until`
 // passes it (with the captures); true when the message ended the wait.
-bool judge_message(worker::Engine& engine, worker::Instance& in, Entry& e, const Message& m);
+bool judge_message(worker::Engine& engine, worker::Instance& in, Entry& e, std::string_view data,
+                   uint64_t arrived_ns);
 
 }  // namespace corral::steps::ws

@@ -124,7 +124,7 @@ class LoadDriver final : public IterationSink {
   // Held model (driver_held.cc).
   void start_held();
   uint64_t pin_of(uint32_t vu) const;
-  const std::string* source_for(uint32_t vu, const std::string& url) const;
+  const std::string* source_for(uint32_t vu, std::string_view url) const;
   void release_connection(uint32_t vu);
   void release_connections();
   void count_connections(ipc::LoadSecond& out);

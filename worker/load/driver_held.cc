@@ -53,7 +53,7 @@ uint64_t LoadDriver::pin_of(uint32_t vu) const {
   return (uint64_t{group_} << 32) | ((test_vu + 1) & 0xffffffffu);
 }
 
-const std::string* LoadDriver::source_for(uint32_t vu, const std::string& url) const {
+const std::string* LoadDriver::source_for(uint32_t vu, std::string_view url) const {
   if (sources_.empty()) return nullptr;
   if (spec_.source_addresses.empty() && !loopback_url(url)) return nullptr;
   uint64_t test_vu = share_.test_vu(vu);
@@ -71,7 +71,7 @@ LoadDriver::SocketHold LoadDriver::socket_hold(uint32_t vu, std::string_view url
   hold.group = group_;
   if (!held_) return hold;
   hold.key = pin_of(vu);
-  if (const std::string* source = source_for(vu, std::string(url))) hold.source = *source;
+  if (const std::string* source = source_for(vu, url)) hold.source = *source;
   return hold;
 }
 
