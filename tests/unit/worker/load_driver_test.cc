@@ -170,10 +170,10 @@ TEST_CASE("load driver: a stall shows in the corrected latency of every iteratio
 // the second from which the engine's own waits are batched on a 20 ms grid. Iterations start on
 // time, so the corrected latency is the raw one to within 1 ms. One start in ten (at least two)
 // may be late by more, for a machine that gave the test's loop no CPU for a moment: the checks
-// are about the schedule, not about the machine. With the 20 ms grid, every start after the
-// first of each VU was late at 1 s and 5 s: two in three and one in two of them. Tagged
-// [timing]: CTest runs these alone (tests/CMakeLists.txt), so that other tests do not take the
-// CPU they measure.
+// are about the schedule, not about the machine, and the latency checks allow those starts too.
+// With the 20 ms grid, every start after the first of each VU was late at 1 s and 5 s: two in three
+// and one in two of them. Tagged [timing]: CTest runs these alone (tests/CMakeLists.txt), so that
+// other tests do not take the CPU they measure.
 void check_never_late(const char* spec, uint64_t requests) {
   Fixture f;
   namespace t = corral::test;
@@ -188,10 +188,16 @@ void check_never_late(const char* spec, uint64_t requests) {
   CHECK(get.requests == requests);  // every VU as many times as the pace fits in
   CHECK(get.transport + get.status + get.timeout == 0);
   CHECK(run.total.late.count() == requests);
-  CHECK(run.total.late.count() - run.total.late.count_at_or_below(1000) <=
-        std::max<uint64_t>(2, requests / 10));
-  CHECK(get.latency.value_at(50) <= get.raw.value_at(50) + 1000);
-  CHECK(get.latency.value_at(90) <= get.raw.value_at(90) + 1000);
+  const uint64_t allowed_late = std::max<uint64_t>(2, requests / 10);
+  CHECK(run.total.late.count() - run.total.late.count_at_or_below(1000) <= allowed_late);
+  // Corrected is raw plus lateness. With at most k of n starts late by over 1 ms, the corrected
+  // value of rank r is at most the raw value of rank r + k, plus 1 ms: compare each corrected
+  // percentile with the raw one k/n further up.
+  const double shift = 100.0 * static_cast<double>(allowed_late) / static_cast<double>(requests);
+  for (double q : {50.0, 90.0}) {
+    INFO("percentile " << q << " against raw " << std::min(100.0, q + shift));
+    CHECK(get.latency.value_at(q) <= get.raw.value_at(std::min(100.0, q + shift)) + 1000);
+  }
 }
 
 TEST_CASE(
