@@ -86,6 +86,11 @@ int read_int(const json& j, const std::string& path, int min, int max) {
   return j.get<int>();
 }
 
+bool read_bool(const json& j, const std::string& path) {
+  if (!j.is_boolean()) fail(path, "expected true or false, got " + shown(j));
+  return j.get<bool>();
+}
+
 double read_number(const json& j, const std::string& path, double min, double max) {
   if (!j.is_number() || j.get<double>() < min || j.get<double>() > max) {
     fail(path, "expected a number from " + json(min).dump() + " to " + json(max).dump() + ", got " +

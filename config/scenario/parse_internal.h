@@ -84,6 +84,7 @@ http::HttpVersion read_http_version(const json& j, const std::string& path);
 uint64_t read_duration(const json& j, const std::string& path);  // "250ms", "10s", "10m"
 uint64_t read_positive_duration(const json& j, const std::string& path);
 int read_int(const json& j, const std::string& path, int min, int max);
+bool read_bool(const json& j, const std::string& path);
 // "64MB" or a positive integer of bytes, at most `max`.
 uint64_t read_size(const json& j, const std::string& path, uint64_t max);
 // The largest `max_response` a request or the daemon may set.

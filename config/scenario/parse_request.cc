@@ -139,9 +139,7 @@ RequestSpec parse_request(const json& j, const std::string& path, const Scope& s
     spec.timeout_ms = read_positive_duration(j["timeout"], field_path(path, "timeout"));
   }
   if (j.contains("follow_redirects")) {
-    std::string at = field_path(path, "follow_redirects");
-    if (!j["follow_redirects"].is_boolean()) fail(at, "expected true or false");
-    spec.follow_redirects = j["follow_redirects"].get<bool>();
+    spec.follow_redirects = read_bool(j["follow_redirects"], field_path(path, "follow_redirects"));
   }
   if (j.contains("max_redirects")) {
     spec.max_redirects = read_int(j["max_redirects"], field_path(path, "max_redirects"), 0, 50);

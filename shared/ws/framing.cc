@@ -7,6 +7,9 @@
 #include <array>
 #include <cstring>
 
+#include "shared/text/utf8.h"
+#include "shared/ws/deflate.h"
+
 namespace corral::ws {
 
 // wslay's callbacks, with the Framing as their user data.
@@ -78,7 +81,12 @@ struct FramingCallbacks {
   static void message(wslay_event_context_ptr /*ctx*/, const wslay_event_on_msg_recv_arg* arg,
                       void* self) {
     auto* f = static_cast<Framing*>(self);
+    if (!f->complaint_.empty()) return;  // closing for an earlier message
     std::string_view data(reinterpret_cast<const char*>(arg->msg), arg->msg_length);
+    if (wslay_get_rsv1(arg->rsv) != 0) {  // wslay allows it on data messages, with deflate only
+      f->inflate(arg->opcode == WSLAY_TEXT_FRAME ? Kind::kText : Kind::kBinary, data);
+      return;
+    }
     switch (arg->opcode) {
       case WSLAY_TEXT_FRAME:
         f->peer_.on_message(Kind::kText, data);
@@ -123,6 +131,7 @@ bool Framing::ensure() {
     return false;
   }
   wslay_event_config_set_max_recv_msg_length(ctx_, max_message_);
+  if (deflate_) wslay_event_config_set_allowed_rsv_bits(ctx_, WSLAY_RSV1_BIT);
   // A context made again after this side's close went out must not send anything more (wslay
   // would answer the peer's close with a second one).
   if (close_sent_) wslay_event_shutdown_write(ctx_);
@@ -150,10 +159,19 @@ Status Framing::feed(const char* data, size_t n, std::string& out) {
 
 void Framing::send(Kind kind, std::string_view data, std::string& out) {
   if (close_sent_ || !ensure()) return;
-  wslay_event_msg m{
-      static_cast<uint8_t>(kind == Kind::kText ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME),
-      reinterpret_cast<const uint8_t*>(data.data()), data.size()};
-  wslay_event_queue_msg(ctx_, &m);
+  const auto opcode =
+      static_cast<uint8_t>(kind == Kind::kText ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME);
+  if (deflate_) {
+    thread_local std::string packed;
+    packed.clear();
+    deflate_message(data, packed);
+    wslay_event_msg m{opcode, reinterpret_cast<const uint8_t*>(packed.data()), packed.size()};
+    wslay_event_queue_msg_ex(ctx_, &m, WSLAY_RSV1_BIT);  // wslay copies the bytes
+    if (packed.capacity() > (1u << 20)) std::string().swap(packed);
+  } else {
+    wslay_event_msg m{opcode, reinterpret_cast<const uint8_t*>(data.data()), data.size()};
+    wslay_event_queue_msg(ctx_, &m);
+  }
   flush(out);
   release_if_idle();
 }
@@ -187,8 +205,40 @@ void Framing::flush(std::string& out) {
   }
 }
 
-// A close corral did not ask for and that answers none: wslay's complaint about the peer.
+bool Framing::inflate(Kind kind, std::string_view data) {
+  thread_local std::string plain;
+  std::string why;
+  switch (inflate_message(data, max_message_, plain, why)) {
+    case InflateResult::kBadData:
+      complain(kCloseInvalidData,
+               "a compressed message did not inflate: " + why + " (closed 1007)");
+      return false;
+    case InflateResult::kTooBig:
+      complain(kCloseTooBig, "a compressed message inflated past max_message, " +
+                                 std::to_string(max_message_) + " bytes (closed 1009)");
+      return false;
+    case InflateResult::kOk:
+      break;
+  }
+  if (kind == Kind::kText && !text::is_utf8(plain)) {
+    complain(kCloseInvalidData, "a compressed text message was not valid UTF-8 (closed 1007)");
+    return false;
+  }
+  peer_.on_message(kind, plain);
+  if (plain.capacity() > (1u << 20)) std::string().swap(plain);
+  return true;
+}
+
+// Inside wslay_event_recv: the close is queued, and feed() writes it and reports `words`.
+void Framing::complain(uint16_t code, std::string words) {
+  complaint_ = std::move(words);
+  wslay_event_queue_close(ctx_, code, nullptr, 0);
+}
+
+// A close corral did not ask for and that answers none: wslay's complaint about the peer, or
+// corral's about a compressed message.
 Status Framing::broken() const {
+  if (!complaint_.empty()) return protocol_error(complaint_);
   if (!close_sent_ || closing_ourselves_ || close_received_) return Status::ok();
   switch (code_sent_) {
     case kCloseInvalidData:

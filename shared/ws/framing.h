@@ -10,8 +10,14 @@
 // reports), no fragmented message is half received, nothing waits to be sent and no close has
 // begun. The next byte or message makes a new one. An idle socket holds only this object.
 //
+// With permessage-deflate agreed (use_deflate), messages go out compressed (RSV1 set) and a
+// compressed message from the peer is inflated (shared/ws/deflate.h) before the Peer hears it:
+// its inflated size is held to the cap, and a text message's UTF-8 is checked then.
+//
 // A peer that breaks the protocol gets the close wslay chooses (1002 protocol error, 1007
-// invalid UTF-8, 1009 too big), and feed() says which in words. Loop thread only.
+// invalid UTF-8, 1009 too big), or corral's for a compressed message (1007 when it does not
+// inflate or is not UTF-8, 1009 when it inflates past the cap), and feed() says which in words.
+// Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +74,10 @@ class Framing {
   void ping(std::string_view data, std::string& out);
   void close(uint16_t code, std::string_view reason, std::string& out);
 
+  // Whether messages are compressed both ways (permessage-deflate agreed in the handshake).
+  void use_deflate(bool on) { deflate_ = on; }
+  bool deflate() const { return deflate_; }
+
   bool close_sent() const { return close_sent_; }
   bool close_received() const { return close_received_; }
   // The code of the close received (kCloseNoStatus when it had none), 0 before one came.
@@ -80,6 +90,9 @@ class Framing {
   void flush(std::string& out);
   void release_if_idle();
   Status broken() const;
+  // A compressed message from the peer, inflated and checked; false after closing for it.
+  bool inflate(Kind kind, std::string_view data);
+  void complain(uint16_t code, std::string words);
 
   friend struct FramingCallbacks;  // wslay's callbacks (framing.cc)
 
@@ -103,6 +116,8 @@ class Framing {
   uint16_t code_received_ = 0;
   uint16_t code_sent_ = 0;
   bool closing_ourselves_ = false;  // close() was called: the close sent is not a complaint
+  bool deflate_ = false;
+  std::string complaint_;  // why corral closed for a compressed message, in words
 };
 
 }  // namespace corral::ws

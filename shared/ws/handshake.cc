@@ -89,7 +89,10 @@ Result<Deflate> agreed_deflate(std::string_view extension) {
     } else if (http::iequals(name, "server_max_window_bits")) {
       ok = window_bits(value, d.server_max_window_bits);
     } else if (http::iequals(name, "client_max_window_bits")) {
-      ok = window_bits(value, d.client_max_window_bits);
+      // RFC 7692 7.1.2.2: not in an answer to an offer without it, and corral's has none.
+      return protocol_error(
+          "the server answered permessage-deflate with client_max_window_bits, which corral's "
+          "offer does not carry");
     } else {
       ok = false;
     }
@@ -211,6 +214,33 @@ Result<Agreed> check_answer(int status, const http::HeaderList& headers, const C
     }
   }
   return check_extensions(headers, hello, std::move(agreed));
+}
+
+std::string deflate_answer(std::string_view offers) {
+  for (std::string_view offer : split(offers, ',')) {
+    std::vector<std::string_view> parts = split(offer, ';');
+    if (parts.empty() || !http::iequals(trim(parts[0]), "permessage-deflate")) continue;
+    bool usable = true;
+    for (size_t i = 1; i < parts.size() && usable; ++i) {
+      std::string_view p = parts[i];
+      size_t eq = p.find('=');
+      std::string_view name = trim(p.substr(0, eq));
+      std::string_view value = eq == std::string_view::npos ? "" : trim(p.substr(eq + 1));
+      int bits = 15;
+      if (http::iequals(name, "server_max_window_bits")) {
+        usable = window_bits(value, bits) && bits == 15;  // corral's deflater keeps 32 KB
+      } else if (http::iequals(name, "client_max_window_bits")) {
+        usable = value.empty() || window_bits(value, bits);  // any window inflates with 15 bits
+      } else {
+        usable = http::iequals(name, "server_no_context_takeover") ||
+                 http::iequals(name, "client_no_context_takeover");
+      }
+    }
+    if (usable) {
+      return "permessage-deflate; server_no_context_takeover; client_no_context_takeover";
+    }
+  }
+  return "";
 }
 
 bool is_upgrade(const http::Request& req) {

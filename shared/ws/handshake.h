@@ -63,6 +63,12 @@ bool is_upgrade(const http::Request& req);
 Result<http::HeaderList> answer_upgrade(const http::Request& req,
                                         const std::vector<std::string>& supported = {});
 
+// Server side: the Sec-WebSocket-Extensions answer to a client's `offers` (that header's
+// value): the first permessage-deflate offer corral can keep, agreed with no context takeover
+// either way (RFC 7692 lets a server ask that of the client), so that neither side keeps zlib
+// state between messages. "" when no offer will do.
+std::string deflate_answer(std::string_view offers);
+
 // The comma-separated tokens of a header value, trimmed ("Upgrade, keep-alive").
 std::vector<std::string> header_tokens(std::string_view value);
 

@@ -27,9 +27,9 @@ std::vector<std::string> read_protocols(const json& j, const std::string& path) 
 void parse_open(const json& j, const std::string& path, Step& s, Scope& scope) {
   const std::string at = field_path(path, "ws");
   const json& spec = j["ws"];
-  check_fields(
-      spec, at,
-      {"url", "socket", "headers", "protocols", "max_message", "backlog", "ping_every", "tls"});
+  check_fields(spec, at,
+               {"url", "socket", "headers", "protocols", "max_message", "backlog", "ping_every",
+                "deflate", "tls"});
   auto open = std::make_shared<Open>();
   open->socket = read_socket(spec, at);
   open->url = read_template(required(spec, at, "url", "a URL like \"ws://host/path\""),
@@ -56,6 +56,8 @@ void parse_open(const json& j, const std::string& path, Step& s, Scope& scope) {
   if (spec.contains("ping_every")) {
     open->ping_every_ms = read_positive_duration(spec["ping_every"], field_path(at, "ping_every"));
   }
+  if (spec.contains("deflate"))
+    open->deflate = read_bool(spec["deflate"], field_path(at, "deflate"));
   // Over the scenario's and the daemon's, as a request's are (Engine::resolve_http).
   if (spec.contains("tls")) s.request.tls = read_tls(spec["tls"], field_path(at, "tls"), scope);
   s.limit_ms = j.contains("timeout")

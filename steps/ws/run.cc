@@ -58,6 +58,7 @@ void OpenRunner::run(Engine& engine, Instance& in) const {
   req.protocols = spec.protocols;
   req.max_message = spec.max_message;
   req.ping_every_ms = spec.ping_every_ms;
+  req.deflate = spec.deflate;
   req.tls = in.run->tls[in.cp.step];
   const int64_t left = in.cp.deadline_ms - unix_ms_now();
   req.timeout_ms = in.cp.deadline_ms == 0 ? kDefaultOpenTimeoutMs

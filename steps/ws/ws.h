@@ -21,7 +21,8 @@ constexpr uint64_t kDefaultMaxMessage = uint64_t{16} << 20;
 constexpr size_t kDefaultBacklog = 100;
 
 // "ws": {"url": "ws://...", "socket": "chat", "headers": {...}, "protocols": [...],
-//        "max_message": "1MB", "backlog": 100, "tls": {...}}; the step's limit is "timeout"
+//        "max_message": "1MB", "backlog": 100, "ping_every": "30s", "deflate": true,
+//        "tls": {...}}; the step's limit is "timeout"
 // (10 s); `expect` and `capture` read the 101 answer's status and headers.
 struct Open : scenario::KindSpec {
   std::string socket;  // "ws" when the file names none
@@ -31,6 +32,7 @@ struct Open : scenario::KindSpec {
   uint64_t max_message = kDefaultMaxMessage;
   size_t backlog = kDefaultBacklog;
   uint64_t ping_every_ms = 0;  // "ping_every": a ping this often while open; 0: none
+  bool deflate = true;         // offer permessage-deflate (used when the server agrees)
   // (Its "tls" is the step's request.tls, so that it lies over the scenario's and the
   // daemon's as a request's does.)
 };

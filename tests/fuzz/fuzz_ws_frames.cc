@@ -1,10 +1,12 @@
 // Fuzz target: a WebSocket client's framing (shared/ws/framing.h) reading whatever a server
 // sends after the handshake: frames of any length encoding, fragments, control frames between
 // them, close frames with any code and reason, masked frames, reserved bits, text that is not
-// UTF-8.
+// UTF-8, and with permessage-deflate agreed, compressed messages that inflate to anything or to
+// nothing.
 //
-// Input layout: byte 0 picks the size of the pieces fed (1 to 256 bytes), byte 1 the largest
-// message taken (64 bytes to 16 MiB); the rest is the server's bytes.
+// Input layout: byte 0 picks the size of the pieces fed (1 to 256 bytes); byte 1's high bit
+// agrees to permessage-deflate, its other bits pick the largest message taken (64 bytes to
+// 16 MiB); the rest is the server's bytes.
 // Checks: every message is within max_message and every text message is UTF-8; nothing comes
 // after an error or after the server's close; a close received has been answered; and the same
 // bytes fed whole give the same messages, the same close and the same error (the framing
@@ -46,9 +48,10 @@ struct Outcome {
   std::string error;
 };
 
-Outcome feed(std::string_view bytes, size_t piece, uint64_t max_message) {
+Outcome feed(std::string_view bytes, size_t piece, uint64_t max_message, bool deflate) {
   Heard heard;
   Framing f(corral::ws::Role::kClient, max_message, heard);
+  f.use_deflate(deflate);
   std::string out;
   Outcome o;
   for (size_t at = 0; at < bytes.size(); at += piece) {
@@ -79,10 +82,11 @@ Outcome feed(std::string_view bytes, size_t piece, uint64_t max_message) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const size_t piece = 1 + data[0];
-  const uint64_t max_message = uint64_t{64} << (data[1] % 19);  // 64 B to 16 MiB
+  const bool deflate = (data[1] & 0x80) != 0;
+  const uint64_t max_message = uint64_t{64} << ((data[1] & 0x7f) % 19);  // 64 B to 16 MiB
   std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
-  Outcome pieces = feed(bytes, piece, max_message);
-  Outcome whole = feed(bytes, bytes.size() + 1, max_message);
+  Outcome pieces = feed(bytes, piece, max_message, deflate);
+  Outcome whole = feed(bytes, bytes.size() + 1, max_message, deflate);
   FUZZ_CHECK(pieces.messages == whole.messages);
   // wslay checks a close reason's UTF-8 per read, skipping the first two bytes of every read
   // (as if each held the code): a reason split across reads can be judged either way, so the

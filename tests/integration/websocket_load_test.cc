@@ -77,6 +77,68 @@ TEST_CASE("websocket load: the held model keeps one socket per VU, and counts it
                "corral-target to see every socket closed");
 }
 
+TEST_CASE("websocket load: --find-max ramps held sockets until the server refuses them") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  // The server takes 30 sockets and answers 503 to more: steps of 10, 20 and 40 connections.
+  // Sockets of one step may still be closing when the next begins: 10 + 20 stays within 30.
+  Json scenario = echo_scenario(api, "/ws?max_open=30");
+  scenario["load"] = {{"model", "held"}, {"connections", 10}, {"pace", "200ms"}};
+  const std::string file = write_file(home, "knee-ws.json", scenario);
+  const std::string out = home.file("knee-ws.out.json");
+  CliResult r = run_cli(
+      {"load", file, "--find-max", "--step-duration", "2s", "--step-factor", "2", "--out", out},
+      home.path(), {}, seconds(90));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("highest sustainable load: 20 connections"));
+  Json j = Json::parse(std::ifstream(out), nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["unit"] == "connections");
+  REQUIRE(j["steps"].size() == 3);  // 10, 20, 40
+  CHECK(j["broke"] == 2);
+  CHECK(j["highest"]["target"] == 20);
+  CHECK(j["highest"]["error_rate"] == 0.0);
+  // A quarter of the sockets were refused: well past the 1 % bound.
+  CHECK(j["steps"][2]["error_rate"].get<double>() > 0.1);
+  CHECK_THAT(j["why"].get<std::string>(), Catch::Contains("errors"));
+}
+
+TEST_CASE("websocket load: corral-target --processes 2 serves the held sockets from both") {
+  TempHome home;
+  JobApi api(2);
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  Json scenario = echo_scenario(api, "/ws");
+  scenario["load"] = {
+      {"model", "held"}, {"connections", 40}, {"pace", "500ms"}, {"duration", "2s"}};
+  const std::string file = write_file(home, "held-ws.json", scenario);
+  CliResult r = run_cli({"load", file}, home.path(), {}, seconds(60));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  CHECK(
+      std::regex_search(r.out, std::regex("messages   : 160 sent \\([0-9.]+/s\\), 160 received")));
+  // The kernel spread the 40 sockets over both processes (SO_REUSEPORT): each echoed some, and
+  // together all, then saw its sockets closed.
+  uint64_t echoed = 0;
+  for (const auto& [pid, stats] : api.stats_of_each(2)) {
+    INFO("corral-target process " << pid << ": " << stats.dump());
+    CHECK(stats["ws_messages"].get<uint64_t>() > 0);
+    echoed += stats["ws_messages"].get<uint64_t>();
+  }
+  CHECK(echoed == 160);
+  d.wait_until(
+      [&] {
+        for (const auto& [pid, stats] : api.stats_of_each(2)) {
+          if (stats["websockets"] != 0) return false;
+        }
+        return true;
+      },
+      seconds(10), "both corral-target processes to see every socket closed");
+}
+
 TEST_CASE(
     "websocket load: the closed model opens a socket per iteration, and counts server closes") {
   TempHome home;

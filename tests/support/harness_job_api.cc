@@ -14,13 +14,15 @@ struct JobApi::Child {
   bp::child process;
 };
 
-JobApi::JobApi() : child_(std::make_unique<Child>()) {
-  child_->process = bp::child(std::string(CORRAL_TARGET_BINARY), "--listen", "127.0.0.1:0",
-                              bp::std_out > child_->out, bp::std_err > bp::null);
+JobApi::JobApi(int processes) : child_(std::make_unique<Child>()) {
+  child_->process =
+      bp::child(std::string(CORRAL_TARGET_BINARY), "--listen", "127.0.0.1:0", "--processes",
+                std::to_string(processes), bp::std_out > child_->out, bp::std_err > bp::null);
   std::string line;
   REQUIRE(std::getline(child_->out, line));
   REQUIRE(line.rfind("listening on ", 0) == 0);
-  base_ = "http://" + line.substr(std::string("listening on ").size());
+  const size_t at = std::string("listening on ").size();
+  base_ = "http://" + line.substr(at, line.find(' ', at) - at);  // "(K processes)" follows
   port_ = std::stoi(line.substr(line.rfind(':') + 1));
 }
 
@@ -37,6 +39,16 @@ void JobApi::kill_now() {
 }
 
 Json JobApi::stats() const { return get("/stats"); }
+
+std::map<int, Json> JobApi::stats_of_each(int processes) const {
+  std::map<int, Json> seen;
+  for (int i = 0; i < 2000 && static_cast<int>(seen.size()) < processes; ++i) {
+    Json s = stats();
+    seen[s["pid"].get<int>()] = s;
+  }
+  REQUIRE(static_cast<int>(seen.size()) == processes);
+  return seen;
+}
 
 Json JobApi::get(const std::string& path) const {
   auto r = try_tcp_request("127.0.0.1", port_, "GET", path);

@@ -2,6 +2,7 @@
 // and killed by its PID when the fixture goes away.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,7 +12,9 @@ namespace corral::test {
 
 class JobApi {
  public:
-  JobApi();  // fails the test when corral-target does not start
+  // `processes` > 1: corral-target --processes K, K processes on one port, each with counts of
+  // its own (stats_of_each).
+  explicit JobApi(int processes = 1);  // fails the test when corral-target does not start
   ~JobApi();
   JobApi(const JobApi&) = delete;
   JobApi& operator=(const JobApi&) = delete;
@@ -22,8 +25,11 @@ class JobApi {
   // The corral-target process, for tests that watch it or end it.
   int pid() const;
   void kill_now();
-  // GET /stats: {"requests", "polls", "jobs", "connections"}.
+  // GET /stats: {"pid", "requests", "polls", "jobs", "connections", ...}.
   Json stats() const;
+  // The /stats of each of `processes` processes, by pid: asked on new connections until each
+  // has answered (the kernel spreads connections over them). Fails the test after 2,000 tries.
+  std::map<int, Json> stats_of_each(int processes) const;
   // GET `path`'s JSON body (e.g. "/delay-stats").
   Json get(const std::string& path) const;
 

@@ -8,6 +8,7 @@
 // supervises: it forwards SIGINT/SIGTERM and exits when they have. Each process keeps its own
 // jobs and counts (/stats), so K > 1 is for load tests, not for the job routes' state.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,9 +89,12 @@ int supervise(const std::string& host, int port, int k) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return 1;
   std::vector<pid_t> children;
+  const pid_t parent = ::getpid();
   for (int i = 0; i < k; ++i) {
     pid_t pid = ::fork();
     if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a supervisor killed outright leaves no server behind
+      if (::getppid() != parent) std::_Exit(1);
       sigprocmask(SIG_UNBLOCK, &set, nullptr);
       ::close(pipefd[0]);
       ::close(holder);

@@ -1,5 +1,7 @@
 #include "tools/target/target.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -65,7 +67,8 @@ void Target::handle(http::Request&& req, http::Responder respond) {
              "corral_target_connections " + std::to_string(server_.connection_count()) + "\n";
     respond.send(std::move(r));
   } else if (p == "/stats") {
-    respond.send(Response::json(200, {{"requests", requests_},
+    respond.send(Response::json(200, {{"pid", ::getpid()},
+                                      {"requests", requests_},
                                       {"polls", polls_},
                                       {"jobs", jobs_.size()},
                                       {"connections", server_.connection_count()},

@@ -37,7 +37,9 @@
 // WebSocket (websocket.cc; "Upgrade: websocket", subprotocols "echo" and "chat"):
 //   /ws                    -> 101, then every message back as it came; ?push_ms=N also sends
 //                             {"seq": n} every N ms; ?close_after=N closes after N messages with
-//                             ?close_code=C (1000; 0: a close frame with no code)
+//                             ?close_code=C (1000; 0: a close frame with no code); ?deflate=1
+//                             agrees to permessage-deflate when the client offers it;
+//                             ?max_open=N answers 503 while N sockets are open
 //   /ws/status?code=N      -> N, no upgrade
 //   /ws/bad-accept         -> 101 with a Sec-WebSocket-Accept that answers no key
 //   /ws/raw?hex=H          -> 101, then the bytes H (hex) as they are; reads and drops the rest

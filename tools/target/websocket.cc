@@ -35,6 +35,11 @@ bool Target::websocket(const http::Request& req, const http::Responder& respond)
         Response::error(static_cast<int>(query_number(req, "code", 200)), "no WebSocket here"));
     return true;
   }
+  if (const uint64_t most = query_number(req, "max_open", 0);
+      most > 0 && ws_peers_.size() >= most) {
+    respond.send(Response::error(503, std::to_string(most) + " WebSockets are open already"));
+    return true;
+  }
   if (!ws::is_upgrade(req)) {
     respond.send(Response::error(426, "this route speaks WebSocket: send an Upgrade request"));
     return true;
@@ -52,6 +57,11 @@ bool Target::websocket(const http::Request& req, const http::Responder& respond)
   Response r;
   r.status = 101;
   r.headers = std::move(*headers);
+  if (query_number(req, "deflate", 0) != 0) {  // permessage-deflate when the client offers it
+    std::string agreed = ws::deflate_answer(req.header("Sec-WebSocket-Extensions"));
+    opts.deflate = !agreed.empty();
+    if (opts.deflate) r.headers.emplace_back("Sec-WebSocket-Extensions", std::move(agreed));
+  }
   if (p == "/ws/bad-accept") {
     for (auto& [name, value] : r.headers) {
       if (name == "Sec-WebSocket-Accept") value = "bm90IHRoZSByaWdodCBhbnN3ZXI=";

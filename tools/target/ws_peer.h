@@ -21,6 +21,7 @@ class WsPeer final : public ws::Framing::Peer {
     uint64_t close_after = 0;                // close after this many messages (0: never)
     uint16_t close_code = ws::kCloseNormal;  // 0: a close frame with no code
     std::string raw;  // bytes to write after the 101 instead of speaking WebSocket
+    bool deflate = false;  // permessage-deflate agreed
   };
 
   WsPeer(Target& target, uint64_t id, std::unique_ptr<uv::Stream> stream, Options opts)
@@ -29,7 +30,9 @@ class WsPeer final : public ws::Framing::Peer {
         stream_(std::move(stream)),
         opts_(std::move(opts)),
         framing_(ws::Role::kServer, 16u << 20, *this),
-        push_(target.loop()) {}
+        push_(target.loop()) {
+    framing_.use_deflate(opts_.deflate);
+  }
 
   void start(const std::string& rest) {
     Status s =

@@ -25,6 +25,7 @@ struct OpenRequest {
   std::shared_ptr<const http::TlsOptions> tls;
   std::string source;  // the local IPv4 address to connect from; "": the kernel's choice
   uint64_t ping_every_ms = 0;  // once open, a ping this often (0: none); pongs are not awaited
+  bool deflate = true;         // offer permessage-deflate (shared/ws/deflate.h), as browsers do
   uint32_t group = 0;  // whose counts it adds to (Client::counts)
 };
 
@@ -35,6 +36,7 @@ struct Opened {
   int status = 0;            // of the Upgrade answer; 0 when none came
   http::HeaderList headers;  // of the Upgrade answer
   std::string protocol;      // the subprotocol the server chose, "" for none
+  bool deflate = false;      // permessage-deflate agreed: messages are compressed both ways
   double connect_ms = 0;     // from the start to TCP connected (DNS included)
   double tls_ms = 0;         // the TLS handshake (0 for ws://)
   double total_ms = 0;       // from the start to the 101 read

@@ -65,6 +65,7 @@ void Socket::resolved(const sockaddr* addr, const std::string& error) {
   hello_.key = corral::ws::make_key();
   hello_.protocols = req_.protocols;
   hello_.headers = req_.headers;
+  hello_.offer_deflate = req_.deflate;
   state_ = State::kConnecting;
   link_ = std::make_unique<Link>(client_.loop(), client_.handshakes(), this);
   sockaddr_in source{};
@@ -154,6 +155,7 @@ int Socket::on_headers_complete(http_parser* p) {
     s->fail_open(agreed.status().message());
   } else {
     s->protocol_ = agreed->protocol;
+    s->framing_.use_deflate(agreed->deflate.on);
   }
   return 2;  // no body: what follows the head is frames (or nothing, after a failure)
 }
@@ -164,6 +166,7 @@ void Socket::upgraded(const char* rest, size_t n) {
   o.status = 101;
   o.headers = std::move(headers_);
   o.protocol = std::move(protocol_);
+  o.deflate = framing_.deflate();
   o.tls_ms = link_->handshake_ms();
   o.tls_resumed = link_->resumed();
   o.total_ms = ms_since(started_ns_);

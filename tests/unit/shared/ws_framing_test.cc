@@ -191,3 +191,104 @@ TEST_CASE("ws framing: a message sent from inside feed() keeps the context until
   CHECK(heard.messages.size() == 3);
   CHECK(heard.messages[2].second == "m2");
 }
+
+namespace {
+
+// RFC 7692 7.2.3.1: "Hello" compressed, in one frame with RSV1 set (0xc1: FIN, RSV1, text).
+const std::string kHelloDeflated("\xc1\x07\xf2\x48\xcd\xc9\xc9\x07\x00", 9);
+
+struct DeflateClient : Client {
+  DeflateClient() { framing.use_deflate(true); }
+};
+
+}  // namespace
+
+TEST_CASE("ws framing: with permessage-deflate, the RFC's example inflates, fragments too") {
+  DeflateClient c;
+  REQUIRE(c.feed(kHelloDeflated).is_ok());
+  REQUIRE(c.heard.messages.size() == 1);
+  CHECK(c.heard.messages[0] == std::make_pair(ws::Kind::kText, std::string("Hello")));
+  // RFC 7692 7.2.3.1, the same message in two fragments: RSV1 on the first only.
+  REQUIRE(
+      c.feed(std::string("\x41\x03\xf2\x48\xcd", 5) + std::string("\x80\x04\xc9\xc9\x07\x00", 6))
+          .is_ok());
+  REQUIRE(c.heard.messages.size() == 2);
+  CHECK(c.heard.messages[1].second == "Hello");
+  // A message sent uncompressed (RSV1 clear) is taken as it is.
+  REQUIRE(c.feed(frame(0x81, "plain")).is_ok());
+  CHECK(c.heard.messages.at(2).second == "plain");
+  CHECK_FALSE(c.framing.holds_context());
+}
+
+TEST_CASE("ws framing: with permessage-deflate, messages go out compressed and come back whole") {
+  Heard client_heard, server_heard;
+  ws::Framing client(ws::Role::kClient, 1 << 20, client_heard);
+  ws::Framing server(ws::Role::kServer, 1 << 20, server_heard);
+  client.use_deflate(true);
+  server.use_deflate(true);
+  std::string to_server, to_client;
+  const std::string json =
+      R"({"type":"tick","user":"u-000001","payload":")" + std::string(2000, 'a') + R"("})";
+  client.send(ws::Kind::kText, json, to_server);
+  // Compressed (RSV1 set, 0xc1), and far smaller than the message: 2 KB of one letter.
+  CHECK(static_cast<uint8_t>(to_server[0]) == 0xc1);
+  CHECK(to_server.size() < 100);
+  std::string noise;
+  for (int i = 0; i < 200000; ++i) noise.push_back(static_cast<char>((i * 7919 + i / 13) & 0xff));
+  client.send(ws::Kind::kBinary, noise, to_server);  // more than the inflater's 16 KB steps
+  REQUIRE(server.feed(to_server.data(), to_server.size(), to_client).is_ok());
+  REQUIRE(server_heard.messages.size() == 2);
+  CHECK(server_heard.messages[0] == std::make_pair(ws::Kind::kText, json));
+  CHECK(server_heard.messages[1] == std::make_pair(ws::Kind::kBinary, noise));
+
+  server.send(ws::Kind::kText, "welcome", to_client);
+  CHECK(static_cast<uint8_t>(to_client[0]) == 0xc1);  // a server's frames are not masked
+  REQUIRE(client.feed(to_client.data(), to_client.size(), to_server).is_ok());
+  CHECK(client_heard.messages.at(0).second == "welcome");
+  CHECK_FALSE(client.holds_context());  // no zlib state is the socket's either
+}
+
+TEST_CASE("ws framing: a compressed message that is hostile is refused with the reason") {
+  SECTION("bytes that are no deflate stream") {
+    DeflateClient c;
+    Status s = c.feed(std::string("\xc1\x02\xff\xff", 4));
+    CHECK_THAT(s.message(), Catch::StartsWith("a compressed message did not inflate: "));
+    CHECK_THAT(s.message(), Catch::EndsWith("(closed 1007)"));
+    CHECK(c.heard.messages.empty());
+    REQUIRE(c.out.size() >= 4);
+    CHECK(static_cast<uint8_t>(c.out[0]) == 0x88);  // the close went out
+  }
+  SECTION("a small frame that inflates past max_message") {
+    Heard h;
+    ws::Framing server(ws::Role::kServer, 1 << 20, h);
+    server.use_deflate(true);
+    std::string bomb;
+    server.send(ws::Kind::kBinary, std::string(5000, 0), bomb);  // about 30 bytes
+    REQUIRE(bomb.size() < 100);
+    DeflateClient c;  // max_message 1000
+    Status s = c.feed(bomb);
+    CHECK(s.message() ==
+          "a compressed message inflated past max_message, 1000 bytes (closed 1009)");
+    CHECK(c.heard.messages.empty());
+  }
+  SECTION("compressed text that is not UTF-8") {
+    Heard h;
+    ws::Framing server(ws::Role::kServer, 1 << 20, h);
+    server.use_deflate(true);
+    std::string bytes;
+    server.send(ws::Kind::kText, "\xff\xfe", bytes);
+    DeflateClient c;
+    Status s = c.feed(bytes);
+    CHECK(s.message() == "a compressed text message was not valid UTF-8 (closed 1007)");
+  }
+  SECTION("RSV1 when permessage-deflate was not agreed") {
+    Client c;
+    Status s = c.feed(kHelloDeflated);
+    CHECK(s.message() == "a frame broke the WebSocket protocol (closed 1002)");
+  }
+  SECTION("RSV1 on a ping") {
+    DeflateClient c;
+    Status s = c.feed(frame(0xc9, ""));
+    CHECK(s.message() == "a frame broke the WebSocket protocol (closed 1002)");
+  }
+}

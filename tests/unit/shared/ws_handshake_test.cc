@@ -108,6 +108,28 @@ TEST_CASE("ws handshake: permessage-deflate is agreed only as offered") {
   CHECK(error_of(101, a, h) ==
         "Sec-WebSocket-Extensions: permessage-deflate parameter \"server_max_window_bits=16\" is "
         "not one RFC 7692 allows");
+  a.back().second = "permessage-deflate; server_no_context_takeover; client_max_window_bits=9";
+  CHECK(error_of(101, a, h) ==
+        "the server answered permessage-deflate with client_max_window_bits, which corral's offer "
+        "does not carry");
+}
+
+TEST_CASE("ws handshake: a server agrees to the first permessage-deflate offer it can keep") {
+  const std::string agreed =
+      "permessage-deflate; server_no_context_takeover; client_no_context_takeover";
+  CHECK(ws::deflate_answer("") == "");
+  CHECK(ws::deflate_answer("x-webkit-deflate-frame") == "");
+  CHECK(ws::deflate_answer("permessage-deflate") == agreed);
+  // What browsers and Node's ws client offer.
+  CHECK(ws::deflate_answer("permessage-deflate; client_max_window_bits") == agreed);
+  CHECK(ws::deflate_answer(
+            "permessage-deflate; client_no_context_takeover; server_no_context_takeover") ==
+        agreed);
+  // A smaller window for the server's compressor is not kept: the next offer is.
+  CHECK(ws::deflate_answer("permessage-deflate; server_max_window_bits=10") == "");
+  CHECK(ws::deflate_answer("permessage-deflate; server_max_window_bits=10, permessage-deflate") ==
+        agreed);
+  CHECK(ws::deflate_answer("permessage-deflate; mystery") == "");
 }
 
 TEST_CASE("ws handshake: a server answers an upgrade request, and says what a bad one lacks") {

@@ -72,6 +72,25 @@ TEST_CASE(
   CHECK(f.run_until([&] { return f.target->websockets() == 0; }));
 }
 
+TEST_CASE("ws steps: permessage-deflate is offered, and messages are compressed when agreed") {
+  Fixture f;
+  const std::string big(5000, 'z');
+  f.start(
+      ws_scenario({open_step(f, "/ws?deflate=1",
+                             {{"capture", {{"ext", {{"header", "Sec-WebSocket-Extensions"}}}}}}),
+                   {{"ws_send", {{"json", {{"n", 1}, {"pad", big}}}}}},
+                   {{"ws_receive", {{"until", {{{"json", "/pad"}, {"equals", big}}}}}},
+                    {"capture", {{"n", {{"json", "/n"}}}}}}}));
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  INFO(f.events.back().dump());
+  CHECK(outcome_of(f) == "passed");
+  auto steps = f.of("step");
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0]["vars"]["ext"] ==
+        "permessage-deflate; server_no_context_takeover; client_no_context_takeover");
+  CHECK(steps[2]["vars"]["n"] == 1);
+}
+
 TEST_CASE("ws steps: ping_every pings the server while the socket is open, and stops after") {
   Fixture f;
   f.start(ws_scenario(
@@ -184,6 +203,8 @@ TEST_CASE(
         "steps[1].ws_send: needs exactly one of \"text\", \"json\" and \"binary_base64\"");
   CHECK(error_of({{{"ws", {{"url", "ws://h/a"}}}}, {{"ws_close", {{"code", 1006}}}}}) ==
         "steps[1].ws_close.code: expected 1000 or an application's code, 3000 to 4999");
+  CHECK(error_of({{{"ws", {{"url", "ws://h/a"}, {"deflate", "yes"}}}}}) ==
+        "steps[0].ws.deflate: expected true or false, got \"yes\"");
   CHECK(error_of({{{"request", {{"url", "ws://h/a"}}}}}) ==
         "steps[0].request.url: expected an http:// or https:// URL, got \"ws://h/a\" (a WebSocket "
         "is opened by a \"ws\" step: docs/scenarios.md, \"WebSocket\")");

@@ -177,6 +177,60 @@ TEST_CASE("ws client: an opening that fails says why") {
   CHECK(heard.closed == std::nullopt);
 }
 
+TEST_CASE("ws client: permessage-deflate is offered, used when agreed, and can be declined") {
+  Fixture f;
+  SECTION("agreed: a compressed echo, and the server's compressed frames inflated") {
+    Heard heard;
+    Socket* s = f.open(heard, "/ws?deflate=1");
+    REQUIRE(heard.opened->error == "");
+    CHECK(heard.opened->deflate);
+    const std::string big(300000, 'q');
+    CHECK(s->send(ws::Kind::kText, big));
+    REQUIRE(f.t.run_until([&] { return heard.messages.size() == 1; }));
+    CHECK(heard.messages[0] == big);
+    f.client.drop(s);
+  }
+  SECTION("the server agrees to nothing") {
+    Heard heard;
+    Socket* s = f.open(heard, "/ws");
+    REQUIRE(heard.opened->error == "");
+    CHECK_FALSE(heard.opened->deflate);
+    f.client.drop(s);
+  }
+  SECTION("not offered") {
+    Heard heard;
+    OpenRequest req;
+    req.deflate = false;
+    Socket* s = f.open(heard, "/ws?deflate=1", req);
+    REQUIRE(heard.opened->error == "");
+    CHECK_FALSE(heard.opened->deflate);
+    for (const auto& [name, value] : heard.opened->headers) {
+      CHECK_FALSE(name == "Sec-WebSocket-Extensions");
+    }
+    f.client.drop(s);
+  }
+  SECTION("RFC 7692's compressed Hello from a server that agreed") {
+    Heard heard;
+    f.open(heard, "/ws/raw?deflate=1&hex=c107f248cdc9c90700880203e8");
+    REQUIRE(f.t.run_until([&] { return heard.closed.has_value(); }));
+    CHECK(heard.messages == std::vector<std::string>{"Hello"});
+    CHECK(heard.closed->error == "");
+  }
+  SECTION("a compressed frame from a server that did not agree") {
+    Heard heard;
+    f.open(heard, "/ws/raw?hex=c107f248cdc9c90700");
+    REQUIRE(f.t.run_until([&] { return heard.closed.has_value(); }));
+    CHECK(heard.messages.empty());
+    CHECK(heard.closed->error == "a frame broke the WebSocket protocol (closed 1002)");
+  }
+  SECTION("a compressed frame that does not inflate") {
+    Heard heard;
+    f.open(heard, "/ws/raw?deflate=1&hex=c102ffff");
+    REQUIRE(f.t.run_until([&] { return heard.closed.has_value(); }));
+    CHECK_THAT(heard.closed->error, Catch::StartsWith("a compressed message did not inflate: "));
+  }
+}
+
 TEST_CASE("ws client: hostile frames end the socket with the reason, fragments are joined") {
   Fixture f;
   Heard heard;
