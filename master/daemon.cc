@@ -308,6 +308,11 @@ void Daemon::reconcile() {
     supervisor_.on_master_held(now - last_reconcile_ms_ - kTickMs);
   }
   last_reconcile_ms_ = now;
+  // A worker whose frames wait to be read has spoken: with more busy processes than cores, the
+  // master can fall behind its workers' pipes, and their heartbeats wait there, unread.
+  for (const auto& [slot, w] : workers_) {
+    if (w->has_unread()) supervisor_.on_heard(slot, now);
+  }
   for (const Action& a : supervisor_.reconcile(now)) execute(a);
   // A restart is due when its backoff ends, not at the tick after it.
   if (uint64_t due = supervisor_.next_start_due_ms(); due > now && restart_due_) {

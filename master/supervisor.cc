@@ -216,6 +216,10 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
              now_ms - s.last_heard_ms > settings_.heartbeat_timeout_ms) {
     // A hung loop cannot act on a signal it could catch, and a stopped process acts on none:
     // SIGKILL at once, so that the slot is free for a replacement now.
+    spdlog::warn(
+        "slot {}: nothing heard for {} ms (its last heartbeat said its loop was {:.0f} "
+        "ms late): hung",
+        s.index, now_ms - s.last_heard_ms, s.loop_lag_ms);
     kill(s, ExitReason::kHung, SIGKILL, now_ms, out);
   }
 }

@@ -1,5 +1,7 @@
 #include "master/worker_process.h"
 
+#include <sys/ioctl.h>
+
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -115,6 +117,15 @@ bool WorkerProcess::handle_front() {
     report_protocol_error(protocol_error("bad \"" + std::string(name) + "\" payload: " + e.what()));
   }
   return !protocol_broken_;
+}
+
+bool WorkerProcess::has_unread() const {
+  if (!backlog_.empty()) return true;
+  if (!pipe_ || !pipe_->is_open()) return false;
+  uv_os_fd_t fd = -1;
+  int waiting = 0;
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(pipe_->raw()), &fd) == 0 &&
+         ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
 }
 
 void WorkerProcess::drain() {

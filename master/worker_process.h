@@ -61,6 +61,10 @@ class WorkerProcess {
   // The worker broke the IPC contract in a frame's contents: stops reading its pipe and
   // reports it through on_protocol_error (once). Safe inside on_frame.
   void fail_protocol(const Status& s) { report_protocol_error(s); }
+  // Whether the worker sent frames the master has not handled yet: decoded ones waiting for a
+  // turn's slice, or bytes in the pipe. A worker with unread frames has spoken, however long
+  // ago its last frame was handled: the master is behind, not the worker (Daemon::reconcile).
+  bool has_unread() const;
   // Sends `signum` to the process if it has not exited yet.
   void signal(int signum);
   void close_pipe();

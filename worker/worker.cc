@@ -25,6 +25,7 @@ constexpr uint64_t kFaultDelayMs = 500;
 constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that does not read
 constexpr uint64_t kEventFlushMs = 50;    // events wait at most this long to be batched
 constexpr size_t kEventBatch = 2000;      // ... or until this many are pending
+constexpr double kSlowBeatMs = 2000;      // a heartbeat this late is logged
 // Checkpoints per hand-back frame. The master handles a frame in one go (about 20 to 40 us per
 // checkpoint, decoding and the journal row included), between frames it may let the loop turn:
 // 50 keep a frame within the master's 2 ms slice of work, where frames of 500 held its API for
@@ -250,6 +251,10 @@ void Worker::on_heartbeat_timer() {
   uint64_t now = uv_hrtime();
   // How late this tick fired: the time the loop spent on something else.
   last_lag_ms_ = now > next_beat_ns_ ? static_cast<double>(now - next_beat_ns_) / 1e6 : 0.0;
+  if (last_lag_ms_ >= kSlowBeatMs) {
+    spdlog::warn("worker {}: the heartbeat is {:.0f} ms late (a busy or starved loop)", slot_,
+                 last_lag_ms_);
+  }
   next_beat_ns_ = now + heartbeat_ms_ * 1000000;
   // Should the timer be a whole interval late, the engine's callbacks beat (shared/uv/pulse.h).
   uv::pulse_due(next_beat_ns_ + heartbeat_ms_ * 1000000);

@@ -383,6 +383,7 @@ void Engine::cancel_run(const std::string& run) {
     timeouts_.erase(serial);
     rows_.erase(serial);
     instances_.erase(serial);
+    uv::pulse();  // a run of thousands: a loop this busy still beats
   }
   runs_.erase(r);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shared/uv/pulse.h"
+
 namespace corral::worker {
 namespace {
 
@@ -48,7 +50,8 @@ LoadDriver::LoadDriver(uv_loop_t* loop, Engine& engine, std::string id, load::Lo
       tick_(loop),
       second_timer_(loop),
       grace_timer_(loop),
-      finish_timer_(loop) {
+      finish_timer_(loop),
+      drain_turn_(loop) {
   second_.load = id_;
   if (share_.of == 0) share_.of = 1;
   if (share_.hosts == 0) share_.hosts = 1;
@@ -305,7 +308,9 @@ void LoadDriver::on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::
   v.state = VuState::kIdle;
   if (phase_ != Phase::kRunning || v.retiring) {
     retire(vu);
-    if (phase_ == Phase::kDraining && engine_.active(id_) == 0) finish_soon();
+    if (phase_ == Phase::kDraining && drain_next_ >= vus_.size() && engine_.active(id_) == 0) {
+      finish_soon();
+    }
     return;
   }
   if (spec_.model == load::Model::kOpen) {
@@ -337,20 +342,32 @@ void LoadDriver::drain() {
   if (phase_ != Phase::kRunning) return;
   phase_ = Phase::kDraining;
   tick_.stop();
-  for (size_t i = 0; i < vus_.size(); ++i) {
-    if (vus_[i].state == VuState::kWaiting || vus_[i].state == VuState::kIdle) {
-      retire(static_cast<uint32_t>(i));
-    }
-  }
   idle_.clear();
-  if (engine_.active(id_) == 0) {
-    finish_soon();
-    return;
-  }
   grace_timer_.start(spec_.grace_ms, 0, [this] {
     second_.interrupted += engine_.active(id_);
     finish();
   });
+  drain_next_ = 0;
+  retire_some();
+}
+
+// Retires the VUs that wait for their next start, a slice of the loop's turn at a time: a held
+// VU's socket closes as it retires (a close frame written), and a worker holding 18,000 of them
+// would otherwise spend seconds in one callback, its heartbeat and its pipe to the master
+// waiting, on a machine whose cores the target's teardown takes too.
+void LoadDriver::retire_some() {
+  const uv::Slice slice = uv::Slice::of_turn(engine_.loop());
+  for (; drain_next_ < vus_.size() && !slice.over(); ++drain_next_) {
+    const VuState state = vus_[drain_next_].state;
+    if (state == VuState::kWaiting || state == VuState::kIdle) {
+      retire(static_cast<uint32_t>(drain_next_));
+    }
+  }
+  if (drain_next_ < vus_.size()) {
+    drain_turn_.schedule([this] { retire_some(); });
+  } else if (engine_.active(id_) == 0) {
+    finish_soon();
+  }
 }
 
 // Through the loop: the caller may be inside the engine, whose run finish() forgets.
@@ -364,6 +381,7 @@ void LoadDriver::finish() {
   for (uv::Timer* t : {&start_timer_, &tick_, &second_timer_, &grace_timer_, &finish_timer_}) {
     t->stop();
   }
+  drain_turn_.cancel();
   engine_.cancel_run(id_);  // iterations still running are dropped (counted as interrupted)
   release_connections();
   ipc::LoadSecond last = take_second();

@@ -41,6 +41,7 @@
 #include "config/load/model.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/status.h"
+#include "shared/uv/next_turn.h"
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/wake_queue.h"
@@ -117,6 +118,7 @@ class LoadDriver final : public IterationSink {
   void begin_iteration(uint32_t vu, uint64_t intended_us, uint64_t ready_us);
   void schedule(uint32_t vu, uint64_t at_us);
   void drain();
+  void retire_some();
   void finish_soon();
   void finish();
   ipc::LoadSecond take_second();
@@ -166,6 +168,9 @@ class LoadDriver final : public IterationSink {
   uv::Timer second_timer_;
   uv::Timer grace_timer_;
   uv::Timer finish_timer_;
+  // Draining: the next VU to look at, and the turn that goes on from it (retire_some).
+  size_t drain_next_ = 0;
+  uv::NextTurn drain_turn_;
 };
 
 }  // namespace corral::worker

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <string_view>
 
+#include "shared/uv/pulse.h"
 #include "worker/load/driver.h"
 
 namespace corral::worker {
@@ -83,7 +84,10 @@ void LoadDriver::release_connection(uint32_t vu) {
 
 void LoadDriver::release_connections() {
   if (!held_) return;
-  for (uint32_t vu = 0; vu < vus_.size(); ++vu) release_connection(vu);
+  for (uint32_t vu = 0; vu < vus_.size(); ++vu) {
+    release_connection(vu);
+    uv::pulse();  // thousands of sockets closed in one call: a loop this busy still beats
+  }
 }
 
 // The HTTP client's held connections and the WebSocket steps' sockets, added up.

@@ -90,3 +90,21 @@ TEST_CASE("worker process: every frame a worker sent before it exited is handled
   b.run_until_exit();
   CHECK(b.seen_at_exit == kFrames);
 }
+
+TEST_CASE("worker process: frames in the pipe or waiting for a turn count as unread") {
+  Burst b("sleep 2");
+  // Before the loop runs, the frames wait in the pipe.
+  const uint64_t deadline = corral::monotonic_ms() + 10000;
+  while (!b.process->has_unread() && corral::monotonic_ms() < deadline) uv_sleep(1);
+  CHECK(b.process->has_unread());
+  // A turn handles a few milliseconds of them; the rest wait.
+  uv_run(&b.loop, UV_RUN_ONCE);
+  REQUIRE(b.seen.size() < static_cast<size_t>(kFrames));
+  CHECK(b.process->has_unread());
+  while (b.seen.size() < static_cast<size_t>(kFrames) && corral::monotonic_ms() < deadline) {
+    uv_run(&b.loop, UV_RUN_ONCE);
+  }
+  REQUIRE(b.seen.size() == static_cast<size_t>(kFrames));
+  CHECK_FALSE(b.process->has_unread());  // all handled, and the worker says nothing more
+  b.run_until_exit();
+}
