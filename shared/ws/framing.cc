@@ -206,7 +206,10 @@ void Framing::flush(std::string& out) {
 }
 
 bool Framing::inflate(Kind kind, std::string_view data) {
-  thread_local std::string plain;
+  // The thread's buffer, taken for this message: a Peer that made another Framing inflate
+  // before on_message returned would find it taken and use a buffer of its own.
+  thread_local std::string spare;
+  std::string plain = std::move(spare);
   std::string why;
   switch (inflate_message(data, max_message_, plain, why)) {
     case InflateResult::kBadData:
@@ -225,7 +228,7 @@ bool Framing::inflate(Kind kind, std::string_view data) {
     return false;
   }
   peer_.on_message(kind, plain);
-  if (plain.capacity() > (1u << 20)) std::string().swap(plain);
+  if (plain.capacity() <= (1u << 20)) spare = std::move(plain);
   return true;
 }
 
