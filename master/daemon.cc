@@ -305,7 +305,7 @@ void Daemon::reconcile() {
   // process, a suspended machine), while the workers' frames waited for it.
   if (last_reconcile_ms_ != 0 && now - last_reconcile_ms_ > kTickMs + kHeldMs) {
     spdlog::warn("the master's loop was held for {} ms", now - last_reconcile_ms_ - kTickMs);
-    supervisor_.on_master_held(now - last_reconcile_ms_ - kTickMs);
+    supervisor_.on_master_held(now - last_reconcile_ms_ - kTickMs, now);
   }
   last_reconcile_ms_ = now;
   // A worker whose frames wait to be read has spoken: with more busy processes than cores, the

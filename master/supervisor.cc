@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace corral::master {
 
 Supervisor::Supervisor(SupervisorSettings settings, int wanted, std::function<double()> random)
@@ -92,10 +94,13 @@ void Supervisor::on_heard(int index, uint64_t now_ms, bool successor) {
   if (!successor && has_process(s->state)) s->last_heard_ms = now_ms;
 }
 
-void Supervisor::on_master_held(uint64_t ms) {
+void Supervisor::on_master_held(uint64_t ms, uint64_t now_ms) {
+  // Never past now: the silence would be negative, and as an unsigned count of milliseconds,
+  // endless (a worker heard during the hold was killed as hung at once).
+  auto shift = [&](uint64_t& heard) { heard = std::min(heard + ms, now_ms); };
   for (Slot& s : slots_) {
-    s.last_heard_ms += ms;
-    if (s.successor) s.successor->last_heard_ms += ms;
+    shift(s.last_heard_ms);
+    if (s.successor) shift(s.successor->last_heard_ms);
   }
 }
 
@@ -212,7 +217,7 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
   } else if (s.state == SlotState::kStarting &&
              now_ms - s.started_at_ms > settings_.ready_timeout_ms) {
     kill(s, ExitReason::kNotReady, SIGKILL, now_ms, out);
-  } else if (s.state != SlotState::kStarting &&
+  } else if (s.state != SlotState::kStarting && now_ms > s.last_heard_ms &&
              now_ms - s.last_heard_ms > settings_.heartbeat_timeout_ms) {
     // A hung loop cannot act on a signal it could catch, and a stopped process acts on none:
     // SIGKILL at once, so that the slot is free for a replacement now.

@@ -68,9 +68,10 @@ class Supervisor {
   void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms, uint64_t active);
   // A frame of any kind from the slot's worker (or, with `successor`, its reload's new one).
   void on_heard(int slot, uint64_t now_ms, bool successor = false);
-  // The master's own loop was held for `ms` (a stopped process, a suspended machine): its
-  // workers' frames waited for it, so that time is not counted against their heartbeats.
-  void on_master_held(uint64_t ms);
+  // The master's own loop was held for `ms` until `now_ms` (a stopped process, a suspended
+  // machine, a starved one): its workers' frames waited for it, so that time is not counted
+  // against their heartbeats. A worker heard during the hold is heard now at the latest.
+  void on_master_held(uint64_t ms, uint64_t now_ms);
   void on_rss_sample(int slot, uint64_t rss);
   void on_leaving(int slot, ExitReason reason);
   void on_protocol_error(int slot, const std::string& error);

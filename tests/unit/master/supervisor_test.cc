@@ -67,11 +67,30 @@ TEST_CASE("supervisor: time the master's own loop was held is not counted agains
   b.sup.on_heard(1, b.now);
   // The master was stopped for 20 s: its workers' frames waited in their pipes.
   b.now += 20000;
-  b.sup.on_master_held(20000);
+  b.sup.on_master_held(20000, b.now);
   CHECK(b.step(0).empty());
   CHECK(b.step(4000).empty());
   // The time after it counts as before.
   CHECK(count(b.step(1001), Action::Kind::kSignal, SIGKILL) == 2);
+}
+
+TEST_CASE("supervisor: a worker heard while the master's loop was held is not killed for it") {
+  // The hold is measured between two turns; frames handled inside it were heard at times within
+  // it. Shifted by the whole hold, such a time lay in the future, the silence came out negative
+  // and, unsigned, endless: a 300,000-socket test saw its workers killed as hung in bursts.
+  SupervisorBench b(2);
+  b.step();
+  b.ready_all();
+  b.sup.on_heard(0, b.now);
+  b.now += 700;
+  b.sup.on_heard(1, b.now);  // heard 300 ms before the hold ended
+  b.now += 300;
+  b.sup.on_master_held(1000, b.now);
+  CHECK(b.step(0).empty());
+  CHECK(b.sup.slot(0)->kill_reason == std::nullopt);
+  CHECK(b.sup.slot(1)->kill_reason == std::nullopt);
+  CHECK(b.step(5000).empty());  // both heard "now" at the latest: 5 s of silence is not past it
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 2);
 }
 
 TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as not_ready") {
