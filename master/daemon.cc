@@ -313,6 +313,7 @@ void Daemon::reconcile() {
   for (const auto& [slot, w] : workers_) {
     if (w->has_unread()) supervisor_.on_heard(slot, now);
   }
+  watch_silent(now);
   for (const Action& a : supervisor_.reconcile(now)) execute(a);
   // A restart is due when its backoff ends, not at the tick after it.
   if (uint64_t due = supervisor_.next_start_due_ms(); due > now && restart_due_) {

@@ -90,6 +90,9 @@ struct Slot {
   // Its last frame, of any kind: a worker whose heartbeat waits behind frames the master has
   // not read yet is not hung.
   uint64_t last_heard_ms = 0;
+  // The last time its process was seen making system calls while silent (Daemon::reconcile):
+  // a loop starved of CPU, not stuck (Supervisor::on_progress).
+  uint64_t last_progress_ms = 0;
   uint64_t rss_bytes = 0;
   double loop_lag_ms = 0;
   uint64_t active = 0;

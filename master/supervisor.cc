@@ -94,6 +94,11 @@ void Supervisor::on_heard(int index, uint64_t now_ms, bool successor) {
   if (!successor && has_process(s->state)) s->last_heard_ms = now_ms;
 }
 
+void Supervisor::on_progress(int index, uint64_t now_ms) {
+  Slot* s = find(index);
+  if (s != nullptr && has_process(s->state)) s->last_progress_ms = now_ms;
+}
+
 void Supervisor::on_master_held(uint64_t ms, uint64_t now_ms) {
   // Never past now: the silence would be negative, and as an unsigned count of milliseconds,
   // endless (a worker heard during the hold was killed as hung at once).
@@ -217,8 +222,7 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
   } else if (s.state == SlotState::kStarting &&
              now_ms - s.started_at_ms > settings_.ready_timeout_ms) {
     kill(s, ExitReason::kNotReady, SIGKILL, now_ms, out);
-  } else if (s.state != SlotState::kStarting && now_ms > s.last_heard_ms &&
-             now_ms - s.last_heard_ms > settings_.heartbeat_timeout_ms) {
+  } else if (s.state != SlotState::kStarting && hung(s, now_ms)) {
     // A hung loop cannot act on a signal it could catch, and a stopped process acts on none:
     // SIGKILL at once, so that the slot is free for a replacement now.
     spdlog::warn(
@@ -227,6 +231,17 @@ void Supervisor::reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>
         s.index, now_ms - s.last_heard_ms, s.loop_lag_ms);
     kill(s, ExitReason::kHung, SIGKILL, now_ms, out);
   }
+}
+
+// Silent for heartbeat_timeout, and as long without system calls seen; or silent for
+// starved_timeout whatever its process does.
+bool Supervisor::hung(const Slot& s, uint64_t now_ms) const {
+  if (now_ms <= s.last_heard_ms) return false;
+  const uint64_t silent = now_ms - s.last_heard_ms;
+  if (silent <= settings_.heartbeat_timeout_ms) return false;
+  if (silent > settings_.starved_timeout_ms) return true;
+  const uint64_t busy = std::max(s.last_heard_ms, s.last_progress_ms);
+  return now_ms > busy && now_ms - busy > settings_.heartbeat_timeout_ms;
 }
 
 void Supervisor::reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& out) {

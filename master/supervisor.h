@@ -25,6 +25,9 @@ struct SupervisorSettings {
   uint64_t ready_timeout_ms = 10000;
   uint64_t reload_grace_ms = 5000;  // a reload's new worker must stay healthy this long
   uint64_t heartbeat_timeout_ms = 5000;
+  // A silent worker whose process still makes system calls is starved, not hung: it is killed
+  // once silent this long, or heartbeat_timeout after its calls stop.
+  uint64_t starved_timeout_ms = 60000;
   uint64_t kill_grace_ms = 3000;
   uint64_t stop_grace_ms = 10000;
   uint64_t memory_hard_bytes = 0;  // 0 = no hard limit
@@ -68,6 +71,9 @@ class Supervisor {
   void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms, uint64_t active);
   // A frame of any kind from the slot's worker (or, with `successor`, its reload's new one).
   void on_heard(int slot, uint64_t now_ms, bool successor = false);
+  // The slot's worker has said nothing, but its process made system calls since the last look:
+  // its loop runs, starved of CPU (more busy processes than cores), and is not hung.
+  void on_progress(int slot, uint64_t now_ms);
   // The master's own loop was held for `ms` until `now_ms` (a stopped process, a suspended
   // machine, a starved one): its workers' frames waited for it, so that time is not counted
   // against their heartbeats. A worker heard during the hold is heard now at the latest.
@@ -137,6 +143,7 @@ class Supervisor {
   void stop(Slot& s, uint64_t now_ms, std::vector<Action>& out);
   void reconcile_running(Slot& s, uint64_t now_ms, std::vector<Action>& out);
   void reconcile_idle(Slot& s, uint64_t now_ms, std::vector<Action>& out);
+  bool hung(const Slot& s, uint64_t now_ms) const;
   void advance_reload(uint64_t now_ms, std::vector<Action>& out);
   void reconcile_successor(Slot& s, uint64_t now_ms, std::vector<Action>& out);
   void fail_reload(Slot& s, const std::string& why, uint64_t now_ms);

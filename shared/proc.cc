@@ -31,6 +31,25 @@ uint64_t rss_bytes(pid_t pid) {
 
 uint64_t self_rss_bytes() { return rss_bytes(getpid()); }
 
+std::optional<uint64_t> io_syscalls(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/io", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return std::nullopt;
+  unsigned long long value = 0, total = 0;
+  char name[32];
+  int found = 0;
+  while (std::fscanf(f, "%31[^:]: %llu\n", name, &value) == 2) {
+    if (std::strcmp(name, "syscr") == 0 || std::strcmp(name, "syscw") == 0) {
+      total += value;
+      ++found;
+    }
+  }
+  std::fclose(f);
+  if (found != 2) return std::nullopt;
+  return total;
+}
+
 std::optional<ProcStat> proc_stat(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());

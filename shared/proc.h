@@ -13,6 +13,10 @@ namespace corral {
 uint64_t rss_bytes(pid_t pid);
 // The same for this process.
 uint64_t self_rss_bytes();
+// The read and write system calls `pid` has made (syscr + syscw of /proc/<pid>/io); nullopt
+// when it cannot be read. A loop that is starved of CPU still makes them when it runs; one stuck
+// inside a callback, or stopped, makes none.
+std::optional<uint64_t> io_syscalls(pid_t pid);
 // What /proc/<pid>/stat says of a process's CPU time and threads.
 struct ProcStat {
   uint64_t cpu_ticks = 0;  // user + system time, in clock ticks (sysconf(_SC_CLK_TCK) a second)

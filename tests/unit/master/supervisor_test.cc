@@ -93,6 +93,45 @@ TEST_CASE("supervisor: a worker heard while the master's loop was held is not ki
   CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 2);
 }
 
+TEST_CASE("supervisor: a silent worker whose process makes system calls is starved, not hung") {
+  // More busy processes than cores (a held test of 500,000 sockets: 56 workers and 64 target
+  // processes on 2 cores): a worker's loop runs, but its heartbeat can take more than 5 s.
+  SupervisorBench b(2);
+  b.step();
+  b.ready_all();
+  b.sup.on_heard(0, b.now);
+  b.sup.on_heard(1, b.now);
+  for (int i = 0; i < 10; ++i) {  // 20 s of silence, slot 0's process busy throughout
+    b.now += 2000;
+    b.sup.on_progress(0, b.now);
+    CHECK(count(b.step(0), Action::Kind::kSignal, SIGKILL) == (i == 2 ? 1 : 0));  // slot 1 at 6 s
+  }
+  CHECK(b.sup.slot(0)->kill_reason == std::nullopt);
+  CHECK(b.sup.slot(1)->kill_reason == ExitReason::kHung);
+  // Its calls stop: hung heartbeat_timeout after the last.
+  CHECK(b.step(5000).empty());
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  CHECK(b.sup.slot(0)->kill_reason == ExitReason::kHung);
+}
+
+TEST_CASE("supervisor: a worker silent past starved_timeout is hung, busy or not") {
+  SupervisorBench b(1);
+  b.step();
+  b.ready_all();
+  b.sup.on_heard(0, b.now);
+  for (int i = 0; i < 59; ++i) {
+    b.now += 1000;
+    b.sup.on_progress(0, b.now);
+    CHECK(b.step(0).empty());
+  }
+  b.now += 1000;
+  b.sup.on_progress(0, b.now);
+  CHECK(b.step(0).empty());  // 60 s: not past it
+  b.sup.on_progress(0, b.now + 1);
+  CHECK(count(b.step(1), Action::Kind::kSignal, SIGKILL) == 1);
+  CHECK(b.sup.slot(0)->kill_reason == ExitReason::kHung);
+}
+
 TEST_CASE("supervisor: a worker not ready within the ready timeout is killed as not_ready") {
   SupervisorBench b(1);
   b.step();
