@@ -82,7 +82,7 @@ class Daemon : private WorkerLink {
  private:
   void on_tick();
   void reconcile();
-  // Workers silent for a second or more: whether their processes still make system calls
+  // Workers silent for two seconds or more: whether their processes still make system calls
   // (Supervisor::on_progress).
   void watch_silent(uint64_t now_ms);
   void execute(const Action& a);

@@ -409,9 +409,10 @@ void Daemon::on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, 
   }
 }
 
-// A worker silent this long is watched: a starved loop (more busy processes than cores) still
-// makes its read and write system calls when it runs; a stuck or stopped one makes none.
-constexpr uint64_t kWatchSilentMs = 1000;
+// A worker silent this long (two heartbeats) is watched: a starved loop (more busy processes
+// than cores) still makes its read and write system calls when it runs; a stuck or stopped one
+// makes none. Its calls are read every tick from then on, a baseline for the time it is judged.
+constexpr uint64_t kWatchSilentMs = 2000;
 
 void Daemon::watch_silent(uint64_t now_ms) {
   for (const auto& [slot, w] : workers_) {
