@@ -308,12 +308,18 @@ void Daemon::reconcile() {
     supervisor_.on_master_held(now - last_reconcile_ms_ - kTickMs, now);
   }
   last_reconcile_ms_ = now;
-  // A worker whose frames wait to be read has spoken: with more busy processes than cores, the
-  // master can fall behind its workers' pipes, and their heartbeats wait there, unread.
+  // A worker that seems silent may not be: with more busy processes than cores, its frames can
+  // wait unread in its pipe (the master is behind, not the worker), or its loop runs, starved of
+  // CPU, still making system calls. Only the silent ones are looked at.
   for (const auto& [slot, w] : workers_) {
-    if (w->has_unread()) supervisor_.on_heard(slot, now);
+    if (!supervisor_.watched(slot, now)) {
+      w->stop_watching();
+    } else if (w->has_unread()) {
+      supervisor_.on_heard(slot, now);
+    } else if (w->made_calls()) {
+      supervisor_.on_progress(slot, now);
+    }
   }
-  watch_silent(now);
   for (const Action& a : supervisor_.reconcile(now)) execute(a);
   // A restart is due when its backoff ends, not at the tick after it.
   if (uint64_t due = supervisor_.next_start_due_ms(); due > now && restart_due_) {

@@ -82,9 +82,6 @@ class Daemon : private WorkerLink {
  private:
   void on_tick();
   void reconcile();
-  // Workers silent for two seconds or more: whether their processes still make system calls
-  // (Supervisor::on_progress).
-  void watch_silent(uint64_t now_ms);
   void execute(const Action& a);
   // Starts the slot's process (the spare when it fits), or with `successor` its reload's new
   // worker.
@@ -191,7 +188,6 @@ class Daemon : private WorkerLink {
   Supervisor supervisor_;
   // Per slot: the HTTP connection errors its worker last reported (its heartbeat).
   std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
-  std::map<int, uint64_t> io_seen_;        // watch_silent: a silent worker's system calls, by slot
   std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
   LiveMetrics live_metrics_;
   HookService hooks_;                          // hook events

@@ -409,24 +409,4 @@ void Daemon::on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, 
   }
 }
 
-// A worker silent this long (two heartbeats) is watched: a starved loop (more busy processes
-// than cores) still makes its read and write system calls when it runs; a stuck or stopped one
-// makes none. Its calls are read every tick from then on, a baseline for the time it is judged.
-constexpr uint64_t kWatchSilentMs = 2000;
-
-void Daemon::watch_silent(uint64_t now_ms) {
-  for (const auto& [slot, w] : workers_) {
-    const Slot* s = supervisor_.slot(slot);
-    if (s == nullptr || w->exited() || now_ms < s->last_heard_ms + kWatchSilentMs) {
-      io_seen_.erase(slot);
-      continue;
-    }
-    std::optional<uint64_t> calls = io_syscalls(w->pid());
-    if (!calls) continue;
-    auto [seen, first] = io_seen_.try_emplace(slot, *calls);
-    if (!first && seen->second != *calls) supervisor_.on_progress(slot, now_ms);
-    seen->second = *calls;
-  }
-}
-
 }  // namespace corral::master

@@ -94,6 +94,13 @@ void Supervisor::on_heard(int index, uint64_t now_ms, bool successor) {
   if (!successor && has_process(s->state)) s->last_heard_ms = now_ms;
 }
 
+bool Supervisor::watched(int index, uint64_t now_ms) const {
+  const Slot* s = slot(index);
+  // As hung() judges: a starting worker is not judged by its silence (ready_timeout is its).
+  return s != nullptr && has_process(s->state) && s->state != SlotState::kStarting &&
+         now_ms >= s->last_heard_ms + settings_.watch_after_ms;
+}
+
 void Supervisor::on_progress(int index, uint64_t now_ms) {
   Slot* s = find(index);
   if (s != nullptr && has_process(s->state)) s->last_progress_ms = now_ms;

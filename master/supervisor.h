@@ -28,6 +28,8 @@ struct SupervisorSettings {
   // A silent worker whose process still makes system calls is starved, not hung: it is killed
   // once silent this long, or heartbeat_timeout after its calls stop.
   uint64_t starved_timeout_ms = 60000;
+  // A worker silent this long (two heartbeats) is watched (watched()).
+  uint64_t watch_after_ms = 2000;
   uint64_t kill_grace_ms = 3000;
   uint64_t stop_grace_ms = 10000;
   uint64_t memory_hard_bytes = 0;  // 0 = no hard limit
@@ -71,6 +73,9 @@ class Supervisor {
   void on_heartbeat(int slot, uint64_t now_ms, uint64_t rss, double loop_lag_ms, uint64_t active);
   // A frame of any kind from the slot's worker (or, with `successor`, its reload's new one).
   void on_heard(int slot, uint64_t now_ms, bool successor = false);
+  // Whether the slot's worker has been silent for watch_after: its pipe and its process are
+  // worth a look each tick (unread frames: on_heard; system calls: on_progress).
+  bool watched(int slot, uint64_t now_ms) const;
   // The slot's worker has said nothing, but its process made system calls since the last look:
   // its loop runs, starved of CPU (more busy processes than cores), and is not hung.
   void on_progress(int slot, uint64_t now_ms);

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "shared/proc.h"
 #include "shared/uv/guard.h"
 
 namespace corral::master {
@@ -126,6 +127,14 @@ bool WorkerProcess::has_unread() const {
   int waiting = 0;
   return uv_fileno(reinterpret_cast<const uv_handle_t*>(pipe_->raw()), &fd) == 0 &&
          ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
+}
+
+bool WorkerProcess::made_calls() {
+  std::optional<uint64_t> calls = exited_ ? std::nullopt : io_syscalls(pid());
+  if (!calls) return false;
+  const bool moved = calls_seen_ && *calls_seen_ != *calls;
+  calls_seen_ = calls;
+  return moved;
 }
 
 void WorkerProcess::drain() {

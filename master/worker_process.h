@@ -65,6 +65,12 @@ class WorkerProcess {
   // turn's slice, or bytes in the pipe. A worker with unread frames has spoken, however long
   // ago its last frame was handled: the master is behind, not the worker (Daemon::reconcile).
   bool has_unread() const;
+  // While the master watches a silent worker: whether its process made read or write system
+  // calls since the last look (the first look takes a baseline and says no). A starved loop
+  // makes them when it runs; a stuck or stopped one makes none. stop_watching drops the
+  // baseline once the worker is heard again.
+  bool made_calls();
+  void stop_watching() { calls_seen_.reset(); }
   // Sends `signum` to the process if it has not exited yet.
   void signal(int signum);
   void close_pipe();
@@ -111,6 +117,7 @@ class WorkerProcess {
   size_t rest_offset_ = 0;  // decoded up to here
   bool protocol_broken_ = false;
   ipc::InHand* in_hand_ = nullptr;
+  std::optional<uint64_t> calls_seen_;  // made_calls: the process's system calls at the last look
 };
 
 }  // namespace corral::master

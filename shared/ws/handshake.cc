@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 
 namespace corral::ws {
 namespace {
@@ -71,6 +72,12 @@ bool window_bits(std::string_view value, int& out) {
   return true;
 }
 
+// An extension parameter, "name" or "name=value", trimmed; a missing value is "".
+std::pair<std::string_view, std::string_view> param(std::string_view p) {
+  size_t eq = p.find('=');
+  return {trim(p.substr(0, eq)), eq == std::string_view::npos ? "" : trim(p.substr(eq + 1))};
+}
+
 // The server's permessage-deflate answer, checked against what corral offers.
 Result<Deflate> agreed_deflate(std::string_view extension) {
   std::vector<std::string_view> parts = split(extension, ';');
@@ -78,9 +85,7 @@ Result<Deflate> agreed_deflate(std::string_view extension) {
   d.on = true;
   for (size_t i = 1; i < parts.size(); ++i) {
     std::string_view p = parts[i];
-    size_t eq = p.find('=');
-    std::string_view name = trim(p.substr(0, eq));
-    std::string_view value = eq == std::string_view::npos ? "" : trim(p.substr(eq + 1));
+    auto [name, value] = param(p);
     bool ok = true;
     if (http::iequals(name, "server_no_context_takeover")) {
       d.server_no_context_takeover = true;
@@ -222,10 +227,7 @@ std::string deflate_answer(std::string_view offers) {
     if (parts.empty() || !http::iequals(trim(parts[0]), "permessage-deflate")) continue;
     bool usable = true;
     for (size_t i = 1; i < parts.size() && usable; ++i) {
-      std::string_view p = parts[i];
-      size_t eq = p.find('=');
-      std::string_view name = trim(p.substr(0, eq));
-      std::string_view value = eq == std::string_view::npos ? "" : trim(p.substr(eq + 1));
+      auto [name, value] = param(parts[i]);
       int bits = 15;
       if (http::iequals(name, "server_max_window_bits")) {
         usable = window_bits(value, bits) && bits == 15;  // corral's deflater keeps 32 KB

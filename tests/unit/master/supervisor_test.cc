@@ -114,6 +114,20 @@ TEST_CASE("supervisor: a silent worker whose process makes system calls is starv
   CHECK(b.sup.slot(0)->kill_reason == ExitReason::kHung);
 }
 
+TEST_CASE("supervisor: a worker is watched once silent for two heartbeats, until it is heard") {
+  SupervisorBench b(1);
+  b.step();
+  CHECK_FALSE(b.sup.watched(0, b.now + 60000));  // starting: not judged by its silence
+  b.ready_all();
+  b.sup.on_heard(0, b.now);
+  CHECK_FALSE(b.sup.watched(0, b.now + 1999));
+  CHECK(b.sup.watched(0, b.now + 2000));
+  b.now += 3000;
+  b.sup.on_heard(0, b.now);
+  CHECK_FALSE(b.sup.watched(0, b.now));
+  CHECK_FALSE(b.sup.watched(7, b.now));  // no such slot
+}
+
 TEST_CASE("supervisor: a worker silent past starved_timeout is hung, busy or not") {
   SupervisorBench b(1);
   b.step();
