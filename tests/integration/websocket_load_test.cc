@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 
+#include "shared/proc.h"
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
 
@@ -137,6 +138,19 @@ TEST_CASE("websocket load: corral-target --processes 2 serves the held sockets f
         return true;
       },
       seconds(10), "both corral-target processes to see every socket closed");
+  // Its supervisor killed outright (SIGKILL, as the fixture ends it), the serving processes go
+  // too (PR_SET_PDEATHSIG): no server is left holding the port.
+  std::vector<int> children;
+  for (const auto& [pid, stats] : api.stats_of_each(2)) children.push_back(pid);
+  api.kill_now();
+  d.wait_until(
+      [&] {
+        for (int pid : children) {
+          if (corral::proc_stat(pid)) return false;  // nullopt once gone or a zombie
+        }
+        return true;
+      },
+      seconds(10), "corral-target's serving processes to end with their supervisor");
 }
 
 TEST_CASE(
