@@ -6,17 +6,44 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "shared/text/utf8.h"
 #include "shared/ws/deflate.h"
 
 namespace corral::ws {
 
-// wslay's callbacks, with the Framing as their user data.
+// wslay's user data: the Framing a context serves now changes as the context is reused.
+struct Context {
+  wslay_event_context* wslay = nullptr;
+  Framing* framing = nullptr;
+
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() {
+    if (wslay != nullptr) wslay_event_context_free(wslay);
+  }
+};
+
+namespace {
+
+// The thread's idle contexts (framing.h), per role.
+struct Spares {
+  std::vector<std::unique_ptr<Context>> of[2];
+};
+thread_local Spares spares;
+
+size_t role_index(Role role) { return role == Role::kClient ? 0 : 1; }
+
+}  // namespace
+
+// wslay's callbacks, with the Context as their user data.
 struct FramingCallbacks {
   static ssize_t recv(wslay_event_context_ptr ctx, uint8_t* buf, size_t len, int /*flags*/,
                       void* self) {
-    auto* f = static_cast<Framing*>(self);
+    auto* f = static_cast<Context*>(self)->framing;
     if (f->in_left_ == 0) {
       wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
       return -1;
@@ -31,7 +58,7 @@ struct FramingCallbacks {
 
   static ssize_t send(wslay_event_context_ptr ctx, const uint8_t* data, size_t len, int /*flags*/,
                       void* self) {
-    auto* f = static_cast<Framing*>(self);
+    auto* f = static_cast<Context*>(self)->framing;
     if (f->out_ == nullptr) {
       wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
       return -1;
@@ -61,7 +88,7 @@ struct FramingCallbacks {
   // encoding; a client's frames are masked) and its payload.
   static void frame_start(wslay_event_context_ptr /*ctx*/,
                           const wslay_event_on_frame_recv_start_arg* arg, void* self) {
-    auto* f = static_cast<Framing*>(self);
+    auto* f = static_cast<Context*>(self)->framing;
     uint64_t n = arg->payload_length;
     uint64_t header = 2 + (n < 126 ? 0 : n < 65536 ? 2 : 8) + (f->role_ == Role::kServer ? 4 : 0);
     f->frame_bytes_ = header + n;
@@ -73,14 +100,14 @@ struct FramingCallbacks {
   }
 
   static void frame_end(wslay_event_context_ptr /*ctx*/, void* self) {
-    auto* f = static_cast<Framing*>(self);
+    auto* f = static_cast<Context*>(self)->framing;
     f->ended_ += f->frame_bytes_;
     f->frame_bytes_ = 0;
   }
 
   static void message(wslay_event_context_ptr /*ctx*/, const wslay_event_on_msg_recv_arg* arg,
                       void* self) {
-    auto* f = static_cast<Framing*>(self);
+    auto* f = static_cast<Context*>(self)->framing;
     if (!f->complaint_.empty()) return;  // closing for an earlier message
     std::string_view data(reinterpret_cast<const char*>(arg->msg), arg->msg_length);
     if (wslay_get_rsv1(arg->rsv) != 0) {  // wslay allows it on data messages, with deflate only
@@ -117,24 +144,33 @@ struct FramingCallbacks {
 Framing::Framing(Role role, uint64_t max_message, Peer& peer)
     : role_(role), max_message_(max_message), peer_(peer) {}
 
-Framing::~Framing() {
-  if (ctx_ != nullptr) wslay_event_context_free(ctx_);
-}
+Framing::~Framing() { delete ctx_; }
 
+// A spare context of the thread, or a new one.
 bool Framing::ensure() {
   if (ctx_ != nullptr) return true;
-  int rv = role_ == Role::kClient
-               ? wslay_event_context_client_init(&ctx_, &FramingCallbacks::kAll, this)
-               : wslay_event_context_server_init(&ctx_, &FramingCallbacks::kAll, this);
-  if (rv != 0) {
-    ctx_ = nullptr;
-    return false;
+  auto& idle = spares.of[role_index(role_)];
+  std::unique_ptr<Context> c;
+  if (!idle.empty()) {
+    c = std::move(idle.back());
+    idle.pop_back();
+  } else {
+    c = std::make_unique<Context>();
+    int rv = role_ == Role::kClient
+                 ? wslay_event_context_client_init(&c->wslay, &FramingCallbacks::kAll, c.get())
+                 : wslay_event_context_server_init(&c->wslay, &FramingCallbacks::kAll, c.get());
+    if (rv != 0) {
+      c->wslay = nullptr;
+      return false;
+    }
   }
-  wslay_event_config_set_max_recv_msg_length(ctx_, max_message_);
-  if (deflate_) wslay_event_config_set_allowed_rsv_bits(ctx_, WSLAY_RSV1_BIT);
-  // A context made again after this side's close went out must not send anything more (wslay
+  c->framing = this;
+  ctx_ = c.release();
+  wslay_event_config_set_max_recv_msg_length(ctx_->wslay, max_message_);
+  wslay_event_config_set_allowed_rsv_bits(ctx_->wslay, deflate_ ? WSLAY_RSV1_BIT : WSLAY_RSV_NONE);
+  // A context taken again after this side's close went out must not send anything more (wslay
   // would answer the peer's close with a second one).
-  if (close_sent_) wslay_event_shutdown_write(ctx_);
+  if (close_sent_) wslay_event_shutdown_write(ctx_->wslay);
   return true;
 }
 
@@ -144,7 +180,7 @@ Status Framing::feed(const char* data, size_t n, std::string& out) {
   in_ = data;
   in_left_ = n;
   feeding_ = true;  // a Peer callback may send: the context must outlive wslay_event_recv
-  int rv = wslay_event_recv(ctx_);
+  int rv = wslay_event_recv(ctx_->wslay);
   feeding_ = false;
   in_ = nullptr;
   in_left_ = 0;
@@ -166,11 +202,11 @@ void Framing::send(Kind kind, std::string_view data, std::string& out) {
     packed.clear();
     deflate_message(data, packed);
     wslay_event_msg m{opcode, reinterpret_cast<const uint8_t*>(packed.data()), packed.size()};
-    wslay_event_queue_msg_ex(ctx_, &m, WSLAY_RSV1_BIT);  // wslay copies the bytes
+    wslay_event_queue_msg_ex(ctx_->wslay, &m, WSLAY_RSV1_BIT);  // wslay copies the bytes
     if (packed.capacity() > (1u << 20)) std::string().swap(packed);
   } else {
     wslay_event_msg m{opcode, reinterpret_cast<const uint8_t*>(data.data()), data.size()};
-    wslay_event_queue_msg(ctx_, &m);
+    wslay_event_queue_msg(ctx_->wslay, &m);
   }
   flush(out);
   release_if_idle();
@@ -180,7 +216,7 @@ void Framing::ping(std::string_view data, std::string& out) {
   if (close_sent_ || !ensure()) return;
   wslay_event_msg m{WSLAY_PING, reinterpret_cast<const uint8_t*>(data.data()),
                     std::min<size_t>(data.size(), 125)};
-  wslay_event_queue_msg(ctx_, &m);
+  wslay_event_queue_msg(ctx_->wslay, &m);
   flush(out);
   release_if_idle();
 }
@@ -189,7 +225,7 @@ void Framing::close(uint16_t code, std::string_view reason, std::string& out) {
   if (close_sent_ || !ensure()) return;
   closing_ourselves_ = true;
   reason = reason.substr(0, 123);
-  wslay_event_queue_close(ctx_, code, reinterpret_cast<const uint8_t*>(reason.data()),
+  wslay_event_queue_close(ctx_->wslay, code, reinterpret_cast<const uint8_t*>(reason.data()),
                           reason.size());
   flush(out);
   release_if_idle();
@@ -197,11 +233,11 @@ void Framing::close(uint16_t code, std::string_view reason, std::string& out) {
 
 void Framing::flush(std::string& out) {
   out_ = &out;
-  wslay_event_send(ctx_);
+  wslay_event_send(ctx_->wslay);
   out_ = nullptr;
-  if (wslay_event_get_close_sent(ctx_) != 0 && !close_sent_) {
+  if (wslay_event_get_close_sent(ctx_->wslay) != 0 && !close_sent_) {
     close_sent_ = true;
-    code_sent_ = wslay_event_get_status_code_sent(ctx_);
+    code_sent_ = wslay_event_get_status_code_sent(ctx_->wslay);
   }
 }
 
@@ -235,7 +271,7 @@ bool Framing::inflate(Kind kind, std::string_view data) {
 // Inside wslay_event_recv: the close is queued, and feed() writes it and reports `words`.
 void Framing::complain(uint16_t code, std::string words) {
   complaint_ = std::move(words);
-  wslay_event_queue_close(ctx_, code, nullptr, 0);
+  wslay_event_queue_close(ctx_->wslay, code, nullptr, 0);
 }
 
 // A close corral did not ask for and that answers none: wslay's complaint about the peer, or
@@ -262,16 +298,26 @@ Status Framing::broken() const {
 }
 
 // Between frames, with nothing to write, the context holds nothing worth its 4 KB input
-// buffer: it goes, and the next call makes one again. So too once a close went out (thousands
-// of sockets closed in one turn, at the end of a load test, would otherwise each keep one until
-// the peer answers).
+// buffer: it goes (let_go), and the next call takes one again. So too once a close went out
+// (thousands of sockets closed in one turn, at the end of a load test, would otherwise each keep
+// one until the peer answers).
 void Framing::release_if_idle() {
   if (ctx_ == nullptr || feeding_ || taken_ != ended_ || mid_message_ ||
-      wslay_event_want_write(ctx_) != 0) {
+      wslay_event_want_write(ctx_->wslay) != 0) {
     return;
   }
-  wslay_event_context_free(ctx_);
+  let_go();
+}
+
+void Framing::let_go() {
+  std::unique_ptr<Context> c(ctx_);
   ctx_ = nullptr;
+  c->framing = nullptr;
+  auto& idle = spares.of[role_index(role_)];
+  const bool clean = !close_sent_ && !close_received_ && complaint_.empty() &&
+                     wslay_event_get_read_enabled(c->wslay) != 0 &&
+                     wslay_event_get_write_enabled(c->wslay) != 0;
+  if (clean && idle.size() < kSpares) idle.push_back(std::move(c));
 }
 
 }  // namespace corral::ws

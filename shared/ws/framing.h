@@ -5,10 +5,16 @@
 // must be sent is appended to a string its owner writes.
 //
 // wslay keeps two 4 KiB buffers in each context (about 8.7 KB). A socket of a load test spends
-// nearly all its life between messages, so Framing frees the context whenever nothing is held:
-// every byte fed belongs to frames that ended (it counts them from the frame headers wslay
+// nearly all its life between messages, so Framing lets go of the context whenever nothing is
+// held: every byte fed belongs to frames that ended (it counts them from the frame headers wslay
 // reports), no fragmented message is half received, nothing waits to be sent and no close has
-// begun. The next byte or message makes a new one. An idle socket holds only this object.
+// begun. The next byte or message takes one again. An idle socket holds only this object.
+//
+// A context let go that way is, to wslay, a stream between two frames, with nothing queued and
+// no close begun: any other connection of the same role may go on from there. So each thread
+// keeps a few such contexts (kSpares per role) for the next Framing that needs one, and a
+// socket that sends a message and reads its echo costs no allocation. A context that saw a
+// close or an error is freed.
 //
 // With permessage-deflate agreed (use_deflate), messages go out compressed (RSV1 set) and a
 // compressed message from the peer is inflated (shared/ws/deflate.h) before the Peer hears it:
@@ -20,13 +26,12 @@
 // Loop thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "shared/status.h"
-
-struct wslay_event_context;
 
 namespace corral::ws {
 
@@ -42,8 +47,13 @@ constexpr uint16_t kCloseAbnormal = 1006;  // reported when the connection ended
 constexpr uint16_t kCloseInvalidData = 1007;
 constexpr uint16_t kCloseTooBig = 1009;
 
+struct Context;  // a wslay context and the Framing it serves now (framing.cc)
+
 class Framing {
  public:
+  // Idle contexts each thread keeps for reuse, per role.
+  static constexpr size_t kSpares = 16;
+
   class Peer {
    public:
     // A whole message (fragments joined).
@@ -89,6 +99,8 @@ class Framing {
   bool ensure();
   void flush(std::string& out);
   void release_if_idle();
+  // Gives the context back: to the thread's spares when it can serve another Framing.
+  void let_go();
   Status broken() const;
   // A compressed message from the peer, inflated and checked; false after closing for it.
   bool inflate(Kind kind, std::string_view data);
@@ -99,7 +111,7 @@ class Framing {
   Role role_;
   uint64_t max_message_;
   Peer& peer_;
-  wslay_event_context* ctx_ = nullptr;
+  Context* ctx_ = nullptr;
   // The bytes of the call in progress.
   const char* in_ = nullptr;
   size_t in_left_ = 0;

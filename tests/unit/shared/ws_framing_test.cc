@@ -292,3 +292,48 @@ TEST_CASE("ws framing: a compressed message that is hostile is refused with the 
     CHECK(s.message() == "a frame broke the WebSocket protocol (closed 1002)");
   }
 }
+
+TEST_CASE("ws framing: a context let go serves the thread's next Framing, with its own settings") {
+  // Each case lets a context go at a frame boundary, then a new Framing takes it (the thread's
+  // spares are last in, first out) and must behave as with a context of its own.
+  const std::string long_text = frame(0x81, std::string(120, 'x'));
+  SECTION("the next one's cap holds, not the first one's") {
+    {
+      Client roomy;  // a cap of 1,000
+      REQUIRE(roomy.feed(long_text).is_ok());
+      CHECK(roomy.heard.messages.size() == 1);
+      CHECK_FALSE(roomy.framing.holds_context());
+    }
+    Heard heard;
+    ws::Framing tight(ws::Role::kClient, 100, heard);
+    std::string out;
+    Status s = tight.feed(long_text.data(), long_text.size(), out);
+    CHECK(s.message() == "a message was larger than max_message, 100 bytes (closed 1009)");
+  }
+  SECTION("compression agreed by the first is not the next one's") {
+    {
+      DeflateClient agreed;
+      REQUIRE(agreed.feed(kHelloDeflated).is_ok());
+      CHECK(agreed.heard.messages.at(0).second == "Hello");
+    }
+    Client plain;
+    Status s = plain.feed(kHelloDeflated);
+    CHECK(s.message() == "a frame broke the WebSocket protocol (closed 1002)");
+    Client plain_again;  // and the reverse: the plain one's context allows RSV1 again
+    plain_again.framing.use_deflate(true);
+    REQUIRE(plain_again.feed(kHelloDeflated).is_ok());
+    CHECK(plain_again.heard.messages.at(0).second == "Hello");
+  }
+  SECTION("a context that closed is not passed on") {
+    {
+      Client closed;
+      closed.framing.close(ws::kCloseNormal, "", closed.out);
+      REQUIRE(closed.feed(frame(0x88, std::string("\x03\xe8", 2))).is_ok());
+      CHECK(closed.framing.close_received());
+    }
+    Client next;
+    next.framing.send(ws::Kind::kText, "still here", next.out);
+    REQUIRE(next.out.size() == 2 + 4 + 10);  // a masked text frame: wslay's writing is on
+    CHECK(static_cast<uint8_t>(next.out[0]) == 0x81);
+  }
+}
