@@ -138,9 +138,10 @@ Entry& Sockets::open(uint64_t serial, const std::string& name,
   req.group = hold.group;
   if (!hold.source.empty()) req.source = hold.source;
   Socket* s = client_.open(std::move(req), *this);
-  owners_[s] = Owner{held, key, name, false};
   Entry& e = (held ? held_ : own_)[key][name];
+  s->set_user_data(&e);
   e.socket = s;
+  e.name = name;
   e.serial = serial;
   e.backlog_max = backlog;
   return e;
@@ -201,30 +202,23 @@ void Sockets::forget(bool held, uint64_t key, const std::string& name) {
 }
 
 void Sockets::let_go(Entry& e) {
-  auto it = owners_.find(e.socket);
-  if (e.open && !e.closed && it != owners_.end()) {
-    it->second.leaving = true;  // dropped once the close is answered (or its wait is over)
+  e.socket->set_user_data(nullptr);  // the entry goes; on_closed drops the socket
+  if (e.open && !e.closed) {
     e.socket->close(wire::kCloseNormal, "");
     return;
   }
-  if (it != owners_.end()) owners_.erase(it);
   client_.drop(e.socket);
 }
 
-void Sockets::deliver(Socket& s, const char* where,
-                      const std::function<void(Instance*, Entry&, const std::string&)>& fn) {
-  auto it = owners_.find(&s);
-  if (it == owners_.end() || it->second.leaving) return;
-  const Owner owner = it->second;
-  Named* n = named(owner.held, owner.key);
-  auto e = n == nullptr ? Named::iterator() : n->find(owner.name);
-  if (n == nullptr || e == n->end()) return;
-  Entry& entry = e->second;
-  if (entry.serial == 0) {
-    fn(nullptr, entry, owner.name);
+template <typename Fn>
+void Sockets::deliver(Socket& s, const char* where, Fn&& fn) {
+  auto* entry = static_cast<Entry*>(s.user_data());
+  if (entry == nullptr) return;  // being let go
+  if (entry->serial == 0) {
+    fn(nullptr, *entry);
     return;
   }
-  engine_.with_instance(entry.serial, where, [&](Instance& in) { fn(&in, entry, owner.name); });
+  engine_.with_instance(entry->serial, where, [&](Instance& in) { fn(&in, *entry); });
 }
 
 bool judge_message(Engine& engine, Instance& in, Entry& e, std::string_view data,
@@ -251,7 +245,7 @@ bool judge_message(Engine& engine, Instance& in, Entry& e, std::string_view data
 }
 
 void Sockets::on_open(Socket& s, Opened&& o) {
-  deliver(s, "a WebSocket's opening", [&](Instance* in, Entry& e, const std::string&) {
+  deliver(s, "a WebSocket's opening", [&](Instance* in, Entry& e) {
     if (!o.error.empty()) {
       e.closed = Closed{0, "", false, o.error};
       if (in == nullptr) return;  // a held socket's iteration ended first: the next reopens
@@ -276,8 +270,8 @@ void Sockets::on_open(Socket& s, Opened&& o) {
 }
 
 void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
-  deliver(s, "a WebSocket message", [&](Instance* in, Entry& e, const std::string& name) {
-    if (in != nullptr && waiting_on(*in, name) != nullptr &&
+  deliver(s, "a WebSocket message", [&](Instance* in, Entry& e) {
+    if (in != nullptr && waiting_on(*in, e.name) != nullptr &&
         in->step().kind->name == "ws_receive") {
       judge_message(engine_, *in, e, data, uv_hrtime());  // one that does not match is passed over
       return;
@@ -289,15 +283,14 @@ void Sockets::on_message(Socket& s, wire::Kind kind, std::string_view data) {
 }
 
 void Sockets::on_closed(Socket& s, Closed&& c) {
-  if (auto it = owners_.find(&s); it != owners_.end() && it->second.leaving) {
-    owners_.erase(it);
+  if (s.user_data() == nullptr) {  // let go: its close has ended
     client_.drop(&s);
     return;
   }
-  deliver(s, "a WebSocket's end", [&](Instance* in, Entry& e, const std::string& name) {
+  deliver(s, "a WebSocket's end", [&](Instance* in, Entry& e) {
     e.open = false;
     e.closed = std::move(c);
-    const OnSocket* step = in == nullptr ? nullptr : waiting_on(*in, name);
+    const OnSocket* step = in == nullptr ? nullptr : waiting_on(*in, e.name);
     if (step == nullptr) return;
     if (in->step().kind->name == "ws_close") {
       engine_.step_passed(*in, nullptr, -1);

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,8 +30,11 @@ struct Message {
   uint64_t arrived_ns = 0;
 };
 
+// A socket of a holder, by name. The socket's user data points here (events find it without a
+// lookup) until its holder lets it go.
 struct Entry {
   worker::ws::Socket* socket = nullptr;
+  std::string name;
   uint64_t serial = 0;  // the instance using it now; 0: none (a held socket between iterations)
   bool open = false;
   std::optional<worker::ws::Closed> closed;
@@ -70,22 +72,18 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   void count_sockets(uint32_t group, bool forget, worker::SocketCounts& out) override;
 
  private:
+  // Entries by name; an entry's address stays while it is in the map.
   using Named = std::unordered_map<std::string, Entry>;
-  struct Owner {
-    bool held = false;
-    uint64_t key = 0;  // the instance's serial, or the VU's key
-    std::string name;
-    bool leaving = false;  // its holder went; it is being closed
-  };
 
   Named* named(bool held, uint64_t key);
   void forget(bool held, uint64_t key, const std::string& name);
-  // Ends a socket whose holder went: a close handshake when it is open, else at once.
+  // Ends a socket whose holder went: a close handshake when it is open (the socket is dropped
+  // once that ends; its user data is cleared meanwhile), else at once.
   void let_go(Entry& e);
-  // The instance (nullptr between a held socket's iterations) and entry that hear of an
-  // event of socket `s`.
-  void deliver(worker::ws::Socket& s, const char* where,
-               const std::function<void(worker::Instance*, Entry&, const std::string&)>& fn);
+  // Runs fn(instance, entry) for an event of socket `s`: the instance is nullptr between a
+  // held socket's iterations. Nothing runs for a socket being let go.
+  template <typename Fn>
+  void deliver(worker::ws::Socket& s, const char* where, Fn&& fn);
 
   struct Deadline {
     int64_t at_ms;
@@ -107,7 +105,6 @@ class Sockets final : public worker::StepRunner::State, public worker::ws::Event
   std::unordered_map<uint64_t, Named> own_;                // by instance serial
   std::unordered_map<uint64_t, Named> held_;               // by SocketHold::key
   std::unordered_map<uint64_t, uint64_t> held_by_serial_;  // instance -> its VU's key
-  std::unordered_map<worker::ws::Socket*, Owner> owners_;
   std::map<uint64_t, std::deque<Deadline>> deadlines_;  // by step limit, oldest first
   uv::Timer deadline_timer_;
   int64_t timer_at_ms_ = 0;  // when the timer fires; 0 when it is stopped

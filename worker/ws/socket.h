@@ -57,6 +57,10 @@ class Socket final : public Link::Owner, public corral::ws::Framing::Peer {
   const std::optional<HttpUrl>& url() const { return url_; }
   // Whether a wslay context is held now (framing.h): false for a socket between messages.
   bool holds_framing_context() const { return framing_.holds_context(); }
+  // What the socket's user keeps with it, so that an event finds it without a lookup; nullptr
+  // until set.
+  void* user_data() const { return user_data_; }
+  void set_user_data(void* data) { user_data_ = data; }
 
   // For the client: the host's address is known (nullptr: it could not be, `error` says why).
   void resolved(const sockaddr* addr, const std::string& error);
@@ -107,6 +111,7 @@ class Socket final : public Link::Owner, public corral::ws::Framing::Peer {
   uint64_t started_ns_ = 0;
   bool server_closed_ = false;  // the server sent the first close
   std::string reason_;          // of the server's close
+  void* user_data_ = nullptr;
 };
 
 }  // namespace corral::worker::ws
