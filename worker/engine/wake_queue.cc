@@ -33,10 +33,40 @@ uint64_t WakeQueue::schedule(uint64_t id, uint64_t delay_ms) {
 uint64_t WakeQueue::schedule_at(uint64_t id, uint64_t at_us) { return push(id, at_us); }
 
 uint64_t WakeQueue::push(uint64_t id, uint64_t at) {
-  heap_.push_back({at, ++last_token_, id});
-  std::push_heap(heap_.begin(), heap_.end(), later);
-  if (armed_at_ == 0 || heap_.front().at < armed_at_) arm(0);
+  store({at, ++last_token_, id});
+  if (armed_at_ == 0 || at < armed_at_) arm(0);
   return last_token_;
+}
+
+void WakeQueue::store(const Entry& e) {
+  auto pos = in_order_.end();
+  for (size_t n = 0; n < kNearEnd && pos != in_order_.begin() && Later{}(*std::prev(pos), e); ++n) {
+    --pos;
+  }
+  if (pos == in_order_.begin() || !Later{}(*std::prev(pos), e)) {
+    in_order_.insert(pos, e);
+    return;
+  }
+  heap_.push_back(e);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+}
+
+const WakeQueue::Entry* WakeQueue::earliest() const {
+  if (in_order_.empty()) return heap_.empty() ? nullptr : &heap_.front();
+  if (heap_.empty() || !Later{}(in_order_.front(), heap_.front())) return &in_order_.front();
+  return &heap_.front();
+}
+
+WakeQueue::Entry WakeQueue::pop_earliest() {
+  const Entry* first = earliest();
+  Entry e = *first;
+  if (!in_order_.empty() && first == &in_order_.front()) {
+    in_order_.pop_front();
+    return e;
+  }
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  heap_.pop_back();
+  return e;
 }
 
 void WakeQueue::on_timer(uv_timer_t* t) {
@@ -61,20 +91,15 @@ void WakeQueue::run_due() {
   uint64_t now = now_or_soon();
   uint64_t last = last_token_;  // wake-ups scheduled while these run wait for the next turn
   std::vector<Entry> later_turn;
-  while (!heap_.empty() && heap_.front().at <= now) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    Entry e = heap_.back();
-    heap_.pop_back();
+  for (const Entry* first = earliest(); first != nullptr && first->at <= now; first = earliest()) {
+    Entry e = pop_earliest();
     if (e.token > last) {
       later_turn.push_back(e);
       continue;
     }
     uv::guard("wake-up", [&] { fire_(e.id, e.token); });
   }
-  for (const Entry& e : later_turn) {
-    heap_.push_back(e);
-    std::push_heap(heap_.begin(), heap_.end(), later);
-  }
+  for (const Entry& e : later_turn) store(e);
   arm(last_token_ != last ? 1 : 0);
 }
 
@@ -87,13 +112,14 @@ uint64_t WakeQueue::now_or_soon() const {
 // On the exact clock a timerfd is only looked at by the loop's next poll, so a timer due at
 // once never runs twice in one turn: min_delay_ms is for libuv's timer only.
 void WakeQueue::arm(uint64_t min_delay_ms) {
-  if (heap_.empty()) {
+  const Entry* first = earliest();
+  if (first == nullptr) {
     if (exact_ != nullptr) exact_->stop();
     uv_timer_stop(timer_.get());
     armed_at_ = 0;
     return;
   }
-  uint64_t at = heap_.front().at;
+  uint64_t at = first->at;
   if (exact_ != nullptr) {
     exact_->start_at(std::max(at > kEarlyUs ? at - kEarlyUs : 0, woke_us_ + kEarlyUs));
     armed_at_ = std::max<uint64_t>(at, 1);

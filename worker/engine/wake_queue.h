@@ -1,8 +1,8 @@
-// When each waiting instance wakes: one libuv timer for all of them, in front of an array heap
-// of wake-ups. A worker holds tens of thousands of waiting instances; a libuv timer each would
-// put every one in libuv's heap, whose nodes live inside the instances, so each wake-up and
-// each new wait would walk a path of cold cache lines. Here a wake-up is 24 bytes in one
-// contiguous array. Internal to worker/engine; loop thread only.
+// When each waiting instance wakes: one libuv timer for all of them, in front of a FIFO and an
+// array heap of wake-ups (below). A worker holds tens of thousands of waiting instances; a
+// libuv timer each would put every one in libuv's heap, whose nodes live inside the instances,
+// so each wake-up and each new wait would walk a path of cold cache lines. Here a wake-up is 24
+// bytes in contiguous memory. Internal to worker/engine; loop thread only.
 //
 // Wake-ups of a second or more are due on a grid of kGrainMs (rounded up: late by less than
 // that, never early), so that those due within one grain fire in one turn of the loop. Without
@@ -19,6 +19,11 @@
 // start alone cost a worker 30 to 40 µs per start on this project's virtual machines, where
 // every timer reprogramming exits to the hypervisor: at 20,000 starts a second, a core.)
 //
+// Wake-ups are kept in two stores: those scheduled in order of time, or nearly (a load test's VUs
+// each wake a pace after their last start, so nearly all of theirs), in a FIFO that costs O(1)
+// per wake-up and is read front to back; the others in an array heap. The earliest of the two
+// fronts fires first.
+//
 // A wake-up is never removed: a newer one for the same id replaces it (schedule returns a
 // token, and the owner ignores a wake-up whose token is not the latest), and one for an id that
 // is gone is ignored by the owner. Both are dropped when their time comes.
@@ -27,6 +32,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -62,7 +68,9 @@ class WakeQueue {
   static constexpr uint64_t kEarlyUs = 1000;
   uint64_t schedule_at(uint64_t id, uint64_t at_us);
   // Wake-ups held, including replaced ones whose time has not come.
-  size_t size() const { return heap_.size(); }
+  size_t size() const { return in_order_.size() + heap_.size(); }
+  // How far from its end a wake-up may go into the FIFO.
+  static constexpr size_t kNearEnd = 16;
 
  private:
   struct Entry {
@@ -70,12 +78,20 @@ class WakeQueue {
     uint64_t token;  // also the order of scheduling, for wake-ups due at the same time
     uint64_t id;
   };
-  static bool later(const Entry& a, const Entry& b) {
-    return a.at != b.at ? a.at > b.at : a.token > b.token;
-  }
+  // The heap's order, as a type so that the heap's calls inline it.
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.at != b.at ? a.at > b.at : a.token > b.token;
+    }
+  };
   static void on_timer(uv_timer_t* t);
   void on_exact();
   uint64_t push(uint64_t id, uint64_t at);
+  // Into the FIFO when it goes at most kNearEnd places before its end, else into the heap.
+  void store(const Entry& e);
+  // The earliest wake-up held; nullptr when there is none.
+  const Entry* earliest() const;
+  Entry pop_earliest();
   uint64_t now_or_soon() const;
   void run_due();
   void arm(uint64_t min_delay_ms);
@@ -85,6 +101,7 @@ class WakeQueue {
   uv::Handle<uv_timer_t> timer_;
   std::unique_ptr<uv::ExactTimer> exact_;  // set on the exact clock
   uint64_t woke_us_ = 0;                   // exact clock: when it last fired
+  std::deque<Entry> in_order_;             // sorted on (at, token)
   std::vector<Entry> heap_;                // a min-heap on (at, token)
   uint64_t armed_at_ = 0;  // the time (as Entry::at) the timer fires at; 0 when stopped
   uint64_t last_token_ = 0;

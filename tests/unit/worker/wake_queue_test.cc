@@ -1,6 +1,7 @@
 // WakeQueue: the engine's one timer for every waiting instance.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
@@ -201,4 +202,35 @@ TEST_CASE("wake queue: destroyed with wake-ups pending, it fires none of them") 
   }
   uv_run(&l.loop, UV_RUN_DEFAULT);  // only the timer's close callback runs
   CHECK(fired == 0);
+}
+
+TEST_CASE(
+    "wake queue: wake-ups scheduled in order, nearly in order and far out of order fire in "
+    "order of time, then of scheduling") {
+  Loop l;
+  Fired fired;
+  WakeQueue q(&l.loop, [&](uint64_t id, uint64_t token) { fired.emplace_back(id, token); });
+  REQUIRE(q.use_exact_clock().is_ok());
+  const uint64_t start = uv_hrtime() / 1000 + 2'000;
+  struct Due {
+    uint64_t at;
+    uint64_t token;
+    uint64_t id;
+  };
+  std::vector<Due> due;
+  for (uint64_t i = 0; i < 300; ++i) {
+    uint64_t at = start + i * 20;                            // in order (the FIFO's end)
+    if (i % 7 == 3) at -= 100;                               // a few places back (into the FIFO)
+    if (i % 50 == 49) at = start + (i % 3) * 10;             // far back (into the heap)
+    if (i % 10 == 5) at = due.empty() ? at : due.back().at;  // the same time as the last
+    due.push_back({at, q.schedule_at(i, at), i});
+  }
+  REQUIRE(q.size() == 300);
+  std::stable_sort(due.begin(), due.end(),
+                   [](const Due& a, const Due& b) { return a.at < b.at; });  // then by token
+  Fired want;
+  for (const Due& d : due) want.emplace_back(d.id, d.token);
+  REQUIRE(run_until(&l.loop, [&] { return fired.size() == 300; }));
+  CHECK(fired == want);
+  CHECK(q.size() == 0);
 }
