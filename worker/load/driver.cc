@@ -82,7 +82,7 @@ void LoadDriver::begin() {
     next_arrival_us_ = static_cast<double>(t0_us_) +
                        (rate > 0 ? 1e6 * static_cast<double>(share_.test_vu(0)) / rate : 0.0);
   }
-  second_timer_.start(1000, 1000, [this] { on_second(); });
+  arm_second();
   tick_.start(0, kTickMs, [this] { on_tick(); });
 }
 
@@ -389,14 +389,30 @@ void LoadDriver::finish() {
   report_(std::move(last));  // last: the report may destroy this driver
 }
 
-void LoadDriver::on_second() { report_(take_second()); }
+// The timer is set for the next whole second from the test's start, each time, so that it
+// does not drift from the test's clock over a long test.
+void LoadDriver::arm_second() {
+  const uint64_t elapsed = elapsed_ms(now_us());
+  second_timer_.start((elapsed / 1000 + 1) * 1000 - elapsed, 0, [this] { on_second(); });
+}
 
+void LoadDriver::on_second() {
+  arm_second();
+  report_(take_second());
+}
+
+// A report is the second of the test that ended last, by the test's clock, so that every
+// worker's second k is the same k seconds after the start. A loop held past whole seconds
+// (starved of CPU) reports what it counted meanwhile under the last of them: the seconds it
+// missed have nothing from this worker, and the totals are whole.
 ipc::LoadSecond LoadDriver::take_second() {
   ipc::LoadSecond out = std::move(second_);
   second_ = ipc::LoadSecond{};
   second_.load = id_;
   second_.vus = live_;
-  out.second = second_index_++;
+  const uint64_t ended = std::max<uint64_t>(elapsed_ms(now_us()), 1000) / 1000 - 1;
+  out.second = std::max(static_cast<uint32_t>(ended), second_index_);
+  second_index_ = out.second + 1;
   out.running = engine_.active(id_);
   count_connections(out);
   for (size_t i = 0; i < steps_.size(); ++i) {

@@ -121,6 +121,8 @@ class LoadDriver final : public IterationSink {
   void retire_some();
   void finish_soon();
   void finish();
+  // Reports each second of the test when it ends, by the test's clock.
+  void arm_second();
   ipc::LoadSecond take_second();
   uint64_t elapsed_ms(uint64_t now_us) const;
   // Held model (driver_held.cc).
@@ -152,7 +154,7 @@ class LoadDriver final : public IterationSink {
 
   ipc::LoadSecond second_;              // counts of the second in progress
   std::vector<ipc::StepSecond> steps_;  // ... by step index
-  uint32_t second_index_ = 0;
+  uint32_t second_index_ = 0;           // the least the next report's second can be
 
   // This test's connections and sockets are counted by group_ (the HTTP client's and the
   // WebSocket steps'); in the held model its pins are (group_ << 32 | VU).

@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "config/load/parse.h"
 #include "tests/support/raw_http_server.h"
@@ -290,4 +292,37 @@ TEST_CASE("load driver: a held connection the server closes is opened again and 
   CHECK(server.connections() == 10);
   CHECK(run.total.opened == 10);
   CHECK(run.total.closed == 10);
+}
+
+TEST_CASE("load driver: a loop held past whole seconds reports them by the test's clock") {
+  // The loop is held from 0.5 s to about 2.8 s (a machine that gave the worker no CPU): the
+  // report due at 1 s comes at 2.8 s and is second 1, not second 0, so that it adds up with what
+  // other workers saw in second 1; second 0 has nothing from this worker.
+  Fixture f;
+  uv_timer_t stall;
+  uv_timer_init(&f.loop, &stall);
+  uv_timer_start(
+      &stall, [](uv_timer_t*) { std::this_thread::sleep_for(std::chrono::milliseconds(2300)); },
+      500, 0);
+  const uint64_t start_ns = uv_hrtime();
+  std::vector<std::pair<uint32_t, uint64_t>> reports;  // second, ms since the start
+  bool done = false;
+  LoadDriver driver(&f.loop, *f.engine, "l1",
+                    spec_of(R"({"vus": 1, "pace": "100ms", "duration": "4s"})"), {},
+                    [&](LoadSecond&& s) {
+                      reports.emplace_back(s.second, (uv_hrtime() - start_ns) / 1000000);
+                      done = done || s.done;
+                    });
+  REQUIRE(driver.start(one_get("{{base}}/delay?ms=1"), {{"base", f.base}}, 0).is_ok());
+  REQUIRE(f.run_until([&] { return done; }, 20000));
+  uv_close(reinterpret_cast<uv_handle_t*>(&stall), nullptr);
+  REQUIRE(reports.size() >= 3);
+  CHECK(reports.front().second >= 2700);  // the held loop's first report
+  for (size_t i = 0; i < reports.size(); ++i) {
+    INFO("report " << i << ": second " << reports[i].first << " at " << reports[i].second << " ms");
+    // The second that ended last when it was sent (200 ms for the test's own start-up), or a
+    // later one; and each report a second of its own.
+    CHECK(reports[i].first + 1 >= (reports[i].second - 200) / 1000);
+    if (i > 0) CHECK(reports[i].first > reports[i - 1].first);
+  }
 }
