@@ -15,9 +15,11 @@
 // microseconds of uv_hrtime(), a timerfd instead of a libuv timer, and no lateness but the
 // loop's own. Wake-ups are still batched, forward: a turn that wakes at W fires every wake-up
 // due by W + kEarlyUs, and the next turn wakes no sooner than W + kEarlyUs, so a wake-up comes
-// at most kEarlyUs early and the queue wakes at most 1,000 times a second. (Waking for each
+// at most kEarlyUs early and the queue wakes at most 500 times a second. (Waking for each
 // start alone cost a worker 30 to 40 µs per start on this project's virtual machines, where
-// every timer reprogramming exits to the hypervisor: at 20,000 starts a second, a core.)
+// every timer reprogramming exits to the hypervisor: at 20,000 starts a second, a core. Waking
+// every 2 ms rather than every 1 ms cut a worker's context switches by a third and its CPU per
+// held WebSocket message by 8 %: BENCHMARKS.md, held WebSockets.)
 //
 // Wake-ups are kept in two stores: those scheduled in order of time, or nearly (a load test's VUs
 // each wake a pace after their last start, so nearly all of theirs), in a FIFO that costs O(1)
@@ -65,7 +67,7 @@ class WakeQueue {
   Status use_exact_clock();
   // Exact clock: wakes `id` at `at_us` on uv_hrtime()'s clock in microseconds (at most
   // kEarlyUs before; at once when that time has passed). Returns a token as schedule does.
-  static constexpr uint64_t kEarlyUs = 1000;
+  static constexpr uint64_t kEarlyUs = 2000;
   uint64_t schedule_at(uint64_t id, uint64_t at_us);
   // Wake-ups held, including replaced ones whose time has not come.
   size_t size() const { return in_order_.size() + heap_.size(); }
