@@ -251,6 +251,7 @@ int Link::send(const uv_buf_t* bufs, unsigned nbufs) {
 
 // Writes `data` now if the socket takes it, else copies what is left into a write of its own.
 int Link::flush(const char* data, size_t n) {
+  if (closed_) return UV_ECANCELED;
   uv_buf_t buf = uv_buf_init(const_cast<char*>(data), static_cast<unsigned>(n));
   int wrote = uv_try_write(tcp_.stream(), &buf, 1);
   if (wrote >= 0 && static_cast<size_t>(wrote) == n) return 0;
@@ -312,6 +313,9 @@ void Link::on_timeout(uv_timer_t* t) {
   }
 }
 
+// The socket's descriptor goes at once, not with the object: an owner that drops thousands of
+// links in one callback (a load test's late iterations, each opening again) must not hold
+// thousands of descriptors until the loop's next turn.
 void Link::close() {
   if (closed_) return;
   closed_ = true;
@@ -319,6 +323,7 @@ void Link::close() {
   uv_timer_stop(timer_.get());
   armed_ms_ = 0;
   read_stop();
+  tcp_.close();
 }
 
 const std::string& Link::tls_error() const { return tls_ ? tls_->error() : kNoError; }

@@ -106,7 +106,8 @@ class Link {
   // Calls on_link_timer when uv_now() reaches `deadline_ms`, or earlier when a deadline armed
   // before is earlier; left running when it is no longer needed (see link.cc).
   void arm(uint64_t deadline_ms);
-  // Stops everything; no callback comes after this. The handles are freed with the object.
+  // Stops everything and closes the socket; no callback comes after this. The timer is freed
+  // with the object.
   void close();
   // Over TLS: gives back OpenSSL's read buffer while the link waits (tls::Session).
   void release_buffers() {

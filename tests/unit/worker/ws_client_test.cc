@@ -1,6 +1,7 @@
 // The worker's WebSocket client against corral-target's WebSocket routes, on one loop.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -253,4 +254,29 @@ TEST_CASE("ws client: hostile frames end the socket with the reason, fragments a
     CHECK(heard.closed->code == 1000);
     CHECK(heard.closed->by_server);
   }
+}
+
+namespace {
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ws client: a dropped socket's descriptor is closed at once, not on the loop's next turn") {
+  // A load test's late iterations drop and open thousands of sockets in one callback: each
+  // dropped one must give its descriptor back before the next opens.
+  Fixture f;
+  std::vector<Heard> heard(20);
+  std::vector<Socket*> sockets;
+  for (Heard& h : heard) sockets.push_back(f.open(h, "/ws"));
+  for (const Heard& h : heard) REQUIRE(h.opened->error == "");
+  const size_t before = open_fds();
+  for (Socket* s : sockets) f.client.drop(s);  // no turn of the loop in between
+  CHECK(open_fds() + 20 <= before);
+  CHECK(f.t.run_until([&] { return f.target.websockets() == 0; }));
 }
