@@ -301,6 +301,7 @@ TEST_CASE("load driver: a loop held past whole seconds reports them by the test'
   Fixture f;
   uv_timer_t stall;
   uv_timer_init(&f.loop, &stall);
+  uv_update_time(&f.loop);  // 500 ms from now, not from the loop's last turn
   uv_timer_start(
       &stall, [](uv_timer_t*) { std::this_thread::sleep_for(std::chrono::milliseconds(2300)); },
       500, 0);
