@@ -57,8 +57,7 @@ const WakeQueue::Entry* WakeQueue::earliest() const {
   return &heap_.front();
 }
 
-WakeQueue::Entry WakeQueue::pop_earliest() {
-  const Entry* first = earliest();
+WakeQueue::Entry WakeQueue::pop(const Entry* first) {
   Entry e = *first;
   if (!in_order_.empty() && first == &in_order_.front()) {
     in_order_.pop_front();
@@ -92,7 +91,7 @@ void WakeQueue::run_due() {
   uint64_t last = last_token_;  // wake-ups scheduled while these run wait for the next turn
   std::vector<Entry> later_turn;
   for (const Entry* first = earliest(); first != nullptr && first->at <= now; first = earliest()) {
-    Entry e = pop_earliest();
+    Entry e = pop(first);
     if (e.token > last) {
       later_turn.push_back(e);
       continue;

@@ -93,7 +93,8 @@ class WakeQueue {
   void store(const Entry& e);
   // The earliest wake-up held; nullptr when there is none.
   const Entry* earliest() const;
-  Entry pop_earliest();
+  // Takes out `first`, which earliest() returned.
+  Entry pop(const Entry* first);
   uint64_t now_or_soon() const;
   void run_due();
   void arm(uint64_t min_delay_ms);

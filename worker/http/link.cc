@@ -75,8 +75,7 @@ Link::Link(uv_loop_t* loop, Handshakes& handshakes, Owner* owner)
 }
 
 Link::~Link() {
-  close();
-  tcp_.close();
+  close();  // closes the socket
   timer_.close();
 }
 
