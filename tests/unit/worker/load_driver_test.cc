@@ -327,3 +327,41 @@ TEST_CASE("load driver: a loop held past whole seconds reports them by the test'
     if (i > 0) CHECK(reports[i].first > reports[i - 1].first);
   }
 }
+
+TEST_CASE("load driver: a report waits for its second to end when the loop's clock runs behind") {
+  // Two callbacks hold the loop in one turn: the first from 0.5 s to 1.2 s, the second (due at
+  // 0.99 s, run in the same turn as the report due at 1 s) to 1.6 s. The report of second 0 then
+  // sets the next timer by a loop clock 0.4 s behind, and that timer fires at about 1.6 s, long
+  // before second 1 has ended. No report may come before the end of its second.
+  Fixture f;
+  uv_timer_t hold[2];
+  const auto stall = [](uv_timer_t* t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(*static_cast<int*>(t->data)));
+  };
+  int hold_ms[2] = {700, 400};
+  uv_update_time(&f.loop);
+  for (int i = 0; i < 2; ++i) {
+    uv_timer_init(&f.loop, &hold[i]);
+    hold[i].data = &hold_ms[i];
+    uv_timer_start(&hold[i], stall, i == 0 ? 500 : 990, 0);
+  }
+  const uint64_t start_ns = uv_hrtime();
+  std::vector<std::pair<uint32_t, uint64_t>> reports;  // second, ms since the start
+  bool done = false;
+  LoadDriver driver(&f.loop, *f.engine, "l1",
+                    spec_of(R"({"vus": 1, "pace": "100ms", "duration": "4s"})"), {},
+                    [&](LoadSecond&& s) {
+                      if (!s.done)
+                        reports.emplace_back(s.second, (uv_hrtime() - start_ns) / 1000000);
+                      done = done || s.done;
+                    });
+  REQUIRE(driver.start(one_get("{{base}}/delay?ms=1"), {{"base", f.base}}, 0).is_ok());
+  REQUIRE(f.run_until([&] { return done; }, 20000));
+  for (auto& h : hold) uv_close(reinterpret_cast<uv_handle_t*>(&h), nullptr);
+  REQUIRE(reports.size() >= 3);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    INFO("report " << i << ": second " << reports[i].first << " at " << reports[i].second << " ms");
+    CHECK(reports[i].second >= (reports[i].first + 1) * 1000);
+    CHECK(reports[i].first == i);  // a report for each second, in order
+  }
+}
