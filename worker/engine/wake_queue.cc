@@ -86,11 +86,20 @@ void WakeQueue::on_exact() {
 // the loop in this callback. libuv runs a timer again in the same turn when it is restarted with
 // no delay past the loop's time, and `schedule` moves that time on, so whenever anything was
 // scheduled meanwhile the timer waits at least 1 ms.
+//
+// On the exact clock a turn fires wake-ups for kTurnBudgetUs at most, and leaves the rest due to
+// the loop's next poll, which reads the sockets too. A worker that fell behind (its CPU taken by
+// others) would otherwise start everything that came due meanwhile in one turn, each start
+// making the next turn longer, while the answers to what it sent waited unread and the
+// deadlines of its openings passed.
 void WakeQueue::run_due() {
   uint64_t now = now_or_soon();
   uint64_t last = last_token_;  // wake-ups scheduled while these run wait for the next turn
+  const uint64_t budget_end_ns = uv_hrtime() + kTurnBudgetUs * 1000;
   std::vector<Entry> later_turn;
+  size_t n = 0;
   for (const Entry* first = earliest(); first != nullptr && first->at <= now; first = earliest()) {
+    if (exact_ != nullptr && ++n % 16 == 0 && uv_hrtime() >= budget_end_ns) break;
     Entry e = pop(first);
     if (e.token > last) {
       later_turn.push_back(e);

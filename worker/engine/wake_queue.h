@@ -69,6 +69,9 @@ class WakeQueue {
   // kEarlyUs before; at once when that time has passed). Returns a token as schedule does.
   static constexpr uint64_t kEarlyUs = 2000;
   uint64_t schedule_at(uint64_t id, uint64_t at_us);
+  // Exact clock: the longest a turn of the loop fires wake-ups for (checked every 16); those
+  // still due wait for the loop's next poll.
+  static constexpr uint64_t kTurnBudgetUs = 5000;
   // Wake-ups held, including replaced ones whose time has not come.
   size_t size() const { return in_order_.size() + heap_.size(); }
   // How far from its end a wake-up may go into the FIFO.
