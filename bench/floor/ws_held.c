@@ -14,8 +14,9 @@
  * are counted from the bytes received. That is all a client must do to be on schedule.
  *
  * After DURATION_S it prints one line of JSON: sockets opened, failed to open and lost (ended
- * by the server), messages sent, echoes received in all and between FROM_S and TO_S (the
- * steady window), its CPU from getrusage, peak RSS; and exits 0 without closing the sockets.
+ * by the server), messages sent, echoes received in all, between FROM_S and TO_S (the steady
+ * window) and in each second, its CPU from getrusage, peak RSS; and exits 0 without closing the
+ * sockets.
  *
  * bench/held-connections --floor compiles it with `cc -O2 -o ws_held ws_held.c -luv` and runs
  * one per 16,000 sockets (the file-descriptor limit is 20,000 a process), each from its own
@@ -45,6 +46,7 @@ struct sock {
   uv_timer_t timer;
   uv_connect_t connect;
   uint64_t got;   /* echo bytes received */
+  uint64_t due;   /* when its next message is due (ms of the loop's clock) */
   uint32_t match; /* how much of "\r\n\r\n" ends what was read of the answer */
   uint8_t open;
   uint8_t status_seen; /* the status line's code has been read */
@@ -56,6 +58,8 @@ static int n_socks, next_open;
 static uint64_t pace_ms, start_ms, ramp_ms, from_ms, to_ms, duration_ms;
 static struct sockaddr_in target, source;
 static uint64_t opened, failed, lost, sent, echoes, echoes_in_window;
+#define MAX_SECONDS 3600
+static uint64_t echoes_by_second[MAX_SECONDS]; /* by the second of the test they came in */
 static char rbuf[65536];
 
 static uint64_t since_start(void) { return uv_now(loop) - start_ms; }
@@ -66,10 +70,16 @@ static void alloc_cb(uv_handle_t* h, size_t n, uv_buf_t* b) {
   *b = uv_buf_init(rbuf, sizeof rbuf);
 }
 
+/* Each message is due PACE_MS after the last one was due, not after it was sent: the timer is
+ * set from the schedule, so that it neither drifts later nor gathers the sockets of one turn of
+ * the loop into one burst (as a repeating libuv timer, counted from the turn it fired in, does). */
 static void send_message(uv_timer_t* t) {
   struct sock* s = t->data;
   uv_buf_t b = uv_buf_init(frame, sizeof frame);
   if (uv_try_write((uv_stream_t*)&s->tcp, &b, 1) == (int)sizeof frame) ++sent;
+  s->due += pace_ms;
+  uint64_t now = uv_now(loop);
+  uv_timer_start(t, send_message, s->due > now ? s->due - now : 0, 0);
 }
 
 static void ended(struct sock* s, int was_open) {
@@ -115,7 +125,8 @@ static void read_cb(uv_stream_t* st, ssize_t n, const uv_buf_t* b) {
     used = (size_t)took;
     s->open = 1;
     ++opened;
-    uv_timer_start(&s->timer, send_message, 0, pace_ms);
+    s->due = uv_now(loop);
+    send_message(&s->timer);
   }
   uint64_t before = s->got / ECHO_LEN;
   s->got += (uint64_t)n - used;
@@ -123,6 +134,7 @@ static void read_cb(uv_stream_t* st, ssize_t n, const uv_buf_t* b) {
   echoes += now;
   uint64_t t = since_start();
   if (t >= from_ms && t < to_ms) echoes_in_window += now;
+  if (t / 1000 < MAX_SECONDS) echoes_by_second[t / 1000] += now;
 }
 
 static void connect_cb(uv_connect_t* c, int status) {
@@ -174,10 +186,13 @@ static void finish(uv_timer_t* t) {
   double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
                ru.ru_stime.tv_usec / 1e6;
   printf("{\"opened\": %llu, \"failed\": %llu, \"lost\": %llu, \"sent\": %llu, \"echoes\": %llu, "
-         "\"echoes_in_window\": %llu, \"cpu_s\": %.3f, \"max_rss_kb\": %ld}\n",
+         "\"echoes_in_window\": %llu, \"cpu_s\": %.3f, \"max_rss_kb\": %ld, \"echoes_per_s\": [",
          (unsigned long long)opened, (unsigned long long)failed, (unsigned long long)lost,
          (unsigned long long)sent, (unsigned long long)echoes,
          (unsigned long long)echoes_in_window, cpu, ru.ru_maxrss);
+  for (uint64_t i = 0; i < duration_ms / 1000 && i < MAX_SECONDS; ++i)
+    printf("%s%llu", i ? ", " : "", (unsigned long long)echoes_by_second[i]);
+  printf("]}\n");
   fflush(stdout);
   _exit(0);
 }
