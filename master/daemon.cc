@@ -68,6 +68,7 @@ Daemon::Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file)
       load_service_(loop, cfg_, secrets_, *this),
       limits_(cfg_, runs_, *this),
       cluster_(loop, runs_, dispatcher_, run_service_, load_service_, *this),
+      frames_(*this, {supervisor_, dispatcher_, runs_, limits_, load_service_, live_metrics_}),
       api_parts_{this, &run_service_, &schedule_service_, &load_service_, &cluster_} {
   dispatcher_.memory().set_budget(memory_budget(cfg_));
   runs_.set_on_finished(
@@ -339,7 +340,7 @@ void Daemon::execute(const Action& a) {
       workers_[a.slot] = std::move(successors_[a.slot]);
       successors_.erase(a.slot);
       slot_images_[a.slot] = candidate_;
-      http_errors_.erase(a.slot);
+      frames_.forget(a.slot);
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
       dispatcher_.worker_ready(a.slot);
       limits_.worker_ready(a.slot);

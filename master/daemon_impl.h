@@ -1,9 +1,10 @@
 // The master's process: one libuv loop, the supervisor and the worker processes it carries
 // out actions on, their frames and exits, the spare, reloads, systemd and the metrics snapshot;
 // and the parts it owns and wires together (docs/architecture.md): RunService, ScheduleService,
-// LoadService, LimitService, ClusterMember, HookService; those that serve the API reach the
-// workers through the WorkerLink it implements. daemon.cc runs the lifecycle; daemon_workers.cc the
-// workers and their frames; api.cc the routes about them. Loop thread only.
+// LoadService, LimitService, ClusterMember, HookService, WorkerFrames; those that serve the API
+// reach the workers through the WorkerLink it implements. daemon.cc runs the lifecycle;
+// daemon_workers.cc the workers and their exits (what a current worker says goes to WorkerFrames,
+// worker_frames.h); api.cc the routes about them. Loop thread only.
 #pragma once
 
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "master/runs.h"
 #include "master/schedule_service.h"
 #include "master/supervisor.h"
+#include "master/worker_frames.h"
 #include "master/worker_image.h"
 #include "master/worker_link.h"
 #include "master/worker_process.h"
@@ -48,7 +50,7 @@
 
 namespace corral::master {
 
-class Daemon : private WorkerLink {
+class Daemon : private WorkerLink, private WorkerFrames::Host {
  public:
   Daemon(uv_loop_t* loop, config::Config cfg, std::string config_file);
   ~Daemon();
@@ -74,7 +76,7 @@ class Daemon : private WorkerLink {
   const config::Config& config() const { return cfg_; }
   std::string listen_address() const;
   double uptime_s() const;
-  void kick();  // run reconcile soon (after a fact or request was recorded)
+  void kick() override;  // run reconcile soon (after a fact or request was recorded)
   api::WorkerEntry worker_entry(const Slot& s) const;
   // Every route of the control API (api_routes.cc).
   static const std::vector<ApiRoute>& api_routes();
@@ -110,13 +112,9 @@ class Daemon : private WorkerLink {
   std::string status_line() const;
   // From the tick: systemd's READY=1, STATUS= and WATCHDOG=1 (daemon_systemd.cc).
   void notify_systemd(uint64_t now_ms);
+  // A frame of `slot`'s process of `generation`: a reload's successor's goes to
+  // on_successor_frame, the current worker's to WorkerFrames.
   void on_frame(int slot, uint64_t generation, ipc::Frame&& f);
-  // One function per frame a current worker sends (daemon_workers.cc).
-  void on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload);
-  void on_worker_ready(int slot, WorkerProcess& w, uint64_t now);
-  void on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat, uint64_t now);
-  void on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving);
-  void on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, uint64_t now);
   void quarantine_runs(const std::vector<std::string>& runs, const std::string& why);
   void on_worker_exit(int slot, uint64_t generation, int64_t code, int signum);
   // Whether events from the process of `slot`'s `generation` still concern the slot: it is the
@@ -126,6 +124,7 @@ class Daemon : private WorkerLink {
   // Each worker's CPU use since the last sample, from /proc/<pid>/stat: one small read a worker.
   void sample_cpu();
   ipc::Welcome welcome(int slot, const WorkerImage& image) const;
+  ipc::Welcome welcome_for(int slot) const override;  // WorkerFrames::Host
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
   // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc; the table is
@@ -145,17 +144,13 @@ class Daemon : private WorkerLink {
   void api_dashboard_file(const ApiCall& c);
   // The URL callback steps' tokens go under for workers started from `cfg` (their welcome).
   std::string callback_base(const config::Config& cfg) const;
-  // Places the queue in a later turn, a slice per turn (WorkerLink).
+  // Places the queue in a later turn, a slice per turn (WorkerLink, WorkerFrames::Host).
   void place_soon() override;
   Status open_journal();
   std::string journal_path() const;
   std::string journal_label() const;
   nlohmann::json journal_json() const;
   std::string metrics_text() const;
-  // A step event's part of /metrics: its kind, outcome and duration.
-  void count_step(const ipc::Event& ev);
-  // Applies a worker's `events` frame; a malformed event is the worker's protocol error.
-  Status on_events(int slot, const nlohmann::json& payload);
   // WorkerLink, for the parts (worker_link.h).
   bool send_to(int slot, ipc::MessageType type, const ipc::Payload& payload) override;
   void send_to_all(ipc::MessageType type, const nlohmann::json& payload) override;
@@ -186,9 +181,6 @@ class Daemon : private WorkerLink {
   uint64_t last_watchdog_ms_ = 0;
   std::mt19937_64 rng_;
   Supervisor supervisor_;
-  // Per slot: the HTTP connection errors its worker last reported (its heartbeat).
-  std::map<int, std::vector<ipc::HttpErrorCounts>> http_errors_;
-  std::map<int, uint64_t> requests_sent_;  // per slot: what its worker's heartbeat said
   LiveMetrics live_metrics_;
   HookService hooks_;                          // hook events
   std::unique_ptr<journal::Journal> journal_;  // before runs_: it outlives the table
@@ -199,6 +191,7 @@ class Daemon : private WorkerLink {
   LoadService load_service_;          // load tests, their watches and shares
   LimitService limits_;               // per-target limits and their shares
   ClusterMember cluster_;             // this host among those of a PostgreSQL journal
+  WorkerFrames frames_;               // what the current workers tell the master
   ApiParts api_parts_;                // the parts that answer routes (api_routes.cc)
   std::unique_ptr<uv::NextTurn> pump_;
   std::map<int, std::unique_ptr<WorkerProcess>> workers_;      // by slot

@@ -82,42 +82,6 @@ std::vector<int> Daemon::ready_workers() const {
   return ready;
 }
 
-Status Daemon::on_events(int slot, const nlohmann::json& payload) {
-  auto it = payload.find("events");
-  if (it == payload.end() || !it->is_array()) {
-    return protocol_error("events: expected an array of events");
-  }
-  int64_t now = unix_ms_now();
-  size_t done = 0;
-  Status broken;
-  for (size_t k = 0; k < it->size(); ++k) {
-    auto ev = ipc::event_from_json((*it)[k], "events[" + std::to_string(k) + "]");
-    if (!ev) {
-      // The events before it still count; the rest of this worker's stream cannot be trusted.
-      broken = ev.status();
-      break;
-    }
-    if (ev->kind == ipc::EventKind::kDone) {
-      dispatcher_.instance_done(slot);
-      ++done;
-    } else if (ev->kind == ipc::EventKind::kStep) {
-      count_step(*ev);
-    }
-    runs_.apply(slot, *ev, now);
-  }
-  if (done > 0) place_soon();
-  return broken;
-}
-
-void Daemon::count_step(const ipc::Event& ev) {
-  const Run* run = runs_.find(ev.run);
-  if (run == nullptr || !run->scenario || ev.step >= run->scenario->steps.size()) return;
-  const double seconds =
-      static_cast<double>(std::max<int64_t>(ev.ended_ms - ev.started_ms, 0)) / 1000.0;
-  live_metrics_.step_ended(run->scenario->steps[ev.step].kind->name, ipc::to_string(ev.outcome),
-                           seconds);
-}
-
 const WorkerImage& Daemon::image_of(int slot) const {
   auto it = slot_images_.find(slot);
   return it != slot_images_.end() && it->second ? *it->second : *image_;
@@ -219,7 +183,7 @@ void Daemon::on_worker_exit(int slot, uint64_t generation, int64_t code, int sig
   const Slot* s = supervisor_.slot(slot);
   hooks_.worker_exited(supervisor_, slot, pid, restarts);
   live_metrics_.worker_exited(to_string(s->last_exit->reason));
-  requests_sent_.erase(slot);
+  frames_.worker_gone(slot);
   spdlog::log(
       s->last_exit->reason == ExitReason::kStopped ? spdlog::level::info : spdlog::level::warn,
       "slot {}: worker pid {} exited: {}", slot, pid, describe(*s->last_exit));
@@ -280,40 +244,7 @@ ipc::Welcome Daemon::welcome(int slot, const WorkerImage& image) const {
   return w;
 }
 
-void Daemon::on_heartbeat(int slot, WorkerProcess& w, const ipc::Heartbeat& beat, uint64_t now) {
-  supervisor_.on_heartbeat(slot, now, beat.rss_bytes, beat.loop_lag_ms, beat.active);
-  dispatcher_.memory().sample(slot, beat.rss_bytes, beat.idle_rss_bytes, beat.active);
-  // What it measured may have made room for queued instances.
-  if (runs_.pending() > 0 && dispatcher_.capacity() > 0) place_soon();
-  if (!beat.http_errors.is_null()) {
-    auto counts = ipc::http_errors_from_json(beat.http_errors);
-    if (!counts) {
-      w.fail_protocol(protocol_error("heartbeat.http_errors: malformed"));
-      return;
-    }
-    http_errors_[slot] = std::move(*counts);
-  }
-  requests_sent_[slot] = beat.requests;
-  if (!beat.limits.is_null()) {
-    if (Status st = limits_.on_use(slot, beat.limits, now); !st) w.fail_protocol(st);
-  }
-}
-
-namespace {
-
-// Decodes the frame as message T for `handle`; a payload that breaks the contract is the
-// worker's protocol error.
-template <typename T, typename Handle>
-void with_payload(WorkerProcess& w, const ipc::Frame& f, Handle&& handle) {
-  auto m = ipc::read<T>(f.payload);
-  if (!m) {
-    w.fail_protocol(m.status());
-    return;
-  }
-  handle(*m);
-}
-
-}  // namespace
+ipc::Welcome Daemon::welcome_for(int slot) const { return welcome(slot, image_of(slot)); }
 
 void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
   if (is_successor(slot, generation)) {
@@ -321,92 +252,9 @@ void Daemon::on_frame(int slot, uint64_t generation, ipc::Frame&& f) {
     return;
   }
   if (!is_current(slot, generation)) return;
-  WorkerProcess& w = *workers_[slot];
   uint64_t now = monotonic_ms();
   supervisor_.on_heard(slot, now);
-  switch (f.type) {
-    case ipc::MessageType::kHello:
-      on_hello(slot, w, f.payload);
-      return;
-    case ipc::MessageType::kReady:
-      on_worker_ready(slot, w, now);
-      return;
-    case ipc::MessageType::kHeartbeat:
-      with_payload<ipc::Heartbeat>(w, f, [&](const auto& b) { on_heartbeat(slot, w, b, now); });
-      return;
-    case ipc::MessageType::kLeaving:
-      with_payload<ipc::Leaving>(w, f, [&](const auto& l) { on_leaving(slot, w, l); });
-      return;
-    case ipc::MessageType::kEvents:
-      if (Status st = on_events(slot, f.payload); !st) w.fail_protocol(st);
-      return;
-    case ipc::MessageType::kLoadStats:
-      if (Status st = load_service_.on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
-      return;
-    case ipc::MessageType::kHandback:
-      with_payload<ipc::Handback>(w, f, [&](const auto& b) { on_handback(slot, w, b, now); });
-      return;
-    case ipc::MessageType::kWelcome:
-    case ipc::MessageType::kStop:
-    case ipc::MessageType::kDefineRun:
-    case ipc::MessageType::kStart:
-    case ipc::MessageType::kCancel:
-    case ipc::MessageType::kLoadStart:
-    case ipc::MessageType::kLoadStop:
-    case ipc::MessageType::kRelease:
-    case ipc::MessageType::kCallback:
-    case ipc::MessageType::kLimits:
-      // The decoder rejects master-only types before they get here.
-      std::abort();
-  }
-}
-
-void Daemon::on_hello(int slot, WorkerProcess& w, const nlohmann::json& payload) {
-  http_errors_.erase(slot);  // a new worker counts from 0
-  if (Status st = ipc::check_hello(payload); !st) {
-    supervisor_.on_protocol_error(slot, "worker " + st.message());
-    kick();
-    return;
-  }
-  (void)w.send(ipc::MessageType::kWelcome, ipc::to_json(welcome(slot, image_of(slot))));
-}
-
-void Daemon::on_worker_ready(int slot, WorkerProcess& w, uint64_t now) {
-  spdlog::info("slot {}: worker pid {} ready", slot, w.pid());
-  supervisor_.on_ready(slot, now);
-  if (supervisor_.slot(slot)->state == SlotState::kReady) {
-    dispatcher_.worker_ready(slot);
-    limits_.worker_ready(slot);
-    place_soon();
-  }
-  kick();
-}
-
-void Daemon::on_leaving(int slot, WorkerProcess& w, const ipc::Leaving& leaving) {
-  spdlog::warn("slot {}: worker pid {} is leaving: {} (RSS {} bytes)", slot, w.pid(),
-               leaving.reason, leaving.rss_bytes);
-  supervisor_.on_leaving(
-      slot, leaving.reason == "memory_soft" ? ExitReason::kMemorySoft : ExitReason::kCrash);
-  dispatcher_.worker_gone(slot);
-  kick();
-}
-
-// Instances released to even out the workers' loads, or handed back by a stopping worker.
-void Daemon::on_handback(int slot, WorkerProcess& w, const ipc::Handback& back, uint64_t now) {
-  const char* why = back.released                 ? "rebalanced"
-                    : supervisor_.shutting_down() ? "master_stopped"
-                                                  : "worker_stopped";
-  auto n = runs_.hand_back(slot, back.instances, why);
-  if (!n) {
-    w.fail_protocol(n.status());
-    return;
-  }
-  if (back.released) dispatcher_.released(slot, *n, now);
-  if (*n > 0) {
-    spdlog::log(back.released ? spdlog::level::debug : spdlog::level::info,
-                "slot {}: {} instances handed back to resume elsewhere ({})", slot, *n, why);
-    place_soon();
-  }
+  frames_.on_frame(slot, *workers_[slot], std::move(f), now);
 }
 
 }  // namespace corral::master

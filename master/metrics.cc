@@ -236,8 +236,8 @@ void add_hook_metrics(Registry& registry, const HookSender& hooks) {
 // (loads' and limits' beside them, in add_load_metrics and limit_shares.h).
 std::string Daemon::metrics_text() const {
   Registry registry;
-  add_worker_metrics(registry, supervisor_, requests_sent_);
-  add_http_error_metrics(registry, http_errors_);
+  add_worker_metrics(registry, supervisor_, frames_.requests_sent());
+  add_http_error_metrics(registry, frames_.http_errors());
   add_instance_metrics(registry, runs_, dispatcher_, supervisor_);
   add_journal_metrics(registry, journal_ ? journal_->health() : journal::Journal::Health{},
                       cluster_.hosts());
