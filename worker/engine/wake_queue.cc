@@ -118,7 +118,10 @@ uint64_t WakeQueue::now_or_soon() const {
 }
 
 // On the exact clock a timerfd is only looked at by the loop's next poll, so a timer due at
-// once never runs twice in one turn: min_delay_ms is for libuv's timer only.
+// once never runs twice in one turn: min_delay_ms is for libuv's timer only. A wake-up already
+// due (scheduled by one that fired, or left by the turn's budget) fires at the next poll; one
+// still to come no sooner than kEarlyUs after the last wake, so that a worker wakes at most 500
+// times a second for starts spread in time.
 void WakeQueue::arm(uint64_t min_delay_ms) {
   const Entry* first = earliest();
   if (first == nullptr) {
@@ -129,7 +132,8 @@ void WakeQueue::arm(uint64_t min_delay_ms) {
   }
   uint64_t at = first->at;
   if (exact_ != nullptr) {
-    exact_->start_at(std::max(at > kEarlyUs ? at - kEarlyUs : 0, woke_us_ + kEarlyUs));
+    const uint64_t soonest = woke_us_ + kEarlyUs;
+    exact_->start_at(at <= soonest ? 0 : std::max(at - kEarlyUs, soonest));
     armed_at_ = std::max<uint64_t>(at, 1);
     return;
   }

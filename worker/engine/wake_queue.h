@@ -15,7 +15,9 @@
 // microseconds of uv_hrtime(), a timerfd instead of a libuv timer, and no lateness but the
 // loop's own. Wake-ups are still batched, forward: a turn that wakes at W fires every wake-up
 // due by W + kEarlyUs, and the next turn wakes no sooner than W + kEarlyUs, so a wake-up comes
-// at most kEarlyUs early and the queue wakes at most 500 times a second. (Waking for each
+// at most kEarlyUs early and the queue wakes at most 500 times a second for wake-ups spread in
+// time. One that is due already when the turn ends (scheduled by one that fired: a VU whose
+// iteration ended at once, with no pace or past it) fires at the loop's next poll. (Waking for each
 // start alone cost a worker 30 to 40 µs per start on this project's virtual machines, where
 // every timer reprogramming exits to the hypervisor: at 20,000 starts a second, a core. Waking
 // every 2 ms rather than every 1 ms cut a worker's context switches by a third and its CPU per

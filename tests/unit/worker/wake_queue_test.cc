@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -279,4 +280,24 @@ TEST_CASE(
   uv_close(reinterpret_cast<uv_handle_t*>(&reader), nullptr);
   close(fds[0]);
   close(fds[1]);
+}
+
+TEST_CASE(
+    "wake queue: on the exact clock, a wake-up due at once when its turn ends fires at the next "
+    "poll, not kEarlyUs later") {
+  // An owner that asks to be woken now from each wake-up (a VU whose iterations end at once):
+  // 200 wake-ups in a row. Waiting kEarlyUs after each turn would take 400 ms at least.
+  Loop l;
+  int fired = 0;
+  std::unique_ptr<WakeQueue> q;
+  q = std::make_unique<WakeQueue>(&l.loop, [&](uint64_t id, uint64_t) {
+    if (++fired < 200) q->schedule_at(id, uv_hrtime() / 1000);
+  });
+  REQUIRE(q->use_exact_clock().is_ok());
+  const uint64_t start_ns = uv_hrtime();
+  q->schedule_at(1, start_ns / 1000);
+  REQUIRE(run_until(&l.loop, [&] { return fired == 200; }));
+  const uint64_t took_ms = (uv_hrtime() - start_ns) / 1'000'000;
+  INFO("200 wake-ups in a row took " << took_ms << " ms");
+  CHECK(took_ms < 200 * WakeQueue::kEarlyUs / 1000 / 2);
 }
