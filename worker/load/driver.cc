@@ -65,6 +65,7 @@ LoadDriver::~LoadDriver() {
 Status LoadDriver::start(const nlohmann::json& scenario, const nlohmann::json& vars,
                          uint64_t delay_ms) {
   if (Status s = wakes_.use_exact_clock(); !s) return s;
+  if (Status s = second_timer_.open([this] { on_second(); }); !s) return s;
   if (Status s = engine_.define_load_run(id_, scenario, vars, this, spec_.think_ms); !s) return s;
   start_timer_.start(delay_ms, 0, [this] { begin(); });
   return Status::ok();
@@ -378,9 +379,8 @@ void LoadDriver::finish_soon() {
 void LoadDriver::finish() {
   if (phase_ == Phase::kFinished) return;
   phase_ = Phase::kFinished;
-  for (uv::Timer* t : {&start_timer_, &tick_, &second_timer_, &grace_timer_, &finish_timer_}) {
-    t->stop();
-  }
+  for (uv::Timer* t : {&start_timer_, &tick_, &grace_timer_, &finish_timer_}) t->stop();
+  second_timer_.stop();
   drain_turn_.cancel();
   engine_.cancel_run(id_);  // iterations still running are dropped (counted as interrupted)
   release_connections();
@@ -390,19 +390,16 @@ void LoadDriver::finish() {
 }
 
 // The timer is set for the next whole second from the test's start, each time, so that it
-// does not drift from the test's clock over a long test.
+// does not drift from the test's clock over a long test. It is an exact timer: a libuv timer
+// counts from the loop's clock, read once per turn, and after a turn that started thousands of
+// iterations it fired before the second had ended, and the report took the next second's number.
 void LoadDriver::arm_second() {
-  const uint64_t elapsed = elapsed_ms(now_us());
-  second_timer_.start((elapsed / 1000 + 1) * 1000 - elapsed, 0, [this] { on_second(); });
+  second_timer_.start_at(t0_us_ + (elapsed_ms(now_us()) / 1000 + 1) * 1'000'000);
 }
 
-// libuv times a timer from the loop's clock, read once per turn of the loop: callbacks that held
-// the turn before this timer was set leave that clock behind, and the timer fires early. Then it
-// waits out the rest of the second, rather than report a second that has not ended.
 void LoadDriver::on_second() {
-  const bool early = elapsed_ms(now_us()) / 1000 <= second_index_;
   arm_second();
-  if (!early) report_(take_second());
+  report_(take_second());
 }
 
 // A report is the second of the test that ended last, by the test's clock, so that every

@@ -41,6 +41,7 @@
 #include "config/load/model.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/status.h"
+#include "shared/uv/exact_timer.h"
 #include "shared/uv/next_turn.h"
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
@@ -167,7 +168,7 @@ class LoadDriver final : public IterationSink {
   WakeQueue wakes_;
   uv::Timer start_timer_;
   uv::Timer tick_;
-  uv::Timer second_timer_;
+  uv::ExactTimer second_timer_;  // on the test's clock: never before the second's end
   uv::Timer grace_timer_;
   uv::Timer finish_timer_;
   // Draining: the next VU to look at, and the turn that goes on from it (retire_some).

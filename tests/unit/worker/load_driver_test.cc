@@ -53,6 +53,25 @@ struct Run {
   LoadSecond total;
 };
 
+// Runs one VU (an iteration every 100 ms for 4 s) to its end; each report's second and when it
+// came, in ms from `start_ns`. The last report (done) is kept only `with_last`.
+std::vector<std::pair<uint32_t, uint64_t>> timed_reports(Fixture& f, uint64_t start_ns,
+                                                         bool with_last) {
+  std::vector<std::pair<uint32_t, uint64_t>> reports;
+  bool done = false;
+  LoadDriver driver(&f.loop, *f.engine, "l1",
+                    spec_of(R"({"vus": 1, "pace": "100ms", "duration": "4s"})"), {},
+                    [&](LoadSecond&& s) {
+                      if (!s.done || with_last) {
+                        reports.emplace_back(s.second, (uv_hrtime() - start_ns) / 1000000);
+                      }
+                      done = done || s.done;
+                    });
+  REQUIRE(driver.start(one_get("{{base}}/delay?ms=1"), {{"base", f.base}}, 0).is_ok());
+  REQUIRE(f.run_until([&] { return done; }, 20000));
+  return reports;
+}
+
 }  // namespace
 
 TEST_CASE("load driver: a closed model keeps its VUs looping for the duration, second by second") {
@@ -305,17 +324,7 @@ TEST_CASE("load driver: a loop held past whole seconds reports them by the test'
   uv_timer_start(
       &stall, [](uv_timer_t*) { std::this_thread::sleep_for(std::chrono::milliseconds(2300)); },
       500, 0);
-  const uint64_t start_ns = uv_hrtime();
-  std::vector<std::pair<uint32_t, uint64_t>> reports;  // second, ms since the start
-  bool done = false;
-  LoadDriver driver(&f.loop, *f.engine, "l1",
-                    spec_of(R"({"vus": 1, "pace": "100ms", "duration": "4s"})"), {},
-                    [&](LoadSecond&& s) {
-                      reports.emplace_back(s.second, (uv_hrtime() - start_ns) / 1000000);
-                      done = done || s.done;
-                    });
-  REQUIRE(driver.start(one_get("{{base}}/delay?ms=1"), {{"base", f.base}}, 0).is_ok());
-  REQUIRE(f.run_until([&] { return done; }, 20000));
+  const auto reports = timed_reports(f, uv_hrtime(), /*with_last=*/true);
   uv_close(reinterpret_cast<uv_handle_t*>(&stall), nullptr);
   REQUIRE(reports.size() >= 3);
   CHECK(reports.front().second >= 2700);  // the held loop's first report
@@ -331,8 +340,8 @@ TEST_CASE("load driver: a loop held past whole seconds reports them by the test'
 TEST_CASE("load driver: a report waits for its second to end when the loop's clock runs behind") {
   // Two callbacks hold the loop in one turn: the first from 0.5 s to 1.2 s, the second (due at
   // 0.99 s, run in the same turn as the report due at 1 s) to 1.6 s. The report of second 0 then
-  // sets the next timer by a loop clock 0.4 s behind, and that timer fires at about 1.6 s, long
-  // before second 1 has ended. No report may come before the end of its second.
+  // sets the next timer while the loop's clock is 0.4 s behind: a libuv timer set then fired at
+  // about 1.6 s, long before second 1 had ended. No report may come before the end of its second.
   Fixture f;
   uv_timer_t hold[2];
   const auto stall = [](uv_timer_t* t) {
@@ -345,18 +354,7 @@ TEST_CASE("load driver: a report waits for its second to end when the loop's clo
     hold[i].data = &hold_ms[i];
     uv_timer_start(&hold[i], stall, i == 0 ? 500 : 990, 0);
   }
-  const uint64_t start_ns = uv_hrtime();
-  std::vector<std::pair<uint32_t, uint64_t>> reports;  // second, ms since the start
-  bool done = false;
-  LoadDriver driver(&f.loop, *f.engine, "l1",
-                    spec_of(R"({"vus": 1, "pace": "100ms", "duration": "4s"})"), {},
-                    [&](LoadSecond&& s) {
-                      if (!s.done)
-                        reports.emplace_back(s.second, (uv_hrtime() - start_ns) / 1000000);
-                      done = done || s.done;
-                    });
-  REQUIRE(driver.start(one_get("{{base}}/delay?ms=1"), {{"base", f.base}}, 0).is_ok());
-  REQUIRE(f.run_until([&] { return done; }, 20000));
+  const auto reports = timed_reports(f, uv_hrtime(), /*with_last=*/false);
   for (auto& h : hold) uv_close(reinterpret_cast<uv_handle_t*>(&h), nullptr);
   REQUIRE(reports.size() >= 3);
   for (size_t i = 0; i < reports.size(); ++i) {
