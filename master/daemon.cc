@@ -16,6 +16,7 @@
 #include "shared/log.h"
 #include "shared/proc.h"
 #include "shared/test_hooks.h"
+#include "shared/uv/next_turn.h"
 
 namespace corral::master {
 namespace {
@@ -431,6 +432,7 @@ int run_daemon(const config::Config& cfg, const std::string& config_file) {
   uv_loop_init(&loop);
   int rc = 0;
   {
+    uv::TurnMarker turns(&loop);  // work in slices shares one per poll (uv::Slice::of_turn)
     Daemon daemon(&loop, cfg, config_file);
     if (Status s = daemon.start(); !s) {
       spdlog::error("start-up failed: {}", s.message());

@@ -82,38 +82,22 @@ void WorkerProcess::on_process_exit(int64_t exit_status, int term_signal) {
 
 void WorkerProcess::on_bytes(std::string_view bytes) {
   if (protocol_broken_) return;
-  Status s = decode(bytes);
-  if (s) {
-    drain();
-    return;
+  decoder_.append(bytes);
+  drain();
+}
+
+bool WorkerProcess::handle_next() {
+  std::optional<ipc::Frame> f;
+  if (Status s = decoder_.next(f); !s) {
+    report_protocol_error(s);  // the frames before it are handled: they came first
+    return false;
   }
-  // A broken frame: the ones before it are still handled, all now, then the error.
-  handle_all();
-  if (!protocol_broken_) report_protocol_error(s);
-}
-
-Status WorkerProcess::decode(std::string_view bytes) {
-  frames_.clear();
-  Status s = decoder_.feed(bytes, frames_);  // the frames before an error are kept too
-  for (auto& f : frames_) backlog_.push_back(std::move(f));
-  frames_.clear();
-  return s;
-}
-
-void WorkerProcess::handle_all() {
-  while (!backlog_.empty() && handle_front()) {
-  }
-  backlog_.clear();
-}
-
-bool WorkerProcess::handle_front() {
-  ipc::Frame f = std::move(backlog_.front());
-  backlog_.pop_front();
-  std::string_view name = ipc::message_info(f.type).name;
+  if (!f) return false;
+  std::string_view name = ipc::message_info(f->type).name;
   // A frame whose fields have the wrong types makes its handler throw: that is the worker's
   // protocol error, never a crash of the master.
   try {
-    cb_.on_frame(std::move(f));
+    cb_.on_frame(std::move(*f));
   } catch (const std::exception& e) {
     report_protocol_error(protocol_error("bad \"" + std::string(name) + "\" payload: " + e.what()));
   }
@@ -121,7 +105,7 @@ bool WorkerProcess::handle_front() {
 }
 
 bool WorkerProcess::has_unread() const {
-  if (!backlog_.empty()) return true;
+  if (decoder_.has_frame()) return true;
   if (!pipe_ || !pipe_->is_open()) return false;
   uv_os_fd_t fd = -1;
   int waiting = 0;
@@ -139,13 +123,11 @@ bool WorkerProcess::made_calls() {
 
 void WorkerProcess::drain() {
   const uv::Slice slice = uv::Slice::of_turn(loop_);
-  while (!backlog_.empty() && handle_front() && !slice.over()) {
+  while (handle_next() && !slice.over()) {
   }
-  if (protocol_broken_) {
-    backlog_.clear();
-    return;
-  }
-  if (!backlog_.empty() || slice.over()) {
+  if (protocol_broken_) return;
+  if (slice.over() || decoder_.has_frame()) {
+    // No more reads this turn: libuv would call on_bytes again, each call a frame past the slice.
     if (!paused_ && pipe_) pipe_->stop_read();
     paused_ = true;
     resume_->schedule([this] { drain(); });
@@ -163,33 +145,23 @@ void WorkerProcess::read_rest() {
   pipe_->stop_read();
   // The worker is gone: what it wrote is all in the socket, and a read ends at EOF.
   char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) rest_.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+    decoder_.append(std::string_view(buf, static_cast<size_t>(n)));
+  }
 }
 
 void WorkerProcess::finish_exit() {
-  // Frames are decoded a read's worth at a time, as they are while the worker lives.
-  constexpr size_t kDecodeBytes = 65536;
   const uv::Slice slice = uv::Slice::of_turn(loop_);
   bool more = false;
   uv::guard("draining an exited worker's pipe", [&] {
-    for (bool first = true; !protocol_broken_ && (first || !slice.over()); first = false) {
-      if (!backlog_.empty()) {
-        handle_front();
-        continue;
-      }
-      if (rest_offset_ >= rest_.size()) break;
-      const size_t n = std::min(kDecodeBytes, rest_.size() - rest_offset_);
-      Status decoded = decode(std::string_view(rest_).substr(rest_offset_, n));
-      rest_offset_ = decoded ? rest_offset_ + n : rest_.size();  // nothing after a broken frame
+    while (handle_next() && !slice.over()) {
     }
-    more = !protocol_broken_ && (!backlog_.empty() || rest_offset_ < rest_.size());
+    more = !protocol_broken_ && decoder_.has_frame();
   });
   if (more) {
     resume_->schedule([this] { finish_exit(); });
     return;
   }
-  backlog_.clear();
-  std::string().swap(rest_);
   auto cb = cb_.on_exit;
   uv::guard("process exit", [&] { cb(exit_status_, term_signal_); });  // may destroy self
 }

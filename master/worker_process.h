@@ -10,7 +10,6 @@
 
 #include <sys/types.h>
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,7 +60,7 @@ class WorkerProcess {
   // The worker broke the IPC contract in a frame's contents: stops reading its pipe and
   // reports it through on_protocol_error (once). Safe inside on_frame.
   void fail_protocol(const Status& s) { report_protocol_error(s); }
-  // Whether the worker sent frames the master has not handled yet: decoded ones waiting for a
+  // Whether the worker sent frames the master has not handled yet: read ones waiting for a
   // turn's slice, or bytes in the pipe. A worker with unread frames has spoken, however long
   // ago its last frame was handled: the master is behind, not the worker (Daemon::reconcile).
   bool has_unread() const;
@@ -82,28 +81,25 @@ class WorkerProcess {
   void on_process_exit(int64_t exit_status, int term_signal);
   Status start_reading();
   void on_bytes(std::string_view bytes);
-  // Hands queued frames to on_frame (at least one) until the turn's slice (uv::Slice::of_turn)
-  // is over, then, if frames are left or the slice is spent, stops reading the pipe and goes on
-  // in the next turn of the loop: a worker's burst (a hand-back of thousands of checkpoints)
-  // never holds the master's loop, and its API, for long.
+  // Decodes frames and hands them to on_frame (at least one) until the turn's slice
+  // (uv::Slice::of_turn) is over, then, if frames are left or the slice is spent, stops reading
+  // the pipe and goes on in the next turn of the loop: a worker's burst (a hand-back of
+  // thousands of checkpoints) never holds the master's loop, and its API, for long. A frame is
+  // parsed when its turn comes, so the parsing is in the slice too.
   void drain();
-  // After the exit: every byte still in the pipe is read at once (into `rest_`), then decoded
-  // and handed to on_frame a slice per turn; on_exit comes once the last frame is handled, so
-  // that the frames a worker sent before it exited (a hand-back) are all handled before its
-  // exit is.
+  // After the exit: every byte still in the pipe is read at once (into the decoder), then
+  // handed to on_frame a slice per turn; on_exit comes once the last frame is handled, so that
+  // the frames a worker sent before it exited (a hand-back) are all handled before its exit is.
   void read_rest();
   void finish_exit();
-  // Decodes `bytes` onto the backlog; fails on a broken frame (those before it are queued).
-  Status decode(std::string_view bytes);
-  bool handle_front();  // false when the worker broke the contract
-  void handle_all();    // the whole backlog, now (stops at a protocol error)
+  // Decodes the next frame and hands it to on_frame. False when no complete frame is buffered
+  // or the worker broke the contract (a broken frame is reported when its turn comes).
+  bool handle_next();
   void report_protocol_error(const Status& s);
 
   std::unique_ptr<uv::Process> process_;
   std::unique_ptr<uv::Stream> pipe_;
-  ipc::Decoder decoder_;
-  std::vector<ipc::Frame> frames_;  // decoded from one read
-  std::deque<ipc::Frame> backlog_;   // not handed to on_frame yet
+  ipc::Decoder decoder_;  // read from the pipe, not handed to on_frame yet
   std::unique_ptr<uv::NextTurn> resume_;
   bool paused_ = false;  // reading stopped until the next turn
   // libuv calls the read callback up to 32 times in a row in one turn: they share the turn's
@@ -113,8 +109,6 @@ class WorkerProcess {
   bool exited_ = false;
   int64_t exit_status_ = 0;
   int term_signal_ = 0;
-  std::string rest_;        // bytes read after the exit, not decoded yet
-  size_t rest_offset_ = 0;  // decoded up to here
   bool protocol_broken_ = false;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint64_t> calls_seen_;  // made_calls: the process's system calls at the last look

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "shared/exit_codes.h"
+#include "shared/uv/next_turn.h"
 #include "worker/worker.h"
 
 namespace corral::worker {
@@ -51,6 +52,7 @@ int run_worker(int argc, char** argv) {
   uv_loop_init(&loop);
   int code = 0;
   {
+    uv::TurnMarker turns(&loop);  // work in slices shares one per poll (uv::Slice::of_turn)
     Worker w(&loop, slot, home);
     if (Status s = w.start(); !s) {
       std::fprintf(stderr, "corral worker %d: %s\n", slot, s.message().c_str());

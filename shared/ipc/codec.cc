@@ -64,34 +64,47 @@ Result<std::string> encode_payload(MessageType type, const Payload& payload) {
 }
 
 Status Decoder::feed(std::string_view bytes, std::vector<Frame>& out) {
-  if (!error_.is_ok()) return error_;
-  buf_.append(bytes.data(), bytes.size());
-  while (buf_.size() - pos_ >= 4) {
-    const char* head = buf_.data() + pos_;
-    uint32_t length = read_be32(head);
-    if (length == 0 || length > max_frame_bytes_) {
-      error_ = protocol_error("frame length " + std::to_string(length) + " outside 1.." +
-                              std::to_string(max_frame_bytes_));
-      break;
-    }
-    if (buf_.size() - pos_ < 4 + size_t{length}) break;
-    auto wire_type = static_cast<uint8_t>(head[4]);
-    Status s = decode_one(wire_type, std::string_view(head + 5, length - 1), out);
-    pos_ += 4 + size_t{length};
-    if (!s.is_ok()) {
-      error_ = s;
-      break;
-    }
+  append(bytes);
+  for (std::optional<Frame> f;;) {
+    Status s = next(f);
+    if (!s.is_ok() || !f) return s;
+    out.push_back(std::move(*f));
   }
+}
+
+bool Decoder::has_frame() const {
+  if (!error_.is_ok() || buf_.size() - pos_ < 4) return false;
+  return buf_.size() - pos_ - 4 >= read_be32(buf_.data() + pos_);
+}
+
+Status Decoder::next(std::optional<Frame>& out) {
+  out.reset();
+  if (!error_.is_ok() || buf_.size() - pos_ < 4) return error_;
+  const char* head = buf_.data() + pos_;
+  uint32_t length = read_be32(head);
+  if (length == 0 || length > max_frame_bytes_) {
+    error_ = protocol_error("frame length " + std::to_string(length) + " outside 1.." +
+                            std::to_string(max_frame_bytes_));
+    return error_;
+  }
+  if (buf_.size() - pos_ < 4 + size_t{length}) return error_;
+  auto wire_type = static_cast<uint8_t>(head[4]);
+  auto frame = decode_one(wire_type, std::string_view(head + 5, length - 1));
+  pos_ += 4 + size_t{length};
   // Compact once the consumed prefix dominates, so the buffer does not grow without bound.
-  if (pos_ > 0 && (pos_ == buf_.size() || pos_ > buf_.size() / 2)) {
+  if (pos_ == buf_.size() || pos_ > buf_.size() / 2) {
     buf_.erase(0, pos_);
     pos_ = 0;
   }
+  if (!frame) {
+    error_ = frame.status();
+    return error_;
+  }
+  out = std::move(*frame);
   return error_;
 }
 
-Status Decoder::decode_one(uint8_t wire_type, std::string_view payload, std::vector<Frame>& out) {
+Result<Frame> Decoder::decode_one(uint8_t wire_type, std::string_view payload) {
   const MessageInfo* info = find_message(wire_type);
   if (info == nullptr) return protocol_error("unknown message type " + std::to_string(wire_type));
   if (info->sender == receiver_) {
@@ -108,8 +121,7 @@ Status Decoder::decode_one(uint8_t wire_type, std::string_view payload, std::vec
     return protocol_error(std::string("\"") + std::string(info->name) +
                           "\" payload is not a JSON object");
   }
-  out.push_back(Frame{info->type, std::move(j)});
-  return Status::ok();
+  return Frame{info->type, std::move(j)};
 }
 
 }  // namespace corral::ipc

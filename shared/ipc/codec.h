@@ -2,6 +2,7 @@
 // Pure code: no I/O, no loop. Any thread.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,11 +63,18 @@ class Decoder {
   // Appends `bytes` and moves every complete frame into `out`. Frames before an error are
   // still delivered.
   Status feed(std::string_view bytes, std::vector<Frame>& out);
-  // Bytes of an incomplete frame still held.
+  // Appends `bytes` and decodes nothing: next() does, a frame at a time, so that a reader that
+  // handles frames in slices (the master's end of a worker's pipe) parses only what it handles.
+  void append(std::string_view bytes) { buf_.append(bytes.data(), bytes.size()); }
+  // The next complete frame, or none while its bytes are still incomplete; an error as feed's.
+  Status next(std::optional<Frame>& out);
+  // Whether a complete frame is buffered (and not decoded yet).
+  bool has_frame() const;
+  // Bytes held: complete frames not decoded yet, and the start of an incomplete one.
   size_t buffered() const { return buf_.size() - pos_; }
 
  private:
-  Status decode_one(uint8_t wire_type, std::string_view payload, std::vector<Frame>& out);
+  Result<Frame> decode_one(uint8_t wire_type, std::string_view payload);
 
   Sender receiver_;
   uint32_t max_frame_bytes_;

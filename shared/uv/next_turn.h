@@ -24,14 +24,32 @@ class Slice {
  public:
   static constexpr uint64_t kNs = 2'000'000;
   explicit Slice(uint64_t ns = kNs, uint64_t start_ns = uv_hrtime()) : start_(start_ns), ns_(ns) {}
-  // The slice of the current turn of `loop`, begun by the first call in the turn (turns are
-  // told apart by the loop's time, in ms: short turns within one ms share a slice).
+  // The slice of the current turn of `loop`, begun by the first call in the turn. On a loop
+  // with a TurnMarker a turn is everything between two polls for I/O; on one without, turns
+  // are told apart by the loop's time in ms, which libuv moves on after its poll and again
+  // before its timers, so that one turn may hold two slices.
   static Slice of_turn(uv_loop_t* loop);
   bool over() const { return uv_hrtime() - start_ >= ns_; }
 
  private:
   uint64_t start_;
   uint64_t ns_;
+};
+
+// Marks the turns of a loop for Slice::of_turn: its prepare callback runs just before each
+// poll, so the work that answers one poll's I/O and the timers and idle callbacks that follow
+// it share one slice. Whoever runs the loop keeps one for the loop's life (the master's daemon,
+// a worker); one per thread.
+class TurnMarker {
+ public:
+  explicit TurnMarker(uv_loop_t* loop);
+  ~TurnMarker();
+  TurnMarker(const TurnMarker&) = delete;
+  TurnMarker& operator=(const TurnMarker&) = delete;
+
+ private:
+  static void on_prepare(uv_prepare_t* h);
+  Handle<uv_prepare_t> handle_;
 };
 
 class NextTurn {

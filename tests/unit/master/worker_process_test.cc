@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "master/worker_process.h"
@@ -30,6 +32,7 @@ struct Burst {
     }
     std::ofstream(dir.path() + "/frames.bin", std::ios::binary) << bytes;
     uv_loop_init(&loop);
+    marker.emplace(&loop);
     uv_prepare_init(&loop, &turns);
     turns.data = this;
     uv_prepare_start(&turns, [](uv_prepare_t* p) { static_cast<Burst*>(p->data)->turn += 1; });
@@ -54,6 +57,7 @@ struct Burst {
   }
   ~Burst() {
     process.reset();
+    marker.reset();
     uv_close(reinterpret_cast<uv_handle_t*>(&turns), nullptr);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
@@ -66,6 +70,7 @@ struct Burst {
 
   corral::test::TempDir dir;
   uv_loop_t loop;
+  std::optional<corral::uv::TurnMarker> marker;
   uv_prepare_t turns;
   uint64_t turn = 0;
   std::vector<uint64_t> seen;  // the loop turn each frame was handled in
@@ -81,7 +86,21 @@ TEST_CASE("worker process: a burst of frames is handled over many turns of the l
   REQUIRE(b.seen.size() == kFrames);
   std::set<uint64_t> turns(b.seen.begin(), b.seen.end());
   INFO("frames handled in " << turns.size() << " turns");
-  CHECK(turns.size() >= 10);  // a turn takes about 5 ms of frames: some 40 turns
+  CHECK(turns.size() >= 10);  // a turn takes about 2 ms of frames: some 70 turns
+}
+
+TEST_CASE("worker process: a turn handles a slice's worth of frames, reads and resumes alike") {
+  // Each frame costs 1 ms and a slice is 2 ms: the frames a read brings and those handled in
+  // the idle callback before the next poll share a slice, so a turn handles at most 3 (the
+  // last one the first past the slice).
+  Burst b("sleep 2");
+  b.run_until_exit();
+  REQUIRE(b.seen.size() == kFrames);
+  std::map<uint64_t, int> per_turn;
+  for (uint64_t turn : b.seen) per_turn[turn] += 1;
+  int most = 0;
+  for (const auto& [turn, n] : per_turn) most = std::max(most, n);
+  CHECK(most <= 3);
 }
 
 TEST_CASE("worker process: every frame a worker sent before it exited is handled before its "

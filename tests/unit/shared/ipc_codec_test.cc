@@ -95,6 +95,42 @@ TEST_CASE("ipc codec: frames before a bad one are still delivered") {
   CHECK(out[0].type == MessageType::kReady);
 }
 
+TEST_CASE("ipc codec: appended bytes are decoded a frame at a time, in order, then the error") {
+  auto first = encode(MessageType::kHeartbeat, {{"seq", 1}});
+  auto second = encode(MessageType::kHeartbeat, {{"seq", 2}});
+  const std::string broken = raw_frame(3, 99, "{}");
+  Decoder d(Sender::kMaster);
+  d.append(*first + *second + broken);
+  std::optional<Frame> f;
+  CHECK(d.has_frame());
+  REQUIRE(d.next(f).is_ok());
+  REQUIRE(f);
+  CHECK(f->payload["seq"] == 1);
+  // Nothing after the first frame was parsed yet: the rest is still bytes.
+  CHECK(d.buffered() == second->size() + broken.size());
+  REQUIRE(d.next(f).is_ok());
+  REQUIRE(f);
+  CHECK(f->payload["seq"] == 2);
+  CHECK(d.has_frame());  // complete, though broken: next() finds out
+  auto s = d.next(f);
+  CHECK(s.code() == Code::kProtocol);
+  CHECK_THAT(s.message(), Catch::Contains("unknown message type 99"));
+  CHECK_FALSE(f);
+  CHECK_FALSE(d.has_frame());
+
+  Decoder partial(Sender::kMaster);
+  partial.append(first->substr(0, first->size() - 1));
+  CHECK_FALSE(partial.has_frame());
+  REQUIRE(partial.next(f).is_ok());
+  CHECK_FALSE(f);
+  partial.append(first->substr(first->size() - 1));
+  CHECK(partial.has_frame());
+  REQUIRE(partial.next(f).is_ok());
+  REQUIRE(f);
+  CHECK(f->payload["seq"] == 1);
+  CHECK(partial.buffered() == 0);
+}
+
 TEST_CASE("ipc codec: a frame over the size limit is refused when encoding") {
   std::string big(corral::ipc::kMaxFrameBytes, 'x');
   auto r = encode(MessageType::kHeartbeat, {{"blob", big}});
