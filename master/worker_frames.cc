@@ -45,9 +45,15 @@ void WorkerFrames::on_frame(int slot, WorkerProcess& w, ipc::Frame&& f, uint64_t
     case ipc::MessageType::kLoadStats:
       if (Status st = p_.loads.on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
       return;
-    case ipc::MessageType::kHandback:
-      with_payload<ipc::Handback>(w, f, [&](const auto& b) { on_handback(slot, w, b, now); });
+    case ipc::MessageType::kHandback: {
+      auto back = ipc::read_handback(std::move(f.payload));
+      if (!back) {
+        w.fail_protocol(back.status());
+        return;
+      }
+      on_handback(slot, w, *back, now);
       return;
+    }
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
     case ipc::MessageType::kDefineRun:

@@ -339,4 +339,12 @@ Result<Handback> read<Handback>(const json& p) {
   return done(r, m);
 }
 
+Result<Handback> read_handback(json&& p) {
+  json instances = json::object();
+  if (auto it = p.find("instances"); it != p.end() && it->is_object()) std::swap(instances, *it);
+  auto m = read<Handback>(p);  // the rest, and "instances" of a wrong type, checked as ever
+  if (m) m->instances = std::move(instances);
+  return m;
+}
+
 }  // namespace corral::ipc

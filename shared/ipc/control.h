@@ -167,6 +167,10 @@ nlohmann::json to_json(const Handback& m);
 template <typename T>
 Result<T> read(const nlohmann::json& payload);
 
+// read<Handback> of a frame's payload, which it takes: the checkpoints a hand-back carries
+// (thousands in a reload) are moved out of it, not copied.
+Result<Handback> read_handback(nlohmann::json&& payload);
+
 // A worker's hello, checked: its protocol version first ("speaks protocol 3, master speaks 4":
 // another version's hello may carry other fields), then the payload.
 Status check_hello(const nlohmann::json& payload);

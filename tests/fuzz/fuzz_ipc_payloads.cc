@@ -126,6 +126,11 @@ void check_controls(const json& j) {
   check_control<ipc::LoadStart>(j);
   check_control<ipc::LoadStop>(j);
   check_control<ipc::Handback>(j);
+  // The master takes a hand-back from its frame's payload: it must read as read<Handback>.
+  auto read = ipc::read<ipc::Handback>(j);
+  auto taken = ipc::read_handback(json(j));
+  FUZZ_CHECK(read.is_ok() == taken.is_ok());
+  FUZZ_CHECK(read.is_ok() ? *read == *taken : read.status().message() == taken.status().message());
   (void)corral::ipc::check_hello(j);
 }
 

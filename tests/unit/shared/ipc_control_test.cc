@@ -101,6 +101,22 @@ TEST_CASE("ipc control: a field of the wrong type, missing or unknown is named")
   CHECK(error_of<Stop>(json::array()) == "stop: expected an object");
 }
 
+TEST_CASE("ipc control: a hand-back taken from its payload reads as read<Handback> does") {
+  const Handback h{{{"r1-aa", {{"3", {{"step", 0}}}}}}, true};
+  json payload = to_json(h);
+  auto taken = read_handback(std::move(payload));
+  REQUIRE(taken.is_ok());
+  CHECK(*taken == h);
+  CHECK(read_handback(json::object())->instances == json::object());
+  CHECK(read_handback({{"instances", 3}}).status().message() ==
+        "handback.instances: expected an object, got 3");
+  CHECK(read_handback({{"instances", json::object()}, {"relased", true}}).status().message() ==
+        "handback.relased: unknown field");
+  CHECK(read_handback({{"instances", {{"r1-aa", json::object()}}}, {"released", 1}})
+            .status()
+            .message() == "handback.released: expected true or false, got 1");
+}
+
 TEST_CASE("ipc control: a hello of another protocol version says so before anything else") {
   CHECK(check_hello(to_json(Hello{kProtocolVersion, 1, 0})).is_ok());
   json other = {{"protocol", kProtocolVersion + 1}, {"features", {"x"}}};
