@@ -26,10 +26,10 @@ constexpr uint64_t kLeaveFlushMs = 1000;  // give up flushing to a master that d
 constexpr uint64_t kEventFlushMs = 50;    // events wait at most this long to be batched
 constexpr size_t kEventBatch = 2000;      // ... or until this many are pending
 constexpr double kSlowBeatMs = 2000;      // a heartbeat this late is logged
-// Checkpoints per hand-back frame. The master handles a frame in one go (about 20 to 40 us per
-// checkpoint, decoding and the journal row included), between frames it may let the loop turn:
-// 50 keep a frame within the master's 2 ms slice of work, where frames of 500 held its API for
-// 20 ms each, and a reload's frames back to back for 300 ms.
+// Checkpoints per hand-back frame. The master handles a frame in one go (about 10 us per
+// checkpoint in a reload, parsing and the journal row included), between frames it may let the
+// loop turn: 50 keep a frame within the master's 1 ms slice of work (uv::Slice), where frames of
+// 500 held its API for 20 ms each.
 constexpr size_t kHandbackPerFrame = 50;
 // A release (rebalancing) is answered in one frame of at most the master's chunk (500): the
 // master counts a release as done when its answer comes.

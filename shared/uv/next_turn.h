@@ -22,7 +22,7 @@ namespace corral::uv {
 // least one unit of its work per call, so that none is starved by the others.
 class Slice {
  public:
-  static constexpr uint64_t kNs = 2'000'000;
+  static constexpr uint64_t kNs = 1'000'000;
   explicit Slice(uint64_t ns = kNs, uint64_t start_ns = uv_hrtime()) : start_(start_ns), ns_(ns) {}
   // The slice of the current turn of `loop`, begun by the first call in the turn. On a loop
   // with a TurnMarker a turn is everything between two polls for I/O; on one without, turns
