@@ -11,11 +11,10 @@
 namespace corral::master {
 namespace {
 
-// Decodes the frame as message T for `handle`; a payload that breaks the contract is the
-// worker's protocol error.
+// A frame's payload read as its message, for `handle`; a payload that breaks the contract is
+// the worker's protocol error.
 template <typename T, typename Handle>
-void with_payload(WorkerProcess& w, const ipc::Frame& f, Handle&& handle) {
-  auto m = ipc::read<T>(f.payload);
+void with_payload(WorkerProcess& w, Result<T> m, Handle&& handle) {
   if (!m) {
     w.fail_protocol(m.status());
     return;
@@ -34,10 +33,12 @@ void WorkerFrames::on_frame(int slot, WorkerProcess& w, ipc::Frame&& f, uint64_t
       on_ready(slot, w, now);
       return;
     case ipc::MessageType::kHeartbeat:
-      with_payload<ipc::Heartbeat>(w, f, [&](const auto& b) { on_heartbeat(slot, w, b, now); });
+      with_payload(w, ipc::read<ipc::Heartbeat>(f.payload),
+                   [&](const auto& b) { on_heartbeat(slot, w, b, now); });
       return;
     case ipc::MessageType::kLeaving:
-      with_payload<ipc::Leaving>(w, f, [&](const auto& l) { on_leaving(slot, w, l); });
+      with_payload(w, ipc::read<ipc::Leaving>(f.payload),
+                   [&](const auto& l) { on_leaving(slot, w, l); });
       return;
     case ipc::MessageType::kEvents:
       if (Status st = on_events(slot, f.payload); !st) w.fail_protocol(st);
@@ -45,15 +46,10 @@ void WorkerFrames::on_frame(int slot, WorkerProcess& w, ipc::Frame&& f, uint64_t
     case ipc::MessageType::kLoadStats:
       if (Status st = p_.loads.on_load_stats(slot, f.payload); !st) w.fail_protocol(st);
       return;
-    case ipc::MessageType::kHandback: {
-      auto back = ipc::read_handback(std::move(f.payload));
-      if (!back) {
-        w.fail_protocol(back.status());
-        return;
-      }
-      on_handback(slot, w, *back, now);
+    case ipc::MessageType::kHandback:  // its checkpoints are moved out of the frame
+      with_payload(w, ipc::read_handback(std::move(f.payload)),
+                   [&](const auto& b) { on_handback(slot, w, b, now); });
       return;
-    }
     case ipc::MessageType::kWelcome:
     case ipc::MessageType::kStop:
     case ipc::MessageType::kDefineRun:
