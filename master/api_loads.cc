@@ -128,4 +128,17 @@ void LoadService::api_stop(const ApiCall& c) {
   c.respond.send(Response::json(200, api::to_json(loads_.answer(*t, false, unix_ms_now()))));
 }
 
+// The routes of load tests, in the README's order.
+const std::vector<ApiRoute>& LoadService::routes() {
+  static const std::vector<ApiRoute> routes = {
+      {"POST", "/loads", on<&LoadService::api_start>, false,
+       "`{\"scenario\":{...},\"load\":{...},\"vars\":{...}}`: a load test"
+       " ([docs/load.md](docs/load.md#through-the-api))"},
+      {"GET", "/loads", on<&LoadService::api_list>, false, "load tests, running and recent"},
+      {"GET", "/loads/{id}", on<&LoadService::api_get>, false, "one load test with its series"},
+      {"DELETE", "/loads/{id}", on<&LoadService::api_stop>, false, "stops a load test"},
+  };
+  return routes;
+}
+
 }  // namespace corral::master

@@ -41,4 +41,14 @@ struct ApiRoute {
   std::string doc;  // Markdown, one line: what the route answers
 };
 
+// on<&Part::handler>: a route's function that calls `handler` on the part.
+template <auto Handler>
+struct ApiBound;
+template <class Part, void (Part::*Handler)(const ApiCall&)>
+struct ApiBound<Handler> {
+  static void call(ApiParts& p, const ApiCall& c) { (std::get<Part*>(p)->*Handler)(c); }
+};
+template <auto Handler>
+constexpr auto on = &ApiBound<Handler>::call;
+
 }  // namespace corral::master

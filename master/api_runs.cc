@@ -9,7 +9,7 @@
 //   GET    /runs/<id>                    counts, durations, top failures
 //   DELETE /runs/<id>                    cancels what has not finished
 //   GET    /runs/<id>/instances, GET /runs/<id>/instances/<n>: api_run_instances.cc
-// (The route table is api_routes.cc.)
+// (The route table is at the end of this file.)
 #include <charconv>
 #include <cstdlib>
 #include <set>
@@ -184,6 +184,41 @@ void RunService::api_resume(const ApiCall& c) {
   spdlog::warn("run {}: resumed from quarantine by request (it was: {})", run->id, was);
   workers_.place_soon();
   c.respond.send(Response::json(200, {{"run", run->id}, {"state", run->state()}}));
+}
+
+// The routes of runs and callbacks, in the README's order (the handlers: this file,
+// api_run_data.cc, api_run_instances.cc, api_callbacks.cc).
+const std::vector<ApiRoute>& RunService::routes() {
+  static const std::vector<ApiRoute> routes = {
+      {"POST", "/runs", on<&RunService::api_submit>, false,
+       "`{\"scenario\":{...},\"instances\":N,\"vars\":{...},\"priority\":P}`, or"
+       " `\"data\":{\"path\":...}` for one instance per row of a file: 201"
+       " `{\"run\":\"r1-c034\",\"instances\":N}`; 400 names the field at fault; 429 when the"
+       " queue is full"},
+      {"GET", "/runs", on<&RunService::api_list>, false,
+       "recent runs with counts, newest first; `?limit=200`"},
+      {"DELETE", "/runs", on<&RunService::api_prune>, false,
+       "forgets finished runs; `?older_than=7d` (default: the configured retention)"},
+      {"GET", "/runs/{id}", on<&RunService::api_get>, false,
+       "counts, durations, top failures, the scenario's steps (`[{\"step\",\"name\"}]`)"},
+      {"DELETE", "/runs/{id}", on<&RunService::api_cancel>, false, "cancels what has not finished"},
+      {"POST", "/runs/{id}/resume", on<&RunService::api_resume>, false,
+       "places a quarantined run's instances again (`state` was `quarantined`: its workers kept"
+       " dying); 409 when it is not quarantined"},
+      {"GET", "/runs/{id}/instances", on<&RunService::api_instances>, false,
+       "`?state=failed&limit=100&from=0&steps=true` (`limit` at most 10,000); `next` is the"
+       " index to ask `from` for more (a finished run is read back from the journal a page at"
+       " a time)"},
+      {"GET", "/runs/{id}/instances/{n}", on<&RunService::api_instance>, false,
+       "one instance's step history"},
+      {"POST", "/callbacks/{token}", on<&RunService::api_callback>, true,
+       "completes an instance's callback step with the JSON body: 202 once journaled; 404 for"
+       " a token this daemon did not make, 409 when called already, 410 when the step has ended"
+       " ([docs/scenarios.md](docs/scenarios.md#callback))"},
+      {"POST", "/callbacks/{token}/heartbeat", on<&RunService::api_callback_heartbeat>, true,
+       "keeps a callback step with a `heartbeat` waiting: 202"},
+  };
+  return routes;
 }
 
 }  // namespace corral::master

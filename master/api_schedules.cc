@@ -6,7 +6,7 @@
 //   DELETE /schedules/<name>          forgets it
 //   POST   /schedules/<name>/pause    no tick fires until resume
 //   POST   /schedules/<name>/resume   ticks fire again, from now on
-// Changes are answered once they are in the journal. (The route table is api_routes.cc.)
+// Changes are answered once they are in the journal. (The route table is at the end.)
 #include <spdlog/spdlog.h>
 
 #include "master/api_body.h"
@@ -124,6 +124,27 @@ void ScheduleService::api_resume(const ApiCall& c) {
   spdlog::info("schedule {} resumed, next at {}", (*s)->name,
                (*s)->next_ms ? iso8601_utc((*s)->next_ms) : "never");
   respond_journaled(journal_, c.respond, 200, {{"schedule", table_.to_json(**s)}});
+}
+
+// The routes of schedules, in the README's order.
+const std::vector<ApiRoute>& ScheduleService::routes() {
+  static const std::vector<ApiRoute> routes = {
+      {"POST", "/schedules", on<&ScheduleService::api_add>, false,
+       "`{\"name\":\"nightly\",\"cron\":\"0 3 * * *\",\"catch_up\":false,\"scenario\":{...},"
+       "\"instances\":N,\"vars\":{...},\"priority\":P}`: a run at each tick, in UTC"
+       " ([docs/schedules.md](docs/schedules.md)); 201 `{\"schedule\":{...}}`; 400 names the"
+       " field at fault (the cron field and token too); 409 when the name is taken"},
+      {"GET", "/schedules", on<&ScheduleService::api_list>, false,
+       "every schedule by name: cron, scenario, `paused`, `next_at`, `last_tick_at`,"
+       " `last_fired_at`, `last_run`"},
+      {"DELETE", "/schedules/{name}", on<&ScheduleService::api_remove>, false,
+       "forgets a schedule (its runs stay)"},
+      {"POST", "/schedules/{name}/pause", on<&ScheduleService::api_pause>, false,
+       "no tick fires until it is resumed"},
+      {"POST", "/schedules/{name}/resume", on<&ScheduleService::api_resume>, false,
+       "ticks fire again from now on; those of the pause do not come back"},
+  };
+  return routes;
 }
 
 }  // namespace corral::master

@@ -180,4 +180,16 @@ void ClusterMember::api_cluster(const ApiCall& c) {
   c.respond.send(Response::json(200, hosts_->to_json()));
 }
 
+// The cluster's route.
+const std::vector<ApiRoute>& ClusterMember::routes() {
+  static const std::vector<ApiRoute> routes = {
+      {"GET", "/cluster", on<&ClusterMember::api_cluster>, false,
+       "the hosts sharing this daemon's PostgreSQL journal: `{\"self\":{\"id\",\"epoch\","
+       "\"alive\"},\"hosts\":[{\"id\",\"address\",\"epoch\",\"heartbeat_age_ms\",\"held\","
+       "\"capacity\",\"state\":\"alive|dead\"}]}`; 404 with an SQLite journal"
+       " ([docs/cluster.md](docs/cluster.md))"},
+  };
+  return routes;
+}
+
 }  // namespace corral::master

@@ -45,7 +45,8 @@ class ClusterMember {
   // The hosts, while this daemon is in a cluster; nullptr otherwise.
   const cluster::Hosts* hosts() const { return hosts_.get(); }
 
-  // GET /cluster (api_routes.cc).
+  // GET /cluster, and the table that holds it.
+  static const std::vector<ApiRoute>& routes();
   void api_cluster(const ApiCall& c);
 
  private:

@@ -78,7 +78,7 @@ class Daemon : private WorkerLink, private WorkerFrames::Host {
   double uptime_s() const;
   void kick() override;  // run reconcile soon (after a fact or request was recorded)
   api::WorkerEntry worker_entry(const Slot& s) const;
-  // Every route of the control API (api_routes.cc).
+  // Every route of the control API: the daemon's and each part's (api_routes.cc).
   static const std::vector<ApiRoute>& api_routes();
 
  private:
@@ -127,8 +127,9 @@ class Daemon : private WorkerLink, private WorkerFrames::Host {
   ipc::Welcome welcome_for(int slot) const override;  // WorkerFrames::Host
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc; the table is
-  // api_routes.cc).
+  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc), and their table
+  // (api_routes.cc).
+  static const std::vector<ApiRoute>& routes();
   void api_health(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);

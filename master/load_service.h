@@ -60,7 +60,8 @@ class LoadService {
   void join_cluster(cluster::Hosts* hosts, const std::string& path, const std::string& label);
   void leave_cluster() { load_shares_.reset(); }
 
-  // The routes (api_routes.cc).
+  // The routes, and their table (api_loads.cc).
+  static const std::vector<ApiRoute>& routes();
   void api_start(const ApiCall& c);
   void api_list(const ApiCall& c);
   void api_get(const ApiCall& c);

@@ -99,7 +99,8 @@ class RunService {
   // Asks every worker to stop the run's instances (a cancel, a run ended on another host).
   void stop_on_workers(const std::string& run_id);
 
-  // The routes (api_routes.cc).
+  // The routes, and their table (api_runs.cc).
+  static const std::vector<ApiRoute>& routes();
   void api_submit(const ApiCall& c);
   void api_list(const ApiCall& c);
   void api_prune(const ApiCall& c);

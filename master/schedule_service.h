@@ -34,7 +34,8 @@ class ScheduleService {
   void stop() { timer_.reset(); }
   const Schedules& table() const { return table_; }
 
-  // The routes (api_routes.cc).
+  // The routes, and their table (api_schedules.cc).
+  static const std::vector<ApiRoute>& routes();
   void api_add(const ApiCall& c);
   void api_list(const ApiCall& c);
   void api_remove(const ApiCall& c);
