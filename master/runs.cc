@@ -497,8 +497,7 @@ Runs::RunList::iterator Runs::forget(RunList::iterator it) {
 }
 
 void Runs::journal_instance(const Run& run, uint32_t index) {
-  journal_write([row = instance_row(run, index)](journal::Store& s) { return s.put_instance(row); },
-                {run.id, index});
+  if (journal_ != nullptr) journal_->put_instance(instance_row(run, index));
 }
 
 void Runs::journal_write(std::function<Status(journal::Store&)> op, journal::WriteTag tag) {

@@ -15,7 +15,8 @@
 
 namespace corral::master::journal {
 namespace {
-constexpr size_t kMaxBatch = 50000;  // writes per transaction at most
+constexpr size_t kMaxBatch = 50000;  // writes per transaction (one entry of rows may go over)
+constexpr size_t kRowsPerEntry = 1024;  // rows one entry of the queue carries at most
 
 // The writer thread runs this much nicer than the thread that made it (the loop's). It writes
 // in batches and may fall behind for a while; the loop answers the API and the workers, and
@@ -59,16 +60,16 @@ Journal::~Journal() {
 }
 
 void Journal::write(std::function<Status(Store&)> op, WriteTag tag) {
-  enqueue(Op{std::move(op), std::move(tag), nullptr, nullptr}, true);
+  enqueue(Op{std::move(op), std::move(tag), nullptr, nullptr, {}}, true);
 }
 
 void Journal::read(std::function<void(Store&)> read, std::function<void()> done) {
-  enqueue(Op{nullptr, {}, std::move(read), std::move(done)}, false);
+  enqueue(Op{nullptr, {}, std::move(read), std::move(done), {}}, false);
 }
 
 void Journal::flush() {
   std::promise<void> tried;
-  enqueue(Op{nullptr, {}, [&tried](Store&) { tried.set_value(); }, nullptr}, false);
+  enqueue(Op{nullptr, {}, [&tried](Store&) { tried.set_value(); }, nullptr, {}}, false);
   tried.get_future().wait();
 }
 
@@ -82,7 +83,24 @@ void Journal::enqueue(Op op, bool is_write) {
     std::lock_guard lk(mu_);
     queue_.push_back(std::move(op));
     if (is_write) health_.queued += 1;
-    wake = queue_.size() == 1 || queue_.size() == kMaxBatch;
+    queue_items_ += 1;
+    wake = queue_items_ == 1 || queue_items_ == kMaxBatch;
+  }
+  if (wake) cv_.notify_one();
+}
+
+void Journal::put_instance(InstanceRow row) {
+  bool wake;
+  {
+    std::lock_guard lk(mu_);
+    if (queue_.empty() || queue_.back().rows.empty() ||
+        queue_.back().rows.size() == kRowsPerEntry) {
+      queue_.emplace_back();
+    }
+    queue_.back().rows.push_back(std::move(row));
+    health_.queued += 1;
+    queue_items_ += 1;
+    wake = queue_items_ == 1 || queue_items_ == kMaxBatch;
   }
   if (wake) cv_.notify_one();
 }
@@ -105,15 +123,16 @@ void Journal::run() {
         cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
         // Group commit: let the loop add more before the transaction starts.
         cv_.wait_for(lk, std::chrono::milliseconds(opts_.commit_window_ms),
-                     [this] { return stop_ || queue_.size() >= kMaxBatch; });
+                     [this] { return stop_ || queue_items_ >= kMaxBatch; });
       }
       taken.swap(queue_);
+      queue_items_ = 0;
       if (stop_ && taken.empty() && pending_.empty()) return;
     }
     bool ok = true;  // after one failure, this round only gathers; the retry comes later
     for (Op& op : taken) {
-      if (op.write) {
-        pending_.push_back(Write{std::move(op.write), std::move(op.tag)});
+      if (op.write || !op.rows.empty()) {
+        take(std::move(op));
         if (ok && pending_.size() >= kMaxBatch) ok = commit_pending();
         continue;
       }
@@ -135,6 +154,17 @@ void Journal::run() {
   }
 }
 
+void Journal::take(Op&& op) {
+  if (op.write) {
+    pending_.push_back(Write{std::move(op.write), std::move(op.tag), {}});
+    return;
+  }
+  for (InstanceRow& row : op.rows) {
+    WriteTag tag{row.run_id, row.idx};
+    pending_.push_back(Write{nullptr, std::move(tag), std::move(row)});
+  }
+}
+
 // Commits pending_ as one transaction, less the writes that are wrong in themselves. Returns
 // false when the batch is kept for a retry.
 bool Journal::commit_pending() {
@@ -152,7 +182,7 @@ bool Journal::commit_pending() {
 
 Status Journal::apply_batch() {
   Status s = store_->begin();
-  for (size_t i = 0; s && i < pending_.size(); ++i) s = pending_[i].op(*store_);
+  for (size_t i = 0; s && i < pending_.size(); ++i) s = pending_[i].apply(*store_);
   if (s) s = store_->commit();
   if (!s) store_->rollback();
   return s;
@@ -166,7 +196,7 @@ Status Journal::apply_one_by_one(std::vector<Rejected>& rejected) {
   for (size_t i = 0; s && i < pending_.size(); ++i) {
     s = store_->savepoint();
     if (!s) break;
-    Status w = pending_[i].op(*store_);
+    Status w = pending_[i].apply(*store_);
     if (is_bad_write(w)) {
       rejected.push_back({i, w.message(), w.code() == Code::kAborted});
       s = store_->rollback_savepoint();

@@ -87,6 +87,36 @@ TEST_CASE("journal: a write breaking a constraint is set aside, the rest of its 
   CHECK(rejects.seen == "r1-aaaa/1: put_instance: UNIQUE constraint failed: instances.reason\n");
 }
 
+TEST_CASE("journal: a wrong row among instance rows queued together is set aside alone, with its instance") {
+  Bench b({}, unique_reasons);
+  Rejects rejects(b);
+  Gate gate(*b.journal);
+  b.write_run("r1-aaaa", 0, 0);
+  b.journal->put_instance(failed("r1-aaaa", 0, "timeout"));
+  b.journal->put_instance(failed("r1-aaaa", 1, "timeout"));  // the same reason: refused
+  b.journal->put_instance(failed("r1-aaaa", 2, "refused"));
+  gate.release();
+  REQUIRE(settle(b));
+  CHECK(rejects.seen == "r1-aaaa/1: put_instance: UNIQUE constraint failed: instances.reason\n");
+  CHECK(sql(b.path, "SELECT group_concat(idx || ':' || reason, ' ') FROM instances") ==
+        "0:timeout 2:refused");
+  auto h = b.journal->health();
+  CHECK(join(h.ok, h.committed, h.rejected_writes, h.queued) == join(true, 3, 1, 0));
+}
+
+TEST_CASE("journal: instance rows on a full disk are kept and counted until they commit") {
+  Bench b({.retry_ms = 20}, Bench::Flaky{});
+  b.journal->write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); }, {"r1-aaaa"});
+  for (uint32_t i = 0; i < 3; ++i) b.journal->put_instance(instance("r1-aaaa", i, "running"));
+  b.journal->flush();
+  CHECK(join(b.journal->health().ok, b.journal->health().queued) == join(false, 4));
+  b.faults->failing = false;
+  REQUIRE(wait_for([&] { return b.journal->health().queued == 0; },
+                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }));
+  CHECK(join(b.journal->health().committed, b.journal->health().rejected_writes) == join(4, 0));
+  CHECK(b.rows() == "1/3/0");
+}
+
 TEST_CASE("journal: a write op that finds its own input wrong is set aside, its changes undone") {
   Bench b;
   Rejects rejects(b);

@@ -354,6 +354,32 @@ TEST_CASE("journal: writes commit in order and a read queued after them sees the
   CHECK(join(h.ok, h.committed, h.queued, h.failed_batches) == join(true, 53, 0, 0));
 }
 
+TEST_CASE("journal: instance rows queued together commit in order with the writes and reads around them") {
+  // 2,500 rows: more than one entry of the queue carries.
+  Bench b({.commit_window_ms = 20});
+  b.write_run("r1-aaaa", 2, 0);
+  auto row_at = [](uint32_t idx, uint32_t k) {
+    InstanceRow row = instance("r1-aaaa", idx, "running");
+    row.next_step = k;
+    return row;
+  };
+  for (uint32_t k = 1; k <= 2500; ++k) b.journal->put_instance(row_at(k % 2, k));
+  Result<StoredRun> seen = Status(Code::kInternal, "not read");
+  b.journal->read([&](Store& s) { seen = s.load_run("r1-aaaa"); }, nullptr);
+  b.write(step("r1-aaaa", 0, 0, "passed"));
+  for (uint32_t k = 2501; k <= 2600; ++k) b.journal->put_instance(row_at(k % 2, k));
+  b.write(row_at(0, 7));  // an op after the rows: the last word on instance 0
+  b.journal->flush();
+  REQUIRE(seen.is_ok());
+  REQUIRE(seen->instances.size() == 2);
+  CHECK(join(seen->instances[0].next_step, seen->instances[1].next_step, seen->steps.size()) ==
+        join(2500, 2499, 0));
+  CHECK(sql(b.path, "SELECT group_concat(next_step, ' ') FROM instances ORDER BY idx") == "7 2599");
+  CHECK(b.rows() == "1/2/1");
+  auto h = b.journal->health();
+  CHECK(join(h.ok, h.committed, h.queued) == join(true, 3 + 2600 + 2, 0));
+}
+
 TEST_CASE("journal: a failing batch is kept and retried until it commits") {
   Bench b({.retry_ms = 20}, Bench::Flaky{});
   b.write_run("r1-aaaa", 2, 0);
