@@ -15,7 +15,7 @@
 
 namespace corral::master::journal {
 namespace {
-constexpr size_t kMaxBatch = 50000;  // writes per transaction (one entry of rows may go over)
+constexpr size_t kMaxBatch = 50000;     // writes per transaction (one entry of rows may go over)
 constexpr size_t kRowsPerEntry = 1024;  // rows one entry of the queue carries at most
 
 // The writer thread runs this much nicer than the thread that made it (the loop's). It writes

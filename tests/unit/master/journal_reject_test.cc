@@ -87,7 +87,7 @@ TEST_CASE("journal: a write breaking a constraint is set aside, the rest of its 
   CHECK(rejects.seen == "r1-aaaa/1: put_instance: UNIQUE constraint failed: instances.reason\n");
 }
 
-TEST_CASE("journal: a wrong row among instance rows queued together is set aside alone, with its instance") {
+TEST_CASE("journal: a wrong row among rows queued together is set aside alone, with its tag") {
   Bench b({}, unique_reasons);
   Rejects rejects(b);
   Gate gate(*b.journal);

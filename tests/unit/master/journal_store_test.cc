@@ -354,7 +354,7 @@ TEST_CASE("journal: writes commit in order and a read queued after them sees the
   CHECK(join(h.ok, h.committed, h.queued, h.failed_batches) == join(true, 53, 0, 0));
 }
 
-TEST_CASE("journal: instance rows queued together commit in order with the writes and reads around them") {
+TEST_CASE("journal: rows queued together commit in order with the writes and reads around") {
   // 2,500 rows: more than one entry of the queue carries.
   Bench b({.commit_window_ms = 20});
   b.write_run("r1-aaaa", 2, 0);
