@@ -22,6 +22,8 @@ namespace corral::master {
 namespace {
 
 constexpr uint64_t kTickMs = 100;
+// A heap trim this long held the loop past a probe's budget: it is logged for the operator.
+constexpr uint64_t kSlowTrimUs = 5000;
 constexpr uint64_t kHeldMs = 1000;  // a reconcile this late: the loop was held
 constexpr uint64_t kMemorySampleMs = 250;
 constexpr uint64_t kCpuSampleMs = 1000;    // the CPU use shown in GET /workers is over this long
@@ -262,7 +264,11 @@ void Daemon::on_tick() {
     if (n > 0) spdlog::info("retention: {} finished runs pruned", n);
     // A run ended (its instances may now be a summary) or runs were forgotten: their memory
     // was freed in bulk.
-    if (due || n > 0) spdlog::debug("heap trimmed in {} us", release_free_heap());
+    if (due || n > 0) {
+      const uint64_t us = release_free_heap();
+      spdlog::log(us >= kSlowTrimUs ? spdlog::level::info : spdlog::level::debug,
+                  "heap trimmed in {} us", us);
+    }
   }
   reconcile();
   if (journal_) hooks_.watch_journal(*journal_, journal_label());

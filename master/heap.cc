@@ -8,7 +8,7 @@ namespace corral::master {
 
 void tune_heap() {
   // Setting the threshold also turns off glibc's dynamic adjustment of it (mallopt(3)).
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kHeapMapBytes));
 }
 
 uint64_t release_free_heap() {

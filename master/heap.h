@@ -3,9 +3,13 @@
 // on; glibc keeps the freed pages unless told otherwise, and its RSS creeps up over an hour.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace corral::master {
+
+// Blocks of this size and more are mapped on their own (tune_heap).
+inline constexpr size_t kHeapMapBytes = 256 * 1024;
 
 // Called once at start-up: blocks of 256 KiB and more (a run's instance and step vectors, large
 // API answers) are mapped on their own and returned whole when freed, instead of being carved

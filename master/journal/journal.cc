@@ -11,12 +11,20 @@
 #include <chrono>
 #include <future>
 
+#include "master/heap.h"
 #include "shared/proc.h"
 
 namespace corral::master::journal {
 namespace {
 constexpr size_t kMaxBatch = 50000;     // writes per transaction (one entry of rows may go over)
-constexpr size_t kRowsPerEntry = 1024;  // rows one entry of the queue carries at most
+// Room for rows: an entry starts with room for kFewRows. One that outgrows it is a burst (a dead
+// worker's instances requeued) and gets room for kRowsPerEntry at once: more than the size
+// glibc maps on its own (tune_heap, master/heap.h) when no free chunk that large is at hand.
+// A burst then leaves no trail of outgrown buffers between the loop's live records, which
+// malloc_trim took 24 to 42 ms to give back after a cancel (bench/master-stalls, slow trims).
+constexpr size_t kFewRows = 64;
+constexpr size_t kRowsPerEntry = 2048;  // rows one entry of the queue carries at most
+static_assert(kRowsPerEntry * sizeof(InstanceRow) > kHeapMapBytes);
 
 // The writer thread runs this much nicer than the thread that made it (the loop's). It writes
 // in batches and may fall behind for a while; the loop answers the API and the workers, and
@@ -95,9 +103,11 @@ void Journal::put_instance(InstanceRow row) {
     std::lock_guard lk(mu_);
     if (queue_.empty() || queue_.back().rows.empty() ||
         queue_.back().rows.size() == kRowsPerEntry) {
-      queue_.emplace_back();
+      queue_.emplace_back().rows.reserve(kFewRows);
     }
-    queue_.back().rows.push_back(std::move(row));
+    std::vector<InstanceRow>& rows = queue_.back().rows;
+    if (rows.size() == kFewRows) rows.reserve(kRowsPerEntry);
+    rows.push_back(std::move(row));
     health_.queued += 1;
     queue_items_ += 1;
     wake = queue_items_ == 1 || queue_items_ == kMaxBatch;
