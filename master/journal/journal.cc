@@ -17,11 +17,12 @@
 namespace corral::master::journal {
 namespace {
 constexpr size_t kMaxBatch = 50000;     // writes per transaction (one entry of rows may go over)
-// Room for rows: an entry starts with room for kFewRows. One that outgrows it is a burst (a dead
+// Room for rows: an entry grows as a vector does up to kFewRows (most hold one or two: the rows
+// of instances that end come between other writes). One that outgrows it is a burst (a dead
 // worker's instances requeued) and gets room for kRowsPerEntry at once: more than the size
 // glibc maps on its own (tune_heap, master/heap.h) when no free chunk that large is at hand.
-// A burst then leaves no trail of outgrown buffers between the loop's live records, which
-// malloc_trim took 24 to 42 ms to give back after a cancel (bench/master-stalls, slow trims).
+// A burst then leaves only a short trail of outgrown buffers between the loop's live records;
+// a long one took malloc_trim 24 to 42 ms to give back after a cancel (bench/master-stalls).
 constexpr size_t kFewRows = 64;
 constexpr size_t kRowsPerEntry = 2048;  // rows one entry of the queue carries at most
 static_assert(kRowsPerEntry * sizeof(InstanceRow) > kHeapMapBytes);
@@ -103,7 +104,7 @@ void Journal::put_instance(InstanceRow row) {
     std::lock_guard lk(mu_);
     if (queue_.empty() || queue_.back().rows.empty() ||
         queue_.back().rows.size() == kRowsPerEntry) {
-      queue_.emplace_back().rows.reserve(kFewRows);
+      queue_.emplace_back();
     }
     std::vector<InstanceRow>& rows = queue_.back().rows;
     if (rows.size() == kFewRows) rows.reserve(kRowsPerEntry);
