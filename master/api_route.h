@@ -41,6 +41,10 @@ struct ApiRoute {
   std::string doc;  // Markdown, one line: what the route answers
 };
 
+// Every route of the control API: the daemon's and each part's, in the README's order
+// (api_routes.cc).
+const std::vector<ApiRoute>& api_routes();
+
 // on<&Part::handler>: a route's function that calls `handler` on the part.
 template <auto Handler>
 struct ApiBound;

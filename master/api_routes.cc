@@ -54,7 +54,7 @@ const std::vector<ApiRoute>& Daemon::routes() {
   return routes;
 }
 
-const std::vector<ApiRoute>& Daemon::api_routes() {
+const std::vector<ApiRoute>& api_routes() {
   static const std::vector<ApiRoute> all = [] {
     std::vector<ApiRoute> out;
     for (const auto* part : {&Daemon::routes(), &ClusterMember::routes(), &RunService::routes(),

@@ -78,8 +78,9 @@ class Daemon : private WorkerLink, private WorkerFrames::Host {
   double uptime_s() const;
   void kick() override;  // run reconcile soon (after a fact or request was recorded)
   api::WorkerEntry worker_entry(const Slot& s) const;
-  // Every route of the control API: the daemon's and each part's (api_routes.cc).
-  static const std::vector<ApiRoute>& api_routes();
+  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc), and their table
+  // (api_routes.cc).
+  static const std::vector<ApiRoute>& routes();
 
  private:
   void on_tick();
@@ -127,9 +128,7 @@ class Daemon : private WorkerLink, private WorkerFrames::Host {
   ipc::Welcome welcome_for(int slot) const override;  // WorkerFrames::Host
   void handle_api(http::Request&& req, http::Responder respond);
   bool authorized(const http::Request& req) const;
-  // The routes this part answers (api.cc, api_logs.cc, api_dashboard.cc), and their table
-  // (api_routes.cc).
-  static const std::vector<ApiRoute>& routes();
+  // The routes' handlers (the table is routes(), above).
   void api_health(const ApiCall& c);
   void api_latency(const ApiCall& c);
   void api_metrics(const ApiCall& c);

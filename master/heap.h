@@ -8,12 +8,13 @@
 
 namespace corral::master {
 
-// Blocks of this size and more are mapped on their own (tune_heap).
+// Blocks of this size and more are mapped on their own once tune_heap() ran.
 inline constexpr size_t kHeapMapBytes = 256 * 1024;
 
-// Called once at start-up: blocks of 256 KiB and more (a run's instance and step vectors, large
-// API answers) are mapped on their own and returned whole when freed, instead of being carved
-// from the main heap once glibc's sliding threshold has risen past them.
+// Called once at start-up: blocks of kHeapMapBytes and more (a run's instance and step vectors,
+// large API answers, a burst of journal rows) are mapped on their own and returned whole when
+// freed, instead of being carved from the main heap once glibc's sliding threshold has risen
+// past them.
 void tune_heap();
 
 // Gives the free pages inside the heap back to the kernel (malloc_trim). Returns the time it

@@ -7,18 +7,17 @@
 #include <set>
 #include <sstream>
 
-#include "master/daemon_impl.h"
+#include "master/api_route.h"
 #include "shared/http/router.h"
 
 using corral::master::ApiRoute;
-using corral::master::Daemon;
 
 namespace {
 
 // The README's table as the route list makes it.
 std::string routes_markdown() {
   std::string out = "| route | |\n|---|---|\n";
-  for (const ApiRoute& r : Daemon::api_routes()) {
+  for (const ApiRoute& r : corral::master::api_routes()) {
     std::string doc = r.open ? "no token needed; " + r.doc : r.doc;
     std::string cell;
     for (char ch : doc) cell += ch == '|' ? std::string("\\|") : std::string(1, ch);
@@ -64,7 +63,7 @@ TEST_CASE("control API: the README lists every route") {
 
 TEST_CASE("control API: each route is reachable and has a handler and a line of docs") {
   std::set<std::string> seen;
-  for (const ApiRoute& r : Daemon::api_routes()) {
+  for (const ApiRoute& r : corral::master::api_routes()) {
     INFO(r.method << " " << r.pattern);
     CHECK(r.handle != nullptr);
     CHECK_FALSE(r.doc.empty());
@@ -74,7 +73,7 @@ TEST_CASE("control API: each route is reachable and has a handler and a line of 
     for (size_t at; (at = path.find('{')) != std::string::npos;) {
       path.replace(at, path.find('}', at) - at + 1, "x1");
     }
-    auto found = corral::http::find_route(Daemon::api_routes(), r.method, path);
+    auto found = corral::http::find_route(corral::master::api_routes(), r.method, path);
     CHECK(found.route == &r);
   }
 }
@@ -82,7 +81,7 @@ TEST_CASE("control API: each route is reachable and has a handler and a line of 
 TEST_CASE("control API: only the probes, the dashboard's page and files, and callbacks answer without "
           "the token") {
   std::set<std::string> open;
-  for (const ApiRoute& r : Daemon::api_routes()) {
+  for (const ApiRoute& r : corral::master::api_routes()) {
     if (r.open) open.insert(r.method + " " + r.pattern);
   }
   // A callback's token in its URL is its credential (shared/callback/token.h).
