@@ -81,6 +81,32 @@ std::string model_text(const api::LoadAnswer& test) {
   return out;
 }
 
+// A target corral started: its command, and how it ended; when it died, why (a line saying it
+// ran out of memory) and its last lines.
+std::string process_text(const api::LoadTargetProcess& p) {
+  std::ostringstream out;
+  std::string cmd;
+  for (const std::string& a : p.cmd) cmd += (cmd.empty() ? "" : " ") + a;
+  out << "  started  : " << cmd << "\n";
+  std::string how = p.signal      ? "killed by " + *p.signal
+                    : p.exit_code ? "exit code " + std::to_string(*p.exit_code)
+                                  : "";
+  if (p.state == "stopped") {
+    out << "  stopped by corral after the test (" << how << "), peak rss "
+        << human_bytes(p.rss_peak) << "\n";
+    return out.str();
+  }
+  if (p.state != "died") return out.str();
+  out << "  died     : " << how << " at " << fixed(p.ended_s.value_or(0), 1) << "s, peak rss "
+      << human_bytes(p.rss_peak) << "\n";
+  if (p.cause) out << "  cause    : " << *p.cause << "\n";
+  constexpr size_t kShown = 10;
+  if (!p.lines.empty()) out << "  last lines:\n";
+  for (size_t i = p.lines.size() > kShown ? p.lines.size() - kShown : 0; i < p.lines.size(); ++i)
+    out << "    " << p.lines[i].stream << "| " << p.lines[i].text << "\n";
+  return out.str();
+}
+
 // "target     : pid 4242, rss up to 1.2gb, cpu up to 0.98 cores\n" and, when the target ended
 // the test, what it did and the load at that moment.
 std::string target_text(const std::optional<api::LoadTarget>& watched) {
@@ -96,21 +122,24 @@ std::string target_text(const std::optional<api::LoadTarget>& watched) {
   if (target.url) out << (target.pid ? "; " : "") << "metrics from " << *target.url;
   out << "\n";
   const json& event = target.event;
-  if (!event.is_object()) return out.str();
-  const json load = json_field(event, "load");
-  out << "  " << (json_string(event, "event") == "died" ? "the process was gone"
-                                                         : "crossed " + json_string(event, "condition"))
-      << " at " << fixed(json_number(event, "t"), 1) << "s, under " << fixed(json_number(load, "vus"), 0)
-      << " VUs";
-  if (json_number(load, "connections") > 0) {
-    out << " / " << fixed(json_number(load, "connections"), 0) << " connections";
+  if (event.is_object()) {
+    const json load = json_field(event, "load");
+    const std::string what = json_string(event, "event") == "died"
+                                 ? "the process " + json_string(event, "how", "was gone")
+                                 : "crossed " + json_string(event, "condition");
+    out << "  " << what << " at " << fixed(json_number(event, "t"), 1) << "s, under "
+        << fixed(json_number(load, "vus"), 0) << " VUs";
+    if (json_number(load, "connections") > 0) {
+      out << " / " << fixed(json_number(load, "connections"), 0) << " connections";
+    }
+    if (json_number(load, "sent") > 0) {
+      out << ", " << fixed(json_number(load, "sent"), 0) << " messages/s out";
+    }
+    out << ", " << fixed(json_number(load, "rps"), 0) << " requests/s, p99 "
+        << latency_text(json_number(load, "p99")) << ", " << fixed(json_number(load, "errors"), 0)
+        << " errors/s\n";
   }
-  if (json_number(load, "sent") > 0) {
-    out << ", " << fixed(json_number(load, "sent"), 0) << " messages/s out";
-  }
-  out << ", " << fixed(json_number(load, "rps"), 0) << " requests/s, p99 "
-      << latency_text(json_number(load, "p99")) << ", " << fixed(json_number(load, "errors"), 0)
-      << " errors/s\n";
+  if (target.process) out << process_text(*target.process);
   return out.str();
 }
 

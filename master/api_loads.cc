@@ -94,12 +94,15 @@ void LoadService::api_start(const ApiCall& c) {
     return;
   }
   sub.id = loads_.next_id();
-  run(
-      std::move(sub),
-      [respond](const LoadTest& t) {
-        respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}}));
-      },
-      [respond](const std::string& why) { respond.send(Response::error(503, why)); });
+  Started started = [respond](const LoadTest& t) {
+    respond.send(Response::json(201, {{"load", t.id}, {"workers", t.workers}}));
+  };
+  Refused refused = [respond](const std::string& why) { respond.send(Response::error(503, why)); };
+  if (sub.spec.target.any()) {
+    start_target(std::move(sub), std::move(started), std::move(refused));
+  } else {
+    run(std::move(sub), std::move(started), std::move(refused));
+  }
 }
 
 void LoadService::api_list(const ApiCall& c) {

@@ -141,9 +141,11 @@ LoadTest& LoadService::launch(LoadSubmission sub, const std::vector<int>& ready)
 void LoadService::on_target_sample(const std::string& id, json sample) {
   LoadTest* t = loads_.find(id);
   if (t == nullptr || t->ended()) {
+    stop_target_after(id);  // the test is over
     watches_.erase(id);  // the watch calls this last: it may go now
     return;
   }
+  copy_target(*t);
   auto reason = loads_.on_target(*t, std::move(sample), unix_ms_now());
   if (!reason) return;
   const bool died = t->target_event.value("event", "") == "died";
@@ -168,6 +170,7 @@ Status LoadService::on_load_stats(int slot, const nlohmann::json& payload) {
   std::string id = second->load;
   if (Status s = loads_.on_second(slot, std::move(*second), unix_ms_now()); !s) return s;
   check_aborting(id);
+  stop_target_after(id);
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 //   api_loads.cc            POST/GET /loads, GET/DELETE /loads/<id>; a submission's checks
 //   load_service.cc         starting a test on the workers, its seconds, its end
 //   load_service_shares.cc  a test over the hosts of a cluster (docs/cluster.md)
+//   load_service_target.cc  the target a test starts (a load section's "target")
 // Loop thread only.
 #pragma once
 
@@ -25,6 +26,7 @@
 #include "master/cluster/load_shares.h"
 #include "master/load_watch.h"
 #include "master/loads.h"
+#include "master/target_process.h"
 #include "master/worker_link.h"
 #include "shared/proc.h"
 #include "shared/secrets.h"
@@ -77,6 +79,15 @@ class LoadService {
   void run(LoadSubmission sub, Started started, Refused refused);
   // Starts a checked test on `ready` workers.
   LoadTest& launch(LoadSubmission sub, const std::vector<int>& ready);
+  // A test with a target (load_service_target.cc): the target starts first, and the test runs
+  // once it is ready; a target that is not refuses the test, saying why with its last lines.
+  void start_target(LoadSubmission sub, Started started, Refused refused);
+  // What became of a test's target: its end while the test runs ends the test.
+  void on_target_exit(const std::string& id, TargetProcess::Exit exit);
+  // Stops the target of test `id` once the test has ended.
+  void stop_target_after(const std::string& id);
+  // The test's record of its target, from the process (its lines, peak, cause).
+  void copy_target(LoadTest& t) const;
   // Thresholds with abort_on_fail that test `id` now crosses end it.
   void check_aborting(const std::string& id);
   // A sample of a test's watched target; ends the test when the target says so.
@@ -114,6 +125,8 @@ class LoadService {
   std::vector<Pending> pending_;
   int base_wanted_ = -1;  // workers wanted before a test raised the count; -1: not raised
   std::map<std::string, std::unique_ptr<TargetWatch>> watches_;  // by test, while it runs
+  // The targets tests started, by test, until they end.
+  std::map<std::string, std::unique_ptr<TargetProcess>> targets_;
   cluster::Hosts* hosts_ = nullptr;                              // in a cluster
   std::unique_ptr<cluster::LoadShares> load_shares_;             // with hosts_
   std::set<std::string> spread_;           // tests this host is the origin of, until forgotten

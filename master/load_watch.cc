@@ -50,8 +50,9 @@ void parse_prometheus(const std::string& body, const std::vector<std::string>& n
   }
 }
 
-// "http://host:port/path" -> target and path; nullopt when it is not that shape.
-std::optional<std::pair<http::Target, std::string>> split_url(const std::string& url) {
+}  // namespace
+
+std::optional<std::pair<http::Target, std::string>> split_http_url(const std::string& url) {
   constexpr std::string_view kScheme = "http://";
   if (url.rfind(kScheme, 0) != 0) return std::nullopt;
   std::string rest = url.substr(kScheme.size());
@@ -63,8 +64,6 @@ std::optional<std::pair<http::Target, std::string>> split_url(const std::string&
   if (!hp) return std::nullopt;
   return std::make_pair(http::Target::over_tcp(hp->first, hp->second), path);
 }
-
-}  // namespace
 
 std::optional<ProcReading> read_proc(pid_t pid) {
   std::optional<ProcStat> stat = proc_stat(pid);
@@ -150,7 +149,7 @@ void TargetWatch::scrape() {
       loop_, &w->req,
       [](uv_work_t* req) {
         auto* job = static_cast<Scrape*>(req->data);
-        auto target = split_url(job->url);
+        auto target = split_http_url(job->url);
         if (!target) {
           job->error = "not an http://host:port/path URL";
           return;

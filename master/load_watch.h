@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load/model.h"
+#include "shared/http/blocking_client.h"
 #include "shared/uv/timer.h"
 
 namespace corral::master {
@@ -40,6 +41,9 @@ std::optional<ProcReading> read_proc(pid_t pid);
 // sum of its lines) or a JSON object (top-level numbers). Names not found are left out.
 std::map<std::string, double> parse_metrics(const std::string& body,
                                             const std::vector<std::string>& names);
+
+// "http://host:port/path" -> where to connect and the path; nullopt when it is not that shape.
+std::optional<std::pair<http::Target, std::string>> split_http_url(const std::string& url);
 
 class TargetWatch {
  public:

@@ -85,6 +85,7 @@ api::LoadTarget target_of(const LoadTest& t, bool with_series) {
   out.last = t.target.empty() ? json(nullptr) : t.target.back();
   out.event = t.target_event;
   if (with_series) out.series = t.target;
+  out.process = t.process;
   return out;
 }
 

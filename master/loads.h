@@ -85,6 +85,8 @@ struct LoadTest {
   // test, if it did: null, or {"event": "crossed"|"died", "t", "condition", "value", "load"}.
   std::vector<nlohmann::json> target;
   nlohmann::json target_event;
+  // The target corral started for the test (spec.target), kept up to date by LoadService.
+  std::optional<api::LoadTargetProcess> process;
   // Spread over hosts: on the origin, every other host's share by its slot (state: '' until
   // it starts, running, done, or why it left); on another host, the origin's id and this
   // host's share.
@@ -141,6 +143,10 @@ class Loads {
   // condition holds, or the process is gone, it records t.target_event with the load of the
   // last complete second and returns the reason to end the test (loads_target.cc).
   std::optional<std::string> on_target(LoadTest& t, nlohmann::json sample, int64_t now_ms);
+  // The target corral started ended by itself while the test ran (t.process says how): records
+  // t.target_event ("died", with its exit and the load of the last complete second) and returns
+  // the reason to end the test; nullopt when the test has ended or is ending already.
+  std::optional<std::string> on_target_died(LoadTest& t, int64_t now_ms);
 
   // Ids of new tests, l<N>-xxxx: numbers go on from `next` (the journal's, at start-up), and
   // `keep` is told each time the next number changes, so that a restart goes on from there.

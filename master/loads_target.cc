@@ -39,7 +39,8 @@ std::optional<std::string> Loads::on_target(LoadTest& t, json sample, int64_t no
   sample["t"] = at;
   t.target.push_back(sample);
   if (t.ended() || t.ending || !t.target_event.is_null()) return std::nullopt;
-  if (sample.contains("up") && sample["up"] == false) {
+  // A target corral started tells its own end, with its exit (on_target_died).
+  if (sample.contains("up") && sample["up"] == false && !t.process) {
     t.target_event = {{"event", "died"}, {"t", at}, {"load", load_at(t)}};
     return "the target (pid " + std::to_string(t.spec.watch.pid) + ") is gone at " +
            value_text("", at) + " s";
@@ -55,6 +56,18 @@ std::optional<std::string> Loads::on_target(LoadTest& t, json sample, int64_t no
            " s";
   }
   return std::nullopt;
+}
+
+std::optional<std::string> Loads::on_target_died(LoadTest& t, int64_t now_ms) {
+  if (t.ended() || t.ending || !t.process) return std::nullopt;
+  const api::LoadTargetProcess& p = *t.process;
+  const double at = elapsed_s(t, now_ms);
+  std::string how = p.signal ? "was killed by " + *p.signal
+                             : "exited with code " + std::to_string(p.exit_code.value_or(0));
+  t.target_event = {{"event", "died"}, {"t", at}, {"load", load_at(t)}, {"how", how}};
+  if (p.cause) t.target_event["cause"] = *p.cause;
+  return "the target (pid " + std::to_string(t.spec.watch.pid) + ") " + how + " at " +
+         value_text("", at) + " s" + (p.cause ? ": " + *p.cause : std::string());
 }
 
 }  // namespace corral::master

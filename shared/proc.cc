@@ -31,6 +31,20 @@ uint64_t rss_bytes(pid_t pid) {
 
 uint64_t self_rss_bytes() { return rss_bytes(getpid()); }
 
+uint64_t peak_rss_bytes(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/status", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return static_cast<uint64_t>(kb) * 1024;
+}
+
 std::optional<uint64_t> io_syscalls(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/io", static_cast<int>(pid));

@@ -13,6 +13,9 @@ namespace corral {
 uint64_t rss_bytes(pid_t pid);
 // The same for this process.
 uint64_t self_rss_bytes();
+// The most `pid` has held resident since it started, in bytes (VmHWM of /proc/<pid>/status),
+// or 0 when it cannot be read (the process is gone or a zombie).
+uint64_t peak_rss_bytes(pid_t pid);
 // The read and write system calls `pid` has made (syscr + syscw of /proc/<pid>/io); nullopt
 // when it cannot be read. A loop that is starved of CPU still makes them when it runs; one stuck
 // inside a callback, or stopped, makes none.

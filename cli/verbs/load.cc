@@ -20,6 +20,7 @@
 #include "cli/html_report.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
+#include "cli/target_flags.h"
 #include "cli/verb.h"
 #include "config/config.h"
 #include "config/load/parse.h"
@@ -36,6 +37,23 @@ using std::chrono::milliseconds;
 constexpr milliseconds kPollEvery{1000};
 // A held-connection test may wait for extra workers to start (up to 60 s in the daemon).
 constexpr long kSubmitTimeoutMs = 70000;
+// How long the summary waits for a target corral started to be stopped after the test: its
+// stop_grace, and the second in which the daemon notices the end.
+milliseconds target_stop_wait(const json& load) {
+  auto spec = load::parse_load(load);
+  return milliseconds(spec ? spec->target.stop_grace_ms + 2000 : 7000);
+}
+
+// Whether the test's target, which corral started, still runs.
+bool stopping_target(const api::LoadAnswer& test) {
+  return test.target && test.target->process && test.target->process->state == "running";
+}
+
+// How long the target the test starts may take to be ready, before that: 0 without one.
+long ready_timeout_ms(const json& load) {
+  auto spec = load::parse_load(load);
+  return spec && spec->target.any() ? static_cast<long>(spec->target.ready_timeout_ms) : 0;
+}
 
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -97,6 +115,7 @@ class LoadVerb : public Verb {
                    "watch this process of the target: RSS, CPU, open files, threads, its end");
     app.add_option("--watch-url", watch_url_,
                    "scrape the target's metrics (Prometheus text or JSON) every second");
+    target_.add(app);
     app.add_option("--stop-when", stop_when_,
                    "stop the test when the target crosses this, e.g. 'target.rss > 1.2GB' "
                    "(repeatable)");
@@ -154,7 +173,7 @@ class LoadVerb : public Verb {
              std::string& id) const {
     auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/loads",
                                 json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
-                                kSubmitTimeoutMs);
+                                kSubmitTimeoutMs + ready_timeout_ms(load));
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
     if (answer->status != 201) {
@@ -264,6 +283,7 @@ class LoadVerb : public Verb {
       load["hosts"] = n;
     }
     if (std::string e = apply_thresholds(load); !e.empty()) return e;
+    if (std::string e = target_.apply(load, file_); !e.empty()) return e;
     if (watch_pid_ > 0) load["watch"]["pid"] = watch_pid_;
     if (!watch_url_.empty()) load["watch"]["url"] = watch_url_;
     for (const std::string& w : stop_when_) load["watch"]["stop_when"].push_back(w);
@@ -305,12 +325,22 @@ class LoadVerb : public Verb {
 
   int follow(const Api& api, const std::string& id) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
+    std::optional<std::chrono::steady_clock::time_point> ended_at;
     for (;;) {
       auto body = api.get("/loads/" + id);
       if (!body) return report_failure(body.status(), api.socket_path());
       auto test = read_answer("/loads/" + id, *body, &api::load_from_json);
       if (!test) return fail(test.status().message());
       const std::string state = test->state;
+      // A target corral started is stopped after the test: the summary waits for its end (at
+      // most its stop_grace and a little more), so that it says how the target ended.
+      if (state != "running" && stopping_target(*test)) {
+        if (!ended_at) ended_at = std::chrono::steady_clock::now();
+        if (std::chrono::steady_clock::now() - *ended_at < target_stop_wait(test->load)) {
+          std::this_thread::sleep_for(milliseconds(100));
+          continue;
+        }
+      }
       const bool ended = state != "running";
       const std::string line = render_load_progress(*test);
       if (tty) {
@@ -369,6 +399,7 @@ class LoadVerb : public Verb {
   std::string max_p99_ = "1s";
   std::string max_errors_ = "1%";
   long watch_pid_ = 0;
+  TargetFlags target_;
   std::string watch_url_;
   std::vector<std::string> stop_when_;
   bool detach_ = false;

@@ -92,6 +92,28 @@ struct Watch {
   bool any() const { return pid != 0 || !url.empty(); }
 };
 
+// "target": the server under test, started by corral on the daemon's host for the test
+// (docs/load.md, "The target under corral"): in a process group of its own, ready once its
+// check passes, watched as "watch" would watch its pid, and stopped at the end.
+struct TargetCommand {
+  enum class Ready {
+    kStarted,  // no check: ready once started
+    kUrl,      // a GET of `url` answers 2xx
+    kLog,      // a line of its stdout or stderr matches `log` (RE2, anywhere in the line)
+    kPort,     // 127.0.0.1:`port` accepts a connection
+  };
+  std::vector<std::string> cmd;  // argv, run as written (argv[0] from PATH); empty: none
+  std::string cwd;               // empty: the daemon's
+  std::vector<std::pair<std::string, std::string>> env;  // added to the daemon's environment
+  Ready ready = Ready::kStarted;
+  std::string url, log;
+  uint16_t port = 0;
+  uint64_t ready_timeout_ms = 10000;
+  uint64_t stop_grace_ms = 5000;  // from SIGTERM to SIGKILL at the end
+
+  bool any() const { return !cmd.empty(); }
+};
+
 struct LoadSpec {
   Model model = Model::kClosed;
   double start = 0;  // the target before the first stage (constant models: the target itself)
@@ -103,6 +125,7 @@ struct LoadSpec {
   std::vector<std::string> source_addresses;  // held: local addresses to connect from
   std::vector<Threshold> thresholds;
   Watch watch;
+  TargetCommand target;
   // The hosts of a cluster to spread the test over (docs/cluster.md); 0: every live host.
   uint32_t hosts = 1;
 

@@ -187,10 +187,10 @@ void read_thresholds(const json& j, LoadSpec& spec) {
 }
 
 LoadSpec parse(const json& j) {
-  check_fields(j, kPath,
-               {"model", "vus", "rate", "connections", "duration", "stages", "start", "pace",
-                "think", "grace", "max_vus", "source_addresses", "thresholds", "watch",
-                "hosts"});
+  check_fields(
+      j, kPath,
+      {"model", "vus", "rate", "connections", "duration", "stages", "start", "pace", "think",
+       "grace", "max_vus", "source_addresses", "thresholds", "watch", "target", "hosts"});
   LoadSpec spec;
   spec.model = read_model(j);
   read_shape(j, spec);
@@ -198,8 +198,15 @@ LoadSpec parse(const json& j) {
   read_sources(j, spec);
   read_hosts(j, spec);
   read_thresholds(j, spec);
+  if (j.contains("target")) {
+    Result<TargetCommand> t = parse_target(j["target"], at("target"));
+    if (!t) throw ParseError{t.status().message()};
+    spec.target = std::move(*t);
+    if (spec.hosts != 1)
+      fail(at("target"), "a target corral starts runs on one host: not with \"hosts\"");
+  }
   if (j.contains("watch")) {
-    Result<Watch> w = parse_watch(j["watch"], at("watch"));
+    Result<Watch> w = parse_watch(j["watch"], at("watch"), spec.target.any());
     if (!w) throw ParseError{w.status().message()};
     spec.watch = std::move(*w);
   }

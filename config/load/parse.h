@@ -28,7 +28,13 @@ Result<LoadSpec> parse_load(const nlohmann::json& load);
 Result<Threshold> parse_threshold(const std::string& metric_key, const nlohmann::json& item,
                                   const std::string& path);
 
-// The "watch" object of a load section (`path` prefixes the error messages).
-Result<Watch> parse_watch(const nlohmann::json& watch, const std::string& path);
+// The "watch" object of a load section (`path` prefixes the error messages). With
+// `started_target`, the load section starts its target, whose pid is watched: "pid" may be
+// left out, and the process's metrics (target.rss, ...) are there to stop on.
+Result<Watch> parse_watch(const nlohmann::json& watch, const std::string& path,
+                          bool started_target = false);
+
+// The "target" object of a load section (config/load/target.cc).
+Result<TargetCommand> parse_target(const nlohmann::json& target, const std::string& path);
 
 }  // namespace corral::load

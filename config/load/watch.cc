@@ -77,7 +77,7 @@ StopWhen read_stop_when(const std::string& text, const std::string& path) {
 
 bool StopWhen::holds(double value) const { return compare(value, op, bound); }
 
-Result<Watch> parse_watch(const json& j, const std::string& path) {
+Result<Watch> parse_watch(const json& j, const std::string& path, bool started_target) {
   try {
     if (!j.is_object()) fail(path, "expected an object with \"pid\" and/or \"url\"");
     check_fields(j, path, {"pid", "url", "series", "stop_when"});
@@ -95,7 +95,10 @@ Result<Watch> parse_watch(const json& j, const std::string& path) {
         fail(field_path(path, "url"), "expected an http:// URL, got \"" + w.url + "\"");
       }
     }
-    if (!w.any()) fail(path, "give \"pid\", \"url\" or both");
+    if (j.contains("pid") && started_target) {
+      fail(field_path(path, "pid"), "not with \"target\": the target's own pid is watched");
+    }
+    if (!w.any() && !started_target) fail(path, "give \"pid\", \"url\" or both");
     if (j.contains("series")) {
       const json& list = j["series"];
       const std::string p = field_path(path, "series");
@@ -113,7 +116,7 @@ Result<Watch> parse_watch(const json& j, const std::string& path) {
       if (!list.is_array()) fail(p, "expected an array of conditions like \"target.rss > 1.2GB\"");
       for (size_t i = 0; i < list.size(); ++i) {
         StopWhen s = read_stop_when(read_string(list[i], element_path(p, i)), element_path(p, i));
-        if (proc_metric(s.metric) && w.pid == 0) {
+        if (proc_metric(s.metric) && w.pid == 0 && !started_target) {
           fail(element_path(p, i), "target." + s.metric + " is read from \"pid\", which is missing");
         }
         if (!proc_metric(s.metric)) {

@@ -126,6 +126,33 @@ void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
   }
 }
 
+void read_process(FieldReader& r, const json& j, LoadTarget& target) {
+  if (!r.ok() || !present(j, "process")) return;
+  const json& p = j["process"];
+  FieldReader f(p, r.path("process"));
+  LoadTargetProcess& out = target.process.emplace();
+  if (!p.contains("cmd") || !p["cmd"].is_array()) {
+    f.fail("cmd", "expected an array of strings");
+  } else {
+    for (const json& arg : p["cmd"]) {
+      if (!arg.is_string()) return r.fail("process", "cmd: expected an array of strings");
+      out.cmd.push_back(arg.get<std::string>());
+    }
+  }
+  f.text("state", out.state, true);
+  if (present(p, "exit_code")) f.i64("exit_code", out.exit_code.emplace());
+  if (present(p, "signal")) f.text("signal", out.signal.emplace());
+  if (present(p, "ended_s")) f.number("ended_s", out.ended_s.emplace());
+  f.u64("rss_peak", out.rss_peak);
+  if (present(p, "cause")) f.text("cause", out.cause.emplace());
+  read_array(f, p, "lines", [&](FieldReader& e, const json&) {
+    TargetLine& line = out.lines.emplace_back();
+    e.text("stream", line.stream, true);
+    e.text("text", line.text);
+  });
+  r.take(f);
+}
+
 void read_target(FieldReader& r, const json& j, LoadAnswer& a) {
   if (!r.ok() || !present(j, "target")) return;
   FieldReader t(j["target"], r.path("target"));
@@ -137,6 +164,7 @@ void read_target(FieldReader& r, const json& j, LoadAnswer& a) {
   t.number("cpu_max", out.cpu_max);
   t.any("event", out.event);
   t.any("series", out.series);
+  read_process(t, j["target"], out);
   r.take(t);
 }
 
@@ -157,10 +185,24 @@ void read_cluster(FieldReader& r, const json& j, LoadAnswer& a) {
   r.take(c);
 }
 
+json to_json(const LoadTargetProcess& p) {
+  json lines = json::array();
+  for (const TargetLine& l : p.lines) lines.push_back({{"stream", l.stream}, {"text", l.text}});
+  return {{"cmd", p.cmd},
+          {"state", p.state},
+          {"exit_code", or_null(p.exit_code)},
+          {"signal", or_null(p.signal)},
+          {"ended_s", or_null(p.ended_s)},
+          {"rss_peak", p.rss_peak},
+          {"cause", or_null(p.cause)},
+          {"lines", lines}};
+}
+
 json to_json(const LoadTarget& t) {
   json j = {{"pid", or_null(t.pid)}, {"url", or_null(t.url)}, {"last", t.last},
             {"rss_max", t.rss_max},  {"cpu_max", t.cpu_max},  {"event", t.event}};
   if (!t.series.is_null()) j["series"] = t.series;
+  if (t.process) j["process"] = to_json(*t.process);
   return j;
 }
 

@@ -86,7 +86,29 @@ struct ThresholdOutcome {
   bool operator==(const ThresholdOutcome&) const = default;
 };
 
-// The watched target (a load section's "watch").
+// A line of the output of a target corral started.
+struct TargetLine {
+  std::string stream;  // "stdout" or "stderr"
+  std::string text;
+  bool operator==(const TargetLine&) const = default;
+};
+
+// A target corral started for the test (a load section's "target").
+struct LoadTargetProcess {
+  std::vector<std::string> cmd;
+  // "starting" (until ready), "running", "died" (ended by itself while the test ran),
+  // "stopped" (ended by corral after the test)
+  std::string state;
+  std::optional<int64_t> exit_code;   // when it exited
+  std::optional<std::string> signal;  // when a signal ended it: "SIGABRT"
+  std::optional<double> ended_s;      // seconds into the test when it ended
+  uint64_t rss_peak = 0;              // the most it held resident, bytes
+  std::optional<std::string> cause;   // its last line saying it ran out of memory, if one did
+  std::vector<TargetLine> lines;      // its last lines of output, oldest first
+  bool operator==(const LoadTargetProcess&) const = default;
+};
+
+// The watched target (a load section's "watch", or the target it started).
 struct LoadTarget {
   std::optional<int64_t> pid;
   std::optional<std::string> url;
@@ -95,6 +117,7 @@ struct LoadTarget {
   double cpu_max = 0;
   nlohmann::json event;   // what it did (died, crossed a condition), null when nothing
   nlohmann::json series;  // every sample, with ?series=1 only
+  std::optional<LoadTargetProcess> process;
   bool operator==(const LoadTarget&) const = default;
 };
 

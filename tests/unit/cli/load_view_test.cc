@@ -204,3 +204,43 @@ TEST_CASE("load view: a test over hosts names them, on its origin and on the oth
              Catch::Contains("hosts      : 3, this host's share 2 of the test of host a/0\n"));
   CHECK_THAT(render_load_summary(read(test_json("passed"))), !Catch::Contains("hosts      :"));
 }
+
+TEST_CASE("load view: a target corral started shows how it ended, its cause and last lines") {
+  json t = test_json("aborted");
+  t["target"] = {{"pid", 4242},
+                 {"rss_max", 1.8e8},
+                 {"event",
+                  {{"event", "died"},
+                   {"how", "was killed by SIGABRT"},
+                   {"t", 27.2},
+                   {"load", {{"vus", 2024}, {"connections", 2024}, {"rps", 1901}, {"p99", 42.7}}}}},
+                 {"process",
+                  {{"cmd", {"node", "--max-old-space-size=128", "server.js"}},
+                   {"state", "died"},
+                   {"signal", "SIGABRT"},
+                   {"ended_s", 27.2},
+                   {"rss_peak", 196608000},
+                   {"cause", "FATAL ERROR: Reached heap limit - JavaScript heap out of memory"},
+                   {"lines",
+                    {{{"stream", "stdout"}, {"text", "listening on 127.0.0.1:18787"}},
+                     {{"stream", "stderr"}, {"text", "<--- JS stacktrace --->"}}}}}}};
+  const std::string s = render_load_summary(read(t));
+  CHECK_THAT(s, Catch::Contains("  the process was killed by SIGABRT at 27.2s, under 2024 VUs / "
+                                "2024 connections"));
+  CHECK_THAT(s, Catch::Contains("  started  : node --max-old-space-size=128 server.js\n"
+                                "  died     : killed by SIGABRT at 27.2s, peak rss 187.5mb\n"
+                                "  cause    : FATAL ERROR: Reached heap limit - JavaScript heap "
+                                "out of memory\n"
+                                "  last lines:\n"
+                                "    stdout| listening on 127.0.0.1:18787\n"
+                                "    stderr| <--- JS stacktrace --->\n"));
+  t["target"]["event"] = nullptr;
+  t["target"]["process"] = {{"cmd", {"./server"}},
+                            {"state", "stopped"},
+                            {"exit_code", 0},
+                            {"rss_peak", 1 << 20},
+                            {"lines", json::array()}};
+  CHECK_THAT(render_load_summary(read(t)),
+             Catch::Contains("  started  : ./server\n"
+                             "  stopped by corral after the test (exit code 0), peak rss 1.0mb\n"));
+}

@@ -257,3 +257,76 @@ TEST_CASE("load parse: watch reads a pid, a metrics URL, its series and stop_whe
   CHECK(w.stop_when[1].holds(1.5));
   CHECK(w.stop_when[2].bound == 120.0 * 1024 * 1024);
 }
+
+TEST_CASE("load parse: target reads a command, its directory, environment and ready check") {
+  LoadSpec s = parsed(R"({"connections": 10, "pace": "1s", "duration": "1m",
+      "target": {"cmd": ["node", "--max-old-space-size=128", "server.js"], "cwd": "/srv",
+                 "env": {"PORT": "8080"}, "ready": {"url": "http://127.0.0.1:8080/health"},
+                 "ready_timeout": "30s", "stop_grace": "2s"},
+      "watch": {"stop_when": ["target.rss > 1GB"]}})");
+  const TargetCommand& t = s.target;
+  REQUIRE(t.any());
+  CHECK(t.cmd == std::vector<std::string>{"node", "--max-old-space-size=128", "server.js"});
+  CHECK(t.cwd == "/srv");
+  CHECK(t.env == std::vector<std::pair<std::string, std::string>>{{"PORT", "8080"}});
+  CHECK(t.ready == TargetCommand::Ready::kUrl);
+  CHECK(t.url == "http://127.0.0.1:8080/health");
+  CHECK(t.ready_timeout_ms == 30000);
+  CHECK(t.stop_grace_ms == 2000);
+  // The target's own pid is watched: target.rss needs no "pid".
+  REQUIRE(s.watch.stop_when.size() == 1);
+  CHECK(s.watch.pid == 0);
+
+  TargetCommand log = parsed(R"({"vus": 1, "duration": "1s",
+      "target": {"cmd": ["./server"], "ready": {"log": "listening on [0-9]+"}}})")
+                          .target;
+  CHECK(log.ready == TargetCommand::Ready::kLog);
+  CHECK(log.log == "listening on [0-9]+");
+  CHECK(log.ready_timeout_ms == 10000);
+  CHECK(log.stop_grace_ms == 5000);
+  TargetCommand port = parsed(R"({"vus": 1, "duration": "1s",
+      "target": {"cmd": ["./server"], "ready": {"port": 8080}}})")
+                           .target;
+  CHECK(port.ready == TargetCommand::Ready::kPort);
+  CHECK(port.port == 8080);
+  CHECK(parsed(R"({"vus": 1, "duration": "1s", "target": {"cmd": ["x"]}})").target.ready ==
+        TargetCommand::Ready::kStarted);
+  CHECK_FALSE(parsed(R"({"vus": 1, "duration": "1s"})").target.any());
+}
+
+TEST_CASE("load parse: a wrong target is refused, naming the field at fault") {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"target": []})", "load.target: expected an object with \"cmd\""},
+      {R"({"target": {"ready": {"port": 1}}})", "load.target.cmd: missing"},
+      {R"({"target": {"cmd": "node server.js"}})", "load.target.cmd: expected the program"},
+      {R"({"target": {"cmd": []}})", "load.target.cmd: expected the program"},
+      {R"({"target": {"cmd": ["node", 1]}})", "load.target.cmd[1]: expected a string"},
+      {R"({"target": {"cmd": [""]}})", "load.target.cmd[0]: the program's name is empty"},
+      {R"({"target": {"cmd": ["x"], "comand": 1}})", "load.target.comand: unknown field"},
+      {R"({"target": {"cmd": ["x"], "env": {"A=B": "1"}}})", "load.target.env.A=B: an environment"},
+      {R"({"target": {"cmd": ["x"], "env": {"A": 1}}})", "load.target.env.A: expected a string"},
+      {R"({"target": {"cmd": ["x"], "ready": {}}})", "load.target.ready: expected one of"},
+      {R"({"target": {"cmd": ["x"], "ready": {"port": 1, "log": "x"}}})", "expected one of"},
+      {R"({"target": {"cmd": ["x"], "ready": {"prot": 1}}})",
+       "load.target.ready.prot: unknown field (did you mean \"port\"?)"},
+      {R"({"target": {"cmd": ["x"], "ready": {"port": 70000}}})",
+       "load.target.ready.port: expected a port from 1 to 65535"},
+      {R"({"target": {"cmd": ["x"], "ready": {"url": "https://x/"}}})",
+       "load.target.ready.url: expected an http:// URL"},
+      {R"({"target": {"cmd": ["x"], "ready": {"log": "(unclosed"}}})",
+       "load.target.ready.log: not a valid pattern"},
+      {R"({"target": {"cmd": ["x"], "ready_timeout": "0s"}})", "load.target.ready_timeout"},
+      {R"({"target": {"cmd": ["x"]}, "watch": {"pid": 4}})", "load.watch.pid: not with \"target\""},
+      {R"({"target": {"cmd": ["x"]}, "hosts": 2})",
+       "load.target: a target corral starts runs on one host"},
+  };
+  for (const auto& [target, message] : cases) {
+    json j = json::parse(target);
+    j["vus"] = 1;
+    j["duration"] = "1s";
+    INFO(j.dump());
+    auto r = parse_load(j);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.status().message(), Catch::Contains(message));
+  }
+}

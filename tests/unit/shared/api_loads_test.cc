@@ -40,7 +40,17 @@ LoadAnswer full_answer() {
   a.steps = {{0, "get", 60000, a.errors, a.latency, a.latency_raw}};
   a.thresholds = {{"latency: p99 < 2ms", 3.01, false}, {"errors: rate < 1%", 0.0002, true}};
   a.reasons = {{"expect: status was 503", 7}};
-  a.target = LoadTarget{4242, std::nullopt, {{"rss", 1e9}}, 1e9, 0.9, nullptr, json::array()};
+  LoadTargetProcess started{
+      {"node", "server.js"},
+      "died",
+      std::nullopt,
+      "SIGABRT",
+      27.2,
+      196608000,
+      "FATAL ERROR: ... JavaScript heap out of memory",
+      {{"stdout", "listening on 127.0.0.1:18787"}, {"stderr", "<--- JS stacktrace --->"}}};
+  a.target =
+      LoadTarget{4242, std::nullopt, {{"rss", 1e9}}, 1e9, 0.9, nullptr, json::array(), started};
   a.cluster = LoadCluster{3, 0, std::nullopt, {{"b/1", 1, "done", true}}};
   a.series = json::array({{{"t", 1}, {"rps", 1999}}});
   return a;
@@ -74,6 +84,16 @@ TEST_CASE("api loads: a field of the wrong type is an error that names it") {
   read = load_from_json(j);
   REQUIRE_FALSE(read.is_ok());
   CHECK_THAT(read.status().message(), Catch::Contains("close_codes: expected an object"));
+  j = to_json(full_answer());
+  j["target"]["process"]["lines"][1]["stream"] = 2;
+  read = load_from_json(j);
+  REQUIRE_FALSE(read.is_ok());
+  CHECK_THAT(read.status().message(), Catch::StartsWith("load.target.process.lines[1].stream"));
+  j = to_json(full_answer());
+  j["target"]["process"]["cmd"] = {"node", 1};
+  read = load_from_json(j);
+  REQUIRE_FALSE(read.is_ok());
+  CHECK_THAT(read.status().message(), Catch::Contains("cmd: expected an array of strings"));
   j = to_json(full_answer());
   j["messages"]["sent"] = -1;
   read = load_from_json(j);
