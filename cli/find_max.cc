@@ -115,24 +115,41 @@ json step_json(const KneeStep& s) {
 
 }  // namespace
 
+StepLoad step_load(json load, const std::string& duration, const KneeBounds& bounds) {
+  StepLoad s;
+  s.key = "vus", s.unit = "VUs";
+  if (load.contains("rate") || load.value("model", "") == "open") {
+    s.key = "rate", s.unit = "iterations/s";
+  }
+  if (load.contains("connections") || load.value("model", "") == "held") {
+    s.key = "connections", s.unit = "connections";
+  }
+  if (load.contains(s.key) && load[s.key].is_number()) s.start = load[s.key].get<double>();
+  for (const char* k : {"stages", "start", "duration", "vus", "rate", "connections"}) load.erase(k);
+  load["duration"] = duration;
+  load["thresholds"] = bound_thresholds(bounds, s.key == "rate");
+  s.load = std::move(load);
+  return s;
+}
+
+json StepLoad::at(double target) const {
+  json out = load;
+  out[key] = key == "rate" ? json(target) : json(static_cast<int64_t>(target));
+  return out;
+}
+
 Result<json> find_knee(json load, const KneeSearch& search,
                        const std::function<Result<api::LoadAnswer>(const json&)>& run_step,
                        std::ostream& out) {
-  std::string key = "vus", unit = "VUs";
-  if (load.contains("rate") || load.value("model", "") == "open") key = "rate", unit = "iterations/s";
-  if (load.contains("connections") || load.value("model", "") == "held") {
-    key = "connections", unit = "connections";
-  }
-  double target = load.contains(key) && load[key].is_number() ? load[key].get<double>() : 10;
-  for (const char* k : {"stages", "start", "duration", "vus", "rate", "connections"}) load.erase(k);
-  load["duration"] = search.duration;
-  load["thresholds"] = bound_thresholds(search.bounds, key == "rate");
+  const StepLoad steps_load = step_load(std::move(load), search.duration, search.bounds);
+  const std::string& key = steps_load.key;
+  const std::string& unit = steps_load.unit;
+  double target = steps_load.start;
   std::vector<KneeStep> steps;
   std::string why;
   size_t broke = SIZE_MAX;  // the step past the knee, if one was
   for (int i = 0; i < search.max_steps && broke == SIZE_MAX; ++i) {
-    load[key] = key == "rate" ? json(target) : json(static_cast<int64_t>(target));
-    Result<api::LoadAnswer> test = run_step(load);
+    Result<api::LoadAnswer> test = run_step(steps_load.at(target));
     if (!test) {
       if (steps.empty()) return test.status();
       why = "step " + std::to_string(i + 1) + " could not run: " + test.status().message();

@@ -54,6 +54,19 @@ struct KneeSearch {
   std::string duration = "10s";  // each step's
 };
 
+// The load section of one step (a test at a constant target): the section with its stages,
+// start and duration replaced by `duration` and its thresholds by the bounds; which field
+// holds the target ("vus", "rate" or "connections"), its unit, and the section's own target
+// (10 when it has none).
+struct StepLoad {
+  nlohmann::json load;
+  std::string key, unit;
+  double start = 10;
+  // The section at `target`.
+  nlohmann::json at(double target) const;
+};
+StepLoad step_load(nlohmann::json load, const std::string& duration, const KneeBounds& bounds);
+
 // The search: starting from the load section's target (VUs, rate or connections; 10 when it
 // has none), runs one step after another with `run_step(load)`, which runs a load test of that
 // section to its end and returns GET /loads/<id>, read (or why it could not). Prints the table and

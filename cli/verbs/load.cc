@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/api.h"
+#include "cli/breaking_point.h"
 #include "cli/find_max.h"
 #include "cli/format.h"
 #include "cli/html_report.h"
@@ -123,9 +124,26 @@ class LoadVerb : public Verb {
                               "step the load up until it breaks; report the highest sustainable");
     app.add_option("--step-duration", step_duration_, "--find-max: how long each step runs")
         ->needs(find);
-    app.add_option("--step-factor", step_factor_, "--find-max: each step's load over the last's")
+    step_factor_option_ =
+        app.add_option("--step-factor", step_factor_,
+                       "--find-max: each step's load over the last's (default 1.5; 2 to bisect)")
+            ->needs(find)
+            ->check(CLI::Range(1.05, 10.0));
+    app.add_option("--search", search_,
+                   "--find-max: knee (step up to the highest sustainable load) or bisect (narrow "
+                   "down the load at which it fails)")
         ->needs(find)
-        ->check(CLI::Range(1.05, 10.0));
+        ->check(CLI::IsMember({"knee", "bisect"}));
+    app.add_option("--precision", precision_,
+                   "--search bisect: stop once the breaking point is known within this, e.g. 5%")
+        ->needs(find);
+    app.add_option("--repeat", repeat_, "--search bisect: probes at each load, for the spread")
+        ->needs(find)
+        ->check(CLI::Range(1, 10));
+    app.add_flag("--fresh-target", fresh_target_,
+                 "--find-max: a fresh target for every probe (the load section's \"target\" "
+                 "or --target-cmd)")
+        ->needs(find);
     app.add_option("--max-steps", max_steps_, "--find-max: at most this many steps")
         ->needs(find)
         ->check(CLI::Range(1, 100));
@@ -215,6 +233,7 @@ class LoadVerb : public Verb {
         return Status(Code::kUnavailable, "the daemon refused the step");
       }
       const bool tty = ::isatty(STDOUT_FILENO) != 0;
+      milliseconds waited{0};
       for (;;) {
         std::this_thread::sleep_for(kPollEvery);
         auto test = api.get("/loads/" + id);
@@ -228,15 +247,46 @@ class LoadVerb : public Verb {
         } else if (!ended) {
           std::cout << render_load_progress(*answer) << "\n";
         }
+        // The next step may start its target on the same port: this one's must be gone.
+        if (ended && stopping_target(*answer) && waited < target_stop_wait(answer->load)) {
+          waited += kPollEvery;
+          continue;
+        }
         if (ended) return *answer;
       }
     };
+    if (search_ == "bisect") return bisect(load, search, run_step);
     auto result = find_knee(load, search, run_step, std::cout);
     if (!result) return code != 0 ? code : fail(result.status().message());
     if (!out_.empty() && !write_file(out_, result->dump(2) + "\n")) {
       return fail("--out " + out_ + ": cannot write the search");
     }
     return (*result)["highest"].is_null() ? 1 : 0;
+  }
+
+  // --find-max --search bisect (cli/breaking_point.h), with the knee search's bounds and runner.
+  int bisect(const json& load, const KneeSearch& knee,
+             const std::function<Result<api::LoadAnswer>(const json&)>& run_probe) const {
+    auto precision = error_bound(precision_);
+    if (!precision) return usage_error("--precision " + precision_ + ": expected a share like 5%");
+    if (fresh_target_ && !load.contains("target")) {
+      return usage_error(
+          "--fresh-target: the load section has no \"target\" and there is no "
+          "--target-cmd: nothing to start for each probe");
+    }
+    BisectSearch search;
+    search.bounds = knee.bounds;
+    search.factor = step_factor_option_->count() > 0 ? step_factor_ : 2;
+    search.precision = *precision;
+    search.repeat = repeat_;
+    search.max_probes = knee.max_steps;
+    search.duration = knee.duration;
+    auto result = find_breaking_point(load, search, run_probe, std::cout);
+    if (!result) return fail(result.status().message());
+    if (!out_.empty() && !write_file(out_, result->dump(2) + "\n")) {
+      return fail("--out " + out_ + ": cannot write the search");
+    }
+    return (*result)["fails"].is_null() || (*result)["holds"].is_null() ? 1 : 0;
   }
 
   // Folds the flags into the load section; returns what is wrong, or "".
@@ -395,6 +445,11 @@ class LoadVerb : public Verb {
   bool find_max_ = false;
   std::string step_duration_ = "10s";
   double step_factor_ = 1.5;
+  CLI::Option* step_factor_option_ = nullptr;
+  std::string search_ = "knee";
+  std::string precision_ = "5%";
+  int repeat_ = 1;
+  bool fresh_target_ = false;
   int max_steps_ = 12;
   std::string max_p99_ = "1s";
   std::string max_errors_ = "1%";

@@ -178,3 +178,49 @@ TEST_CASE("load: a daemon killed with SIGKILL leaves no target behind") {
   wait_for([&] { return !process_alive(target); }, seconds(10),
            "the target to die with the daemon");
 }
+
+TEST_CASE("load cli: --find-max --fresh-target --search bisect narrows the breaking point down") {
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  const int port = unused_port();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  Json scenario = get_scenario(base);
+  scenario["load"] = {{"connections", 20}, {"pace", "200ms"}, {"duration", "2s"}, {"grace", "1s"}};
+  std::ofstream(home.file("s.json")) << scenario.dump();
+  // A target that gives out above 60 open connections; each probe starts a fresh one on the
+  // same port, so the one before must be gone first.
+  const std::vector<std::string> target = {"--target-cmd",
+                                           std::string(CORRAL_TARGET_BINARY) +
+                                               " --listen 127.0.0.1:" + std::to_string(port) +
+                                               " --die-above-connections 60",
+                                           "--target-ready", std::to_string(port)};
+  std::vector<std::string> args = {
+      "load",   home.file("s.json"),     "--find-max", "--fresh-target",  "--search",
+      "bisect", "--precision",           "5%",         "--step-duration", "2s",
+      "--out",  home.file("search.json")};
+  args.insert(args.end(), target.begin(), target.end());
+  CliResult r = run_cli(args, home.path(), {}, seconds(120));
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("failed: the target was killed by SIGABRT"));
+  Json search = Json::parse(read_file(home.file("search.json")));
+  CHECK(search["holds"].get<double>() <= 60);
+  CHECK(search["fails"].get<double>() > 60);
+  CHECK(search["precision"].get<double>() <= 0.05);
+  CHECK(search["probes"].size() <= 8);
+  CHECK_THAT(r.out, Catch::Contains("breaking point: "));
+  // Every probe had a target of its own, stopped (or dead) before the next one started.
+  for (const Json& probe : search["probes"]) {
+    Json t = d.api("GET", "/loads/" + probe["test"].get<std::string>()).json;
+    CHECK(t["target"]["process"]["state"] != "running");
+    CHECK(t["state"] == (probe["failed"] == true ? "aborted" : "passed"));
+  }
+
+  CliResult no_target =
+      run_cli({"load", home.file("s.json"), "--find-max", "--fresh-target", "--search", "bisect"},
+              home.path());
+  INFO(no_target.describe());
+  CHECK(no_target.exit_code == 2);
+  CHECK_THAT(no_target.err, Catch::Contains("--fresh-target: the load section has no \"target\""));
+}

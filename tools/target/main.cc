@@ -1,12 +1,15 @@
-// corral-target [--listen HOST:PORT] [--processes K]: serves the test API in target.h until
-// SIGINT/SIGTERM. Prints "listening on HOST:PORT" once it accepts connections (port 0 picks a
-// free port).
+// corral-target [--listen HOST:PORT] [--processes K] [--die-above-connections N]: serves the test
+// API in target.h until SIGINT/SIGTERM. Prints "listening on HOST:PORT" once it accepts connections
+// (port 0 picks a free port).
 //
 // --processes K runs K processes on the same port (SO_REUSEPORT; the kernel spreads
 // connections among them), so that the target can hold more connections than one process's
 // file-descriptor limit allows, and use more cores. The first process only holds the port and
 // supervises: it forwards SIGINT/SIGTERM and exits when they have. Each process keeps its own
 // jobs and counts (/stats), so K > 1 is for load tests, not for the job routes' state.
+//
+// --die-above-connections N aborts the process (SIGABRT) once more than N connections are open,
+// saying "out of memory" on stderr first: a server with a known breaking point.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -26,8 +29,33 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: corral-target [--listen HOST:PORT] [--processes K]\n");
+  std::fprintf(stderr,
+               "usage: corral-target [--listen HOST:PORT] [--processes K] "
+               "[--die-above-connections N]\n");
   return 2;
+}
+
+// --die-above-connections N: a server with a breaking point, for the breaking-point search's
+// tests. Checked every 20 ms; past it, says so as a server out of memory would, and aborts.
+int die_above = 0;
+
+void watch_connections(uv_loop_t* loop, corral::target::Target& target) {
+  static uv_timer_t timer;
+  uv_timer_init(loop, &timer);
+  timer.data = &target;
+  uv_timer_start(
+      &timer,
+      [](uv_timer_t* t) {
+        const size_t open = static_cast<corral::target::Target*>(t->data)->connection_count();
+        if (open <= static_cast<size_t>(die_above)) return;
+        std::fprintf(stderr,
+                     "corral-target: out of memory with %llu connections open "
+                     "(--die-above-connections %d)\n",
+                     static_cast<unsigned long long>(open), die_above);
+        std::abort();
+      },
+      20, 20);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&timer));
 }
 
 // Serves on `host:port` until SIGINT/SIGTERM. `ready` (if >= 0) gets one byte once listening.
@@ -46,6 +74,7 @@ int serve(const std::string& host, int port, bool reuse_port, int ready) {
     std::printf("listening on %s:%d\n", host.c_str(), target.port());
     std::fflush(stdout);
   }
+  if (die_above > 0) watch_connections(loop, target);
   uv_signal_t sigs[2];
   int signums[2] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; ++i) {
@@ -141,6 +170,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
       listen = argv[++i];
+    } else if (std::strcmp(argv[i], "--die-above-connections") == 0 && i + 1 < argc) {
+      die_above = std::atoi(argv[++i]);
+      if (die_above < 1) return usage();
     } else if (std::strcmp(argv[i], "--processes") == 0 && i + 1 < argc) {
       processes = std::atoi(argv[++i]);
       if (processes < 1 || processes > 256) return usage();

@@ -80,6 +80,8 @@ class Target {
     return server_.listen_tcp(host, port, reuse_port);
   }
   int port() const { return server_.tcp_port(); }
+  // Connections open now (upgraded WebSockets excluded).
+  size_t connection_count() const { return server_.connection_count(); }
   void close() { server_.close(); }
   uint64_t requests() const { return requests_; }
   uint64_t polls() const { return polls_; }
