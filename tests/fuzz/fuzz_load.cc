@@ -6,7 +6,8 @@
 // each of its members, decoded as a load section, a LoadSecond and a Histogram. For each one
 // that decodes, checks that:
 // - a load section's target stays between 0 and its peak at every time, and its duration
-//   within the limit;
+//   within the limit; a target it starts has a program, a ready check that can pass, and runs
+//   on one host;
 // - a LoadSecond encodes and decodes to the same JSON, and adding it to another keeps the
 //   counts (the master's merge);
 // - a histogram's percentiles are ordered, between its min and max, and it round-trips.
@@ -38,6 +39,15 @@ void check_load(const json& j) {
     FUZZ_CHECK(v <= peak * (1 + 1e-9));
   }
   for (const auto& th : spec->thresholds) (void)th.holds(1.0);
+  const corral::load::TargetCommand& t = spec->target;
+  if (t.any()) {
+    FUZZ_CHECK(!t.cmd[0].empty());
+    FUZZ_CHECK(t.ready_timeout_ms > 0);
+    FUZZ_CHECK(t.ready != corral::load::TargetCommand::Ready::kPort || t.port > 0);
+    FUZZ_CHECK(t.ready != corral::load::TargetCommand::Ready::kUrl ||
+               t.url.rfind("http://", 0) == 0);
+    FUZZ_CHECK(spec->hosts == 1);
+  }
 }
 
 void check_histogram(const json& j) {

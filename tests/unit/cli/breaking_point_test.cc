@@ -111,7 +111,7 @@ TEST_CASE("breaking point: steps up until a probe fails, then halves to within t
 }
 
 TEST_CASE(
-    "breaking point: a staged section starts at its highest stage; the first failing bisects "
+    "breaking point: a staged section starts at its highest stage, and a first failure bisects "
     "down") {
   FakeServer server{700};
   json staged = held(0);

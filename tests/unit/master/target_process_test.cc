@@ -63,7 +63,7 @@ bool gone(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("target process: ready once a line matches; its lines are kept; stop() ends it") {
+TEST_CASE("target process: ready once a line matches, its lines are kept, and stop() ends it") {
   TargetCommand c = sh("echo starting; echo 'listening on 8080' >&2; exec sleep 30");
   c.ready = TargetCommand::Ready::kLog;
   c.log = "listening on [0-9]+";
