@@ -197,7 +197,7 @@ TEST_CASE("load cli: --find-max --fresh-target --search bisect narrows the break
                                            "--target-ready", std::to_string(port)};
   std::vector<std::string> args = {
       "load",   home.file("s.json"),     "--find-max", "--fresh-target",  "--search",
-      "bisect", "--precision",           "5%",         "--step-duration", "2s",
+      "bisect", "--precision",           "5%",         "--step-duration", "1s",
       "--out",  home.file("search.json")};
   args.insert(args.end(), target.begin(), target.end());
   CliResult r = run_cli(args, home.path(), {}, seconds(120));
