@@ -94,6 +94,8 @@ std::string process_text(const api::LoadTargetProcess& p) {
   if (p.state == "stopped") {
     out << "  stopped by corral after the test (" << how << "), peak rss "
         << human_bytes(p.rss_peak) << "\n";
+    // It ran out of memory all the same, perhaps as it was being stopped.
+    if (p.cause) out << "  but it had run out of memory: " << *p.cause << "\n";
     return out.str();
   }
   if (p.state != "died") return out.str();

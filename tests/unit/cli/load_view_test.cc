@@ -243,4 +243,12 @@ TEST_CASE("load view: a target corral started shows how it ended, its cause and 
   CHECK_THAT(render_load_summary(read(t)),
              Catch::Contains("  started  : ./server\n"
                              "  stopped by corral after the test (exit code 0), peak rss 1.0mb\n"));
+  CHECK_THAT(render_load_summary(read(t)), !Catch::Contains("run out of memory"));
+  t["target"]["process"]["exit_code"] = nullptr;
+  t["target"]["process"]["signal"] = "SIGABRT";
+  t["target"]["process"]["cause"] = "FATAL ERROR: JavaScript heap out of memory";
+  CHECK_THAT(render_load_summary(read(t)),
+             Catch::Contains("  stopped by corral after the test (killed by SIGABRT), peak rss "
+                             "1.0mb\n  but it had run out of memory: FATAL ERROR: JavaScript "
+                             "heap out of memory\n"));
 }
