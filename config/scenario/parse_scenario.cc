@@ -265,7 +265,8 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   check_nesting(doc);
   // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
   check_fields(doc, "",
-               {"name", "vars", "steps", "load", "start_spread", "limits", "tls", "http_version"});
+               {"name", "vars", "steps", "load", "start_spread", "limits", "tls", "http_version",
+                "trace_context"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, "",
@@ -282,6 +283,9 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   }
   if (doc.contains("start_spread")) {
     scenario->start_spread_ms = read_duration(doc["start_spread"], "start_spread");
+  }
+  if (doc.contains("trace_context")) {
+    scenario->trace_context = read_bool(doc["trace_context"], "trace_context");
   }
   scenario->source = doc;
   return scenario;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <set>
 
 #include "config/config.h"
@@ -27,9 +28,11 @@ Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secr
       emit_(std::move(emit)),
       secrets_(secrets),
       wakes_(loop, [this](uint64_t serial, uint64_t token) { on_wake(serial, token); }),
-      gates_(loop, [this](uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
-        dispatch(serial, std::move(pass));
-      }) {}
+      gates_(loop,
+             [this](uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
+               dispatch(serial, std::move(pass));
+             }),
+      trace_salt_((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 
 Engine::~Engine() = default;
 

@@ -363,6 +363,10 @@ class Engine {
   WakeQueue wakes_;
   Gates gates_;  // per-target limits (engine_send.cc)
   uint64_t next_serial_ = 1;
+  // Trace context (trace_context.h): this worker's salt for load iterations' traces and for
+  // span ids, and the spans given so far.
+  const uint64_t trace_salt_;
+  mutable uint64_t spans_ = 0;
   ipc::InHand* in_hand_ = nullptr;
   std::optional<uint32_t> poison_;
   http::TlsOptions default_tls_;

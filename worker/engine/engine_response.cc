@@ -11,6 +11,7 @@
 #include "worker/engine/engine.h"
 #include "worker/engine/http_step.h"
 #include "worker/engine/instance.h"
+#include "worker/engine/trace_context.h"
 
 namespace corral::worker {
 namespace {
@@ -46,6 +47,13 @@ Result<HttpRequest> Engine::build_request(const Instance& in) const {
     std::string text = value.expand(vars, &error);
     if (Status s = check_header_value(name, text); !s && error.is_ok()) error = s;
     req.headers.push_back(name + ": " + text);
+  }
+  // One trace per instance of a run (the same on any worker), or per iteration of a load test;
+  // a span per request. A step that sends its own traceparent keeps it.
+  if (in.run->scenario->trace_context && !has_header(spec.headers, "traceparent")) {
+    const uint64_t key = in.run->sink == nullptr ? in.index : trace_salt_ ^ root_of(in).serial;
+    req.headers.push_back("traceparent: " + traceparent(trace_id(in.run->jitter_seed, key),
+                                                        span_id(trace_salt_, ++spans_)));
   }
   if (spec.json) {
     nlohmann::json body = spec.json->expand(vars, &error);

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <climits>
 
+#include "config/config.h"
 #include "config/scenario/response.h"
-#include "worker/http/wire.h"
 #include "worker/http/lean_client.h"
 #include "worker/http/origin.h"
 #include "worker/http/redirect.h"
+#include "worker/http/wire.h"
 
 namespace corral::worker::h1 {
 namespace {

@@ -120,7 +120,7 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       {R"({"name": "t"})", "steps: missing, expected a non-empty array"},
       {R"({"name": "t", "step": []})",
        "step: unknown field (did you mean \"steps\"?) (known: name, "
-       "vars, steps, load, start_spread, limits, tls, http_version)"},
+       "vars, steps, load, start_spread, limits, tls, http_version, trace_context)"},
       {R"({"name": "t", "vars": {"uuid": 1}, "steps": [{"sleep": "1s"}]})",
        R"(vars.uuid: "uuid" is a built-in variable)"},
       {R"({"name": "t", "vars": {"a-b": 1}, "steps": [{"sleep": "1s"}]})",
@@ -133,10 +133,12 @@ TEST_CASE("scenario parser: rejects invalid scenarios with a message naming the 
       // without one; a misspelt field beside no mark stays a misspelt field.
       {one_step(R"({"requst": {"url": "{{base}}"}, "expct": []})"),
        "steps[0].requst: unknown step kind \"requst\" (did you mean \"request\"?) (kinds: "
-       "\"callback\", \"exec\", \"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", \"ws_send\")"},
+       "\"callback\", \"exec\", \"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", "
+       "\"ws_close\", \"ws_receive\", \"ws_send\")"},
       {one_step(R"({"name": "go", "teleport": {"to": "mars"}})"),
        "steps[0].teleport: unknown step kind \"teleport\" (kinds: \"callback\", \"exec\", "
-       "\"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", \"ws_send\")"},
+       "\"parallel\", \"poll\", \"request\", \"sleep\", \"ws\", \"ws_close\", \"ws_receive\", "
+       "\"ws_send\")"},
       {one_step(R"({"expct": [], "timeout": "1s"})"),
        "steps[0].expct: unknown field (did you mean \"expect\"?) (known: name, callback, expect, "
        "abort_if, capture, exec, parallel, join, max_concurrent, timeout, request, poll, retry, "

@@ -1,0 +1,41 @@
+// W3C trace context: the `traceparent` header every request of an instance carries, so that a
+// failed or slow request can be found in the server's own traces (docs/scenarios.md, "Trace
+// context"). One trace per instance of a run, and per iteration of a load test; one span per
+// request. A run's trace id is derived from the run's id and the instance's index, so that it
+// stays the same when the instance resumes on another worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace corral::worker {
+
+struct TraceId {
+  uint64_t hi = 0, lo = 0;
+};
+
+// The trace of `key` (an instance's index, or a load iteration's number on this worker mixed
+// with the worker's own salt) in the run whose id hashes to `run_seed`. Never all zeros.
+TraceId trace_id(uint64_t run_seed, uint64_t key);
+// A span id from a counter of the worker's: distinct for distinct counters, never zero.
+uint64_t span_id(uint64_t salt, uint64_t counter);
+// "00-<32 hex trace id>-<16 hex span id>-01" (version 00, sampled).
+std::string traceparent(TraceId trace, uint64_t span);
+// Whether `headers` (name, anything) has one named `name`, in any case.
+template <typename Value>
+bool has_header(const std::vector<std::pair<std::string, Value>>& headers, std::string_view name) {
+  for (const auto& [n, v] : headers) {
+    if (n.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < n.size() && same; ++i) {
+      same = (n[i] | 0x20) == (name[i] | 0x20);
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+}  // namespace corral::worker
