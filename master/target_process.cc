@@ -17,8 +17,6 @@
 #include "master/target_exec.h"
 #include "shared/proc.h"
 
-extern char** environ;
-
 namespace corral::master {
 namespace {
 
@@ -30,18 +28,11 @@ constexpr uint64_t kDrainMs = 500;      // after its exit, for the last of its o
 
 // The daemon's environment without its secrets, then the command's own variables.
 std::vector<std::string> environment(const load::TargetCommand& cmd) {
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view var(*e);
-    if (var.rfind("CORRAL_SECRET_", 0) == 0) continue;
-    bool overridden = false;
-    for (const auto& [name, value] : cmd.env) {
-      overridden = overridden || (var.size() > name.size() && var.substr(0, name.size()) == name &&
-                                  var[name.size()] == '=');
-    }
-    if (!overridden) env.emplace_back(var);
+  std::vector<std::string> env = environment_without_secrets();
+  for (const auto& [name, value] : cmd.env) {
+    std::erase_if(env, [&](const std::string& var) { return var.rfind(name + "=", 0) == 0; });
+    env.push_back(name + "=" + value);
   }
-  for (const auto& [name, value] : cmd.env) env.push_back(name + "=" + value);
   return env;
 }
 

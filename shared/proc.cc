@@ -31,6 +31,14 @@ uint64_t rss_bytes(pid_t pid) {
 
 uint64_t self_rss_bytes() { return rss_bytes(getpid()); }
 
+std::vector<std::string> environment_without_secrets() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).rfind("CORRAL_SECRET_", 0) != 0) env.emplace_back(*e);
+  }
+  return env;
+}
+
 uint64_t peak_rss_bytes(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/status", static_cast<int>(pid));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace corral {
 
@@ -28,6 +29,9 @@ struct ProcStat {
 // nullopt when the process is gone, is a zombie, or its stat file cannot be read (another
 // host's pid, a /proc without it).
 std::optional<ProcStat> proc_stat(pid_t pid);
+// This process's environment as NAME=value entries, without its secrets (CORRAL_SECRET_*):
+// what a program corral starts for a user (an exec step, a load test's target) begins from.
+std::vector<std::string> environment_without_secrets();
 // The path of this process's executable (uv_exepath), or /proc/self/exe when it cannot be read.
 std::string own_executable();
 // "SIGKILL" for 9; "SIG<n>" for numbers without a name.

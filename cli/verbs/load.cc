@@ -50,6 +50,22 @@ bool stopping_target(const api::LoadAnswer& test) {
   return test.target && test.target->process && test.target->process->state == "running";
 }
 
+// After a test with a target corral started, whether to ask again: until the target has
+// ended, for its stop_grace and the second in which the daemon notices the end. The summary
+// then says how it ended, and a search's next probe may take its port.
+class TargetStopWait {
+ public:
+  bool again(const api::LoadAnswer& test) {
+    if (test.state == "running" || !stopping_target(test)) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (!until_) until_ = now + target_stop_wait(test.load);
+    return now < *until_;
+  }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> until_;
+};
+
 // How long the target the test starts may take to be ready, before that: 0 without one.
 long ready_timeout_ms(const json& load) {
   auto spec = load::parse_load(load);
@@ -233,7 +249,7 @@ class LoadVerb : public Verb {
         return Status(Code::kUnavailable, "the daemon refused the step");
       }
       const bool tty = ::isatty(STDOUT_FILENO) != 0;
-      milliseconds waited{0};
+      TargetStopWait stop_wait;
       for (;;) {
         std::this_thread::sleep_for(kPollEvery);
         auto test = api.get("/loads/" + id);
@@ -247,11 +263,7 @@ class LoadVerb : public Verb {
         } else if (!ended) {
           std::cout << render_load_progress(*answer) << "\n";
         }
-        // The next step may start its target on the same port: this one's must be gone.
-        if (ended && stopping_target(*answer) && waited < target_stop_wait(answer->load)) {
-          waited += kPollEvery;
-          continue;
-        }
+        if (ended && stop_wait.again(*answer)) continue;  // its target must be gone first
         if (ended) return *answer;
       }
     };
@@ -375,21 +387,16 @@ class LoadVerb : public Verb {
 
   int follow(const Api& api, const std::string& id) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
-    std::optional<std::chrono::steady_clock::time_point> ended_at;
+    TargetStopWait stop_wait;
     for (;;) {
       auto body = api.get("/loads/" + id);
       if (!body) return report_failure(body.status(), api.socket_path());
       auto test = read_answer("/loads/" + id, *body, &api::load_from_json);
       if (!test) return fail(test.status().message());
       const std::string state = test->state;
-      // A target corral started is stopped after the test: the summary waits for its end (at
-      // most its stop_grace and a little more), so that it says how the target ended.
-      if (state != "running" && stopping_target(*test)) {
-        if (!ended_at) ended_at = std::chrono::steady_clock::now();
-        if (std::chrono::steady_clock::now() - *ended_at < target_stop_wait(test->load)) {
-          std::this_thread::sleep_for(milliseconds(100));
-          continue;
-        }
+      if (stop_wait.again(*test)) {
+        std::this_thread::sleep_for(milliseconds(100));
+        continue;
       }
       const bool ended = state != "running";
       const std::string line = render_load_progress(*test);

@@ -15,8 +15,6 @@
 #include "worker/engine/instance.h"
 #include "worker/engine/step_runner.h"
 
-extern char** environ;
-
 namespace corral::steps::exec {
 namespace {
 
@@ -77,10 +75,7 @@ class Children final : public worker::StepRunner::State {
 // The worker's environment without its secrets, then the step's variables.
 std::vector<std::string> environment(const Instance& in, const Exec& spec,
                                      const scenario::Vars& vars, Status& error) {
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::string_view(*e).rfind("CORRAL_SECRET_", 0) != 0) env.emplace_back(*e);
-  }
+  std::vector<std::string> env = environment_without_secrets();
   env.push_back("CORRAL_RUN=" + in.run->id);
   env.push_back("CORRAL_INSTANCE=" + std::to_string(in.index));
   for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value.expand(vars, &error));
