@@ -30,8 +30,9 @@ constexpr uint64_t kDrainMs = 500;      // after its exit, for the last of its o
 std::vector<std::string> environment(const load::TargetCommand& cmd) {
   std::vector<std::string> env = environment_without_secrets();
   for (const auto& [name, value] : cmd.env) {
-    std::erase_if(env, [&](const std::string& var) { return var.rfind(name + "=", 0) == 0; });
-    env.push_back(name + "=" + value);
+    const std::string prefix = name + "=";
+    std::erase_if(env, [&prefix](const std::string& var) { return var.rfind(prefix, 0) == 0; });
+    env.push_back(prefix + value);
   }
   return env;
 }
