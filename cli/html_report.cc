@@ -18,6 +18,13 @@ constexpr double kLeft = 64, kRight = 16, kTop = 28, kBottom = 28;
 
 std::string esc(const std::string& s) { return xml_escape(s); }
 
+// An event's colour: grey for a stage, amber for a threshold, red for an end.
+const char* mark_colour(const std::string& kind) {
+  if (kind == "stage") return "#888888";
+  if (kind == "threshold") return "#e08e0b";
+  return "#b00000";
+}
+
 std::string num(double v) { return fixed(v, 1); }
 
 // The smallest of 1, 2, 5 x 10^k that is at least `v` (at least 1e-9).
@@ -78,7 +85,18 @@ void thresholds_table(std::ostringstream& out, const api::LoadAnswer& test) {
   out << "</table>\n";
 }
 
+// The test's events as marks, numbered as the list under the charts numbers them.
+std::vector<ChartMark> marks_of(const api::LoadAnswer& test) {
+  std::vector<ChartMark> out;
+  for (size_t i = 0; i < test.events.size(); ++i) {
+    const api::LoadEvent& e = test.events[i];
+    out.push_back({e.t, std::to_string(i + 1), e.kind, e.text});
+  }
+  return out;
+}
+
 void charts(std::ostringstream& out, const api::LoadAnswer& test) {
+  const std::vector<ChartMark> marks = marks_of(test);
   // A second of the series is a document of its own (master/loads.cc's second_json).
   json series = test.series;
   // An ended test's last second is cut short by its end (or by the stop): drawn, it would look
@@ -94,28 +112,92 @@ void charts(std::ostringstream& out, const api::LoadAnswer& test) {
   out << svg_chart("rps", "Requests per second", xs,
                    {{"requests/s", "#1f77b4", column(series, "rps")},
                     {"errors/s", "#d62728", column(series, "errors")}},
-                   count_label);
+                   count_label, marks);
   out << svg_chart("latency", "Latency from the intended start", xs,
                    {{"p50", "#2ca02c", column(series, "p50")},
                     {"p90", "#ff7f0e", column(series, "p90")},
                     {"p99", "#d62728", column(series, "p99")}},
-                   ms_label);
+                   ms_label, marks);
   std::vector<ChartLine> load = {{"VUs", "#9467bd", column(series, "vus")}};
   if (test.model == "held" || test.connections.opened > 0) {
     load.push_back({"connections", "#8c564b", column(series, "connections")});
   }
-  out << svg_chart("load", "Virtual users and connections", xs, load, count_label);
+  out << svg_chart("load", "Virtual users and connections", xs, load, count_label, marks);
   if (test.messages.sent + test.messages.received > 0) {
     out << svg_chart("messages", "WebSocket messages per second", xs,
                      {{"sent/s", "#1f77b4", column(series, "sent")},
                       {"received/s", "#2ca02c", column(series, "received")}},
-                     count_label);
+                     count_label, marks);
   }
   const json target = test.target ? test.target->series : json();
   if (target.is_array() && !target.empty()) {
     out << svg_chart("target", "Watched target: RSS", column(target, "t"),
-                     {{"rss", "#17becf", column(target, "rss")}}, bytes_label);
+                     {{"rss", "#17becf", column(target, "rss")}}, bytes_label, marks);
   }
+}
+
+void events_table(std::ostringstream& out, const api::LoadAnswer& test) {
+  if (test.events.empty()) return;
+  out << "<table class=\"events\">\n";
+  for (size_t i = 0; i < test.events.size(); ++i) {
+    const api::LoadEvent& e = test.events[i];
+    out << "<tr data-event=\"" << esc(e.kind) << "\"><td style=\"color:" << mark_colour(e.kind)
+        << "\">" << i + 1 << "</td><td>" << esc(fixed(e.t, 1)) << " s</td><td>" << esc(e.kind)
+        << "</td><td>" << esc(e.text) << "</td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
+// A card: a title, a large value, and a line under it.
+void card(std::ostringstream& out, const std::string& cls, const std::string& title,
+          const std::string& value, const std::string& note) {
+  out << "<div class=\"card " << cls << "\"><div class=\"title\">" << esc(title)
+      << "</div><div class=\"value\">" << esc(value) << "</div><div class=\"note\">" << esc(note)
+      << "</div></div>\n";
+}
+
+// The load the test was under at `t` seconds: its VUs, connections or arrival rate.
+std::string load_at(const api::LoadAnswer& test, double t) {
+  const json* at = nullptr;
+  if (test.series.is_array()) {
+    for (const json& s : test.series) {
+      if (json_number(s, "t") <= t) at = &s;
+    }
+  }
+  if (at == nullptr) return "";
+  if (test.model == "held") return fixed(json_number(*at, "connections"), 0) + " connections";
+  if (test.model == "open") return fixed(json_number(*at, "rps"), 0) + " requests/s";
+  return fixed(json_number(*at, "vus"), 0) + " VUs";
+}
+
+void cards(std::ostringstream& out, const api::LoadAnswer& test) {
+  out << "<div class=\"cards\">\n";
+  const bool good = test.state == "passed";
+  card(out, good ? "good" : "bad", "verdict", test.state,
+       test.reason.empty() ? (good ? "every threshold held" : "") : test.reason);
+  card(out, "", "throughput", fixed(test.rps, test.rps < 100 ? 1 : 0) + "/s",
+       std::to_string(test.requests) + " requests in " + fixed(test.elapsed_s, 1) + " s");
+  card(out, "", "latency p99", latency_text(test.latency.p99),
+       "p50 " + latency_text(test.latency.p50) +
+           (test.corrected ? ", from the intended start" : ""));
+  card(out, test.errors.count > 0 ? "bad" : "", "errors", percent(test.errors.rate),
+       std::to_string(test.errors.count) + " of " + std::to_string(test.requests));
+  for (const api::LoadEvent& e : test.events) {
+    if (e.kind == "stage") continue;
+    const std::string load = load_at(test, e.t);
+    card(out, "bad", "broke at", load.empty() ? fixed(e.t, 1) + " s" : load,
+         fixed(e.t, 1) + " s: " + e.text);
+    break;
+  }
+  if (test.target && (test.target->process || test.target->rss_max > 0)) {
+    const auto& p = test.target->process;
+    const double peak = p ? static_cast<double>(p->rss_peak) : test.target->rss_max;
+    std::string note = p ? "the target " + p->state : "the watched target";
+    if (p && p->cause) note += ": " + *p->cause;
+    card(out, p && p->state == "died" ? "bad" : "", "target peak RSS",
+         human_bytes(static_cast<uint64_t>(peak)), note);
+  }
+  out << "</div>\n";
 }
 
 constexpr const char* kStyle =
@@ -124,13 +206,20 @@ constexpr const char* kStyle =
     "vertical-align:top}th{color:#555;font-weight:normal}"
     "table.thresholds td{border-top:1px solid #ddd}tr.crossed td{color:#b00;font-weight:bold}"
     "tr.ok td:first-child{color:#080}svg{display:block;margin:12px 0}"
-    "text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.axis{stroke:#888}";
+    "text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.axis{stroke:#888}"
+    ".cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0 20px}.card{border:1px solid #ddd;"
+    "border-radius:6px;padding:10px 14px;min-width:150px;max-width:260px}.card .title{color:#666;"
+    "font-size:12px}.card .value{font-size:24px;margin:2px 0}.card .note{color:#555;"
+    "font-size:12px}.card.good .value{color:#080}.card.bad .value{color:#b00}"
+    "table.events td{border-top:1px solid #eee;font-size:13px}";
 
 }  // namespace
 
-std::string svg_chart(const std::string& id, const std::string& title, const std::vector<double>& xs,
-                      const std::vector<ChartLine>& lines, std::string (*label)(double)) {
+std::string svg_chart(const std::string& id, const std::string& title,
+                      const std::vector<double>& xs, const std::vector<ChartLine>& lines,
+                      std::string (*label)(double), const std::vector<ChartMark>& marks) {
   double x0 = xs.empty() ? 0 : xs.front(), x1 = xs.empty() ? 1 : xs.back();
+  for (const ChartMark& m : marks) x1 = std::max(x1, m.x);  // an end in the last, cut second
   if (x1 <= x0) x1 = x0 + 1;
   double top = 0;
   for (const ChartLine& l : lines) {
@@ -171,6 +260,14 @@ std::string svg_chart(const std::string& id, const std::string& title, const std
     }
     out << "\"/>\n";
   }
+  for (const ChartMark& m : marks) {
+    if (m.x < x0 || m.x > x1) continue;
+    out << "<g class=\"mark\" data-mark=\"" << esc(m.kind) << "\"><title>" << esc(m.text)
+        << "</title><line x1=\"" << num(px(m.x)) << "\" x2=\"" << num(px(m.x)) << "\" y1=\"" << kTop
+        << "\" y2=\"" << kTop + h << "\" stroke=\"" << mark_colour(m.kind)
+        << "\" stroke-dasharray=\"4 3\"/><text x=\"" << num(px(m.x) + 3) << "\" y=\"" << kTop + 10
+        << "\" style=\"fill:" << mark_colour(m.kind) << "\">" << esc(m.label) << "</text></g>\n";
+  }
   out << "</svg>\n";
   return out.str();
 }
@@ -181,10 +278,13 @@ std::string render_load_html(const api::LoadAnswer& test) {
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
       << esc(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>"
       << esc(title) << "</h1>\n";
-  summary_table(out, test);
+  cards(out, test);
   thresholds_table(out, test);
   out << "<h2>Over time</h2>\n";
   charts(out, test);
+  events_table(out, test);
+  out << "<h2>Details</h2>\n";
+  summary_table(out, test);
   out << "<p style=\"color:#888\">Written by corral from GET /loads/" << esc(test.id)
       << ".</p>\n</body>\n</html>\n";
   return out.str();

@@ -327,10 +327,18 @@ std::string render_load_summary(const api::LoadAnswer& test) {
           << threshold_value(th) << ")\n";
     }
   }
+  // What happened when (stage changes are in the load section already).
+  bool heading = false;
+  for (const api::LoadEvent& e : test.events) {
+    if (e.kind == "stage") continue;
+    if (!heading) out << "events     :\n";
+    heading = true;
+    out << "  " << fixed(e.t, 1) << "s  " << e.kind << ": " << e.text << "\n";
+  }
   return out.str();
 }
 
-std::string render_load_junit(const api::LoadAnswer& test) {
+std::string render_load_junit(const api::LoadAnswer& test, const std::vector<JunitCase>& extra) {
   std::vector<JunitCase> cases;
   for (const api::ThresholdOutcome& th : test.thresholds) {
     JunitCase tc;
@@ -354,6 +362,7 @@ std::string render_load_junit(const api::LoadAnswer& test) {
     whole.detail = "the load test ended " + test.state + ": " + whole.message;
   }
   cases.push_back(std::move(whole));
+  cases.insert(cases.end(), extra.begin(), extra.end());
   return render_junit_suite(test.name + " (" + test.id + ")", test.created, test.elapsed_s, cases);
 }
 

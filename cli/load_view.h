@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/junit.h"
 #include "cli/table.h"
 #include "shared/api/loads.h"
 
@@ -32,7 +33,9 @@ std::string render_load_summary(const api::LoadAnswer& test);
 std::string render_loads_table(const std::vector<api::LoadAnswer>& loads, TableStyle style);
 // JUnit XML for a finished test: one testcase per threshold (classname "<scenario>.thresholds",
 // named as written, a failure with its value when crossed) and one testcase "load test" for
-// the test itself, failed when it was stopped or aborted, with its reason.
-std::string render_load_junit(const api::LoadAnswer& test);
+// the test itself, failed when it was stopped or aborted, with its reason; then `extra` (a
+// comparison with a baseline, cli/compare.h).
+std::string render_load_junit(const api::LoadAnswer& test,
+                              const std::vector<JunitCase>& extra = {});
 
 }  // namespace corral::cli

@@ -1,9 +1,12 @@
 // The load tests API: start a load test on the ready workers, watch it, stop it.
 //   POST   /loads        {"scenario": {...}, "load": {...}, "vars": {...}}  -> 201 {"load": id}
-//   GET    /loads        recent tests, newest first, without their time series
+//   GET    /loads        running and kept tests, newest first, without their time series
 //   GET    /loads/<id>   totals, latency, thresholds and the per-second series
 //   DELETE /loads/<id>   ends the test now: running iterations get the grace period
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
 
 #include "config/load/parse.h"
 #include "config/scenario/parse.h"
@@ -69,6 +72,21 @@ std::optional<Response> check_submission(const json& body, const scenario::Parse
   return std::nullopt;
 }
 
+// A 200 whose body is JSON text made already.
+Response json_text(std::string body) {
+  Response r;
+  r.body = std::move(body);
+  return r;
+}
+
+// ?limit=N: 200 when absent or not a number.
+uint64_t parse_limit(const std::optional<std::string>& text) {
+  uint64_t v = 0;
+  if (!text) return 200;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  return ec == std::errc() && end == text->data() + text->size() ? v : 200;
+}
+
 }  // namespace
 
 std::optional<Response> LoadService::check(const json& body, LoadSubmission& out) const {
@@ -105,28 +123,62 @@ void LoadService::api_start(const ApiCall& c) {
   }
 }
 
+// The newest `limit` (?limit=N, 200 by default, as GET /runs) of the running and kept tests, and
+// how many there are. A kept test's summary is spliced in as the text it was kept as.
 void LoadService::api_list(const ApiCall& c) {
-  json list = json::array();
+  const auto limit = static_cast<size_t>(parse_limit(c.req.query_param("limit")));
+  const int64_t now = unix_ms_now();
+  std::vector<std::pair<int64_t, const std::string*>> kept;  // (created, summary)
+  for (const auto& [id, k] : kept_.all()) kept.emplace_back(k.created_ms, &k.summary);
+  std::vector<std::pair<int64_t, std::string>> live;  // (created, summary)
   for (const LoadTest* t : loads_.list())
-    list.push_back(api::to_json(loads_.answer(*t, false, unix_ms_now())));
-  c.respond.send(Response::json(200, {{"loads", list}}));
-}
-
-// The load test named by a route's {id}; answers 404 and returns nullptr when there is none.
-LoadTest* LoadService::load_of(const ApiCall& c) {
-  LoadTest* t = loads_.find(c.args.at(0));
-  if (t == nullptr) c.respond.send(Response::error(404, "no load test \"" + c.args[0] + "\""));
-  return t;
+    live.emplace_back(t->created_ms, api::to_json(loads_.answer(*t, false, now)).dump());
+  auto newest = [](const auto& a, const auto& b) { return a.first > b.first; };
+  std::sort(kept.begin(), kept.end(), newest);
+  std::stable_sort(live.begin(), live.end(), newest);
+  std::string body = "{\"loads\":[";
+  size_t k = 0, l = 0, n = 0;
+  for (; n < limit && (k < kept.size() || l < live.size()); ++n) {
+    if (n > 0) body += ',';
+    if (l < live.size() && (k == kept.size() || live[l].first >= kept[k].first)) {
+      body += live[l++].second;
+    } else {
+      body += *kept[k++].second;
+    }
+  }
+  body += "],\"total\":" + std::to_string(kept.size() + live.size()) + "}";
+  c.respond.send(json_text(std::move(body)));
 }
 
 void LoadService::api_get(const ApiCall& c) {
-  if (LoadTest* t = load_of(c))
+  const std::string& id = c.args.at(0);
+  if (LoadTest* t = loads_.find(id)) {
     c.respond.send(Response::json(200, api::to_json(loads_.answer(*t, true, unix_ms_now()))));
+    return;
+  }
+  kept_.read(id, [respond = c.respond](Result<api::LoadAnswer> test) {
+    if (test) {
+      respond.send(Response::json(200, api::to_json(*test)));
+    } else if (test.status().code() == Code::kNotFound) {
+      respond.send(Response::error(404, test.status().message()));
+    } else {
+      respond.send(Response::error(500, test.status().message()));
+    }
+  });
 }
 
+// Stopping a test that has ended changes nothing, and answers as for a running one.
 void LoadService::api_stop(const ApiCall& c) {
-  LoadTest* t = load_of(c);
-  if (t == nullptr) return;
+  const std::string& id = c.args.at(0);
+  if (const KeptLoads::Entry* kept = kept_.find(id)) {
+    c.respond.send(json_text(kept->summary));
+    return;
+  }
+  LoadTest* t = loads_.find(id);
+  if (t == nullptr) {
+    c.respond.send(Response::error(404, "no load test \"" + id + "\""));
+    return;
+  }
   end(*t, LoadState::kStopped, "stopped by request");
   c.respond.send(Response::json(200, api::to_json(loads_.answer(*t, false, unix_ms_now()))));
 }
@@ -137,7 +189,8 @@ const std::vector<ApiRoute>& LoadService::routes() {
       {"POST", "/loads", on<&LoadService::api_start>, false,
        "`{\"scenario\":{...},\"load\":{...},\"vars\":{...}}`: a load test"
        " ([docs/load.md](docs/load.md#through-the-api))"},
-      {"GET", "/loads", on<&LoadService::api_list>, false, "load tests, running and recent"},
+      {"GET", "/loads", on<&LoadService::api_list>, false,
+       "load tests, running and kept, newest first (`?limit=N`, 200 by default)"},
       {"GET", "/loads/{id}", on<&LoadService::api_get>, false, "one load test with its series"},
       {"DELETE", "/loads/{id}", on<&LoadService::api_stop>, false, "stops a load test"},
   };

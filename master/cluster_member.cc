@@ -10,10 +10,7 @@
 #include "master/cluster_member.h"
 
 namespace corral::master {
-namespace {
 
-// This host's id: the machine's name and a hash of the home, so that a restart on the same
-// home is the same host, and two homes on one machine are two hosts.
 std::string host_id(const std::string& home) {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, 10, "host");
@@ -23,8 +20,6 @@ std::string host_id(const std::string& home) {
   std::snprintf(suffix, sizeof suffix, "%08x", h);
   return std::string(name) + "/" + suffix;
 }
-
-}  // namespace
 
 void ClusterMember::start(journal::Journal* journal, const std::string& path,
                           const std::string& label, const std::string& home,

@@ -24,6 +24,10 @@
 
 namespace corral::master {
 
+// This host's id: the machine's name and a hash of the home, so that a restart on the same
+// home is the same host, and two homes on one machine are two hosts.
+std::string host_id(const std::string& home);
+
 class ClusterMember {
  public:
   ClusterMember(uv_loop_t* loop, Runs& runs, Dispatcher& dispatcher, RunService& run_service,

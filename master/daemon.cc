@@ -119,12 +119,16 @@ Status Daemon::open_journal() {
   load_service_.table().number_from(*load_seq, [this](uint64_t next) {
     journal_->write([next](journal::Store& s) { return s.bump_seq(journal::Store::kLoadSeq, next); });
   });
+  const bool shared = journal::is_postgresql(journal_path());
+  if (Status s = load_service_.attach(journal_.get(), shared ? host_id(cfg_.home) : ""); !s)
+    return s;
   const int64_t now = unix_ms_now();
   auto resumed = runs_.restore(now);
   if (!resumed) return resumed.status();
   schedule_service_.restore(journal_.get(), *schedule_rows, now);
-  spdlog::info("journal {}: {} runs, {} instances resume, {} schedules", journal_label(),
-               runs_.all().size(), *resumed, schedule_service_.table().all().size());
+  spdlog::info("journal {}: {} runs, {} instances resume, {} schedules, {} load tests",
+               journal_label(), runs_.all().size(), *resumed,
+               schedule_service_.table().all().size(), load_service_.kept().size());
   return Status::ok();
 }
 
@@ -386,6 +390,7 @@ void Daemon::shutdown(const std::string& why) {
     shutdown_started_ms_ = monotonic_ms();
     spdlog::info("shutting down ({}): stopping {} workers, grace {}", why,
                  supervisor_.slots().size(), config::format_duration_ms(cfg_.stop_grace_ms));
+    load_service_.stop_all("the daemon is stopping");
     supervisor_.begin_shutdown();
     drop_spare("the daemon is stopping");
     systemd::notify("STOPPING=1\nSTATUS=stopping (" + why + ")");
@@ -404,6 +409,7 @@ void Daemon::finish() {
   workers_.clear();
   successors_.clear();
   spares_.clear();
+  load_service_.keep_all("the daemon stopped");
   if (api_) api_->close();
   tick_.reset();
   kick_.reset();

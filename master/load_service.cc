@@ -66,7 +66,9 @@ void LoadService::run(LoadSubmission sub, Started started, Refused refused) {
 }
 
 void LoadService::on_tick() {
-  if (pending_.empty() && base_wanted_ < 0) return;  // the usual tick: nothing to do
+  keep_ended();
+  prune_kept();
+  if (pending_.empty() && base_wanted_ < 0) return;  // the usual tick: nothing more to do
   const uint64_t now = monotonic_ms();
   std::vector<int> ready = workers_.ready_workers();
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -168,6 +170,7 @@ Status LoadService::on_load_stats(int slot, const nlohmann::json& payload) {
   auto second = ipc::load_second_from_json(payload);
   if (!second) return Status(Code::kProtocol, "load_stats: " + second.status().message());
   std::string id = second->load;
+  if (loads_.find(id) == nullptr && kept_.find(id) != nullptr) return Status::ok();  // late
   if (Status s = loads_.on_second(slot, std::move(*second), unix_ms_now()); !s) return s;
   check_aborting(id);
   stop_target_after(id);

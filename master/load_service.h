@@ -5,6 +5,7 @@
 //   load_service.cc         starting a test on the workers, its seconds, its end
 //   load_service_shares.cc  a test over the hosts of a cluster (docs/cluster.md)
 //   load_service_target.cc  the target a test starts (a load section's "target")
+//   load_service_kept.cc    tests that ended, kept in the journal (kept_loads.h)
 // Loop thread only.
 #pragma once
 
@@ -24,6 +25,8 @@
 #include "master/api_route.h"
 #include "master/cluster/hosts.h"
 #include "master/cluster/load_shares.h"
+#include "master/journal/journal.h"
+#include "master/kept_loads.h"
 #include "master/load_watch.h"
 #include "master/loads.h"
 #include "master/target_process.h"
@@ -48,6 +51,17 @@ class LoadService {
   // The table, for the journal's numbering of tests and for /metrics.
   Loads& table() { return loads_; }
   const Loads& table() const { return loads_; }
+  // Tests that ended: read from `journal` now (start-up), kept in it from now on. `host` is this
+  // host's id on a journal hosts share, else "".
+  Status attach(journal::Journal* journal, std::string host) {
+    return kept_.restore(journal, std::move(host));
+  }
+  const KeptLoads& kept() const { return kept_; }
+  // The daemon begins to stop: each running test of this host ends as stopped, saying `why`.
+  void stop_all(const std::string& why);
+  // The daemon stops (its workers are gone): a test still running ends as stopped, saying
+  // `why`, its target is killed, and every test of this host is kept now.
+  void keep_all(const std::string& why);
 
   // From the daemon's tick: tests waiting for workers start once they are ready (or are
   // refused after a while); the worker count raised for them comes down once no test needs it.
@@ -70,6 +84,12 @@ class LoadService {
   void api_stop(const ApiCall& c);
 
  private:
+  // Tests that ended and whose target has stopped are kept (or, for another host's test,
+  // forgotten a while later); retention forgets kept ones (load_service_kept.cc).
+  void keep_ended();
+  void keep_ended_at(int64_t now, bool all);  // all: shares too, at once
+  void prune_kept();
+
   using Started = std::function<void(const LoadTest&)>;
   using Refused = std::function<void(const std::string& why)>;
   // A test's submission checked into `out`; or the answer that refuses it.
@@ -94,7 +114,6 @@ class LoadService {
   void on_target_sample(const std::string& id, nlohmann::json sample);
   // Ends `t` early as `state`, asking its workers to stop.
   void end(LoadTest& t, LoadState state, const std::string& reason);
-  LoadTest* load_of(const ApiCall& c);
   // A test spread over the hosts (load_service_shares.cc): this host is its origin, runs share
   // 0, and adds up the seconds the others send.
   void spread(LoadSubmission sub, const http::Responder& respond);
@@ -113,6 +132,8 @@ class LoadService {
   const Secrets& secrets_;
   WorkerLink& workers_;
   Loads loads_;
+  KeptLoads kept_;
+  int64_t pruned_ms_ = 0;  // when retention last ran
   // A held-connection test needs a worker per ~18,000 connections (the file-descriptor limit),
   // beyond the usual count if need be: it waits here while they start.
   struct Pending {

@@ -205,6 +205,11 @@ std::vector<const LoadTest*> Loads::list() const {
   return out;
 }
 
+void Loads::remove(const std::string& id) {
+  if (tests_.erase(id) == 0) return;
+  order_.erase(std::find(order_.begin(), order_.end(), id));
+}
+
 Status Loads::on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms) {
   LoadTest* t = find(s.load);
   if (t == nullptr) return protocol_error("load_stats: no load test \"" + s.load + "\"");
@@ -262,6 +267,7 @@ void Loads::complete_seconds(LoadTest& t) {
     }
     t.seconds = first->first + 1;
     t.pending.erase(first);
+    if (t.origin.empty()) note_crossings(t);
   }
 }
 
@@ -291,6 +297,10 @@ bool Loads::end(LoadTest& t, LoadState state, std::string reason, int64_t now_ms
   if (t.ended() || t.ending) return false;
   t.ending = state;
   t.stopping_ms = now_ms;
+  if (t.target_event.is_null() && !reason.empty()) {  // else the target's event says why
+    t.events.push_back(
+        {elapsed_s(t, now_ms), state == LoadState::kAborted ? "aborted" : "stopped", reason});
+  }
   if (!reason.empty()) t.reason = t.reason.empty() ? reason : reason + "; " + t.reason;
   finish_if_done(t, now_ms);
   return true;
@@ -383,6 +393,7 @@ api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_m
   a.steps = steps_of(t);
   a.thresholds = thresholds_of(t, now_ms);
   a.reasons = t.total.reasons;
+  a.events = events_of(t, a.elapsed_s);
   if (t.spec.watch.any()) a.target = target_of(t, with_series);
   if (t.host_count > 1) a.cluster = cluster_of(t);
   if (with_series) a.series = t.series;

@@ -85,6 +85,10 @@ struct LoadTest {
   // test, if it did: null, or {"event": "crossed"|"died", "t", "condition", "value", "load"}.
   std::vector<nlohmann::json> target;
   nlohmann::json target_event;
+  // What happened when (loads_events.cc): thresholds first crossed, the end early, the
+  // target's end; stage changes are added when the test is answered.
+  std::vector<api::LoadEvent> events;
+  std::set<size_t> crossed;  // thresholds (by index) with a "threshold" event
   // The target corral started for the test (spec.target), kept up to date by LoadService.
   std::optional<api::LoadTargetProcess> process;
   // Spread over hosts: on the origin, every other host's share by its slot (state: '' until
@@ -110,6 +114,8 @@ class Loads {
   const LoadTest* find(const std::string& id) const;
   // Newest first.
   std::vector<const LoadTest*> list() const;
+  // Forgets a test (once it is kept, master/kept_loads.h).
+  void remove(const std::string& id);
 
   // A worker's second. Fails (the worker's protocol error) for a test it does not take part in.
   // Returns the tests whose thresholds with abort_on_fail were crossed by this second.
@@ -156,8 +162,14 @@ class Loads {
   }
   std::string next_id();
 
+  // The test's events, with a "stage" one where each stage after the first began (up to
+  // `elapsed_s`), by time (loads_events.cc).
+  static std::vector<api::LoadEvent> events_of(const LoadTest& t, double elapsed_s);
+
  private:
   void complete_seconds(LoadTest& t);
+  // After a complete second: thresholds the totals cross for the first time become events.
+  void note_crossings(LoadTest& t);
   void finish_if_done(LoadTest& t, int64_t now_ms);
 
   std::function<void(const LoadTest&, const ipc::LoadSecond&)> forward_;

@@ -42,8 +42,10 @@ std::optional<std::string> Loads::on_target(LoadTest& t, json sample, int64_t no
   // A target corral started tells its own end, with its exit (on_target_died).
   if (sample.contains("up") && sample["up"] == false && !t.process) {
     t.target_event = {{"event", "died"}, {"t", at}, {"load", load_at(t)}};
-    return "the target (pid " + std::to_string(t.spec.watch.pid) + ") is gone at " +
-           value_text("", at) + " s";
+    std::string why = "the target (pid " + std::to_string(t.spec.watch.pid) + ") is gone at " +
+                      value_text("", at) + " s";
+    t.events.push_back({at, "target", why});
+    return why;
   }
   for (const load::StopWhen& w : t.spec.watch.stop_when) {
     auto it = sample.find(w.metric);
@@ -52,8 +54,10 @@ std::optional<std::string> Loads::on_target(LoadTest& t, json sample, int64_t no
     if (!w.holds(v)) continue;
     t.target_event = {{"event", "crossed"}, {"t", at}, {"condition", w.name}, {"value", v},
                       {"load", load_at(t)}};
-    return "stop_when " + w.name + ": " + value_text(w.metric, v) + " at " + value_text("", at) +
-           " s";
+    std::string why =
+        "stop_when " + w.name + ": " + value_text(w.metric, v) + " at " + value_text("", at) + " s";
+    t.events.push_back({at, "target", why});
+    return why;
   }
   return std::nullopt;
 }
@@ -66,8 +70,10 @@ std::optional<std::string> Loads::on_target_died(LoadTest& t, int64_t now_ms) {
                              : "exited with code " + std::to_string(p.exit_code.value_or(0));
   t.target_event = {{"event", "died"}, {"t", at}, {"load", load_at(t)}, {"how", how}};
   if (p.cause) t.target_event["cause"] = *p.cause;
-  return "the target (pid " + std::to_string(t.spec.watch.pid) + ") " + how + " at " +
-         value_text("", at) + " s" + (p.cause ? ": " + *p.cause : std::string());
+  std::string why = "the target (pid " + std::to_string(t.spec.watch.pid) + ") " + how + " at " +
+                    value_text("", at) + " s" + (p.cause ? ": " + *p.cause : std::string());
+  t.events.push_back({at, "target", why});
+  return why;
 }
 
 }  // namespace corral::master

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -16,9 +15,10 @@
 
 #include "cli/api.h"
 #include "cli/breaking_point.h"
+#include "cli/compare.h"
 #include "cli/find_max.h"
 #include "cli/format.h"
-#include "cli/html_report.h"
+#include "cli/load_reports.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
 #include "cli/target_flags.h"
@@ -70,13 +70,6 @@ class TargetStopWait {
 long ready_timeout_ms(const json& load) {
   auto spec = load::parse_load(load);
   return spec && spec->target.any() ? static_cast<long>(spec->target.ready_timeout_ms) : 0;
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
 }
 
 // --max-p99: a duration as everywhere else ("500ms", "2s"), or a plain number of milliseconds.
@@ -176,8 +169,20 @@ class LoadVerb : public Verb {
                                  "when the test ends, write its thresholds as a JUnit XML report");
     app.add_option("--out", out_, "when the test ends, write its summary and series as JSON")
         ->type_name("FILE");
+    auto* baseline =
+        app.add_option("--baseline", baseline_,
+                       "when the test ends, compare it with this kept test (an id, or a file "
+                       "--out wrote; repeats joined by commas); exit 1 when a metric regressed "
+                       "past its limit")
+            ->type_name("LOAD|FILE");
+    app.add_option("--max-regression", max_regressions_,
+                   "with --baseline: how far a metric may regress, e.g. 'p99: +10%' or "
+                   "'rps: -5%' (repeatable; default: those of corral compare)")
+        ->type_name("'METRIC: ±N%'")
+        ->needs(baseline);
     auto* detach = app.add_flag("-d,--detach", detach_, "return once the test has started");
-    detach->excludes(junit)->excludes(find);
+    detach->excludes(junit)->excludes(find)->excludes(baseline);
+    baseline->excludes(find);
     junit->excludes(find);
     html->excludes(find);
     detach->excludes(html);
@@ -195,10 +200,21 @@ class LoadVerb : public Verb {
     if (!vars) return usage_error(vars.status().message());
     const Api api(ctx);
     if (find_max_) return find_max(api, scenario, load, *vars);
+    std::vector<api::LoadAnswer> baseline;
+    if (!baseline_.empty()) {
+      auto tests = load_records(api, baseline_);
+      if (!tests && tests.status().code() == Code::kUnavailable) {
+        return report_failure(tests.status(), api.socket_path());
+      }
+      if (!tests) return usage_error("--baseline: " + tests.status().message());
+      baseline = std::move(*tests);
+    }
+    auto limits = regression_limits();
+    if (!limits) return usage_error(limits.status().message());
     std::string id;
     if (int code = submit(api, scenario, load, *vars, id); code != 0) return code;
     if (detach_) return 0;
-    return follow(api, id);
+    return follow(api, id, baseline);
   }
 
  private:
@@ -385,7 +401,8 @@ class LoadVerb : public Verb {
     return "";
   }
 
-  int follow(const Api& api, const std::string& id) const {
+  int follow(const Api& api, const std::string& id,
+             const std::vector<api::LoadAnswer>& baseline) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     TargetStopWait stop_wait;
     for (;;) {
@@ -405,31 +422,42 @@ class LoadVerb : public Verb {
       } else {
         std::cout << line << "\n" << std::flush;
       }
-      if (ended) {
-        std::cout << render_load_summary(*test);
-        int code = state == "passed" ? 0 : 1;
-        if (!out_.empty()) {
-          if (!write_file(out_, body->dump(2) + "\n")) {
-            return fail("--out " + out_ + ": cannot write the summary");
-          }
-          std::cout << "out        : " << out_ << "\n";
-        }
-        if (!html_.empty()) {
-          if (!write_file(html_, render_load_html(*test))) {
-            return fail("--html " + html_ + ": cannot write the report");
-          }
-          std::cout << "html       : " << html_ << "\n";
-        }
-        if (!junit_.empty()) {
-          if (!write_file(junit_, render_load_junit(*test))) {
-            return fail("--junit " + junit_ + ": cannot write the report");
-          }
-          std::cout << "junit      : " << junit_ << "\n";
-        }
-        return code;
-      }
+      if (ended) return finish(LoadRecord{std::move(*test), std::move(*body)}, baseline);
       std::this_thread::sleep_for(kPollEvery);
     }
+  }
+
+  // The summary, the comparison with the baseline, and the reports, of a test that ended.
+  int finish(const LoadRecord& record, const std::vector<api::LoadAnswer>& baseline) const {
+    const api::LoadAnswer& test = record.test;
+    std::cout << render_load_summary(test);
+    int code = test.state == "passed" ? 0 : 1;
+    std::vector<JunitCase> cases;
+    if (!baseline.empty()) {
+      Comparison c = compare_loads(baseline, {test}, *regression_limits());
+      std::cout << "\n"
+                << render_comparison(
+                       c, ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii);
+      cases = comparison_cases(c, test.name, test.elapsed_s);
+      if (c.regressed()) code = 1;
+    }
+    if (std::string e = write_load_reports({out_, html_, junit_}, record, cases, std::cout);
+        !e.empty()) {
+      return fail(e);
+    }
+    return code;
+  }
+
+  // --max-regression, or the defaults of `corral compare`.
+  Result<std::vector<RegressionLimit>> regression_limits() const {
+    if (max_regressions_.empty()) return default_regressions();
+    std::vector<RegressionLimit> out;
+    for (const std::string& text : max_regressions_) {
+      auto limit = parse_regression(text);
+      if (!limit) return limit.status();
+      out.push_back(std::move(*limit));
+    }
+    return out;
   }
 
   std::string file_;
@@ -449,6 +477,8 @@ class LoadVerb : public Verb {
   std::string out_;
   std::string junit_;
   std::string html_;
+  std::string baseline_;
+  std::vector<std::string> max_regressions_;
   bool find_max_ = false;
   std::string step_duration_ = "10s";
   double step_factor_ = 1.5;

@@ -22,9 +22,18 @@ class RunsVerb : public Verb {
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
     std::cout << render_runs_table(answer->runs, style);
-    auto loads = get_answer(api, "/loads", &api::loads_from_json);
-    if (!loads) return report_failure(loads.status(), api.socket_path());
-    if (!loads->empty()) std::cout << "\nload tests:\n" << render_loads_table(*loads, style);
+    auto body = api.get("/loads");
+    if (!body) return report_failure(body.status(), api.socket_path());
+    auto loads = read_answer("/loads", *body, &api::loads_from_json);
+    if (!loads) return fail(loads.status().message());
+    if (loads->empty()) return 0;
+    std::cout << "\nload tests:\n" << render_loads_table(*loads, style);
+    // The daemon lists the newest 200; it keeps up to keep_runs.
+    const auto total = body->value("total", static_cast<uint64_t>(loads->size()));
+    if (total > loads->size()) {
+      std::cout << "(the newest " << loads->size() << " of " << total
+                << " load tests: corral show LOAD for any of them)\n";
+    }
     return 0;
   }
 };

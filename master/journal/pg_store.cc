@@ -204,6 +204,31 @@ class PgStore final : public Store, private Dialect {
     return rows_of(*res, tables::kSchedules);
   }
 
+  Status put_load_test(const LoadTestRow& r) override {
+    Params p;
+    bind_row(tables::kLoadTests, r, p);
+    return db_.run(kPutLoadTest, p, "put_load_test");
+  }
+
+  Status delete_load_test(const std::string& id) override {
+    return db_.run(kDeleteLoadTest, Params().bind(id), "delete_load_test");
+  }
+
+  Result<std::vector<LoadTestRow>> load_tests(const std::string& host) override {
+    auto res = db_.query(kLoadTestRows, Params().bind(host), "load_tests");
+    if (!res) return res.status();
+    return rows_of(*res, tables::kLoadTestSummaries);
+  }
+
+  Result<std::string> load_test_detail(const std::string& id) override {
+    auto res = db_.query(kLoadTestDetail, Params().bind(id), "load_test_detail");
+    if (!res) return res.status();
+    if (PQntuples(res->get()) == 0) {
+      return Status(Code::kNotFound, "no load test \"" + id + "\" in the journal");
+    }
+    return col_text(*res, 0, 0);
+  }
+
   Result<uint64_t> next_seq(std::string_view counter) override {
     auto res = db_.query(kNextSeq, Params().bind(std::string(counter)), "next_seq");
     if (!res) return res.status();

@@ -104,6 +104,19 @@ struct FireRow {
   bool operator==(const FireRow&) const = default;
 };
 
+// A load test that ended (master/kept_loads.h), kept until retention forgets it: its summary,
+// read at start-up to list it, and its detail, read when the test itself is asked for.
+struct LoadTestRow {
+  std::string id;
+  std::string host;  // the host that ran it, on a PostgreSQL journal hosts share; "" on SQLite
+  int64_t created_ms = 0;
+  int64_t ended_ms = 0;
+  std::string summary;  // GET /loads/<id> without its series (JSON)
+  std::string detail;   // its series, the target's samples and its merged histograms (encoded)
+
+  bool operator==(const LoadTestRow&) const = default;
+};
+
 // One run with everything the journal holds about it.
 struct StoredRun {
   RunRow run;

@@ -161,6 +161,17 @@ CREATE TABLE load_seconds (
     "ALTER TABLE steps ADD COLUMN tls_us BIGINT NOT NULL DEFAULT 0;",
     // 13: the start of the response of a step that failed on one (ipc::kBodyExcerptBytes).
     "ALTER TABLE steps ADD COLUMN body TEXT NOT NULL DEFAULT '';",
+    // 14: load tests that ended (master/kept_loads.h), listed at start-up by host and age.
+    R"sql(
+CREATE TABLE load_tests (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  ended_ms BIGINT NOT NULL,
+  summary TEXT NOT NULL,
+  detail TEXT NOT NULL);
+CREATE INDEX load_tests_by_host ON load_tests (host, created_ms);
+)sql",
 };
 
 // The statements that write and read whole rows, made from the tables' columns (tables.h).
@@ -187,6 +198,12 @@ inline const std::string kScheduleRows = "SELECT " + select_list(tables::kSchedu
 FROM schedules s LEFT JOIN schedule_fires f ON f.schedule = s.name
   AND f.tick_ms = (SELECT MAX(tick_ms) FROM schedule_fires WHERE schedule = s.name)
 ORDER BY s.name)sql";
+// Kept load tests: a host's, oldest first, without their detail; one test's detail.
+inline const std::string kLoadTestRows = "SELECT " + select_list(tables::kLoadTestSummaries) +
+                                         " FROM load_tests WHERE host = ? ORDER BY created_ms, id";
+inline const std::string kPutLoadTest = upsert(tables::kLoadTests);
+inline constexpr const char* kLoadTestDetail = "SELECT detail FROM load_tests WHERE id = ?";
+inline constexpr const char* kDeleteLoadTest = "DELETE FROM load_tests WHERE id = ?";
 
 inline constexpr const char* kNextSeq = "SELECT value FROM meta WHERE name = ?";
 inline constexpr const char* kBumpSeq = R"sql(

@@ -223,6 +223,35 @@ class SqliteStore final : public Store, private Dialect {
     return out;
   }
 
+  Status put_load_test(const LoadTestRow& r) override {
+    Stmt& s = stmt(kPutLoadTest);
+    bind_row(tables::kLoadTests, r, s);
+    return done(s, "put_load_test");
+  }
+
+  Status delete_load_test(const std::string& id) override {
+    return done(stmt(kDeleteLoadTest).bind(id), "delete_load_test");
+  }
+
+  Result<std::vector<LoadTestRow>> load_tests(const std::string& host) override {
+    std::vector<LoadTestRow> out;
+    if (read_rows(stmt(kLoadTestRows).bind(host), tables::kLoadTestSummaries, out) != SQLITE_DONE) {
+      return error("load_tests");
+    }
+    return out;
+  }
+
+  Result<std::string> load_test_detail(const std::string& id) override {
+    Stmt& s = stmt(kLoadTestDetail).bind(id);
+    int rc = s.step();
+    std::string detail = rc == SQLITE_ROW ? s.text(0) : std::string();
+    s.reset();
+    if (rc == SQLITE_DONE)
+      return Status(Code::kNotFound, "no load test \"" + id + "\" in the journal");
+    if (rc != SQLITE_ROW) return error("load_test_detail");
+    return detail;
+  }
+
   // Runs inside the writer's transaction: frees the pages of deleted rows from the file (the
   // WAL itself is kept small by SQLite's automatic checkpoints).
   Status reclaim() override { return exec("PRAGMA incremental_vacuum"); }

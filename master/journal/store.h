@@ -102,6 +102,15 @@ class Store {
   // Every schedule, by name, each with its newest fire.
   virtual Result<std::vector<ScheduleRow>> schedules() = 0;
 
+  // Load tests that ended (master/kept_loads.h). Inserts or replaces a test's row.
+  virtual Status put_load_test(const LoadTestRow& row) = 0;
+  // Forgets a kept test (none of that id: no-op).
+  virtual Status delete_load_test(const std::string& id) = 0;
+  // The tests `host` ran, oldest first, each without its detail.
+  virtual Result<std::vector<LoadTestRow>> load_tests(const std::string& host) = 0;
+  // One test's detail; kNotFound when there is no such test.
+  virtual Result<std::string> load_test_detail(const std::string& id) = 0;
+
   // The counters of ids, kept in the meta table: runs (r<N>-xxxx) and load tests (l<N>).
   static constexpr std::string_view kRunSeq = "run_seq";
   static constexpr std::string_view kLoadSeq = "load_seq";

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
+#include <span>
 
 #include "master/journal/columns.h"
 #include "master/journal/rows.h"
@@ -105,6 +107,20 @@ inline constexpr Column<FireRow> kFireColumns[] = {
     CORRAL_COLUMN(FireRow, fired_ms),
 };
 inline constexpr Table<FireRow> kFires{"schedule_fires", kFireColumns};
+
+// A kept load test is written once (its id is new), and read in two ways: without its detail
+// to list it, and whole.
+inline constexpr Column<LoadTestRow> kLoadTestColumns[] = {
+    CORRAL_COLUMN(LoadTestRow, id, Write::kKey),
+    CORRAL_COLUMN(LoadTestRow, host),
+    CORRAL_COLUMN(LoadTestRow, created_ms),
+    CORRAL_COLUMN(LoadTestRow, ended_ms),
+    CORRAL_COLUMN(LoadTestRow, summary),
+    CORRAL_COLUMN(LoadTestRow, detail),
+};
+inline constexpr Table<LoadTestRow> kLoadTests{"load_tests", kLoadTestColumns};
+inline constexpr Table<LoadTestRow> kLoadTestSummaries{
+    "load_tests", std::span(kLoadTestColumns).first(std::size(kLoadTestColumns) - 1)};
 
 // clang-format on
 

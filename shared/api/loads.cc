@@ -118,6 +118,12 @@ void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
     e.number("value", t.value);
     e.boolean("ok", t.ok);
   });
+  read_array(r, j, "events", [&](FieldReader& e, const json&) {
+    LoadEvent& ev = a.events.emplace_back();
+    e.number("t", ev.t);
+    e.text("kind", ev.kind);
+    e.text("text", ev.text);
+  });
   if (r.ok() && present(j, "reasons")) {
     if (!j["reasons"].is_object()) return r.fail("reasons", "expected an object");
     FieldReader e(j["reasons"], r.path("reasons"));
@@ -292,7 +298,10 @@ json to_json(const LoadAnswer& a) {
             {"start_lateness", late},
             {"steps", steps},
             {"thresholds", thresholds},
-            {"reasons", a.reasons}};
+            {"reasons", a.reasons},
+            {"events", detail::array_of(a.events, [](const LoadEvent& e) -> json {
+               return {{"t", e.t}, {"kind", e.kind}, {"text", e.text}};
+             })}};
   if (a.target) j["target"] = to_json(*a.target);
   if (a.cluster) j["cluster"] = to_json(*a.cluster);
   if (!a.series.is_null()) j["series"] = a.series;

@@ -86,6 +86,17 @@ struct ThresholdOutcome {
   bool operator==(const ThresholdOutcome&) const = default;
 };
 
+// Something that happened during a test, at `t` seconds into it: "stage" (a stage began),
+// "threshold" (a threshold was first crossed), "aborted" (abort_on_fail, or the target died),
+// "stopped" (a request, or the daemon stopping), "target" (the target died, or a stop_when held).
+// Reports draw them as labelled vertical lines over their charts.
+struct LoadEvent {
+  double t = 0;
+  std::string kind;
+  std::string text;
+  bool operator==(const LoadEvent&) const = default;
+};
+
 // A line of the output of a target corral started.
 struct TargetLine {
   std::string stream;  // "stdout" or "stderr"
@@ -159,6 +170,7 @@ struct LoadAnswer {
   std::vector<LoadStepTotals> steps;
   std::vector<ThresholdOutcome> thresholds;
   std::map<std::string, uint64_t> reasons;  // why iterations failed, with counts
+  std::vector<LoadEvent> events;            // by time
   std::optional<LoadTarget> target;
   std::optional<LoadCluster> cluster;
   nlohmann::json series;  // one object per second, with ?series=1 only; else null

@@ -8,17 +8,15 @@
 #include <cstdint>
 #include <utility>
 
+#include "shared/text/packed.h"
+
 namespace corral::ws {
 namespace {
 
 constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 std::string base64(const unsigned char* data, size_t n) {
-  std::string out(4 * ((n + 2) / 3), '\0');
-  int len =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
-  out.resize(static_cast<size_t>(len));
-  return out;
+  return base64_encode(std::string_view(reinterpret_cast<const char*>(data), n));
 }
 
 std::string_view trim(std::string_view s) {

@@ -81,3 +81,34 @@ TEST_CASE("html report: a chart's scale rounds up and its points stay inside the
   // x from 64 to 844; y from 192 (0) up 164 px to 28 (2000).
   CHECK(m[1].str() == "64.0,192.0 454.0,132.1 844.0,72.3");
 }
+
+TEST_CASE("html report: cards on top, and the test's events marked on every chart and listed") {
+  json j = test_json();
+  j["state"] = "aborted";
+  j["reason"] = "the target (pid 42) was killed by SIGABRT at 3.5 s";
+  j["events"] =
+      json::array({{{"t", 2.0}, {"kind", "stage"}, {"text", "stage 2 of 2: to 50 connections"}},
+                   {{"t", 3.5}, {"kind", "target"}, {"text", "the target <died>"}}});
+  j["target"]["process"] = {{"cmd", {"node", "server.js"}},
+                            {"state", "died"},
+                            {"signal", "SIGABRT"},
+                            {"rss_peak", 196608000},
+                            {"cause", "JavaScript heap out of memory"}};
+  const std::string html = corral::cli::render_load_html(*corral::api::load_from_json(j));
+  CHECK(count(html, "<div class=\"card ") == 6);
+  CHECK_THAT(html, Catch::Contains("<div class=\"card bad\"><div class=\"title\">verdict</div>"
+                                   "<div class=\"value\">aborted</div>"));
+  // Where it broke: the load of the last second before the event, which was not a stage.
+  CHECK_THAT(
+      html, Catch::Contains("<div class=\"title\">broke at</div><div class=\"value\">30 "
+                            "connections</div><div class=\"note\">3.5 s: the target &lt;died&gt;"));
+  CHECK_THAT(html,
+             Catch::Contains("<div class=\"title\">target peak RSS</div><div class=\"value\">"
+                             "187.5mb</div><div class=\"note\">the target died: JavaScript heap"));
+  // Both events on each of the four charts, which reach as far as the last (in the cut second).
+  CHECK(count(html, "data-mark=\"stage\"") == 4);
+  CHECK(count(html, "data-mark=\"target\"") == 4);
+  CHECK_THAT(html, Catch::Contains("<title>the target &lt;died&gt;</title>"));
+  CHECK(count(html, "<tr data-event=") == 2);
+  CHECK(html.find("<h2>Details</h2>") > html.find("<table class=\"events\">"));
+}

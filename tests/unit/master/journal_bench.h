@@ -224,6 +224,14 @@ class FlakyStore final : public Store {
   Result<std::vector<master::journal::ScheduleRow>> schedules() override {
     return in_->schedules();
   }
+  Status put_load_test(const master::journal::LoadTestRow& r) override {
+    return in_->put_load_test(r);
+  }
+  Status delete_load_test(S id) override { return in_->delete_load_test(id); }
+  Result<std::vector<master::journal::LoadTestRow>> load_tests(S host) override {
+    return in_->load_tests(host);
+  }
+  Result<std::string> load_test_detail(S id) override { return in_->load_test_detail(id); }
   Result<uint64_t> next_seq(std::string_view c) override { return in_->next_seq(c); }
   Status bump_seq(std::string_view c, uint64_t next) override { return in_->bump_seq(c, next); }
   Result<std::vector<RunRow>> runs() override { return in_->runs(); }

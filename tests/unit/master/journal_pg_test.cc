@@ -50,10 +50,10 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the curren
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "13/1");
+    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "14/1");
     CHECK(sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
               "table_name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
-              "'schedule_fires')") == "7");
+              "'schedule_fires', 'load_tests')") == "8");
     store = reopen();
     CHECK(load_run_id(*store, "r1-aaaa") == "r1-aaaa");
     CHECK(store->next_seq(Store::kRunSeq).value() == 2);

@@ -50,11 +50,11 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "13/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "14/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
-              "'schedule_fires')") == "7");
+              "'schedule_fires', 'load_tests')") == "8");
     CHECK(sql(path, "PRAGMA journal_mode") == "wal");
     store = open_store(path);
     CHECK_SAME(load(*store, "r1-aaaa").run, run_row("r1-aaaa", 1));  // kept what was written
@@ -75,9 +75,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "ALTER TABLE steps DROP COLUMN body");
+  sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -96,9 +97,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "ALTER TABLE steps DROP COLUMN body");
+  sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -115,9 +117,10 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "ALTER TABLE runs DROP COLUMN quarantine");
   sql(path, "ALTER TABLE steps DROP COLUMN tls_us");
   sql(path, "ALTER TABLE steps DROP COLUMN body");
+  sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "13");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";
@@ -148,13 +151,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 14");
+  sql("UPDATE schema_version SET version = 15");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(), Catch::Contains("the journal " + where()) &&
-                                           Catch::Contains("schema version 14, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "14");
+                                           Catch::Contains("schema version 15, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "15");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {

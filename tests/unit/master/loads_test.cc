@@ -255,3 +255,27 @@ TEST_CASE("loads: a share of another host's test sends its complete seconds, lat
   CHECK(sent[4].steps.empty());
   CHECK(t.ended());
 }
+
+TEST_CASE("loads: events: a stage begun, a threshold first crossed after 5 s, a stop") {
+  Loads loads;
+  LoadTest& t = add(loads, R"({"stages": [{"duration": "3s", "target": 2},
+                                          {"duration": "10s", "target": 4}],
+      "thresholds": {"latency": ["p99 < 5ms"], "rps": ["> 1000000"], "errors": ["rate < 50%"]}})",
+                    {0});
+  for (uint32_t s = 0; s < 7; ++s)
+    REQUIRE(loads.on_second(0, second(s, 1, 10, 9), 2000 + 1000 * s));
+  // Crossed from the first second on, but judged from 5 s; rps is never an event.
+  REQUIRE(t.events.size() == 1);
+  CHECK(t.events[0].t == 5);
+  CHECK(t.events[0].kind == "threshold");
+  CHECK(t.events[0].text == "latency: p99 < 5ms crossed");
+  CHECK(loads.end(t, corral::master::LoadState::kStopped, "stopped by request", 8500));
+  auto answer = loads.answer(t, false, 8500);
+  REQUIRE(answer.events.size() == 3);
+  CHECK(answer.events[0].kind == "stage");  // at 3 s, before the others
+  CHECK(answer.events[0].t == 3);
+  CHECK(answer.events[0].text == "stage 2 of 2: to 4 VUs");
+  CHECK(answer.events[2].kind == "stopped");
+  CHECK(answer.events[2].t == Approx(7.5));
+  CHECK(answer.events[2].text == "stopped by request");
+}
