@@ -5,9 +5,11 @@
 //   #/                     overview: workers, runs, logs
 //   #/runs/<id>?state=S    a run and its instances in state S
 //   #/runs/<id>/<n>        one instance's steps
+//   #/loads/<id>           a load test: its numbers, charts and events
 import {ApiError, get, token} from "./api.js";
 import {duration, el} from "./dom.js";
 import {instanceView} from "./instance.js";
+import {loadView, loadsPanel} from "./loads.js";
 import {logsPanel} from "./logs.js";
 import {runView} from "./run.js";
 import {runsPanel} from "./runs.js";
@@ -19,7 +21,7 @@ const page = {view: null, timer: null, busy: false, again: false, downSince: nul
               interval: Number(localStorage.getItem(INTERVAL_KEY) ?? 2000)};
 
 function overview() {
-  const panels = [workersPanel(get), runsPanel(get), logsPanel(get, refreshNow)];
+  const panels = [workersPanel(get), runsPanel(get), loadsPanel(get), logsPanel(get, refreshNow)];
   return {node: el("div", {class: "view overview"}, panels.map((p) => p.node)),
           refresh: () => Promise.all(panels.map((p) => p.refresh()))};
 }
@@ -35,6 +37,7 @@ function viewFor(hash) {
   const state = new URLSearchParams(query || "").get("state") || "";
   if (parts[0] === "runs" && parts.length === 2) return runView(get, parts[1], state, refreshNow);
   if (parts[0] === "runs" && parts.length === 3) return instanceView(get, parts[1], parts[2]);
+  if (parts[0] === "loads" && parts.length === 2) return loadView(get, parts[1]);
   return overview();
 }
 

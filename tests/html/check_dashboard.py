@@ -17,8 +17,15 @@ With --expect, the DOM Chromium built after the page's scripts ran (--dump-dom) 
   rows of its instances table, each with its number and state;
 - on an instance's page, each step of "steps" ([{"step": 0, "state": "failed", "reason": "..."}])
   as a row of its steps table, with its state and a reason holding that text.
+- each load test of "loads" ([{"id", "state"}]) as a row of the load tests table with its id
+  and state;
+- on a load test's page, "load_page" ({"state", "charts": N, "marks": [kinds], "thresholds":
+  [{"name", "ok"}]}): the page's state, at least N charts (<svg class="chart">) each with lines
+  of at least two points, a mark (a dashed line) of each kind over the charts, and each
+  threshold as a row, ok or crossed.
 Then it takes a screenshot (kept at OUT.png, a test artefact) and checks that it is not blank
-and shows the green of the "ready" badges and the blue of running instances.
+and shows the green of the "ready" badges and the blue of running instances; on a load test's
+page, the colours of its requests/s, p99 and VUs (or connections) lines instead.
 With --token-prompt, the page must show its token dialog and no worker row.
 Exits 0 when all hold, 1 with the reason otherwise, 2 when Chromium cannot run.
 """
@@ -116,6 +123,7 @@ def check_dom(tree, expect):
         if not any(part in line for line in logs):
             problems.append(f"no log line holds {part!r}")
     problems += check_instances(tree, expect, seen)
+    problems += check_loads(tree, expect, seen)
     page = words(tree.root.text())
     for part in expect.get("texts", []):
         if words(part) not in page:
@@ -146,8 +154,45 @@ def check_instances(tree, expect, seen):
     return problems
 
 
+def check_loads(tree, expect, seen):
+    problems = []
+    loads = {n.attrs["data-load"]: n for n in rows(tree, "data-load")}
+    for t in expect.get("loads", []):
+        row = loads.get(t["id"])
+        text = words(row.text()) if row else ""
+        seen.append(f"load row {t['id']}: {text!r}")
+        if not row or row.attrs.get("data-state") != t["state"] or t["id"] not in text:
+            problems.append(f"no row for load test {t['id']} {t['state']}")
+    page = expect.get("load_page")
+    if not page:
+        return problems
+    views = [n for n in tree.root.walk() if "load-view" in n.attrs.get("class", "").split()]
+    state = views[0].attrs.get("data-state") if views else None
+    charts = [n for n in tree.root.walk() if n.tag == "svg" and n.attrs.get("class") == "chart"]
+    drawn = [c for c in charts
+             if any(len(l.attrs.get("points", "").split()) >= 2 for l in c.walk()
+                    if l.tag == "polyline")]
+    marks = sorted({n.attrs["data-mark"] for n in tree.root.walk() if "data-mark" in n.attrs})
+    shown = {n.attrs["data-threshold"]: "crossed" not in n.attrs.get("class", "")
+             for n in rows(tree, "data-threshold")}
+    seen.append(f"load page: state {state}, {len(drawn)} of {len(charts)} charts drawn, "
+                f"marks {marks}, thresholds {shown}")
+    if state != page.get("state", state):
+        problems.append(f"the load test's page says {state}, not {page['state']}")
+    if len(drawn) < page.get("charts", 0):
+        problems.append(f"{len(drawn)} charts with lines, not {page['charts']}")
+    for kind in page.get("marks", []):
+        if kind not in marks:
+            problems.append(f"no {kind} mark over the charts")
+    for th in page.get("thresholds", []):
+        if shown.get(th["name"]) != th["ok"]:
+            problems.append(f"threshold {th['name']!r} is not shown as ok={th['ok']}")
+    return problems
+
+
 def check_screenshot(browser, url, png):
-    shot = run(browser, BROWSE + ["--window-size=1400,1000", f"--screenshot={png}", url])
+    size = "1400,2000" if "#/loads/" in url else "1400,1000"  # a load test's charts run long
+    shot = run(browser, BROWSE + [f"--window-size={size}", f"--screenshot={png}", url])
     if shot.returncode != 0 or not os.path.exists(png):
         print(f"chromium --screenshot failed: {shot.stderr.decode(errors='replace')[-500:]}",
               file=sys.stderr)
@@ -163,6 +208,18 @@ def check_screenshot(browser, url, png):
     if drawn < width * height // 50:
         print("the screenshot is (almost) blank", file=sys.stderr)
         return 1
+    if "#/loads/" in url:  # a load test's page: its lines in their colours
+        lines = {name: sum(1 for p in flat if near(p, rgb, 20)) for name, rgb in
+                 (("requests/s", (0x1f, 0x77, 0xb4)), ("p99", (0xd6, 0x27, 0x28)),
+                  ("VUs", (0x94, 0x67, 0xbd)), ("connections", (0x8c, 0x56, 0x4b)))}
+        # A test's connections follow its VUs and are drawn over them: one of the two.
+        lines["VUs or connections"] = lines.pop("VUs") + lines.pop("connections")
+        print(f"line pixels {lines}")
+        missing = [name for name, n in lines.items() if n < 100]
+        if missing:
+            print(f"no line drawn in the colour of {missing}", file=sys.stderr)
+            return 1
+        return 0
     # The ready badges and the bar of a run whose instances all run: some hundreds, thousands.
     if green < 400 or blue < 1000:
         print("the screenshot lacks the green of ready workers or the blue of running instances",

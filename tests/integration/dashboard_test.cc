@@ -168,6 +168,52 @@ TEST_CASE("dashboard: Chromium shows a run's instances filtered by state and an 
                             {"texts", {"instance 1"}}}));
 }
 
+TEST_CASE("dashboard: Chromium shows a running load test: its charts with events, its thresholds") {
+  TempHome home;
+  JobApi api;
+  Daemon d(home, DaemonOptions().with_workers(1));
+  d.wait_ready(1);
+  // Two stages (a stage mark at 3 s) and a threshold that the 5 ms answers cross (a threshold
+  // mark once the test has run 5 s).
+  const Json body = {
+      {"scenario",
+       {{"name", "dash-load"},
+        {"steps",
+         Json::array({{{"name", "get"}, {"request", {{"url", api.base() + "/delay?ms=5"}}}}})}}},
+      {"load",
+       {{"stages",
+         Json::array({{{"duration", "3s"}, {"target", 2}}, {{"duration", "30s"}, {"target", 4}}})},
+        {"thresholds", {{"latency", {"p99 < 1ms"}}, {"errors", {"rate < 1%"}}}}}}};
+  const ApiResponse started = d.api("POST", "/loads", body.dump());
+  REQUIRE(started.status == 201);
+  const std::string id = started.json["load"];
+  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["events"].size() >= 2; }, seconds(20),
+               "the stage and threshold events");
+  const std::string artifacts = CORRAL_TEST_ARTIFACTS;
+  std::filesystem::create_directories(artifacts);
+  const std::string png = artifacts + "/dashboard-load.png";
+  std::filesystem::remove(png);
+  const std::string root = "http://127.0.0.1:" + std::to_string(tcp_port(d)) + "/";
+  const Json expect = {
+      {"load_page",
+       {{"state", "running"},
+        {"charts", 3},
+        {"marks", {"stage", "threshold"}},
+        {"thresholds",
+         {{{"name", "latency: p99 < 1ms"}, {"ok", false}},
+          {{"name", "errors: rate < 1%"}, {"ok", true}}}}}},
+      {"texts", {"dash-load", "latency: p99 < 1ms crossed", "stage 2 of 2: to 4 VUs"}}};
+  std::ofstream(home.file("load.json")) << expect.dump();
+  if (!chromium_check(home, {root + "#/loads/" + id, "--expect", home.file("load.json"),
+                             "--screenshot", png})) {
+    return;
+  }
+  std::ofstream(home.file("overview.json"))
+      << Json{{"loads", {{{"id", id}, {"state", "running"}}}}}.dump();
+  CHECK(chromium_check(home, {root, "--expect", home.file("overview.json")}));
+  CHECK(d.api("DELETE", "/loads/" + id).status == 200);
+}
+
 TEST_CASE("dashboard: with a token, the page loads without it, its data calls need it") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_config({{"api_token", kToken}}));
