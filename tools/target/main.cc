@@ -1,4 +1,5 @@
-// corral-target [--listen HOST:PORT] [--processes K] [--die-above-connections N]: serves the test
+// corral-target [--listen HOST:PORT] [--processes K] [--die-above-connections N]
+// [--delay-extra-ms N]: serves the test
 // API in target.h until SIGINT/SIGTERM. Prints "listening on HOST:PORT" once it accepts connections
 // (port 0 picks a free port).
 //
@@ -10,6 +11,9 @@
 //
 // --die-above-connections N aborts the process (SIGABRT) once more than N connections are open,
 // saying "out of memory" on stderr first: a server with a known breaking point.
+//
+// --delay-extra-ms N makes /delay answer N ms later than asked: a slower server, for
+// comparisons of load tests against a baseline (bench/compare).
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -31,13 +35,14 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: corral-target [--listen HOST:PORT] [--processes K] "
-               "[--die-above-connections N]\n");
+               "[--die-above-connections N] [--delay-extra-ms N]\n");
   return 2;
 }
 
 // --die-above-connections N: a server with a breaking point, for the breaking-point search's
 // tests. Checked every 20 ms; past it, says so as a server out of memory would, and aborts.
 int die_above = 0;
+int delay_extra_ms = 0;
 
 void watch_connections(uv_loop_t* loop, corral::target::Target& target) {
   static uv_timer_t timer;
@@ -75,6 +80,7 @@ int serve(const std::string& host, int port, bool reuse_port, int ready) {
     std::fflush(stdout);
   }
   if (die_above > 0) watch_connections(loop, target);
+  target.set_delay_extra_ms(static_cast<uint64_t>(delay_extra_ms));
   uv_signal_t sigs[2];
   int signums[2] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; ++i) {
@@ -173,6 +179,9 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--die-above-connections") == 0 && i + 1 < argc) {
       die_above = std::atoi(argv[++i]);
       if (die_above < 1) return usage();
+    } else if (std::strcmp(argv[i], "--delay-extra-ms") == 0 && i + 1 < argc) {
+      delay_extra_ms = std::atoi(argv[++i]);
+      if (delay_extra_ms < 0 || delay_extra_ms > 60000) return usage();
     } else if (std::strcmp(argv[i], "--processes") == 0 && i + 1 < argc) {
       processes = std::atoi(argv[++i]);
       if (processes < 1 || processes > 256) return usage();

@@ -150,7 +150,7 @@ void Target::delay(const http::Request& req, const http::Responder& respond) {
   auto& timer = delays_[id] = std::make_unique<uv::Timer>(loop_);
   most_delays_ = std::max(most_delays_, delays_.size());
   if (delay_arrivals_ms_.size() < 100000) delay_arrivals_ms_.push_back(uv_hrtime() / 1000000);
-  timer->start(ms, 0, [this, id, respond, ms] {
+  timer->start(ms + delay_extra_ms_, 0, [this, id, respond, ms] {
     respond.send(Response::json(200, {{"slept_ms", ms}}));
     delays_.erase(id);  // destroys the timer inside its callback, which uv::Timer allows
   });

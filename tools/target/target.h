@@ -12,7 +12,7 @@
 //                             "fail" was set); 404 for an unknown id
 //   GET  /status/<id>      -> 200 {"status": "N"}; with ?done_after=K, "Y" from the K-th poll of
 //                             that id on (the benchmark's poll endpoint)
-//   GET  /delay?ms=N       -> 200 after N milliseconds
+//   GET  /delay?ms=N       -> 200 after N milliseconds (and --delay-extra-ms more)
 //   GET  /delay-stats      -> {"most_at_once": n, "arrivals_ms": [t, ...]}: the most /delay
 //                             requests that were waiting at once, and when each arrived (the
 //                             loop's clock, ms; the first 100,000), to check per-target limits
@@ -83,6 +83,9 @@ class Target {
   // Connections open now (upgraded WebSockets excluded).
   size_t connection_count() const { return server_.connection_count(); }
   void close() { server_.close(); }
+  // /delay answers this much later than it is asked to: a slower server (corral-target
+  // --delay-extra-ms), for comparisons of a test against a baseline.
+  void set_delay_extra_ms(uint64_t ms) { delay_extra_ms_ = ms; }
   uint64_t requests() const { return requests_; }
   uint64_t polls() const { return polls_; }
   uint64_t hanging() const { return hanging_; }  // /hang requests received
@@ -139,6 +142,7 @@ class Target {
   // /delay answers waiting for their timer, by a number of their own; each removes itself.
   std::unordered_map<uint64_t, std::unique_ptr<uv::Timer>> delays_;
   uint64_t next_delay_ = 0;
+  uint64_t delay_extra_ms_ = 0;
   size_t most_delays_ = 0;
   std::vector<uint64_t> delay_arrivals_ms_;
   // Callbacks waiting for their time or for a retry; one on the thread pool owns itself, and
