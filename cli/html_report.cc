@@ -148,6 +148,20 @@ void events_table(std::ostringstream& out, const api::LoadAnswer& test) {
   out << "</table>\n";
 }
 
+void slowest_table(std::ostringstream& out, const api::LoadAnswer& test) {
+  if (test.slowest.empty()) return;
+  out << "<h2>Slowest requests</h2>\n<table class=\"slowest\">\n<tr><th>latency</th><th>step"
+      << "</th><th>status</th><th>at</th><th>trace id</th></tr>\n";
+  for (const api::LoadSlowRequest& q : test.slowest) {
+    out << "<tr><td>" << esc(latency_text(q.ms)) << "</td><td>" << q.step << " " << esc(q.step_name)
+        << "</td><td>"
+        << esc(q.outcome == "ok" || q.outcome == "status" ? std::to_string(q.status) : q.outcome)
+        << "</td><td>" << esc(fixed(q.t, 0)) << " s</td><td><code>" << esc(q.trace_id)
+        << "</code></td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
 // A card: a title, a large value, and a line under it.
 void card(std::ostringstream& out, const std::string& cls, const std::string& title,
           const std::string& value, const std::string& note) {
@@ -283,6 +297,7 @@ std::string render_load_html(const api::LoadAnswer& test) {
   out << "<h2>Over time</h2>\n";
   charts(out, test);
   events_table(out, test);
+  slowest_table(out, test);
   out << "<h2>Details</h2>\n";
   summary_table(out, test);
   out << "<p style=\"color:#888\">Written by corral from GET /loads/" << esc(test.id)

@@ -327,6 +327,11 @@ std::string render_load_summary(const api::LoadAnswer& test) {
           << threshold_value(th) << ")\n";
     }
   }
+  // The slowest requests, with the trace to look them up by in the server's tracer.
+  for (size_t i = 0; i < test.slowest.size() && i < kSlowestShown; ++i) {
+    if (i == 0) out << "slowest    :\n";
+    out << "  " << slow_request_text(test.slowest[i]) << "\n";
+  }
   // What happened when (stage changes are in the load section already).
   bool heading = false;
   for (const api::LoadEvent& e : test.events) {
@@ -336,6 +341,15 @@ std::string render_load_summary(const api::LoadAnswer& test) {
     out << "  " << fixed(e.t, 1) << "s  " << e.kind << ": " << e.text << "\n";
   }
   return out.str();
+}
+
+std::string slow_request_text(const api::LoadSlowRequest& q) {
+  std::string out = latency_text(q.ms) + "  step " + std::to_string(q.step);
+  if (!q.step_name.empty()) out += " " + q.step_name;
+  out += "  " + (q.outcome == "ok" || q.outcome == "status" ? std::to_string(q.status) : q.outcome);
+  out += "  at " + fixed(q.t, 0) + "s";
+  if (!q.trace_id.empty()) out += "  trace " + q.trace_id;
+  return out;
 }
 
 std::string render_load_junit(const api::LoadAnswer& test, const std::vector<JunitCase>& extra) {

@@ -21,6 +21,11 @@ std::string percent(double fraction);
 std::string latency_text(double ms);
 // A threshold's value from GET /loads/<id> in its metric's unit: "7.16ms", "0.04%", "1000".
 std::string threshold_value(const api::ThresholdOutcome& th);
+// One of the slowest requests: "48.2ms  step 0 get  200  at 12s  trace 4bf92f35…" (the status,
+// or the outcome of one that got none).
+std::string slow_request_text(const api::LoadSlowRequest& q);
+// The slowest requests the summary lists (the API has up to 10).
+constexpr size_t kSlowestShown = 5;
 
 // "l1-2f3a  running  12s/30s  vus 20  rps 7614  p99 3.8ms  errors 0.00%": from the last
 // complete second of the series.

@@ -163,6 +163,7 @@ std::string render_instance(const api::InstanceEntry& in, TableStyle style) {
   if (in.callback) out << "callback of step " << in.callback->step << ": called, not used yet\n";
   if (in.row && in.row->is_object()) out << "row: " << in.row->dump() << "\n";  // a data run
   if (!in.row_error.empty()) out << "row: " << in.row_error << "\n";
+  if (!in.trace_id.empty()) out << "trace: " << in.trace_id << " (each request's traceparent)\n";
   out << branches_line(in);
   std::vector<std::vector<std::string>> rows;
   const std::vector<api::StepEntry> none;

@@ -394,6 +394,11 @@ api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_m
   a.thresholds = thresholds_of(t, now_ms);
   a.reasons = t.total.reasons;
   a.events = events_of(t, a.elapsed_s);
+  for (const ipc::SlowRequest& r : t.total.slowest) {
+    a.slowest.push_back({static_cast<double>(r.second), r.step,
+                         r.step < t.step_names.size() ? t.step_names[r.step] : "",
+                         static_cast<double>(r.us) / 1000, r.status, r.outcome, r.trace});
+  }
   if (t.spec.watch.any()) a.target = target_of(t, with_series);
   if (t.host_count > 1) a.cluster = cluster_of(t);
   if (with_series) a.series = t.series;

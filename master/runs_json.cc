@@ -5,6 +5,7 @@
 #include "master/runs.h"
 #include "shared/ipc/vars.h"
 #include "shared/proc.h"
+#include "shared/trace_context.h"
 
 namespace corral::master {
 namespace {
@@ -202,6 +203,7 @@ api::InstanceEntry Runs::instance_of(const Run& run, uint32_t index, bool with_s
   e.branches = branches_of(*run.scenario, more.checkpoint.get());
   if (!with_steps) return e;
   e.vars = ipc::vars_for_display(more.vars);
+  if (run.scenario->trace_context) e.trace_id = instance_trace(run.id, index);
   e.steps.emplace();
   for (const StepRecord& r : more.steps) e.steps->push_back(step_entry(*run.scenario, r));
   return e;

@@ -136,7 +136,7 @@ struct Scenario {
   config::TargetLimits limits;  // "limits": per origin, for this run's requests (config/limits.h)
   http::TlsOptions tls;         // "tls": every request's, under its own
   std::optional<http::HttpVersion> http_version;  // "http_version": every request's
-  // "trace_context": every request carries a W3C traceparent header (worker/engine/trace_context.h)
+  // "trace_context": every request carries a W3C traceparent header (shared/trace_context.h)
   bool trace_context = true;
   nlohmann::json source;  // the document as submitted, to forward or show it
 

@@ -36,6 +36,7 @@ function factsOf(i) {
                ["took", took(i)], ["resumes", i.resumes]];
   if ((i.resume_reasons || []).length) out.push(["resumed after", i.resume_reasons.join(", ")]);
   if (i.reason) out.push(["reason", i.reason]);
+  if (i.trace_id) out.push(["trace", el("span", {class: "value"}, i.trace_id)]);
   return out;
 }
 

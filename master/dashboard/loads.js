@@ -46,11 +46,13 @@ export function loadView(get, id) {
   const charts = el("div", {class: "panel-body charts"});
   const events = el("div", {class: "panel-body"});
   const target = el("div", {class: "panel-body"});
+  const slowest = el("div", {class: "panel-body"});
   const node = el("div", {class: "view load-view", data: {load: id}},
                   el("nav", {class: "crumbs"}, el("a", {href: "#/"}, "overview"), " / load test ",
                      el("strong", {}, id)),
                   panel("Load test", null, facts), panel("Thresholds", null, thresholds),
-                  panel("Over time", null, charts, events), panel("Target", null, target));
+                  panel("Over time", null, charts, events),
+                  panel("Slowest requests", null, slowest), panel("Target", null, target));
   let ended = false;
 
   async function refresh() {
@@ -62,6 +64,7 @@ export function loadView(get, id) {
     charts.replaceChildren(...chartsOf(t));
     events.replaceChildren(eventsOf(t.events || []));
     target.replaceChildren(targetOf(t.target));
+    slowest.replaceChildren(slowestOf(t.slowest || []));
     ended = t.state !== "running" && !(t.target?.process?.state === "running");
   }
   return {node, refresh};
@@ -137,6 +140,17 @@ function eventsOf(list) {
        el("td", {class: "num", style: {color: markColour(e.kind)}}, i + 1),
        el("td", {class: "num"}, `${num(e.t, 1)} s`), el("td", {}, e.kind),
        el("td", {class: "reason"}, e.text))), "events");
+}
+
+// Each with the trace id its traceparent carried, to look it up in the server's tracer.
+function slowestOf(list) {
+  if (!list.length) return el("p", {class: "empty"}, "no request yet");
+  return table(["latency", "step", "status", "at", "trace id"], list.map((q) =>
+    el("tr", {data: {slow: q.trace_id || ""}},
+       el("td", {class: "num"}, ms(q.ms)), el("td", {}, `${q.step} ${q.step_name || ""}`),
+       el("td", {}, q.outcome === "ok" || q.outcome === "status" ? q.status : q.outcome),
+       el("td", {class: "num"}, `${num(q.t, 0)} s`),
+       el("td", {class: "value"}, q.trace_id || "-"))), "slowest");
 }
 
 function targetOf(target) {

@@ -118,6 +118,16 @@ void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
     e.number("value", t.value);
     e.boolean("ok", t.ok);
   });
+  read_array(r, j, "slowest", [&](FieldReader& e, const json&) {
+    LoadSlowRequest& q = a.slowest.emplace_back();
+    e.number("t", q.t);
+    e.u32("step", q.step);
+    e.text("step_name", q.step_name);
+    e.number("ms", q.ms);
+    e.i64("status", q.status);
+    e.text("outcome", q.outcome);
+    e.text("trace_id", q.trace_id);
+  });
   read_array(r, j, "events", [&](FieldReader& e, const json&) {
     LoadEvent& ev = a.events.emplace_back();
     e.number("t", ev.t);
@@ -250,6 +260,13 @@ json to_json(const LoadAnswer& a) {
   json thresholds = detail::array_of(a.thresholds, [](const ThresholdOutcome& t) -> json {
     return {{"name", t.name}, {"value", t.value}, {"ok", t.ok}};
   });
+  json events = detail::array_of(a.events, [](const LoadEvent& e) -> json {
+    return {{"t", e.t}, {"kind", e.kind}, {"text", e.text}};
+  });
+  json slowest = detail::array_of(a.slowest, [](const LoadSlowRequest& q) -> json {
+    return {{"t", q.t},           {"step", q.step},       {"step_name", q.step_name}, {"ms", q.ms},
+            {"status", q.status}, {"outcome", q.outcome}, {"trace_id", q.trace_id}};
+  });
   const LoadIterations& it = a.iterations;
   const LoadConnections& c = a.connections;
   json j = {{"id", a.id},
@@ -299,9 +316,8 @@ json to_json(const LoadAnswer& a) {
             {"steps", steps},
             {"thresholds", thresholds},
             {"reasons", a.reasons},
-            {"events", detail::array_of(a.events, [](const LoadEvent& e) -> json {
-               return {{"t", e.t}, {"kind", e.kind}, {"text", e.text}};
-             })}};
+            {"events", events},
+            {"slowest", slowest}};
   if (a.target) j["target"] = to_json(*a.target);
   if (a.cluster) j["cluster"] = to_json(*a.cluster);
   if (!a.series.is_null()) j["series"] = a.series;

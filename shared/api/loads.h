@@ -97,6 +97,20 @@ struct LoadEvent {
   bool operator==(const LoadEvent&) const = default;
 };
 
+// One of the test's slowest requests (at most 10, the slowest first): the second it was in, its
+// step, its latency from the iteration's intended start, its status (0: none) and outcome
+// ("ok", "status", "transport", "timeout"), and the trace id its traceparent carried.
+struct LoadSlowRequest {
+  double t = 0;
+  uint32_t step = 0;
+  std::string step_name;
+  double ms = 0;
+  int64_t status = 0;
+  std::string outcome;
+  std::string trace_id;
+  bool operator==(const LoadSlowRequest&) const = default;
+};
+
 // A line of the output of a target corral started.
 struct TargetLine {
   std::string stream;  // "stdout" or "stderr"
@@ -171,6 +185,7 @@ struct LoadAnswer {
   std::vector<ThresholdOutcome> thresholds;
   std::map<std::string, uint64_t> reasons;  // why iterations failed, with counts
   std::vector<LoadEvent> events;            // by time
+  std::vector<LoadSlowRequest> slowest;     // the slowest first
   std::optional<LoadTarget> target;
   std::optional<LoadCluster> cluster;
   nlohmann::json series;  // one object per second, with ?series=1 only; else null

@@ -137,6 +137,7 @@ json to_json(const InstanceEntry& e) {
   if (e.key) j["key"] = *e.key;
   if (e.row) j["row"] = *e.row;
   if (!e.row_error.empty()) j["row_error"] = e.row_error;
+  if (!e.trace_id.empty()) j["trace_id"] = e.trace_id;
   return j;
 }
 
@@ -254,6 +255,7 @@ void read_instance_parts(FieldReader& r, const json& j, InstanceEntry& e) {
   if (j.is_object() && j.contains("key")) e.key = j["key"];
   if (present(j, "row")) e.row = j["row"];
   r.text("row_error", e.row_error);
+  r.text("trace_id", e.trace_id);
 }
 
 Result<InstanceEntry> read_instance(const json& j, const std::string& path) {

@@ -143,6 +143,9 @@ struct InstanceEntry {
   // be read (absent when empty).
   std::optional<nlohmann::json> key, row;
   std::string row_error;
+  // The trace id its requests carry in their traceparent (shared/trace_context.h), written with
+  // the steps only; "" when the scenario sends none.
+  std::string trace_id;
   bool operator==(const InstanceEntry&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "shared/ipc/load_stats.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "shared/ipc/fields.h"
@@ -106,6 +107,27 @@ void read_reasons(detail::FieldReader& r, LoadSecond& s) {
   }
 }
 
+// At most kSlowestPerTest, each with its fields in range, the slowest first.
+void read_slowest(detail::FieldReader& r, const json& j, LoadSecond& s) {
+  if (!r.ok() || !j.is_object() || !j.contains("slowest")) return;
+  const json& list = j["slowest"];
+  if (!list.is_array() || list.size() > kSlowestPerTest) {
+    return r.fail("slowest", "expected an array of at most " + std::to_string(kSlowestPerTest));
+  }
+  for (size_t i = 0; i < list.size() && r.ok(); ++i) {
+    detail::FieldReader e(list[i], r.path("slowest") + "[" + std::to_string(i) + "]");
+    SlowRequest one;
+    e.u64("us", one.us, true);
+    e.u32("step", one.step, true);
+    e.i32("status", one.status);
+    e.text("outcome", one.outcome);
+    e.u32("second", one.second);
+    e.text("trace", one.trace);
+    r.take(e);
+    if (r.ok()) keep_slowest(s.slowest, std::move(one), kSlowestPerTest);
+  }
+}
+
 void read_close_codes(detail::FieldReader& r, LoadSecond& s) {
   json codes;
   r.object("close_codes", codes);
@@ -132,7 +154,16 @@ void StepSecond::add(const StepSecond& other) {
   raw.add(other.raw);
 }
 
+void keep_slowest(std::vector<SlowRequest>& list, SlowRequest r, size_t keep) {
+  if (list.size() >= keep && !list.empty() && r.us <= list.back().us) return;
+  auto at = std::upper_bound(list.begin(), list.end(), r.us,
+                             [](uint64_t us, const SlowRequest& e) { return us > e.us; });
+  list.insert(at, std::move(r));
+  if (list.size() > keep) list.pop_back();
+}
+
 void LoadSecond::add(const LoadSecond& other, size_t max_reasons) {
+  for (const SlowRequest& r : other.slowest) keep_slowest(slowest, r, kSlowestPerTest);
   for (const LoadCounter& c : kLoadCounters) this->*c.field += other.*c.field;
   late.add(other.late);
   handshake.add(other.handshake);
@@ -163,6 +194,18 @@ json to_json(const LoadSecond& s) {
   }
   j["steps"] = std::move(steps);
   j["reasons"] = s.reasons;
+  if (!s.slowest.empty()) {
+    json slowest = json::array();
+    for (const SlowRequest& r : s.slowest) {
+      slowest.push_back({{"us", r.us},
+                         {"step", r.step},
+                         {"status", r.status},
+                         {"outcome", r.outcome},
+                         {"second", r.second},
+                         {"trace", r.trace}});
+    }
+    j["slowest"] = std::move(slowest);
+  }
   if (!s.close_codes.empty()) {
     json codes = json::object();
     for (const auto& [code, count] : s.close_codes) codes[std::to_string(code)] = count;
@@ -183,6 +226,7 @@ Result<LoadSecond> load_second_from_json(const json& j) {
   read_steps(r, s);
   read_reasons(r, s);
   read_close_codes(r, s);
+  read_slowest(r, j, s);
   if (!r.ok()) return r.status();
   return s;
 }

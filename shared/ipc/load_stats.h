@@ -10,7 +10,9 @@
 //    "handshake": {histogram}, "late": {histogram}, "done": false,
 //    "steps": {"0": {"requests": 952, "bytes": 81234, "status": 1, "transport": 0,
 //                    "timeout": 1, "expect": 0, "latency": {histogram}, "raw": {histogram}}},
-//    "reasons": {"expect: status was 500, expected 200": 2}}
+//    "reasons": {"expect: status was 500, expected 200": 2},
+//    "slowest": [{"us": 48210, "step": 0, "status": 200, "outcome": "ok", "second": 3,
+//                 "trace": "4bf92f3577b34da6a3ce929d0e0e4736"}]}
 //
 // `second` counts from the test's start: second 0 is [start, start + 1 s). Histograms are
 // stats::Histogram's JSON form, in microseconds. Pure, any thread.
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +46,26 @@ struct StepSecond {
   uint64_t errors() const { return status + transport + timeout + expect; }
   void add(const StepSecond& other);
 };
+
+// One of the slowest requests of a second (and, added up, of a test): how long it took from
+// the iteration's intended start, its step, its status (0: no response) and outcome, the
+// second it was in, and the trace id its traceparent carried ("" when the scenario sends none).
+struct SlowRequest {
+  uint64_t us = 0;
+  uint32_t step = 0;
+  int status = 0;
+  std::string outcome;  // "ok", "status", "transport", "timeout"
+  uint32_t second = 0;
+  std::string trace;
+
+  bool operator==(const SlowRequest&) const = default;
+};
+
+// The slowest requests a worker reports of a second, and the master keeps of a test.
+constexpr size_t kSlowestPerSecond = 5;
+constexpr size_t kSlowestPerTest = 10;
+// Keeps `r` among `list`, the slowest first, when it is slower than the last of `keep`.
+void keep_slowest(std::vector<SlowRequest>& list, SlowRequest r, size_t keep);
 
 struct LoadSecond {
   std::string load;
@@ -76,9 +99,11 @@ struct LoadSecond {
   stats::Histogram late;  // corral's own lateness in starting iterations (LoadDriver)
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted
+  std::vector<SlowRequest> slowest;          // the slowest first (keep_slowest)
   bool done = false;                         // the worker's last report of this test
 
-  // Adds `other`'s counts (gauges add too: they are per worker). Keeps at most `max_reasons`.
+  // Adds `other`'s counts (gauges add too: they are per worker). Keeps at most `max_reasons`,
+  // and the kSlowestPerTest slowest requests.
   void add(const LoadSecond& other, size_t max_reasons = 20);
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "shared/proc.h"
+#include "shared/trace_context.h"
 #include "steps/ws/sockets.h"
 #include "steps/ws/ws.h"
 #include "worker/engine/instance.h"
@@ -50,6 +51,11 @@ void OpenRunner::run(Engine& engine, Instance& in) const {
   }
   for (const auto& [name, value] : spec.headers) {
     req.headers.push_back(name + ": " + value.expand(vars, &error));
+  }
+  if (!has_header(spec.headers, "traceparent")) {  // the handshake is a request of the trace
+    if (std::string tp = engine.next_traceparent(in); !tp.empty()) {
+      req.headers.push_back("traceparent: " + tp);
+    }
   }
   if (!error.is_ok()) {
     engine.finish(in, ipc::Outcome::kErrored, "ws: " + error.message());

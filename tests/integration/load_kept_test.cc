@@ -85,6 +85,11 @@ TEST_CASE("kept loads: tests survive a restart, report the same again, and compa
   REQUIRE(report.exit_code == 0);
   CHECK(read_json(home.file("a2.json")) == read_json(home.file("a.json")));
   CHECK(read_json(home.file("a2.json"))["series"].size() >= 1);
+  // Its slowest requests, each with the trace id to find it by in the server's traces.
+  const Json slowest = read_json(home.file("a.json"))["slowest"];
+  REQUIRE(slowest.size() == 10);
+  CHECK(slowest[0]["ms"].get<double>() >= 5.0);
+  CHECK(std::regex_match(slowest[0]["trace_id"].get<std::string>(), std::regex("[0-9a-f]{32}")));
   std::ifstream html(home.file("a.html"));
   CHECK(std::string(std::istreambuf_iterator<char>(html), {}).find("<svg") != std::string::npos);
   CliResult unknown = run_cli({"report", "l999-zzzz"}, home.path());

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "shared/trace_context.h"
 #include "tests/support/harness.h"
 #include "tests/support/harness_job_api.h"
 
@@ -130,6 +131,8 @@ TEST_CASE(
   CHECK(show.exit_code == 0);
   CHECK_THAT(show.out, Catch::StartsWith("instance 29: passed"));
   CHECK_THAT(show.out, Catch::Contains("| 29       |"));  // attempts of the poll step
+  // The trace its requests carried (the worker derives it as the master does: unit-tested).
+  CHECK_THAT(show.out, Catch::Contains("\ntrace: " + corral::instance_trace(id, 29) + " "));
   CHECK(run_cli({"show", id + "/"}, home.path()).exit_code == 2);
   // Not a number: a key, which a run without data rows does not have.
   CliResult by_key = run_cli({"show", id + "/x"}, home.path());

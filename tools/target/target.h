@@ -35,7 +35,8 @@
 //   GET  /big?bytes=N      -> 200, a JSON document of about N bytes
 //   ANY  /hang             -> never answers
 // WebSocket (websocket.cc; "Upgrade: websocket", subprotocols "echo" and "chat"):
-//   /ws                    -> 101, then every message back as it came; ?push_ms=N also sends
+//   /ws                    -> 101 (with X-Echo-Traceparent: the handshake's traceparent, if it
+//                             had one), then every message back as it came; ?push_ms=N also sends
 //                             {"seq": n} every N ms; ?close_after=N closes after N messages with
 //                             ?close_code=C (1000; 0: a close frame with no code); ?deflate=1
 //                             agrees to permessage-deflate when the client offers it;

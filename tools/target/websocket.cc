@@ -57,6 +57,10 @@ bool Target::websocket(const http::Request& req, const http::Responder& respond)
   Response r;
   r.status = 101;
   r.headers = std::move(*headers);
+  // The trace context the handshake carried, back as a header a test can capture.
+  if (std::string tp = req.header("traceparent"); !tp.empty()) {
+    r.headers.emplace_back("X-Echo-Traceparent", std::move(tp));
+  }
   if (query_number(req, "deflate", 0) != 0) {  // permessage-deflate when the client offers it
     std::string agreed = ws::deflate_answer(req.header("Sec-WebSocket-Extensions"));
     opts.deflate = !agreed.empty();

@@ -347,7 +347,7 @@ StepRunner::State* Engine::state_of(const StepRunner& runner) {
 void Engine::measure_step(const Instance& in, ExchangeClass cls, uint64_t bytes,
                           int64_t elapsed_ns) {
   if (in.run->sink != nullptr)
-    in.run->sink->on_measure(in.index, in.cp.step, cls, bytes, elapsed_ns);
+    in.run->sink->on_measure(in.index, in.cp.step, cls, bytes, elapsed_ns, trace_of(in));
 }
 
 void Engine::release_held(uint64_t key) {

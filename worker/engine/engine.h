@@ -32,6 +32,7 @@
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
 #include "shared/status.h"
+#include "shared/trace_context.h"
 #include "worker/engine/gates.h"
 #include "worker/engine/step_runner.h"
 #include "worker/engine/wake_queue.h"
@@ -61,8 +62,9 @@ class IterationSink {
   virtual ~IterationSink() = default;
   // `elapsed_ns`: from the step deciding to send (the client's queue included) to the
   // response's last byte, or the error.
+  // `trace`: the trace its traceparent carried (all zeros: none).
   virtual void on_exchange(uint32_t vu, size_t step, const HttpResponse& resp, ExchangeClass cls,
-                           uint64_t elapsed_ns) = 0;
+                           uint64_t elapsed_ns, TraceId trace) = 0;
   // The step failed on the response just reported (expect, fail_if).
   virtual void on_expect_failed(uint32_t vu, size_t step) = 0;
   // `reason`: why it did not pass (secrets masked); empty when it passed.
@@ -85,7 +87,7 @@ class IterationSink {
   // a message sent or received): counted as one of the step's requests, of class `cls`, with
   // `bytes` received; `elapsed_ns` < 0 records no latency.
   virtual void on_measure(uint32_t /*vu*/, size_t /*step*/, ExchangeClass /*cls*/,
-                          uint64_t /*bytes*/, int64_t /*elapsed_ns*/) {}
+                          uint64_t /*bytes*/, int64_t /*elapsed_ns*/, TraceId /*trace*/) {}
 };
 
 // What the master says of a run's size, for spreading its starts (ipc define_run).
@@ -202,6 +204,13 @@ class Engine {
   // its instance. Loop thread, inside a runner's call.
   uv_loop_t* loop() const { return loop_; }
   const Secrets& secrets() const { return secrets_; }
+  // The traceparent for a new request of `in` (an HTTP request, a WebSocket handshake): a span
+  // of its own in the instance's trace, or the load iteration's; "" when its scenario sends none
+  // (shared/trace_context.h).
+  std::string next_traceparent(const Instance& in) const;
+  // The trace of `in`'s requests: the instance's, or the load iteration's; all zeros when its
+  // scenario sends none.
+  TraceId trace_of(const Instance& in) const;
   // The daemon's TLS options (set_http_defaults): what a step without its own uses.
   const http::TlsOptions& default_tls() const { return default_tls_; }
   // The kind's per-engine state (StepRunner::make_state), made on first use.
@@ -363,7 +372,7 @@ class Engine {
   WakeQueue wakes_;
   Gates gates_;  // per-target limits (engine_send.cc)
   uint64_t next_serial_ = 1;
-  // Trace context (trace_context.h): this worker's salt for load iterations' traces and for
+  // Trace context (shared/trace_context.h): this worker's salt for load iterations' traces and for
   // span ids, and the spans given so far.
   const uint64_t trace_salt_;
   mutable uint64_t spans_ = 0;

@@ -8,10 +8,10 @@
 #include "config/config.h"
 #include "shared/ipc/vars.h"
 #include "shared/proc.h"
+#include "shared/trace_context.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/http_step.h"
 #include "worker/engine/instance.h"
-#include "worker/engine/trace_context.h"
 
 namespace corral::worker {
 namespace {
@@ -29,6 +29,19 @@ Status check_header_value(const std::string& name, const std::string& value) {
 }
 
 }  // namespace
+
+// One trace per instance of a run (the same on any worker), or per iteration of a load test;
+// a span per request.
+TraceId Engine::trace_of(const Instance& in) const {
+  if (!in.run->scenario->trace_context) return {};
+  const uint64_t key = in.run->sink == nullptr ? in.index : trace_salt_ ^ root_of(in).serial;
+  return trace_id(in.run->jitter_seed, key);
+}
+
+std::string Engine::next_traceparent(const Instance& in) const {
+  if (!in.run->scenario->trace_context) return "";
+  return traceparent(trace_of(in), span_id(trace_salt_, ++spans_));
+}
 
 Result<HttpRequest> Engine::build_request(const Instance& in) const {
   const auto& spec = in.run->scenario->steps[in.cp.step].request;
@@ -48,12 +61,10 @@ Result<HttpRequest> Engine::build_request(const Instance& in) const {
     if (Status s = check_header_value(name, text); !s && error.is_ok()) error = s;
     req.headers.push_back(name + ": " + text);
   }
-  // One trace per instance of a run (the same on any worker), or per iteration of a load test;
-  // a span per request. A step that sends its own traceparent keeps it.
-  if (in.run->scenario->trace_context && !has_header(spec.headers, "traceparent")) {
-    const uint64_t key = in.run->sink == nullptr ? in.index : trace_salt_ ^ root_of(in).serial;
-    req.headers.push_back("traceparent: " + traceparent(trace_id(in.run->jitter_seed, key),
-                                                        span_id(trace_salt_, ++spans_)));
+  // A step that sends its own traceparent keeps it.
+  if (!has_header(spec.headers, "traceparent")) {
+    if (std::string tp = next_traceparent(in); !tp.empty())
+      req.headers.push_back("traceparent: " + tp);
   }
   if (spec.json) {
     nlohmann::json body = spec.json->expand(vars, &error);
@@ -74,7 +85,8 @@ void Engine::measure(const Instance& in, const HttpResponse& resp, const HttpSte
   } else if (resp.status >= 400 && runner.status_is_error(in.step())) {
     cls = ExchangeClass::kStatus;
   }
-  in.run->sink->on_exchange(in.index, in.cp.step, resp, cls, uv_hrtime() - in.send_ns);
+  in.run->sink->on_exchange(in.index, in.cp.step, resp, cls, uv_hrtime() - in.send_ns,
+                            trace_of(in));
 }
 
 void Engine::on_http_response(Instance& in, HttpResponse&& resp, const HttpStepRunner& runner) {

@@ -5,19 +5,6 @@
 
 namespace corral::worker {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t jitter_seed(std::string_view run_id) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : run_id) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 double jitter_unit(uint64_t seed, uint32_t instance, uint32_t step, uint32_t attempt) {
   const uint64_t x = mix64(mix64(mix64(seed ^ instance) ^ step) ^ attempt);
   return static_cast<double>(x >> 11) * 0x1.0p-53;

@@ -10,13 +10,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "shared/trace_context.h"
+
 namespace corral::worker {
 
-// A stable 64-bit number for a run's id (FNV-1a), the first key of the hash below.
-uint64_t jitter_seed(std::string_view run_id);
-// SplitMix64's finaliser, a bijection of 64-bit values: every bit of the input moves about half
-// the bits of the output. For values derived, not drawn (jitter factors, trace ids).
-uint64_t mix64(uint64_t x);
+// A stable 64-bit number for a run's id, the first key of the hash below (and of its traces).
+inline uint64_t jitter_seed(std::string_view run_id) { return run_hash(run_id); }
 
 // A number in [0, 1) from the four keys, spread evenly.
 double jitter_unit(uint64_t seed, uint32_t instance, uint32_t step, uint32_t attempt);

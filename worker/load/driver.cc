@@ -254,8 +254,8 @@ void LoadDriver::on_wake(uint32_t vu, uint64_t token) {
   begin_iteration(vu, v.intended_us, v.ready_us);
 }
 
-void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
-                             ExchangeClass cls, uint64_t elapsed_ns) {
+void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp, ExchangeClass cls,
+                             uint64_t elapsed_ns, TraceId trace) {
   if (resp.tls_ms > 0) {
     ++second_.handshakes;
     second_.resumed += resp.tls_resumed ? 1 : 0;
@@ -263,11 +263,33 @@ void LoadDriver::on_exchange(uint32_t vu, size_t step, const HttpResponse& resp,
   }
   if (std::string_view(resp.protocol) == "HTTP/2") ++second_.http2;
   if (std::string_view(resp.protocol) == "HTTP/1.1") ++second_.http1;
-  on_measure(vu, step, cls, resp.body.size(), static_cast<int64_t>(elapsed_ns));
+  record(vu, step, cls, resp.body.size(), static_cast<int64_t>(elapsed_ns), resp.status, trace);
 }
 
 void LoadDriver::on_measure(uint32_t vu, size_t step, ExchangeClass cls, uint64_t bytes,
-                            int64_t elapsed_ns) {
+                            int64_t elapsed_ns, TraceId trace) {
+  record(vu, step, cls, bytes, elapsed_ns, 0, trace);
+}
+
+namespace {
+
+const char* slow_outcome(ExchangeClass cls) {
+  switch (cls) {
+    case ExchangeClass::kStatus:
+      return "status";
+    case ExchangeClass::kTransport:
+      return "transport";
+    case ExchangeClass::kTimeout:
+      return "timeout";
+    default:
+      return "ok";
+  }
+}
+
+}  // namespace
+
+void LoadDriver::record(uint32_t vu, size_t step, ExchangeClass cls, uint64_t bytes,
+                        int64_t elapsed_ns, int status, TraceId trace) {
   if (step >= steps_.size()) steps_.resize(step + 1);
   ipc::StepSecond& s = steps_[step];
   ++s.requests;
@@ -291,6 +313,15 @@ void LoadDriver::on_measure(uint32_t vu, size_t step, ExchangeClass cls, uint64_
   if (scheduled_ && vu < vus_.size()) late = vus_[vu].started_us - vus_[vu].intended_us;
   s.raw.record(raw);
   s.latency.record(raw + late);
+  // Among the second's slowest: kept with its trace, for the test's slowest requests.
+  auto& slowest = second_.slowest;
+  if (slowest.size() < ipc::kSlowestPerSecond || raw + late > slowest.back().us) {
+    const bool traced = trace.hi != 0 || trace.lo != 0;
+    ipc::keep_slowest(slowest,
+                      {raw + late, static_cast<uint32_t>(step), status, slow_outcome(cls), 0,
+                       traced ? to_hex(trace) : std::string()},
+                      ipc::kSlowestPerSecond);
+  }
 }
 
 void LoadDriver::on_expect_failed(uint32_t, size_t step) {
@@ -414,6 +445,7 @@ ipc::LoadSecond LoadDriver::take_second() {
   const uint64_t ended = std::max<uint64_t>(elapsed_ms(now_us()), 1000) / 1000 - 1;
   out.second = std::max(static_cast<uint32_t>(ended), second_index_);
   second_index_ = out.second + 1;
+  for (ipc::SlowRequest& r : out.slowest) r.second = out.second;
   out.running = engine_.active(id_);
   count_connections(out);
   for (size_t i = 0; i < steps_.size(); ++i) {

@@ -60,7 +60,7 @@ TEST_CASE("compare: limits parse in the metric's bad direction, and mistakes are
   CHECK(default_regressions().size() == 5);
 }
 
-TEST_CASE("compare: a 20% slower test regresses p50, p90 and p99; an unchanged one does not") {
+TEST_CASE("compare: a 20% slower test regresses p50, p90 and p99, an unchanged one does not") {
   Comparison same =
       compare_loads({test("l1", 1000, 10)}, {test("l2", 990, 10.4)}, default_regressions());
   CHECK_FALSE(same.regressed());

@@ -205,5 +205,13 @@ TEST_CASE("cli show instance: the header says the state, reason and resumes, and
         "until not met after 3 attempts |");
 }
 
+TEST_CASE("cli show instance: the trace its requests carry, when they carry one") {
+  json in = failed_instance();
+  CHECK(render_instance(shown_instance(in), TableStyle::kAscii).find("trace") == std::string::npos);
+  in["trace_id"] = "4bf92f3577b34da6a3ce929d0e0e4736";
+  CHECK(line_of(render_instance(shown_instance(in), TableStyle::kAscii), "trace") ==
+        "trace: 4bf92f3577b34da6a3ce929d0e0e4736 (each request's traceparent)");
+}
+
 }  // namespace
 }  // namespace corral::cli

@@ -40,6 +40,8 @@ LoadAnswer full_answer() {
   a.steps = {{0, "get", 60000, a.errors, a.latency, a.latency_raw}};
   a.thresholds = {{"latency: p99 < 2ms", 3.01, false}, {"errors: rate < 1%", 0.0002, true}};
   a.reasons = {{"expect: status was 503", 7}};
+  a.slowest = {{12, 0, "get", 48.2, 200, "ok", "4bf92f3577b34da6a3ce929d0e0e4736"},
+               {3, 0, "get", 30.0, 0, "timeout", ""}};
   a.events = {{10, "stage", "stage 2 of 3: to 200/s"},
               {27.2, "target", "the target (pid 4242) was killed by SIGABRT at 27.2 s"}};
   LoadTargetProcess started{

@@ -31,6 +31,8 @@ LoadSecond sample(uint64_t latency_us) {
   s.messages_received = 39;
   s.close_codes[1001] = 3;
   s.close_codes[1006] = 1;
+  s.slowest = {{latency_us * 3, 2, 200, "ok", 3, "4bf92f3577b34da6a3ce929d0e0e4736"},
+               {latency_us * 2, 2, 0, "timeout", 3, ""}};
   return s;
 }
 
@@ -107,4 +109,29 @@ TEST_CASE("load stats: a malformed second is the sender's protocol error, naming
   no_load.erase("load");
   CHECK_THAT(corral::ipc::load_second_from_json(no_load).status().message(),
              Catch::Contains("load: missing"));
+}
+
+TEST_CASE("load stats: the slowest requests stay the slowest, at most ten over a test") {
+  std::vector<corral::ipc::SlowRequest> list;
+  for (uint64_t us : {5, 9, 1, 7, 3, 8, 2, 6, 4, 10, 11, 0}) {
+    corral::ipc::keep_slowest(list, {us * 1000, 0, 200, "ok", 0, ""}, 10);
+  }
+  REQUIRE(list.size() == 10);
+  CHECK(list.front().us == 11000);
+  CHECK(list.back().us == 2000);
+  LoadSecond total;
+  for (uint64_t ms = 1; ms <= 4; ++ms) total.add(sample(ms * 1000));  // two each
+  REQUIRE(total.slowest.size() == 8);
+  CHECK(total.slowest[0].us == 12000);
+  CHECK(total.slowest[0].trace == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(total.slowest[1].us == 9000);
+  json j = to_json(sample(1000));
+  j["slowest"][0]["us"] = -1;
+  CHECK_THAT(corral::ipc::load_second_from_json(j).status().message(),
+             Catch::Contains("slowest[0].us: expected"));
+  j = to_json(sample(1000));
+  const json first = j["slowest"][0];
+  for (int i = 0; i < 10; ++i) j["slowest"].push_back(first);
+  CHECK(corral::ipc::load_second_from_json(j).status().message() ==
+        "slowest: expected an array of at most 10");
 }

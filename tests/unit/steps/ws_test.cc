@@ -3,6 +3,7 @@
 // checkpoint that resumes at the step that opened the socket, and sockets closed with their
 // instance.
 #include "config/scenario/parse.h"
+#include "shared/trace_context.h"
 #include "tests/unit/worker/engine_fixture.h"
 
 namespace corral::test::engine {
@@ -50,6 +51,31 @@ TEST_CASE("ws steps: open, send JSON and text, receive what matches with capture
   auto steps = f.of("step");
   REQUIRE(steps.size() == 6);
   CHECK(steps[2]["vars"]["who"] == "chat");
+}
+
+TEST_CASE("ws steps: the handshake carries the instance's traceparent, or the step's own") {
+  Fixture f;
+  const json echo = {{"capture", {{"tp", {{"header", "X-Echo-Traceparent"}}}}}};
+  json own = open_step(f, "/ws", echo);
+  own["ws"]["headers"] = {
+      {"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+  own["ws"]["socket"] = "b";
+  own["capture"] = {{"tp2", {{"header", "X-Echo-Traceparent"}}}};
+  f.start(ws_scenario({open_step(f, "/ws", echo),
+                       own,
+                       {{"ws_close", json::object()}},
+                       {{"ws_close", {{"socket", "b"}}}}}));
+  REQUIRE(f.run_until([&] { return f.done_count() == 1; }));
+  INFO(f.events.back().dump());
+  REQUIRE(outcome_of(f) == "passed");
+  json vars = json::object();  // as the steps captured them
+  for (const json& step : f.of("step")) {
+    if (step.contains("vars") && step["vars"].is_object()) vars.update(step["vars"]);
+  }
+  const std::string tp = vars.value("tp", "");
+  CHECK(tp.size() == 55);
+  CHECK(tp.substr(3, 32) == corral::instance_trace("r1", 0));
+  CHECK(vars["tp2"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
 }
 
 TEST_CASE(

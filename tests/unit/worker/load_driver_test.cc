@@ -97,6 +97,30 @@ TEST_CASE("load driver: a closed model keeps its VUs looping for the duration, s
   CHECK(f.engine->active() == 0);
 }
 
+TEST_CASE("load driver: each second names its slowest requests, with their traces") {
+  Fixture f;
+  Run run(f, R"({"vus": 2, "duration": "1500ms"})", one_get("{{base}}/delay?ms=5"));
+  std::set<std::string> traces;
+  for (const LoadSecond& s : run.seconds) {
+    CHECK(s.slowest.size() <= corral::ipc::kSlowestPerSecond);
+    for (const auto& r : s.slowest) {
+      CHECK(r.second == s.second);
+      CHECK(r.us >= 4000);
+      CHECK(r.status == 200);
+      CHECK(r.outcome == "ok");
+      CHECK(r.trace.size() == 32);
+      traces.insert(r.trace);
+    }
+    // The slowest first, and none of the second's requests slower than the last kept.
+    for (size_t i = 1; i < s.slowest.size(); ++i) CHECK(s.slowest[i - 1].us >= s.slowest[i].us);
+  }
+  CHECK(run.total.slowest.size() == corral::ipc::kSlowestPerTest);
+  // The slowest of all is the histogram's largest (which keeps it to within its precision).
+  CHECK(static_cast<double>(run.total.slowest.front().us) ==
+        Approx(static_cast<double>(run.total.steps.at(0).latency.max())).epsilon(0.01));
+  CHECK(traces.size() > 1);  // an iteration's own trace each
+}
+
 TEST_CASE("load driver: an open model starts exactly the arrivals its rate asks for") {
   Fixture f;
   Run run(f, R"({"rate": 200, "duration": "1s", "max_vus": 50})",

@@ -5,13 +5,14 @@
 #include <set>
 
 #include "config/scenario/parse.h"
+#include "shared/trace_context.h"
 #include "tests/unit/worker/engine_fixture.h"
-#include "worker/engine/trace_context.h"
 
+using corral::instance_trace;
+using corral::span_id;
+using corral::trace_id;
+using corral::traceparent;
 using corral::test::engine::Fixture;
-using corral::worker::span_id;
-using corral::worker::trace_id;
-using corral::worker::traceparent;
 using nlohmann::json;
 
 namespace {
@@ -61,6 +62,7 @@ TEST_CASE("trace context: an instance's requests share a trace, each its own spa
     const json& first = steps[1]["vars"]["first"];
     const json& second = steps[1]["vars"]["second"];
     CHECK(trace_of(first) == trace_of(second));
+    CHECK(trace_of(first) == instance_trace("r1", i));  // what the master and the CLI show
     traces.insert(trace_of(first));
     spans.insert(first.get<std::string>().substr(36, 16));
     spans.insert(second.get<std::string>().substr(36, 16));
