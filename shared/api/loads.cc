@@ -253,20 +253,29 @@ json to_json(const LoadErrors& e) {
           {"transport", e.transport}, {"timeout", e.timeout}, {"expect", e.expect}};
 }
 
-json to_json(const LoadAnswer& a) {
-  json late = to_json(a.start_lateness.late);
-  late["over_5ms"] = a.start_lateness.over_5ms;
-  json steps = detail::array_of(a.steps, [](const LoadStepTotals& s) { return to_json(s); });
-  json thresholds = detail::array_of(a.thresholds, [](const ThresholdOutcome& t) -> json {
+namespace {
+
+// The answer's lists: its steps, thresholds, failure reasons, events and slowest requests.
+void add_lists(json& j, const LoadAnswer& a) {
+  j["steps"] = detail::array_of(a.steps, [](const LoadStepTotals& s) { return to_json(s); });
+  j["thresholds"] = detail::array_of(a.thresholds, [](const ThresholdOutcome& t) -> json {
     return {{"name", t.name}, {"value", t.value}, {"ok", t.ok}};
   });
-  json events = detail::array_of(a.events, [](const LoadEvent& e) -> json {
+  j["reasons"] = a.reasons;
+  j["events"] = detail::array_of(a.events, [](const LoadEvent& e) -> json {
     return {{"t", e.t}, {"kind", e.kind}, {"text", e.text}};
   });
-  json slowest = detail::array_of(a.slowest, [](const LoadSlowRequest& q) -> json {
+  j["slowest"] = detail::array_of(a.slowest, [](const LoadSlowRequest& q) -> json {
     return {{"t", q.t},           {"step", q.step},       {"step_name", q.step_name}, {"ms", q.ms},
             {"status", q.status}, {"outcome", q.outcome}, {"trace_id", q.trace_id}};
   });
+}
+
+}  // namespace
+
+json to_json(const LoadAnswer& a) {
+  json late = to_json(a.start_lateness.late);
+  late["over_5ms"] = a.start_lateness.over_5ms;
   const LoadIterations& it = a.iterations;
   const LoadConnections& c = a.connections;
   json j = {{"id", a.id},
@@ -312,12 +321,8 @@ json to_json(const LoadAnswer& a) {
             {"corrected", a.corrected},
             {"latency", to_json(a.latency)},
             {"latency_raw", to_json(a.latency_raw)},
-            {"start_lateness", late},
-            {"steps", steps},
-            {"thresholds", thresholds},
-            {"reasons", a.reasons},
-            {"events", events},
-            {"slowest", slowest}};
+            {"start_lateness", late}};
+  add_lists(j, a);
   if (a.target) j["target"] = to_json(*a.target);
   if (a.cluster) j["cluster"] = to_json(*a.cluster);
   if (!a.series.is_null()) j["series"] = a.series;
