@@ -155,7 +155,7 @@ void slowest_table(std::ostringstream& out, const api::LoadAnswer& test) {
   for (const api::LoadSlowRequest& q : test.slowest) {
     out << "<tr><td>" << esc(latency_text(q.ms)) << "</td><td>" << q.step << " " << esc(q.step_name)
         << "</td><td>"
-        << esc(q.outcome == "ok" || q.outcome == "status" ? std::to_string(q.status) : q.outcome)
+        << esc(q.status != 0 ? std::to_string(q.status) : q.outcome)
         << "</td><td>" << esc(fixed(q.t, 0)) << " s</td><td><code>" << esc(q.trace_id)
         << "</code></td></tr>\n";
   }

@@ -346,7 +346,7 @@ std::string render_load_summary(const api::LoadAnswer& test) {
 std::string slow_request_text(const api::LoadSlowRequest& q) {
   std::string out = latency_text(q.ms) + "  step " + std::to_string(q.step);
   if (!q.step_name.empty()) out += " " + q.step_name;
-  out += "  " + (q.outcome == "ok" || q.outcome == "status" ? std::to_string(q.status) : q.outcome);
+  out += "  " + (q.status != 0 ? std::to_string(q.status) : q.outcome);
   out += "  at " + fixed(q.t, 0) + "s";
   if (!q.trace_id.empty()) out += "  trace " + q.trace_id;
   return out;

@@ -148,7 +148,7 @@ function slowestOf(list) {
   return table(["latency", "step", "status", "at", "trace id"], list.map((q) =>
     el("tr", {data: {slow: q.trace_id || ""}},
        el("td", {class: "num"}, ms(q.ms)), el("td", {}, `${q.step} ${q.step_name || ""}`),
-       el("td", {}, q.outcome === "ok" || q.outcome === "status" ? q.status : q.outcome),
+       el("td", {}, q.status ? q.status : q.outcome),
        el("td", {class: "num"}, `${num(q.t, 0)} s`),
        el("td", {class: "value"}, q.trace_id || "-"))), "slowest");
 }

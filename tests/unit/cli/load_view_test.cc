@@ -252,3 +252,11 @@ TEST_CASE("load view: a target corral started shows how it ended, its cause and 
                              "1.0mb\n  but it had run out of memory: FATAL ERROR: JavaScript "
                              "heap out of memory\n"));
 }
+
+TEST_CASE("load summary: a slow request shows its status, or its outcome when none came") {
+  using corral::cli::slow_request_text;
+  CHECK(slow_request_text({12, 1, "pay", 48.2, 200, "ok", "4bf92f3577b34da6a3ce929d0e0e4736"}) ==
+        "48.2ms  step 1 pay  200  at 12s  trace 4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(slow_request_text({3, 0, "", 30000, 0, "timeout", ""}) == "30.00s  step 0  timeout  at 3s");
+  CHECK(slow_request_text({21, 0, "open", 1370, 0, "ok", ""}) == "1.37s  step 0 open  ok  at 21s");
+}
