@@ -63,7 +63,8 @@ void summary_table(std::ostringstream& out, const api::LoadAnswer& test) {
       if (!thresholds) row(out, "", line.substr(2));
       continue;
     }
-    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " :") == 0) line += " ";  // "failures   :"
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " :") == 0)
+      line += " ";  // "failures   :"
     size_t colon = line.find(" : ");
     if (colon == std::string::npos) continue;
     std::string key = line.substr(0, colon);
@@ -154,10 +155,8 @@ void slowest_table(std::ostringstream& out, const api::LoadAnswer& test) {
       << "</th><th>status</th><th>at</th><th>trace id</th></tr>\n";
   for (const api::LoadSlowRequest& q : test.slowest) {
     out << "<tr><td>" << esc(latency_text(q.ms)) << "</td><td>" << q.step << " " << esc(q.step_name)
-        << "</td><td>"
-        << esc(q.status != 0 ? std::to_string(q.status) : q.outcome)
-        << "</td><td>" << esc(fixed(q.t, 0)) << " s</td><td><code>" << esc(q.trace_id)
-        << "</code></td></tr>\n";
+        << "</td><td>" << esc(q.status != 0 ? std::to_string(q.status) : q.outcome) << "</td><td>"
+        << esc(fixed(q.t, 0)) << " s</td><td><code>" << esc(q.trace_id) << "</code></td></tr>\n";
   }
   out << "</table>\n";
 }
@@ -244,7 +243,8 @@ std::string svg_chart(const std::string& id, const std::string& title,
   auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * w; };
   auto py = [&](double y) { return kTop + h - std::clamp(y / top, 0.0, 1.0) * h; };
   std::ostringstream out;
-  out << "<svg class=\"chart\" data-chart=\"" << esc(id) << "\" xmlns=\"http://www.w3.org/2000/svg\" "
+  out << "<svg class=\"chart\" data-chart=\"" << esc(id)
+      << "\" xmlns=\"http://www.w3.org/2000/svg\" "
       << "width=\"" << kWidth << "\" height=\"" << kHeight << "\" viewBox=\"0 0 " << kWidth << " "
       << kHeight << "\">\n<text x=\"" << kLeft << "\" y=\"16\" style=\"font-size:13px;fill:#222\">"
       << esc(title) << "</text>\n";
