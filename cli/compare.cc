@@ -164,6 +164,17 @@ std::vector<RegressionLimit> default_regressions() {
   return out;
 }
 
+Result<std::vector<RegressionLimit>> parse_regressions(const std::vector<std::string>& texts) {
+  if (texts.empty()) return default_regressions();
+  std::vector<RegressionLimit> out;
+  for (const std::string& text : texts) {
+    auto limit = parse_regression(text);
+    if (!limit) return limit.status();
+    out.push_back(std::move(*limit));
+  }
+  return out;
+}
+
 bool Comparison::regressed() const {
   return std::any_of(metrics.begin(), metrics.end(),
                      [](const MetricChange& m) { return m.regressed(); });

@@ -33,6 +33,8 @@ struct RegressionLimit {
 Result<RegressionLimit> parse_regression(std::string_view text);
 // The limits `corral compare` applies when none is given.
 std::vector<RegressionLimit> default_regressions();
+// Each of `texts` (--max-regression), or the defaults when there is none.
+Result<std::vector<RegressionLimit>> parse_regressions(const std::vector<std::string>& texts);
 // The names a limit may use, in the order a comparison lists them.
 std::vector<std::string> comparison_metrics();
 

@@ -108,6 +108,8 @@ class LoadService {
   void stop_target_after(const std::string& id);
   // The test's record of its target, from the process (its lines, peak, cause).
   void copy_target(LoadTest& t) const;
+  // The test's record of how its target ended (`e`), at `now_ms`.
+  void note_target_end(LoadTest& t, const TargetProcess::Exit& e, int64_t now_ms) const;
   // Thresholds with abort_on_fail that test `id` now crosses end it.
   void check_aborting(const std::string& id);
   // A sample of a test's watched target; ends the test when the target says so.

@@ -3,6 +3,8 @@
 // after it ended; retention forgets kept tests as it forgets finished runs.
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+
 #include "master/load_service.h"
 #include "shared/ipc/load_stats.h"
 #include "shared/proc.h"
@@ -58,10 +60,7 @@ void LoadService::keep_all(const std::string& why) {
       for (int slot : std::set<int>(t.slots)) loads_.drop(t, slot, why, now);
     }
     if (auto it = targets_.find(id); it != targets_.end()) {
-      copy_target(t);
-      t.process->state = "stopped";
-      t.process->signal = "SIGKILL";
-      t.process->ended_s = static_cast<double>(now - t.started_ms) / 1000;
+      note_target_end(t, {0, SIGKILL, true}, now);
       targets_.erase(it);  // kills its process group
     }
   }

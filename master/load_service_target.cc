@@ -84,6 +84,18 @@ void LoadService::copy_target(LoadTest& t) const {
     t.process->lines.push_back({l.err ? "stderr" : "stdout", l.text});
 }
 
+void LoadService::note_target_end(LoadTest& t, const TargetProcess::Exit& e, int64_t now_ms) const {
+  copy_target(t);
+  api::LoadTargetProcess& p = *t.process;
+  p.state = e.stopped ? "stopped" : "died";
+  if (e.signal != 0) {
+    p.signal = signal_name(e.signal);
+  } else {
+    p.exit_code = e.exit_code;
+  }
+  p.ended_s = static_cast<double>(now_ms - t.started_ms) / 1000;
+}
+
 void LoadService::on_target_exit(const std::string& id, TargetProcess::Exit e) {
   LoadTest* t = loads_.find(id);
   if (t == nullptr) {  // ready, but the test had not started: it waits for workers
@@ -97,16 +109,8 @@ void LoadService::on_target_exit(const std::string& id, TargetProcess::Exit e) {
     targets_.erase(id);
     return;
   }
-  copy_target(*t);
-  api::LoadTargetProcess& p = *t->process;
   const int64_t now = unix_ms_now();
-  p.state = e.stopped ? "stopped" : "died";
-  if (e.signal != 0) {
-    p.signal = signal_name(e.signal);
-  } else {
-    p.exit_code = e.exit_code;
-  }
-  p.ended_s = static_cast<double>(now - t->started_ms) / 1000;
+  note_target_end(*t, e, now);
   targets_.erase(id);
   if (e.stopped) return;
   spdlog::warn("load {}: the target (pid {}) ended by itself", id, t->spec.watch.pid);

@@ -36,19 +36,14 @@ class CompareVerb : public Verb {
   }
 
   int run(const Context& ctx) override {
+    auto limits = parse_regressions(limits_);
+    if (!limits) return usage_error(limits.status().message());
     const Api api(ctx);
     auto base = load_records(api, base_);
     if (!base) return refused(base.status(), api);
     auto test = load_records(api, test_);
     if (!test) return refused(test.status(), api);
-    std::vector<RegressionLimit> limits;
-    for (const std::string& text : limits_) {
-      auto limit = parse_regression(text);
-      if (!limit) return usage_error(limit.status().message());
-      limits.push_back(std::move(*limit));
-    }
-    if (limits.empty()) limits = default_regressions();
-    Comparison c = compare_loads(*base, *test, std::move(limits));
+    Comparison c = compare_loads(*base, *test, std::move(*limits));
     const TableStyle style = ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii;
     std::cout << render_comparison(c, style);
     if (!junit_.empty()) {

@@ -66,6 +66,12 @@ class TargetStopWait {
   std::optional<std::chrono::steady_clock::time_point> until_;
 };
 
+// --baseline's tests and the limits they are held to (none: no comparison).
+struct Baseline {
+  std::vector<api::LoadAnswer> tests;
+  std::vector<RegressionLimit> limits;
+};
+
 // How long the target the test starts may take to be ready, before that: 0 without one.
 long ready_timeout_ms(const json& load) {
   auto spec = load::parse_load(load);
@@ -200,17 +206,17 @@ class LoadVerb : public Verb {
     if (!vars) return usage_error(vars.status().message());
     const Api api(ctx);
     if (find_max_) return find_max(api, scenario, load, *vars);
-    std::vector<api::LoadAnswer> baseline;
+    Baseline baseline;
     if (!baseline_.empty()) {
+      auto limits = parse_regressions(max_regressions_);
+      if (!limits) return usage_error(limits.status().message());
       auto tests = load_records(api, baseline_);
       if (!tests && tests.status().code() == Code::kUnavailable) {
         return report_failure(tests.status(), api.socket_path());
       }
       if (!tests) return usage_error("--baseline: " + tests.status().message());
-      baseline = std::move(*tests);
+      baseline = {std::move(*tests), std::move(*limits)};
     }
-    auto limits = regression_limits();
-    if (!limits) return usage_error(limits.status().message());
     std::string id;
     if (int code = submit(api, scenario, load, *vars, id); code != 0) return code;
     if (detach_) return 0;
@@ -401,8 +407,7 @@ class LoadVerb : public Verb {
     return "";
   }
 
-  int follow(const Api& api, const std::string& id,
-             const std::vector<api::LoadAnswer>& baseline) const {
+  int follow(const Api& api, const std::string& id, const Baseline& baseline) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     TargetStopWait stop_wait;
     for (;;) {
@@ -428,13 +433,13 @@ class LoadVerb : public Verb {
   }
 
   // The summary, the comparison with the baseline, and the reports, of a test that ended.
-  int finish(const LoadRecord& record, const std::vector<api::LoadAnswer>& baseline) const {
+  int finish(const LoadRecord& record, const Baseline& baseline) const {
     const api::LoadAnswer& test = record.test;
     std::cout << render_load_summary(test);
     int code = test.state == "passed" ? 0 : 1;
     std::vector<JunitCase> cases;
-    if (!baseline.empty()) {
-      Comparison c = compare_loads(baseline, {test}, *regression_limits());
+    if (!baseline.tests.empty()) {
+      Comparison c = compare_loads(baseline.tests, {test}, baseline.limits);
       std::cout << "\n"
                 << render_comparison(
                        c, ::isatty(STDOUT_FILENO) ? TableStyle::kBox : TableStyle::kAscii);
@@ -446,18 +451,6 @@ class LoadVerb : public Verb {
       return fail(e);
     }
     return code;
-  }
-
-  // --max-regression, or the defaults of `corral compare`.
-  Result<std::vector<RegressionLimit>> regression_limits() const {
-    if (max_regressions_.empty()) return default_regressions();
-    std::vector<RegressionLimit> out;
-    for (const std::string& text : max_regressions_) {
-      auto limit = parse_regression(text);
-      if (!limit) return limit.status();
-      out.push_back(std::move(*limit));
-    }
-    return out;
   }
 
   std::string file_;
