@@ -149,6 +149,19 @@ void events_table(std::ostringstream& out, const api::LoadAnswer& test) {
   out << "</table>\n";
 }
 
+// Why iterations failed, each with a trace to look up in the server's tracer.
+void failures_table(std::ostringstream& out, const api::LoadAnswer& test) {
+  if (test.reasons.empty()) return;
+  out << "<h2>Failures</h2>\n<table class=\"failures\">\n<tr><th>iterations</th><th>reason"
+      << "</th><th>trace id, one of them</th></tr>\n";
+  for (const auto& [why, n] : test.reasons) {
+    auto trace = test.reason_traces.find(why);
+    out << "<tr><td>" << n << "</td><td>" << esc(why) << "</td><td><code>"
+        << esc(trace == test.reason_traces.end() ? "-" : trace->second) << "</code></td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
 void slowest_table(std::ostringstream& out, const api::LoadAnswer& test) {
   if (test.slowest.empty()) return;
   out << "<h2>Slowest requests</h2>\n<table class=\"slowest\">\n<tr><th>latency</th><th>step"
@@ -297,6 +310,7 @@ std::string render_load_html(const api::LoadAnswer& test) {
   out << "<h2>Over time</h2>\n";
   charts(out, test);
   events_table(out, test);
+  failures_table(out, test);
   slowest_table(out, test);
   out << "<h2>Details</h2>\n";
   summary_table(out, test);

@@ -317,7 +317,13 @@ std::string render_load_summary(const api::LoadAnswer& test) {
   }
   if (!test.reasons.empty()) {
     out << "failures   :\n";
-    for (const auto& [why, n] : test.reasons) out << "  " << n << "  " << why << "\n";
+    for (const auto& [why, n] : test.reasons) {
+      out << "  " << n << "  " << why;
+      if (auto trace = test.reason_traces.find(why); trace != test.reason_traces.end()) {
+        out << "  (trace " << trace->second << ")";
+      }
+      out << "\n";
+    }
   }
   out << target_text(test.target);
   if (!test.thresholds.empty()) {

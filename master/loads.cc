@@ -393,6 +393,7 @@ api::LoadAnswer Loads::answer(const LoadTest& t, bool with_series, int64_t now_m
   a.steps = steps_of(t);
   a.thresholds = thresholds_of(t, now_ms);
   a.reasons = t.total.reasons;
+  a.reason_traces = t.total.reason_traces;
   a.events = events_of(t, a.elapsed_s);
   for (const ipc::SlowRequest& r : t.total.slowest) {
     a.slowest.push_back({static_cast<double>(r.second), r.step,

@@ -41,4 +41,38 @@ std::string traceparent(TraceId trace, uint64_t span) {
   return "00-" + to_hex(trace) + "-" + text + "-01";
 }
 
+namespace {
+
+// The value of `n` lowercase or uppercase hex digits; nullopt on any other character.
+std::optional<uint64_t> hex_value(std::string_view digits) {
+  uint64_t v = 0;
+  for (char c : digits) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<TraceParent> parse_traceparent(std::string_view value) {
+  // version "-" 32 hex "-" 16 hex "-" 2 hex; a later version may add fields after a "-".
+  if (value.size() < 55 || value[2] != '-' || value[35] != '-' || value[52] != '-') {
+    return std::nullopt;
+  }
+  if (value.size() > 55 && value[55] != '-') return std::nullopt;
+  auto version = hex_value(value.substr(0, 2));
+  auto hi = hex_value(value.substr(3, 16)), lo = hex_value(value.substr(19, 16));
+  auto span = hex_value(value.substr(36, 16));
+  if (!version || *version == 0xff || !hi || !lo || !span || !hex_value(value.substr(53, 2))) {
+    return std::nullopt;
+  }
+  if ((*hi == 0 && *lo == 0) || *span == 0) return std::nullopt;
+  return TraceParent{{*hi, *lo}, *span};
+}
+
 }  // namespace corral

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,13 @@ uint64_t span_id(uint64_t salt, uint64_t counter);
 std::string to_hex(TraceId trace);
 // "00-<32 hex trace id>-<16 hex span id>-01" (version 00, sampled).
 std::string traceparent(TraceId trace, uint64_t span);
+// The trace and span of a traceparent value ("00-<trace>-<span>-<flags>"); nullopt when it is
+// not one (a wrong length, a non-hex digit, an all-zero id, version ff).
+struct TraceParent {
+  TraceId trace;
+  uint64_t span = 0;
+};
+std::optional<TraceParent> parse_traceparent(std::string_view value);
 // The trace id the requests of instance `index` of run `run_id` carry.
 inline std::string instance_trace(std::string_view run_id, uint32_t index) {
   return to_hex(trace_id(run_hash(run_id), index));

@@ -138,6 +138,9 @@ struct Scenario {
   std::optional<http::HttpVersion> http_version;  // "http_version": every request's
   // "trace_context": every request carries a W3C traceparent header (shared/trace_context.h)
   bool trace_context = true;
+  // "otlp_endpoint": where the spans of its requests go, over OTLP/HTTP with JSON encoding
+  // (worker/otlp/span_exporter.h); an http(s) URL. Empty: nowhere.
+  std::string otlp_endpoint;
   nlohmann::json source;  // the document as submitted, to forward or show it
 
   // How many steps the scenario's own list has: an instance passes after step top_steps() - 1.

@@ -7,6 +7,7 @@
 #include "config/fields.h"
 #include "config/scenario/parse.h"
 #include "config/scenario/parse_internal.h"
+#include "shared/http/origin.h"
 
 namespace corral::scenario {
 namespace detail {
@@ -266,7 +267,7 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   // "load" is read by `corral load` (config/load/parse.h); a run ignores it.
   check_fields(doc, "",
                {"name", "vars", "steps", "load", "start_spread", "limits", "tls", "http_version",
-                "trace_context"});
+                "trace_context", "otlp_endpoint"});
   auto scenario = std::make_shared<Scenario>();
   scenario->name = read_string(required(doc, "", "name", "a string"), "name");
   Scope scope{{options.extra_vars.begin(), options.extra_vars.end()}, &options, "",
@@ -286,6 +287,13 @@ std::shared_ptr<const Scenario> parse_document(const json& doc, const ParseOptio
   }
   if (doc.contains("trace_context")) {
     scenario->trace_context = read_bool(doc["trace_context"], "trace_context");
+  }
+  if (doc.contains("otlp_endpoint")) {
+    scenario->otlp_endpoint = read_string(doc["otlp_endpoint"], "otlp_endpoint");
+    const std::string origin = http::origin_of(scenario->otlp_endpoint);
+    if (!origin.starts_with("http://") && !origin.starts_with("https://")) {
+      fail("otlp_endpoint", "expected an http:// or https:// URL, as \"http://127.0.0.1:4318\"");
+    }
   }
   scenario->source = doc;
   return scenario;

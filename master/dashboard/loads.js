@@ -47,12 +47,14 @@ export function loadView(get, id) {
   const events = el("div", {class: "panel-body"});
   const target = el("div", {class: "panel-body"});
   const slowest = el("div", {class: "panel-body"});
+  const failures = el("div", {class: "panel-body"});
   const node = el("div", {class: "view load-view", data: {load: id}},
                   el("nav", {class: "crumbs"}, el("a", {href: "#/"}, "overview"), " / load test ",
                      el("strong", {}, id)),
                   panel("Load test", null, facts), panel("Thresholds", null, thresholds),
                   panel("Over time", null, charts, events),
-                  panel("Slowest requests", null, slowest), panel("Target", null, target));
+                  panel("Failures", null, failures), panel("Slowest requests", null, slowest),
+                  panel("Target", null, target));
   let ended = false;
 
   async function refresh() {
@@ -65,6 +67,7 @@ export function loadView(get, id) {
     events.replaceChildren(eventsOf(t.events || []));
     target.replaceChildren(targetOf(t.target));
     slowest.replaceChildren(slowestOf(t.slowest || []));
+    failures.replaceChildren(failuresOf(t.reasons || {}, t.reason_traces || {}));
     ended = t.state !== "running" && !(t.target?.process?.state === "running");
   }
   return {node, refresh};
@@ -140,6 +143,16 @@ function eventsOf(list) {
        el("td", {class: "num", style: {color: markColour(e.kind)}}, i + 1),
        el("td", {class: "num"}, `${num(e.t, 1)} s`), el("td", {}, e.kind),
        el("td", {class: "reason"}, e.text))), "events");
+}
+
+// Why iterations failed, each with the trace of one of them.
+function failuresOf(reasons, traces) {
+  const list = Object.entries(reasons);
+  if (!list.length) return el("p", {class: "empty"}, "no iteration failed");
+  return table(["iterations", "reason", "trace id, one of them"], list.map(([why, n]) =>
+    el("tr", {data: {failure: traces[why] || ""}},
+       el("td", {class: "num"}, n), el("td", {class: "reason"}, why),
+       el("td", {class: "value"}, traces[why] || "-"))), "failures");
 }
 
 // Each with the trace id its traceparent carried, to look it up in the server's tracer.

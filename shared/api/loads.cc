@@ -140,6 +140,12 @@ void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
     for (const auto& [why, n] : j["reasons"].items()) e.u64(why, a.reasons[why]);
     r.take(e);
   }
+  if (r.ok() && present(j, "reason_traces")) {
+    if (!j["reason_traces"].is_object()) return r.fail("reason_traces", "expected an object");
+    FieldReader e(j["reason_traces"], r.path("reason_traces"));
+    for (const auto& [why, t] : j["reason_traces"].items()) e.text(why, a.reason_traces[why]);
+    r.take(e);
+  }
 }
 
 void read_process(FieldReader& r, const json& j, LoadTarget& target) {
@@ -262,6 +268,7 @@ void add_lists(json& j, const LoadAnswer& a) {
     return {{"name", t.name}, {"value", t.value}, {"ok", t.ok}};
   });
   j["reasons"] = a.reasons;
+  j["reason_traces"] = a.reason_traces;
   j["events"] = detail::array_of(a.events, [](const LoadEvent& e) -> json {
     return {{"t", e.t}, {"kind", e.kind}, {"text", e.text}};
   });

@@ -184,6 +184,9 @@ struct LoadAnswer {
   std::vector<LoadStepTotals> steps;
   std::vector<ThresholdOutcome> thresholds;
   std::map<std::string, uint64_t> reasons;  // why iterations failed, with counts
+  // The trace id of an iteration that failed for the reason (of reasons whose iterations
+  // carried a traceparent).
+  std::map<std::string, std::string> reason_traces;
   std::vector<LoadEvent> events;            // by time
   std::vector<LoadSlowRequest> slowest;     // the slowest first
   std::optional<LoadTarget> target;

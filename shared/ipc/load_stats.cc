@@ -105,6 +105,16 @@ void read_reasons(detail::FieldReader& r, LoadSecond& s) {
     }
     s.reasons[why] = count.get<uint64_t>();
   }
+  json traces;
+  r.object("reason_traces", traces);
+  if (!r.ok() || traces.is_null()) return;
+  for (const auto& [why, trace] : traces.items()) {
+    if (!trace.is_string() || s.reasons.count(why) == 0) {
+      r.fail("reason_traces", "\"" + why + "\" is not a counted reason with a trace id");
+      return;
+    }
+    s.reason_traces[why] = trace.get<std::string>();
+  }
 }
 
 // At most kSlowestPerTest, each with its fields in range, the slowest first.
@@ -177,6 +187,9 @@ void LoadSecond::add(const LoadSecond& other, size_t max_reasons) {
       reasons.emplace(why, count);
     }
   }
+  for (const auto& [why, trace] : other.reason_traces) {
+    if (reasons.count(why) != 0) reason_traces.emplace(why, trace);
+  }
 }
 
 json to_json(const LoadSecond& s) {
@@ -194,6 +207,7 @@ json to_json(const LoadSecond& s) {
   }
   j["steps"] = std::move(steps);
   j["reasons"] = s.reasons;
+  if (!s.reason_traces.empty()) j["reason_traces"] = s.reason_traces;
   if (!s.slowest.empty()) {
     json slowest = json::array();
     for (const SlowRequest& r : s.slowest) {

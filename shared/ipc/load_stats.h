@@ -99,6 +99,8 @@ struct LoadSecond {
   stats::Histogram late;  // corral's own lateness in starting iterations (LoadDriver)
   std::map<uint32_t, StepSecond> steps;      // by step index; steps with no request omitted
   std::map<std::string, uint64_t> reasons;   // why iterations failed: a few, counted
+  // Of some of those reasons: the trace id of an iteration that failed so (the first seen).
+  std::map<std::string, std::string> reason_traces;
   std::vector<SlowRequest> slowest;          // the slowest first (keep_slowest)
   bool done = false;                         // the worker's last report of this test
 

@@ -173,13 +173,17 @@ TEST_CASE("dashboard: Chromium shows a running load test: its charts with events
   JobApi api;
   Daemon d(home, DaemonOptions().with_workers(1));
   d.wait_ready(1);
-  // Two stages (a stage mark at 3 s) and a threshold that the 5 ms answers cross (a threshold
-  // mark once the test has run 5 s).
+  // Two stages (a stage mark at 3 s) and thresholds that the 5 ms answers and the failing second
+  // step cross (threshold marks once the test has run 5 s).
+  const std::string why = "expect: status was 503, expected 200";
   const Json body = {
       {"scenario",
        {{"name", "dash-load"},
         {"steps",
-         Json::array({{{"name", "get"}, {"request", {{"url", api.base() + "/delay?ms=5"}}}}})}}},
+         Json::array({{{"name", "get"}, {"request", {{"url", api.base() + "/delay?ms=5"}}}},
+                      {{"name", "refused"},
+                       {"request", {{"url", api.base() + "/fail?status=503"}}},
+                       {"expect", {{"status", 200}}}}})}}},
       {"load",
        {{"stages",
          Json::array({{{"duration", "3s"}, {"target", 2}}, {{"duration", "30s"}, {"target", 4}}})},
@@ -187,22 +191,28 @@ TEST_CASE("dashboard: Chromium shows a running load test: its charts with events
   const ApiResponse started = d.api("POST", "/loads", body.dump());
   REQUIRE(started.status == 201);
   const std::string id = started.json["load"];
-  d.wait_until([&] { return d.api("GET", "/loads/" + id).json["events"].size() >= 2; }, seconds(20),
-               "the stage and threshold events");
+  Json now;
+  d.wait_until(
+      [&] {
+        now = d.api("GET", "/loads/" + id).json;
+        return now["events"].size() >= 2 && now["reason_traces"].contains(why);
+      },
+      seconds(20), "the stage and threshold events, and a failure's trace");
   const std::string artifacts = CORRAL_TEST_ARTIFACTS;
   std::filesystem::create_directories(artifacts);
   const std::string png = artifacts + "/dashboard-load.png";
   std::filesystem::remove(png);
   const std::string root = "http://127.0.0.1:" + std::to_string(tcp_port(d)) + "/";
-  const Json expect = {
-      {"load_page",
-       {{"state", "running"},
-        {"charts", 3},
-        {"marks", {"stage", "threshold"}},
-        {"thresholds",
-         {{{"name", "latency: p99 < 1ms"}, {"ok", false}},
-          {{"name", "errors: rate < 1%"}, {"ok", true}}}}}},
-      {"texts", {"dash-load", "latency: p99 < 1ms crossed", "stage 2 of 2: to 4 VUs"}}};
+  const Json expect = {{"load_page",
+                        {{"state", "running"},
+                         {"charts", 3},
+                         {"marks", {"stage", "threshold"}},
+                         {"thresholds",
+                          {{{"name", "latency: p99 < 1ms"}, {"ok", false}},
+                           {{"name", "errors: rate < 1%"}, {"ok", false}}}}}},
+                       {"texts",
+                        {"dash-load", "latency: p99 < 1ms crossed", "stage 2 of 2: to 4 VUs", why,
+                         now["reason_traces"][why]}}};
   std::ofstream(home.file("load.json")) << expect.dump();
   if (!chromium_check(home, {root + "#/loads/" + id, "--expect", home.file("load.json"),
                              "--screenshot", png})) {

@@ -19,6 +19,7 @@
 #include "worker/engine/instance.h"
 #include "worker/engine/jitter.h"
 #include "worker/engine/step_runner.h"
+#include "worker/otlp/span_exporter.h"
 
 namespace corral::worker {
 

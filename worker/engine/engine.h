@@ -42,6 +42,9 @@ namespace corral::worker {
 
 struct Instance;
 class HttpStepRunner;
+namespace otlp {
+class SpanExporter;
+}
 
 // How one HTTP exchange of a load iteration went. kExpect is reported separately, by
 // IterationSink::on_expect_failed, because it is known only once the step judged the response.
@@ -67,8 +70,10 @@ class IterationSink {
                            uint64_t elapsed_ns, TraceId trace) = 0;
   // The step failed on the response just reported (expect, fail_if).
   virtual void on_expect_failed(uint32_t vu, size_t step) = 0;
-  // `reason`: why it did not pass (secrets masked); empty when it passed.
-  virtual void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) = 0;
+  // `reason`: why it did not pass (secrets masked); empty when it passed. `trace`: the
+  // iteration's (all zeros: its requests carried none).
+  virtual void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason,
+                                TraceId trace) = 0;
   // The VU's request is about to go to the client: the sink may set how it travels (a held
   // connection's pin and source address).
   virtual void on_request(uint32_t /*vu*/, HttpRequest& /*req*/) {}
@@ -244,8 +249,10 @@ class Engine {
     // daemon's (nullptr when they are the daemon's: the client's own), and HTTP version.
     std::vector<std::shared_ptr<const http::TlsOptions>> tls;
     std::vector<http::HttpVersion> versions;
+    // Where its requests' spans go (scenario "otlp_endpoint", the traces URL); null: nowhere.
+    std::shared_ptr<const std::string> otlp_url;
   };
-  // Fills Run::tls and Run::versions.
+  // Fills Run::tls, Run::versions and Run::otlp_url.
   void resolve_http(Run& r) const;
   // Wakes the step's runner (StepRunner::on_wake) at `at_ms` (Unix ms); the instance counts
   // as waiting until then, so it may move to another worker.
@@ -314,6 +321,13 @@ class Engine {
   void dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass);
   // The origin of the instance's request, "" when its URL does not expand.
   std::string request_origin(const Instance& in) const;
+  // A request's span for the collector (engine_spans.cc): begun when the request of instance
+  // `serial` is built, if its run exports spans (else null), and exported when it ends.
+  struct PendingSpan;
+  std::shared_ptr<PendingSpan> span_for(uint64_t serial) const;
+  void begin_span(PendingSpan& span, const Instance& in, const HttpRequest& req) const;
+  void end_span(PendingSpan& span, const HttpResponse& resp) const;
+  void export_span(PendingSpan& span);
   Result<HttpRequest> build_request(const Instance& in) const;
   void on_wake(uint64_t serial, uint64_t token);
   void on_timer(Instance& in);
@@ -382,6 +396,7 @@ class Engine {
   http::HttpVersion default_version_ = http::HttpVersion::kAuto;
   uint64_t requests_sent_ = 0;
   std::string callback_base_, callback_key_;
+  std::unique_ptr<otlp::SpanExporter> spans_out_;  // made for the first span
   // Last, so that a kind's state (which may refer to instances) goes first.
   std::unordered_map<const StepRunner*, std::unique_ptr<StepRunner::State>> states_;
 };

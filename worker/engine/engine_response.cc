@@ -258,11 +258,12 @@ void Engine::end_instance(Instance& in, ipc::Outcome outcome, const std::string&
   if (IterationSink* sink = in.run->sink) {
     uint32_t vu = in.index;
     std::string why = reason.empty() ? std::string() : secrets_.redact(reason);
+    const TraceId trace = trace_of(in);
     release(in);
     in.run->active -= 1;
     timeouts_.erase(in.serial);
     instances_.erase(in.serial);  // first: the sink may start the VU's next iteration
-    sink->on_iteration_end(vu, outcome, why);
+    sink->on_iteration_end(vu, outcome, why, trace);
     return;
   }
   ipc::Event ev;

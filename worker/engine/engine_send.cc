@@ -5,6 +5,7 @@
 #include "shared/http/origin.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/instance.h"
+#include "worker/otlp/span_exporter.h"
 
 namespace corral::worker {
 
@@ -36,6 +37,9 @@ void Engine::resolve_http(Run& r) const {
     }
     r.versions.push_back(spec.http_version.value_or(sc.http_version.value_or(default_version_)));
   }
+  if (!sc.otlp_endpoint.empty()) {
+    r.otlp_url = std::make_shared<const std::string>(otlp::traces_url(sc.otlp_endpoint));
+  }
 }
 
 void Engine::abandon_request(const Instance& in) {
@@ -53,26 +57,32 @@ std::string Engine::request_origin(const Instance& in) const {
 void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
   // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
   // have been cancelled or handed back.
+  std::shared_ptr<PendingSpan> span = span_for(serial);
   http_.send_lazy(
-      [this, serial, pass]() -> std::optional<HttpRequest> {
+      [this, serial, pass, span]() -> std::optional<HttpRequest> {
         std::optional<HttpRequest> req;
         if (auto it = instances_.find(serial); it != instances_.end()) {
           Instance& due = *it->second;
           ipc::InHandScope scope(in_hand_, due.run->id, due.index);
           guarded(serial, "building a request", [&] { req = make_request(due); });
+          if (req && span) begin_span(*span, due, *req);
         }
         if (!req && pass) gates_.done(*pass, false);
         return req;
       },
-      [this, serial, pass](HttpResponse&& resp) {
+      [this, serial, pass, span](HttpResponse&& resp) {
         if (pass) gates_.done(*pass, true);
-        auto it = instances_.find(serial);
-        if (it == instances_.end()) return;  // cancelled while in flight
-        Instance& live = *it->second;
-        live.requesting = false;
-        ipc::InHandScope scope(in_hand_, live.run->id, live.index);
-        guarded(serial, "handling a response",
-                [&] { live.runner().on_response(*this, live, std::move(resp)); });
+        if (span) end_span(*span, resp);
+        // (An instance cancelled while its request was in flight is gone.)
+        if (auto it = instances_.find(serial); it != instances_.end()) {
+          Instance& live = *it->second;
+          live.requesting = false;
+          ipc::InHandScope scope(in_hand_, live.run->id, live.index);
+          guarded(serial, "handling a response",
+                  [&] { live.runner().on_response(*this, live, std::move(resp)); });
+        }
+        // After the response was measured and judged: the span's encoding is not its latency.
+        if (span) export_span(*span);
       });
 }
 

@@ -234,7 +234,7 @@ void LoadDriver::begin_iteration(uint32_t vu, uint64_t intended_us, uint64_t rea
   starting_ = true;
   Status s = engine_.start(id_, vu, ipc::Checkpoint{});
   starting_ = false;
-  if (!s) on_iteration_end(vu, ipc::Outcome::kErrored, "cannot start: " + s.message());
+  if (!s) on_iteration_end(vu, ipc::Outcome::kErrored, "cannot start: " + s.message(), {});
 }
 
 // The VU waits for its next iteration, intended at `at_us` (at once if that has passed).
@@ -329,12 +329,15 @@ void LoadDriver::on_expect_failed(uint32_t, size_t step) {
   ++steps_[step].expect;
 }
 
-void LoadDriver::on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) {
+void LoadDriver::on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason,
+                                  TraceId trace) {
   if (vu >= vus_.size()) return;
   ++(outcome == ipc::Outcome::kPassed ? second_.passed : second_.failed);
   if (!reason.empty() &&
       (second_.reasons.size() < kMaxReasons || second_.reasons.count(reason) != 0)) {
     ++second_.reasons[reason];
+    // The first iteration that failed so in the second names its trace.
+    if (trace.hi != 0 || trace.lo != 0) second_.reason_traces.emplace(reason, to_hex(trace));
   }
   Vu& v = vus_[vu];
   v.state = VuState::kIdle;

@@ -88,7 +88,8 @@ class LoadDriver final : public IterationSink {
   void on_exchange(uint32_t vu, size_t step, const HttpResponse& resp, ExchangeClass cls,
                    uint64_t elapsed_ns, TraceId trace) override;
   void on_expect_failed(uint32_t vu, size_t step) override;
-  void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason) override;
+  void on_iteration_end(uint32_t vu, ipc::Outcome outcome, const std::string& reason,
+                        TraceId trace) override;
   void on_request(uint32_t vu, HttpRequest& req) override;
   SocketHold socket_hold(uint32_t vu, std::string_view url) override;
   void on_measure(uint32_t vu, size_t step, ExchangeClass cls, uint64_t bytes, int64_t elapsed_ns,

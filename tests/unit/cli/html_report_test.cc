@@ -34,9 +34,14 @@ json test_json() {
           {"iterations", {{"passed", 995}, {"failed", 5}, {"dropped", 0}, {"interrupted", 0}}},
           {"errors", {{"count", 5}, {"rate", 0.005}, {"status", 5}}},
           {"latency", {{"p50", 1.5}, {"p99", 8.0}}},
-          {"thresholds", json::array({{{"name", "latency: p99 < 5ms"}, {"value", 8.0}, {"ok", false}}})},
-          {"target", {{"pid", 42}, {"rss_max", 3e6}, {"series", json::array({{{"t", 0}, {"rss", 1e6}},
-                                                                           {{"t", 1}, {"rss", 3e6}}})}}},
+          {"thresholds",
+           json::array({{{"name", "latency: p99 < 5ms"}, {"value", 8.0}, {"ok", false}}})},
+          {"reasons", {{"expect: status was <503>", 4}, {"transport error: reset", 1}}},
+          {"reason_traces", {{"expect: status was <503>", "0af7651916cd43dd8448eb211c80319c"}}},
+          {"target",
+           {{"pid", 42},
+            {"rss_max", 3e6},
+            {"series", json::array({{{"t", 0}, {"rss", 1e6}}, {{"t", 1}, {"rss", 3e6}}})}}},
           {"series", series(5)}};
 }
 
@@ -68,6 +73,11 @@ TEST_CASE("html report: the summary, the thresholds and four charts, escaped and
   REQUIRE(std::regex_search(html, m, std::regex("data-series=\"p99\"[^>]*points=\"([^\"]*)\"")));
   CHECK(count(m[1].str(), ",") == 4);
   CHECK(count(html, "data-series=\"connections\"") == 1);  // held: connections beside VUs
+  // Why iterations failed, each with a trace of one of them when they carried one.
+  CHECK_THAT(html, Catch::Contains("<tr><td>4</td><td>expect: status was &lt;503&gt;</td><td><code>"
+                                   "0af7651916cd43dd8448eb211c80319c</code></td></tr>"));
+  CHECK_THAT(html, Catch::Contains("<tr><td>1</td><td>transport error: reset</td><td><code>-"
+                                   "</code></td></tr>"));
 }
 
 TEST_CASE("html report: a chart's scale rounds up and its points stay inside the frame") {

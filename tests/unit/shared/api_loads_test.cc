@@ -40,6 +40,7 @@ LoadAnswer full_answer() {
   a.steps = {{0, "get", 60000, a.errors, a.latency, a.latency_raw}};
   a.thresholds = {{"latency: p99 < 2ms", 3.01, false}, {"errors: rate < 1%", 0.0002, true}};
   a.reasons = {{"expect: status was 503", 7}};
+  a.reason_traces = {{"expect: status was 503", "0af7651916cd43dd8448eb211c80319c"}};
   a.slowest = {{12, 0, "get", 48.2, 200, "ok", "4bf92f3577b34da6a3ce929d0e0e4736"},
                {3, 0, "get", 30.0, 0, "timeout", ""}};
   a.events = {{10, "stage", "stage 2 of 3: to 200/s"},

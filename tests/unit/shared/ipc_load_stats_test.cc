@@ -27,6 +27,7 @@ LoadSecond sample(uint64_t latency_us) {
   step.latency.record(latency_us, 102);
   step.raw.record(latency_us / 2, 102);
   s.reasons["expect: status was 500"] = 2;
+  s.reason_traces["expect: status was 500"] = "4bf92f3577b34da6a3ce929d0e0e4736";
   s.messages_sent = 40;
   s.messages_received = 39;
   s.close_codes[1001] = 3;
@@ -65,13 +66,17 @@ TEST_CASE("load stats: adding seconds adds every count and merges the histograms
   CHECK(a.steps.at(2).latency.value_at(51) == 4000);
   CHECK(a.reasons.at("expect: status was 500") == 4);
   CHECK(a.reasons.size() == 2);
+  // The first trace seen for a reason stays.
+  CHECK(a.reason_traces.at("expect: status was 500") == "4bf92f3577b34da6a3ce929d0e0e4736");
   CHECK(a.messages_sent == 80);
   CHECK(a.close_codes.at(1001) == 6);
   CHECK(a.close_codes.at(1006) == 2);
   LoadSecond c = sample(1);
   c.reasons = {{"a third reason", 1}};
+  c.reason_traces = {{"a third reason", "0af7651916cd43dd8448eb211c80319c"}};
   a.add(c, 2);
   CHECK(a.reasons.size() == 2);  // no room for a third
+  CHECK(a.reason_traces.count("a third reason") == 0);  // nor for its trace
 }
 
 TEST_CASE("load stats: a malformed second is the sender's protocol error, naming the field") {
@@ -93,6 +98,10 @@ TEST_CASE("load stats: a malformed second is the sender's protocol error, naming
       {with("/steps/2/latency/n", 7), "histogram: \"n\" is not the sum of the counts"},
       {with("/late", json::array()), "late: histogram: expected an object"},
       {with("/reasons/why", -1), "reasons: the count of \"why\" is not an unsigned integer"},
+      {with("/reason_traces/uncounted", "4bf9"),
+       "reason_traces: \"uncounted\" is not a counted reason with a trace id"},
+      {with("/reason_traces/expect: status was 500", 7),
+       "reason_traces: \"expect: status was 500\" is not a counted reason with a trace id"},
       {with("/messages_sent", -1), "messages_sent: expected an unsigned 64-bit integer"},
       {with("/close_codes", 1000), "close_codes: expected an object"},
       {with("/close_codes/going", 1), "close_codes: \"going\" is not a close code"},
