@@ -112,11 +112,14 @@ TEST_CASE("runs: instances on a worker killed mid-run resume elsewhere and still
   Json run = run_of(d, id);
   CHECK(run["counts"]["passed"] == 400);
   auto all = d.api("GET", "/runs/" + id + "/instances?limit=400").json["instances"];
+  // Those of the killed worker resumed after its signal. On a loaded machine the master may
+  // also have moved waiting instances from a busy worker to an idle one (rebalanced).
   int resumed = 0;
   for (const auto& in : all) {
-    if (in["resumes"].get<int>() > 0) {
-      ++resumed;
-      CHECK(in["resume_reasons"][0] == "worker_signal");
+    for (const auto& why : in["resume_reasons"]) {
+      INFO(in.dump());
+      CHECK((why == "worker_signal" || why == "rebalanced"));
+      resumed += why == "worker_signal" ? 1 : 0;
     }
   }
   CHECK(resumed > 0);
