@@ -368,16 +368,22 @@ struct Daemon::Child {
 Daemon::Daemon(const TempHome& home, DaemonOptions options) : home_(home) {
   static int counter = 0;
   output_path_ = home.file("daemon-" + std::to_string(++counter) + ".out");
-  std::vector<std::string> args = {"daemon", "--listen", "127.0.0.1:0", "--home", home.path()};
+  std::vector<std::string> args = {"daemon", "--listen", options.listen_host + ":0", "--home",
+                                   home.path()};
   if (options.workers) args.insert(args.end(), {"--workers", std::to_string(*options.workers)});
   if (options.config) args.insert(args.end(), {"--config", home.write_config(*options.config)});
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
 
   const int cpu = options.pin_to_cpu;
+  std::string exe = options.binary.empty() ? corral_binary() : options.binary;
+  if (!options.netns.empty()) {  // `ip netns exec` execs the daemon: the pid stays its own
+    args.insert(args.begin(), {"netns", "exec", options.netns, exe});
+    exe = bp::search_path("ip").string();
+  }
   std::error_code ec;
   child_ = std::make_unique<Child>(Child{bp::child(
-      bp::exe = options.binary.empty() ? corral_binary() : options.binary, bp::args = args,
-      bp::env = child_environment(home.path(), options.env), bp::start_dir = home.path(),
+      bp::exe = exe, bp::args = args, bp::env = child_environment(home.path(), options.env),
+      bp::start_dir = home.path(),
       bp::std_in<bp::null, (bp::std_out & bp::std_err)> boost::filesystem::path(output_path_),
       bp::extend::on_exec_setup =
           [cpu](auto&) {

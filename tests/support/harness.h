@@ -145,6 +145,10 @@ struct DaemonOptions {
   milliseconds health_timeout = seconds(10);  // how long the constructor waits for /health
   int pin_to_cpu = -1;  // >= 0: the daemon's affinity mask holds only this CPU
   std::string binary;   // the corral executable to start; empty: corral_binary()
+  // A network namespace to start it in (tools/netns-cluster, tests/support/harness_netns.h), and
+  // the address it listens on there; empty: the test's own namespace, 127.0.0.1.
+  std::string netns;
+  std::string listen_host = "127.0.0.1";
 
   // Chainable setters: DaemonOptions().with_workers(2).with_config({...}).
   DaemonOptions& with_workers(int n) {
@@ -169,6 +173,14 @@ struct DaemonOptions {
   }
   DaemonOptions& pinned_to(int cpu) {
     pin_to_cpu = cpu;
+    return *this;
+  }
+  // Listening on another address than loopback, the daemon needs an API token; the tests use
+  // its unix socket, which needs none.
+  DaemonOptions& in_netns(std::string ns, std::string host) {
+    netns = std::move(ns);
+    listen_host = std::move(host);
+    env["CORRAL_API_TOKEN"] = "partition-test-token";
     return *this;
   }
 };

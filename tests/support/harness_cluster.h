@@ -2,6 +2,7 @@
 // (cluster_test.cc, cluster_load_test.cc): three registered hosts, and what they list.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,8 +32,21 @@ struct Trio {
 
   Trio() : Trio(pg_server_url()) {}
   explicit Trio(const std::string& server) : db(server) {
-    auto opts = DaemonOptions().with_workers(1).with_args({"--journal", db.url()});
-    for (TempHome& h : homes) d.push_back(std::make_unique<Daemon>(h, opts));
+    start([](int) { return DaemonOptions(); });
+  }
+  // On a network of namespaces (tests/support/harness_netns.h): the database is `server`, the
+  // job API runs in `api_netns` on `api_host`, and daemon i as `place(i)` says.
+  Trio(const std::string& server, const std::string& api_netns, const std::string& api_host,
+       const std::function<DaemonOptions(int)>& place)
+      : db(server), api(api_netns, api_host) {
+    start(place);
+  }
+
+  void start(const std::function<DaemonOptions(int)>& place) {
+    for (int i = 0; i < 3; ++i) {
+      auto opts = place(i).with_workers(1).with_args({"--journal", db.url()});
+      d.push_back(std::make_unique<Daemon>(homes[i], opts));
+    }
     for (auto& x : d) x->wait_ready(1);
     for (auto& x : d) {
       x->wait_until([&] { return x->api("GET", "/cluster").json["self"]["alive"] == true; },

@@ -15,9 +15,21 @@ struct JobApi::Child {
 };
 
 JobApi::JobApi(int processes) : child_(std::make_unique<Child>()) {
+  start(
+      {CORRAL_TARGET_BINARY, "--listen", "127.0.0.1:0", "--processes", std::to_string(processes)});
+}
+
+JobApi::JobApi(const std::string& netns, const std::string& host)
+    : child_(std::make_unique<Child>()) {
+  // `ip netns exec` execs corral-target: the pid is corral-target's.
+  start({bp::search_path("ip").string(), "netns", "exec", netns, CORRAL_TARGET_BINARY, "--listen",
+         host + ":0"});
+}
+
+void JobApi::start(const std::vector<std::string>& argv) {
   child_->process =
-      bp::child(std::string(CORRAL_TARGET_BINARY), "--listen", "127.0.0.1:0", "--processes",
-                std::to_string(processes), bp::std_out > child_->out, bp::std_err > bp::null);
+      bp::child(argv.front(), bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
+                bp::std_out > child_->out, bp::std_err > bp::null);
   std::string line;
   REQUIRE(std::getline(child_->out, line));
   REQUIRE(line.rfind("listening on ", 0) == 0);
@@ -51,7 +63,8 @@ std::map<int, Json> JobApi::stats_of_each(int processes) const {
 }
 
 Json JobApi::get(const std::string& path) const {
-  auto r = try_tcp_request("127.0.0.1", port_, "GET", path);
+  const std::string host = base_.substr(7, base_.rfind(':') - 7);  // "http://HOST:PORT"
+  auto r = try_tcp_request(host, port_, "GET", path);
   REQUIRE(r);
   return r->json;
 }

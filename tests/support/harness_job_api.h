@@ -15,11 +15,13 @@ class JobApi {
   // `processes` > 1: corral-target --processes K, K processes on one port, each with counts of
   // its own (stats_of_each).
   explicit JobApi(int processes = 1);  // fails the test when corral-target does not start
+  // One process in network namespace `netns` (tests/support/harness_netns.h), on `host`.
+  JobApi(const std::string& netns, const std::string& host);
   ~JobApi();
   JobApi(const JobApi&) = delete;
   JobApi& operator=(const JobApi&) = delete;
 
-  // "http://127.0.0.1:PORT", for a scenario's {{base}}.
+  // "http://127.0.0.1:PORT" (or the namespace's address), for a scenario's {{base}}.
   const std::string& base() const { return base_; }
   int port() const { return port_; }
   // The corral-target process, for tests that watch it or end it.
@@ -35,6 +37,7 @@ class JobApi {
 
  private:
   struct Child;
+  void start(const std::vector<std::string>& argv);
   std::unique_ptr<Child> child_;
   std::string base_;
   int port_ = 0;

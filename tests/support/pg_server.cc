@@ -43,11 +43,14 @@ std::string run(const std::string& url, const std::string& text, bool* ok) {
 
 }  // namespace
 
-PgPrivateServer::PgPrivateServer() {
+PgPrivateServer::PgPrivateServer() : PgPrivateServer("", "") {}
+
+PgPrivateServer::PgPrivateServer(const std::string& host, const std::string& netns) {
   char pattern[] = "/tmp/corral-pg-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) return;
   dir_ = pattern;
   std::string cmd = std::string(CORRAL_SOURCE_DIR) + "/tools/pg-test-server start " + dir_;
+  if (!host.empty()) cmd += " " + host + " " + netns;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return;
   char buf[512];

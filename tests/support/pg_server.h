@@ -15,6 +15,8 @@ const std::string& pg_server_url();
 class PgPrivateServer {
  public:
   PgPrivateServer();
+  // Listening on TCP at `host`:5432 in network namespace `netns` (tests/support/harness_netns.h).
+  PgPrivateServer(const std::string& host, const std::string& netns);
   ~PgPrivateServer();
   PgPrivateServer(const PgPrivateServer&) = delete;
   PgPrivateServer& operator=(const PgPrivateServer&) = delete;
