@@ -84,28 +84,25 @@ Hosts::Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id
       address_(std::move(address)),
       load_(std::move(load)),
       events_(std::move(events)),
-      timer_(loop) {}
+      timer_(loop),
+      fence_timer_(loop) {}
 
 void Hosts::start() {
   timer_.start(0, kEveryMs, [this] { beat(); });
 }
 
 void Hosts::beat() {
-  if (epoch_ != 0 && !superseded_ &&
-      monotonic_ms() - renewed_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
-    // Others may have declared this host dead by now and taken its instances.
-    fence("no heartbeat written for " + std::to_string(kDeadAfterMs / 1000) + " s");
-  }
   if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
   Load l = load_();
+  const uint64_t sent = monotonic_ms();
   if (epoch_ == 0 && !superseded_) {
     db_.query(kRegister, {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
-              [this](Result<PgRows> r) { registered(std::move(r)); });
+              [this, sent](Result<PgRows> r) { registered(std::move(r), sent); });
   } else if (!superseded_) {
     db_.query(kRenew,
               {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity),
                std::to_string(l.held)},
-              [this](Result<PgRows> r) { renewed(std::move(r)); });
+              [this, sent](Result<PgRows> r) { renewed(std::move(r), sent); });
   }
   db_.query(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
   if (events_.open_runs) {
@@ -125,20 +122,35 @@ void Hosts::beat() {
   }
 }
 
-void Hosts::registered(Result<PgRows> r) {
+void Hosts::arm_fence() {
+  const uint64_t ends = renewed_ms_ + static_cast<uint64_t>(kFenceAfterMs);
+  const uint64_t now = monotonic_ms();
+  fence_timer_.start(ends > now ? ends - now : 0, 0, [this] {
+    if (epoch_ == 0 || superseded_) return;
+    if (alive()) {  // renewed since, or the loop's clock ran a millisecond ahead of ours
+      arm_fence();
+      return;
+    }
+    // Others may declare this host dead from kDeadAfterMs on, and take its instances.
+    fence("no heartbeat written for " + std::to_string(kFenceAfterMs) + " ms");
+  });
+}
+
+void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   if (!r || r->rows.empty()) {
     failed(r ? io_error("registering: no row came back") : r.status());
     return;
   }
   epoch_ = pg_i64(r->rows[0][0]);
-  renewed_ms_ = monotonic_ms();
-  registered_ms_ = renewed_ms_;
+  renewed_ms_ = sent_ms;
+  registered_ms_ = monotonic_ms();
+  arm_fence();
   error_.clear();
   spdlog::info("cluster: this host is {} (epoch {})", id_, epoch_);
   if (events_.registered) events_.registered(epoch_);
 }
 
-void Hosts::renewed(Result<PgRows> r) {
+void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms) {
   if (!r) {
     failed(r.status());
     return;
@@ -149,7 +161,9 @@ void Hosts::renewed(Result<PgRows> r) {
   }
   if (!error_.empty()) spdlog::info("cluster: heartbeats written again");
   error_.clear();
-  renewed_ms_ = monotonic_ms();
+  if (epoch_ == 0) return;  // fenced while it was on the way: registers again
+  renewed_ms_ = std::max(renewed_ms_, sent_ms);
+  arm_fence();
 }
 
 // The heartbeat found another epoch in this host's row: another host declared it dead (it
@@ -275,7 +289,7 @@ void Hosts::failed(const Status& s) {
 
 bool Hosts::alive() const {
   return epoch_ != 0 && !superseded_ &&
-         monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(kDeadAfterMs);
+         monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(kFenceAfterMs);
 }
 
 nlohmann::json Hosts::to_json() const {

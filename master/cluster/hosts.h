@@ -59,6 +59,15 @@ class Hosts {
  public:
   static constexpr uint64_t kEveryMs = 1000;
   static constexpr int64_t kDeadAfterMs = 5000;
+  // The lease. A host stops every instance it holds (it fences itself) kFenceAfterMs after it
+  // sent its last heartbeat that was written, unless another was written since. Safe because
+  // the database stamped that heartbeat after it was sent, and the others declare the host
+  // dead only once the database's clock is kDeadAfterMs past the stamp: the host has stopped
+  // its instances at least kDeadAfterMs - kFenceAfterMs before anyone may take them over,
+  // whatever the network delayed, as long as the two clocks run at the same rate (they need not
+  // show the same time). The margin covers the fence timer firing late and the stop reaching
+  // the workers.
+  static constexpr int64_t kFenceAfterMs = 4500;
   static constexpr uint64_t kMaxClaim = 1000;  // ranges claimed at most per beat
   // A host registered this recently counts in the share of work even before it reports room.
   static constexpr int64_t kSettleMs = 10000;
@@ -100,7 +109,7 @@ class Hosts {
 
   const std::string& id() const { return id_; }
   int64_t epoch() const { return epoch_; }  // 0 until registered
-  // Whether the last heartbeat was written less than kDeadAfterMs ago.
+  // Whether its lease holds: the last heartbeat written was sent less than kFenceAfterMs ago.
   bool alive() const;
   // GET /cluster: this host's id and epoch, and every host's row as last read.
   nlohmann::json to_json() const;
@@ -109,8 +118,11 @@ class Hosts {
 
  private:
   void beat();
-  void registered(Result<PgRows> r);
-  void renewed(Result<PgRows> r);
+  // `sent_ms`: when the heartbeat was sent (monotonic).
+  void registered(Result<PgRows> r, uint64_t sent_ms);
+  void renewed(Result<PgRows> r, uint64_t sent_ms);
+  // The lease runs kFenceAfterMs from renewed_ms_: fence() when it ends.
+  void arm_fence();
   void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
   void swept(Result<PgRows> r);
@@ -126,8 +138,9 @@ class Hosts {
   std::function<Load()> load_;
   Events events_;
   uv::Timer timer_;
+  uv::Timer fence_timer_;
   int64_t epoch_ = 0;
-  uint64_t renewed_ms_ = 0;     // monotonic, of the last heartbeat written
+  uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
   std::string error_;        // the last failure, while failing

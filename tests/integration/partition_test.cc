@@ -4,6 +4,10 @@
 // Skipped, not passed, where this machine cannot make network namespaces.
 #include <catch2/catch.hpp>
 
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
 #include <thread>
 
 #include "tests/support/harness_cluster.h"
@@ -21,6 +25,23 @@ struct NetTrio {
            return DaemonOptions().in_netns(net.ns(h), net.addr(h));
          }};
 };
+
+// The time (Unix ms) of the first line of `log` that holds `text`; 0 when none does.
+int64_t log_time(const std::string& log, const std::string& text) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(text) == std::string::npos) continue;
+    std::tm tm{};  // "2026-12-07T04:59:20.037+00:00 master[...] ..."
+    std::istringstream at(line.substr(0, 19));
+    at >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+    if (at.fail()) return 0;
+    // The local time, and its offset from UTC ("+HH:MM").
+    const int64_t offset_s = (std::stoi(line.substr(24, 2)) * 60 + std::stoi(line.substr(27, 2))) *
+                             60 * (line[23] == '-' ? -1 : 1);
+    return (static_cast<int64_t>(timegm(&tm)) - offset_s) * 1000 + std::stoi(line.substr(20, 3));
+  }
+  return 0;
+}
 
 // Which host holds each range of the run, as one text.
 std::string holders(const Trio& t, const std::string& id) {
@@ -65,6 +86,57 @@ TEST_CASE(
   t.check_each_step_once(id, instances);
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
   CHECK(t.api.stats()["jobs"] == instances);  // each job created once
+}
+
+}  // namespace corral::test
+
+namespace corral::test {
+
+TEST_CASE(
+    "partition: a host whose link goes down for 15 s stops its instances, the others take them, "
+    "and it rejoins") {
+  if (std::string why = Netns::unavailable(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  NetTrio n;
+  Trio& t = n.t;
+  const int instances = 300;
+  const std::string id = t.submit(instances, 20000);
+  const std::string victim = t.ids[0];
+  const int64_t epoch = hosts_of(*t.d[1])[victim]["epoch"];
+  n.net.cut("h1");
+  const auto cut = std::chrono::steady_clock::now();
+  auto since_cut = [&] {
+    return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - cut).count();
+  };
+  // Cut off, it stops what it holds (its unix socket still answers the test).
+  t.d[0]->wait_until([&] { return t.d[0]->worker(0)["active"] == 0; }, seconds(15),
+                     "the cut host to stop its instances");
+  const auto fenced_ms = since_cut();
+  t.d[1]->wait_until(
+      [&] { return t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'") == "0"; },
+      seconds(15), "the others to take the cut host's ranges");
+  const auto taken_ms = since_cut();
+  const int64_t declared_ms =
+      std::stoll(t.db.sql("SELECT fenced_ms FROM hosts WHERE id = '" + victim + "'"));
+  WARN("link down -> the cut host stopped its instances: " << fenced_ms << " ms; its ranges "
+                                                           << "taken: " << taken_ms << " ms");
+  // Its last heartbeat written was sent before the cut: it stopped within 5 s of it, and before
+  // another host declared it dead (by the database's clock, the machine's here).
+  CHECK(fenced_ms <= 5000);
+  const int64_t stopped_ms = log_time(t.homes[0].master_log(), "stops every instance it holds");
+  CHECK(stopped_ms > 0);
+  CHECK(stopped_ms < declared_ms);
+  WARN("it stopped " << declared_ms - stopped_ms << " ms before it was declared dead");
+  while (since_cut() < 15000) std::this_thread::sleep_for(milliseconds(100));  // the cut lasts
+  n.net.mend("h1");
+  t.d[1]->wait_until([&] { return hosts_of(*t.d[1])[victim]["state"] == "alive"; }, seconds(20),
+                     "the cut host to rejoin");
+  CHECK(hosts_of(*t.d[1])[victim]["epoch"].get<int64_t>() > epoch);
+  wait_run_finished(*t.d[1], id, seconds(90));
+  t.check_each_step_once(id, instances);
+  CHECK(t.api.stats()["jobs"] == instances);
 }
 
 }  // namespace corral::test
