@@ -140,3 +140,35 @@ TEST_CASE(
 }
 
 }  // namespace corral::test
+
+namespace corral::test {
+
+TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothing is lost") {
+  if (std::string why = Netns::unavailable(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  NetTrio n;
+  Trio& t = n.t;
+  const int instances = 300;
+  const std::string id = t.submit(instances, 12000);
+  std::vector<int64_t> epochs;
+  for (const std::string& host : t.ids) epochs.push_back(hosts_of(*t.d[0])[host]["epoch"]);
+  n.net.cut("db");
+  const auto cut = std::chrono::steady_clock::now();
+  // Shorter than the lease: every host keeps running what it holds.
+  while (std::chrono::steady_clock::now() - cut < seconds(3)) {
+    for (auto& d : t.d) CHECK(d->worker(0)["active"] == 100);
+    std::this_thread::sleep_for(milliseconds(250));  // a sample every quarter second
+  }
+  n.net.mend("db");
+  wait_run_finished(*t.d[0], id, seconds(60));
+  t.check_each_step_once(id, instances);
+  CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
+  for (size_t i = 0; i < t.ids.size(); ++i) {
+    CHECK(hosts_of(*t.d[0])[t.ids[i]]["epoch"] == epochs[i]);  // none fenced, none declared dead
+  }
+  CHECK(t.api.stats()["jobs"] == instances);
+}
+
+}  // namespace corral::test
