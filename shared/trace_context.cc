@@ -1,7 +1,5 @@
 #include "shared/trace_context.h"
 
-#include <cstdio>
-
 namespace corral {
 
 uint64_t run_hash(std::string_view run_id) {
@@ -28,17 +26,29 @@ uint64_t span_id(uint64_t salt, uint64_t counter) {
   return s == 0 ? 1 : s;
 }
 
+void append_hex(std::string& out, uint64_t v) {
+  char digits[16];
+  for (int i = 15; i >= 0; --i, v >>= 4) digits[i] = "0123456789abcdef"[v & 15];
+  out.append(digits, sizeof digits);
+}
+
 std::string to_hex(TraceId trace) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(trace.hi),
-                static_cast<unsigned long long>(trace.lo));
-  return text;
+  std::string out;
+  out.reserve(32);
+  append_hex(out, trace.hi);
+  append_hex(out, trace.lo);
+  return out;
 }
 
 std::string traceparent(TraceId trace, uint64_t span) {
-  char text[24];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(span));
-  return "00-" + to_hex(trace) + "-" + text + "-01";
+  std::string out = "00-";
+  out.reserve(55);
+  append_hex(out, trace.hi);
+  append_hex(out, trace.lo);
+  out += '-';
+  append_hex(out, span);
+  out += "-01";
+  return out;
 }
 
 namespace {

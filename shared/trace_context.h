@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "shared/http/message.h"
+
 namespace corral {
 
 // A stable 64-bit number for a run's id (FNV-1a): the seed of its jitter and of its traces.
@@ -32,6 +34,8 @@ TraceId trace_id(uint64_t run_seed, uint64_t key);
 uint64_t span_id(uint64_t salt, uint64_t counter);
 // The 32 lowercase hex digits of a trace id, as traceparent and trace viewers write it.
 std::string to_hex(TraceId trace);
+// Appends the 16 lowercase hex digits of `v` (a span id, half a trace id).
+void append_hex(std::string& out, uint64_t v);
 // "00-<32 hex trace id>-<16 hex span id>-01" (version 00, sampled).
 std::string traceparent(TraceId trace, uint64_t span);
 // The trace and span of a traceparent value ("00-<trace>-<span>-<flags>"); nullopt when it is
@@ -50,12 +54,7 @@ inline std::string instance_trace(std::string_view run_id, uint32_t index) {
 template <typename Value>
 bool has_header(const std::vector<std::pair<std::string, Value>>& headers, std::string_view name) {
   for (const auto& [n, v] : headers) {
-    if (n.size() != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < n.size() && same; ++i) {
-      same = (n[i] | 0x20) == (name[i] | 0x20);
-    }
-    if (same) return true;
+    if (http::iequals(n, name)) return true;
   }
   return false;
 }

@@ -9,6 +9,7 @@ namespace corral::api {
 using detail::or_null;
 using detail::present;
 using detail::read_array;
+using detail::read_entries;
 using ipc::detail::FieldReader;
 using nlohmann::json;
 
@@ -58,14 +59,9 @@ void read_parts(FieldReader& r, const json& j, LoadAnswer& a) {
     c.u64("opened", a.connections.opened);
     c.u64("failed", a.connections.failed);
     c.u64("closed", a.connections.closed);
-    const json& codes = j["connections"].value("close_codes", json::object());
-    if (codes.is_object()) {
-      FieldReader cc(codes, c.path("close_codes"));
-      for (const auto& [code, n] : codes.items()) cc.u64(code, a.connections.close_codes[code]);
-      c.take(cc);
-    } else {
-      c.fail("close_codes", "expected an object");
-    }
+    read_entries(c, j["connections"], "close_codes", [&](FieldReader& cc, const std::string& code) {
+      cc.u64(code, a.connections.close_codes[code]);
+    });
     r.take(c);
   }
   if (present(j, "messages")) {
@@ -134,18 +130,10 @@ void read_lists(FieldReader& r, const json& j, LoadAnswer& a) {
     e.text("kind", ev.kind);
     e.text("text", ev.text);
   });
-  if (r.ok() && present(j, "reasons")) {
-    if (!j["reasons"].is_object()) return r.fail("reasons", "expected an object");
-    FieldReader e(j["reasons"], r.path("reasons"));
-    for (const auto& [why, n] : j["reasons"].items()) e.u64(why, a.reasons[why]);
-    r.take(e);
-  }
-  if (r.ok() && present(j, "reason_traces")) {
-    if (!j["reason_traces"].is_object()) return r.fail("reason_traces", "expected an object");
-    FieldReader e(j["reason_traces"], r.path("reason_traces"));
-    for (const auto& [why, t] : j["reason_traces"].items()) e.text(why, a.reason_traces[why]);
-    r.take(e);
-  }
+  read_entries(r, j, "reasons",
+               [&](FieldReader& e, const std::string& why) { e.u64(why, a.reasons[why]); });
+  read_entries(r, j, "reason_traces",
+               [&](FieldReader& e, const std::string& why) { e.text(why, a.reason_traces[why]); });
 }
 
 void read_process(FieldReader& r, const json& j, LoadTarget& target) {

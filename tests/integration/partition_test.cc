@@ -16,6 +16,24 @@
 namespace corral::test {
 namespace {
 
+// Polling instances per test: 100 a host.
+constexpr int kInstances = 300;
+
+// Where network namespaces cannot be made, the test says why and is counted as skipped.
+bool skipped() {
+  const std::string why = Netns::unavailable();
+  if (!why.empty()) WARN("SKIPPED: " << why);
+  return !why.empty();
+}
+
+// The run is over, and whole: every instance passed, each step recorded once, each job created
+// once (on the job API's count).
+void check_whole(Trio& t, Daemon& d, const std::string& id) {
+  wait_run_finished(d, id, seconds(90));
+  t.check_each_step_once(id, kInstances);
+  CHECK(t.api.stats()["jobs"] == kInstances);
+}
+
 // The database, the job API and three hosts, each in its own namespace.
 struct NetTrio {
   Netns net{{"db", "target", "h1", "h2", "h3"}};
@@ -55,14 +73,10 @@ std::string holders(const Trio& t, const std::string& id) {
 
 TEST_CASE(
     "partition: a host cut off from the other hosts but not from the database changes nothing") {
-  if (std::string why = Netns::unavailable(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
-  const int instances = 300;
-  const std::string id = t.submit(instances, 16000);
+  const std::string id = t.submit(kInstances, 16000);
   const std::string before = holders(t, id);
   // h1 can reach neither h2 nor h3 (nor they it), but all three reach the database and the
   // job API. Hosts coordinate only through the database: for longer than a dead host's 5 s,
@@ -82,27 +96,17 @@ TEST_CASE(
   CHECK(holders(t, id) == before);
   n.net.join("h1", "h2");
   n.net.join("h1", "h3");
-  wait_run_finished(*t.d[0], id, seconds(60));
-  t.check_each_step_once(id, instances);
+  check_whole(t, *t.d[0], id);
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
-  CHECK(t.api.stats()["jobs"] == instances);  // each job created once
 }
-
-}  // namespace corral::test
-
-namespace corral::test {
 
 TEST_CASE(
     "partition: a host whose link goes down for 15 s stops its instances, the others take them, "
     "and it rejoins") {
-  if (std::string why = Netns::unavailable(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
-  const int instances = 300;
-  const std::string id = t.submit(instances, 20000);
+  const std::string id = t.submit(kInstances, 20000);
   const std::string victim = t.ids[0];
   const int64_t epoch = hosts_of(*t.d[1])[victim]["epoch"];
   n.net.cut("h1");
@@ -134,24 +138,14 @@ TEST_CASE(
   t.d[1]->wait_until([&] { return hosts_of(*t.d[1])[victim]["state"] == "alive"; }, seconds(20),
                      "the cut host to rejoin");
   CHECK(hosts_of(*t.d[1])[victim]["epoch"].get<int64_t>() > epoch);
-  wait_run_finished(*t.d[1], id, seconds(90));
-  t.check_each_step_once(id, instances);
-  CHECK(t.api.stats()["jobs"] == instances);
+  check_whole(t, *t.d[1], id);
 }
 
-}  // namespace corral::test
-
-namespace corral::test {
-
 TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothing is lost") {
-  if (std::string why = Netns::unavailable(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
-  const int instances = 300;
-  const std::string id = t.submit(instances, 12000);
+  const std::string id = t.submit(kInstances, 12000);
   std::vector<int64_t> epochs;
   for (const std::string& host : t.ids) epochs.push_back(hosts_of(*t.d[0])[host]["epoch"]);
   n.net.cut("db");
@@ -162,13 +156,11 @@ TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothin
     std::this_thread::sleep_for(milliseconds(250));  // a sample every quarter second
   }
   n.net.mend("db");
-  wait_run_finished(*t.d[0], id, seconds(60));
-  t.check_each_step_once(id, instances);
+  check_whole(t, *t.d[0], id);
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
   for (size_t i = 0; i < t.ids.size(); ++i) {
     CHECK(hosts_of(*t.d[0])[t.ids[i]]["epoch"] == epochs[i]);  // none fenced, none declared dead
   }
-  CHECK(t.api.stats()["jobs"] == instances);
 }
 
 }  // namespace corral::test

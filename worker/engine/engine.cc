@@ -31,7 +31,9 @@ Engine::Engine(uv_loop_t* loop, HttpClient& http, Emit emit, const Secrets& secr
       wakes_(loop, [this](uint64_t serial, uint64_t token) { on_wake(serial, token); }),
       gates_(loop,
              [this](uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
-               dispatch(serial, std::move(pass));
+               auto it = instances_.find(serial);  // (gone: the request is not built)
+               dispatch(serial, std::move(pass),
+                        it == instances_.end() ? nullptr : span_for(*it->second));
              }),
       trace_salt_((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 

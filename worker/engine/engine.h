@@ -317,14 +317,16 @@ class Engine {
   void run_step(Instance& in);
   std::optional<HttpRequest> make_request(Instance& in);
   // Hands the request of instance `serial` to the client, once its gates let it through
-  // (`pass`: the places it holds there, released when it ends; null when it passed none).
-  void dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass);
+  // (`pass`: the places it holds there, released when it ends; null when it passed none), with
+  // its span for the collector (span_for) if its run exports them.
+  struct PendingSpan;
+  void dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass,
+                std::shared_ptr<PendingSpan> span);
   // The origin of the instance's request, "" when its URL does not expand.
   std::string request_origin(const Instance& in) const;
-  // A request's span for the collector (engine_spans.cc): begun when the request of instance
-  // `serial` is built, if its run exports spans (else null), and exported when it ends.
-  struct PendingSpan;
-  std::shared_ptr<PendingSpan> span_for(uint64_t serial) const;
+  // A request's span for the collector (engine_spans.cc): made when the instance sends, if its
+  // run exports spans (else null), begun when the request is built, exported when it ends.
+  std::shared_ptr<PendingSpan> span_for(const Instance& in) const;
   void begin_span(PendingSpan& span, const Instance& in, const HttpRequest& req) const;
   void end_span(PendingSpan& span, const HttpResponse& resp) const;
   void export_span(PendingSpan& span);

@@ -19,7 +19,7 @@ void Engine::send(Instance& in) {
       return;
     }
   }
-  dispatch(in.serial, nullptr);
+  dispatch(in.serial, nullptr, span_for(in));
 }
 
 void Engine::resolve_http(Run& r) const {
@@ -54,10 +54,10 @@ std::string Engine::request_origin(const Instance& in) const {
   return error.is_ok() ? http::origin_of(url) : "";
 }
 
-void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass) {
+void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass,
+                      std::shared_ptr<PendingSpan> span) {
   // Built when the client has room for it (see HttpClient::send_lazy); by then the instance may
   // have been cancelled or handed back.
-  std::shared_ptr<PendingSpan> span = span_for(serial);
   http_.send_lazy(
       [this, serial, pass, span]() -> std::optional<HttpRequest> {
         std::optional<HttpRequest> req;

@@ -49,19 +49,13 @@ void put_attr(std::string& out, const char* key, std::string_view value, bool in
   out += "}},";
 }
 
-void put_hex(std::string& out, uint64_t v) {
-  char digits[16];
-  for (int i = 15; i >= 0; --i, v >>= 4) digits[i] = "0123456789abcdef"[v & 15];
-  out.append(digits, sizeof digits);
-}
-
 // A span, kind 3 (SPAN_KIND_CLIENT), and a comma.
 void put_span(std::string& out, const ClientSpan& s) {
   out += R"({"traceId":")";
-  put_hex(out, s.trace.hi);
-  put_hex(out, s.trace.lo);
+  append_hex(out, s.trace.hi);
+  append_hex(out, s.trace.lo);
   out += R"(","spanId":")";
-  put_hex(out, s.span);
+  append_hex(out, s.span);
   out += R"(","name":)";
   put_string(out, s.name);
   out += R"(,"kind":3,"startTimeUnixNano":")";
