@@ -108,9 +108,11 @@ void Daemon::api_latency(const ApiCall& c) {
 void Daemon::api_health(const ApiCall& c) {
   api::Health h;
   h.journal = journal_json();
-  h.status = supervisor_.shutting_down()   ? "stopping"
-             : h.journal["ok"].get<bool>() ? "ok"
-                                           : "degraded";
+  if (const cluster::Hosts* hosts = cluster_.hosts()) h.cluster = hosts->health();
+  const bool cluster_ok = h.cluster.is_null() || h.cluster["ok"].get<bool>();
+  h.status = supervisor_.shutting_down()                 ? "stopping"
+             : h.journal["ok"].get<bool>() && cluster_ok ? "ok"
+                                                         : "degraded";
   h.version = CORRAL_VERSION;
   h.pid = getpid();
   h.uptime_s = uptime_s();

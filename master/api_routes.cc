@@ -20,7 +20,9 @@ const std::vector<ApiRoute>& Daemon::routes() {
       {"GET", "/health", on<&Daemon::api_health>, true,
        "`{\"status\":\"ok\",\"workers_ready\":2,\"workers_wanted\":2,\"journal\":{\"ok\":true,...},"
        "...}`;"
-       " `status` is `degraded` while journal writes fail"},
+       " `status` is `degraded` while journal writes fail and, in a cluster, while this host's"
+       " heartbeat fails or it is fenced off (`cluster`: "
+       "`{\"ok\",\"epoch\",\"error\",\"fenced\"}`)"},
       {"GET", "/latency", on<&Daemon::api_latency>, true,
        "a tiny answer straight from the master's loop: the probe to watch under load"},
       {"GET", "/metrics", on<&Daemon::api_metrics>, false,

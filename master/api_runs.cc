@@ -83,6 +83,10 @@ Result<RunService::RunRequest> RunService::request(const json& body,
 }
 
 std::optional<RunService::Refusal> RunService::refuse(uint32_t count) const {
+  if (hosts_ != nullptr && !hosts_->fenced().empty()) {
+    return Refusal{503, "this host is fenced off from the cluster (" + hosts_->fenced() +
+                            "): new runs are refused until its heartbeat is written again"};
+  }
   if (journal_) {
     journal::Journal::Health h = journal_->health();
     if (!h.ok && h.queued >= static_cast<uint64_t>(cfg_.journal_max_queued)) {

@@ -40,7 +40,14 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
                    nullptr);
   };
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
-  events.fenced = [this](const std::string& why) { drop_claims(why); };
+  events.fenced = [this](const std::string& why) {
+    drop_claims(why);
+    // Registering again fences off the old epoch: its writes queued so far go first.
+    journal_->read([](journal::Store&) {},
+                   [this] {
+                     if (hosts_) hosts_->settled();
+                   });
+  };
   events.open_runs = [this](const cluster::OpenRuns& open) { on_open_runs(open); };
   events.pruned_before = [this](int64_t before_ms) {
     if (before_ms <= pruned_before_ms_) return;
@@ -52,7 +59,7 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
                                             load, std::move(events));
   hosts_->start();
   run_service_.set_hosts(hosts_.get());
-  load_service_.join_cluster(hosts_.get(), path, label);
+  load_service_.join_cluster(hosts_.get());
 }
 
 // Claimed ranges are read from the journal a span at a time: ranges of one run that follow

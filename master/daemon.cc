@@ -203,8 +203,8 @@ Status Daemon::start() {
   restart_due_ = std::make_unique<uv::Timer>(loop_);
   pump_ = std::make_unique<uv::NextTurn>(loop_);
   schedule_service_.start();
-  for (const char* name :
-       {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE", "CORRAL_TEST_JOURNAL_MAX_PAGES"}) {
+  for (const char* name : {"CORRAL_TEST_FAULT", "CORRAL_TEST_POISON_INSTANCE",
+                           "CORRAL_TEST_JOURNAL_MAX_PAGES", "CORRAL_TEST_CLOCK_STEP"}) {
     if (const char* v = test_hook(name)) {
       spdlog::warn("{}={} is set: this daemon misbehaves on purpose, for tests", name, v);
     }

@@ -71,9 +71,9 @@ class LoadService {
   // The worker of `slot` is gone: its share of every running test ends.
   void worker_gone(int slot) { loads_.worker_gone(slot, unix_ms_now()); }
 
-  // This host is one of a cluster's (journal `path`, `label` for logs): tests may be spread
-  // over the hosts, and this host runs its shares of the others' tests.
-  void join_cluster(cluster::Hosts* hosts, const std::string& path, const std::string& label);
+  // This host is one of a cluster's: tests may be spread over the hosts, and this host runs
+  // its shares of the others' tests. Its queries go on the hosts' connection, at their beat.
+  void join_cluster(cluster::Hosts* hosts);
   void leave_cluster() { load_shares_.reset(); }
 
   // The routes, and their table (api_loads.cc).

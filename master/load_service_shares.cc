@@ -65,8 +65,7 @@ std::string error_of(const Response& r) {
 
 }  // namespace
 
-void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
-                               const std::string& label) {
+void LoadService::join_cluster(cluster::Hosts* hosts) {
   hosts_ = hosts;
   cluster::LoadShares::Events events;
   events.shares = [this](std::vector<cluster::ShareRow> rows) { on_shares(std::move(rows)); };
@@ -89,7 +88,7 @@ void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
   events.share_state = [this](const std::string& id, const std::string& host,
                               const std::string& state) { on_share_state(id, host, state); };
   load_shares_ =
-      std::make_unique<cluster::LoadShares>(loop_, path, label, hosts_->id(), std::move(events));
+      std::make_unique<cluster::LoadShares>(loop_, hosts_->db(), hosts_->id(), std::move(events));
   loads_.set_forward([this](const LoadTest& t, const ipc::LoadSecond& s) {
     if (!load_shares_) return;
     json j = ipc::to_json(s);
@@ -98,6 +97,9 @@ void LoadService::join_cluster(cluster::Hosts* hosts, const std::string& path,
     if (s.done) load_shares_->set_state(t.id, "done");
   });
   load_shares_->start();
+  hosts_->each_beat([this] {
+    if (load_shares_) load_shares_->beat();
+  });
 }
 
 void LoadService::spread(LoadSubmission sub, const http::Responder& respond) {

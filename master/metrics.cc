@@ -219,6 +219,12 @@ void add_journal_metrics(Registry& registry, const journal::Journal::Health& h,
   gauge(registry, "corral_cluster_heartbeat_ok",
         "1 while this host's heartbeat in the hosts table is current, 0 otherwise",
         hosts->alive() ? 1 : 0);
+  counter(registry, "corral_cluster_db_round_trips_total",
+          "Round trips to the database on the cluster's connection: a beat's queries share one",
+          static_cast<double>(hosts->db().round_trips()));
+  counter(registry, "corral_cluster_db_queries_total",
+          "Queries answered (or failed) on the cluster's connection",
+          static_cast<double>(hosts->db().queries()));
 }
 
 void add_hook_metrics(Registry& registry, const HookSender& hooks) {

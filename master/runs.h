@@ -61,6 +61,7 @@ struct Run {
   std::map<uint32_t, uint32_t> claims;
   // A clustered run's counts over every host (Runs::set_cluster_counts); unset until read.
   std::optional<std::array<uint32_t, kInstanceStates>> cluster_counts;
+  bool all_ended_at_last_count = false;  // every instance ended, by cluster_counts
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
   bool cancelled = false;
@@ -255,6 +256,8 @@ class Runs {
   Run* adopt(const journal::RunRow& row);
   // The run's instances over every host, by state, as the journal holds them (rows counted by
   // state name; instances without a row are queued): what the API shows for it until it ends.
+  // Every instance ended at two reads in a row and the run still open: whether it ended is
+  // asked of the journal again, as when a range is done.
   void set_cluster_counts(Run& run, const std::map<std::string, uint64_t>& rows);
   // Another host finished or cancelled the run (`row` as the journal has it now): it is held
   // as its summary here. No-op for a run not held, or finished here.

@@ -51,7 +51,17 @@ void Runs::set_cluster_counts(Run& run, const std::map<std::string, uint64_t>& r
   }
   counts[static_cast<size_t>(InstanceState::kQueued)] +=
       static_cast<uint32_t>(run.size > seen ? run.size - seen : 0);
+  uint64_t ended = 0;
+  for (size_t s = 0; s < kInstanceStates; ++s) {
+    if (is_terminal(static_cast<InstanceState>(s))) ended += counts[s];
+  }
+  // Every instance ended, a beat ago already, and the run is still open: whether it ended is
+  // asked again. Hosts whose last ranges were done at the same moment (their writes held up
+  // together, say while the database was away) each asked before the others' were written.
+  const bool ended_before = run.cluster_counts.has_value() && run.all_ended_at_last_count;
+  run.all_ended_at_last_count = ended >= run.size;
   run.cluster_counts = counts;
+  if (ended_before && run.all_ended_at_last_count) finish_if_complete(run.id);
 }
 
 void Runs::unclaimed(Run& run) {

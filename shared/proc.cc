@@ -14,6 +14,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "shared/test_hooks.h"
+
 namespace corral {
 
 uint64_t rss_bytes(pid_t pid) {
@@ -108,9 +110,33 @@ uint64_t monotonic_ms() {
       duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
+namespace {
+
+// CORRAL_TEST_CLOCK_STEP="<ms>@<unix ms>": from that moment on, this process's wall clock
+// reads <ms> later (a clock stepped forward, as NTP or an operator may do). Every process of a
+// daemon given it steps at the same instant. Read once.
+struct ClockStep {
+  int64_t at_ms = 0, by_ms = 0;
+  ClockStep() {
+    const char* v = test_hook("CORRAL_TEST_CLOCK_STEP");
+    if (v == nullptr) return;
+    char* end = nullptr;
+    by_ms = std::strtoll(v, &end, 10);
+    if (end != nullptr && *end == '@') at_ms = std::strtoll(end + 1, nullptr, 10);
+    if (at_ms == 0) by_ms = 0;
+  }
+};
+
+}  // namespace
+
 int64_t unix_ms_now() {
   using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  const int64_t now = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  if constexpr (kTestHooks) {
+    static const ClockStep step;
+    if (step.by_ms != 0 && now >= step.at_ms) return now + step.by_ms;
+  }
+  return now;
 }
 
 std::string iso8601_utc(int64_t unix_ms) {

@@ -49,10 +49,16 @@ constexpr const char* kSweep =
     "SELECT 'freed', host, COUNT(*) FROM freed GROUP BY host";
 // Claims free ranges, oldest run first, while this host is at its epoch (the row's lock holds
 // off a declaration of its death until the claim commits), each marked with the epoch: as many
-// as bring it to its share of the open ranges over $4 hosts, at most $3.
+// as bring it to its share of the open ranges, at most $3. The share is over the hosts live at
+// that moment (heartbeat younger than $4 ms, not declared dead) that have room or registered
+// less than $5 ms ago, this one included: counted after the sweep before it in the same beat,
+// so a host declared dead in that sweep no longer takes a share.
 constexpr const char* kClaim =
     "WITH me AS (SELECT id FROM hosts WHERE id = $1 AND epoch = $2 FOR KEY SHARE), "
-    "share AS (SELECT CAST(CEIL(COUNT(*) / CAST($4 AS FLOAT8)) AS BIGINT) "
+    "sharing AS (SELECT GREATEST(1, COUNT(*)) AS n FROM hosts WHERE id = $1 OR (fenced_ms = 0 "
+    "AND heartbeat_ms >= " CORRAL_DB_NOW " - $4 "
+    "AND (capacity > 0 OR started_ms >= " CORRAL_DB_NOW " - $5))), "
+    "share AS (SELECT CAST(CEIL(COUNT(*) / CAST((SELECT n FROM sharing) AS FLOAT8)) AS BIGINT) "
     "- COUNT(*) FILTER (WHERE host = $1) AS n FROM claims WHERE done = 0), "
     "pick AS (SELECT run_id, lo FROM claims WHERE host = '' AND done = 0 "
     "AND EXISTS (SELECT 1 FROM me) ORDER BY seq, lo "
@@ -92,21 +98,23 @@ void Hosts::start() {
 }
 
 void Hosts::beat() {
-  if (db_.waiting() > 0) return;  // the last beat's queries are still out: no pile-up
+  if (out_ > 0) return;  // the last beat's queries are still out: no pile-up
   Load l = load_();
   const uint64_t sent = monotonic_ms();
   if (epoch_ == 0 && !superseded_) {
-    db_.query(kRegister, {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
-              [this, sent](Result<PgRows> r) { registered(std::move(r), sent); });
+    if (!settling_) {  // else its old epoch's writes come first
+      ask(kRegister, {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
+          [this, sent](Result<PgRows> r) { registered(std::move(r), sent); });
+    }
   } else if (!superseded_) {
-    db_.query(kRenew,
-              {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity),
-               std::to_string(l.held)},
-              [this, sent](Result<PgRows> r) { renewed(std::move(r), sent); });
+    ask(kRenew,
+        {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity),
+         std::to_string(l.held)},
+        [this, sent](Result<PgRows> r) { renewed(std::move(r), sent); });
   }
-  db_.query(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
+  ask(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
   if (events_.open_runs) {
-    db_.query(kOpenRuns, {}, [this](Result<PgRows> r) {
+    ask(kOpenRuns, {}, [this](Result<PgRows> r) {
       if (!r) return;
       OpenRuns open;
       for (const auto& row : r->rows) {
@@ -116,10 +124,30 @@ void Hosts::beat() {
     });
   }
   if (events_.pruned_before) {
-    db_.query(kPrunedBefore, {}, [this](Result<PgRows> r) {
+    ask(kPrunedBefore, {}, [this](Result<PgRows> r) {
       if (r && !r->rows.empty()) events_.pruned_before(pg_i64(r->rows[0].at(0)));
     });
   }
+  // The server runs them in order: the claim sees the ranges the sweep released. A host just
+  // registered declares nobody dead for kDeadAfterMs: when the database comes back after an
+  // outage, every host's heartbeat is old, and each gets the time to write what it holds and
+  // register again before another fences its writes off.
+  if (alive()) {
+    if (monotonic_ms() - registered_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
+      ask(kSweep, {id_, std::to_string(kDeadAfterMs)},
+          [this](Result<PgRows> s) { swept(std::move(s)); });
+    }
+    claim(l);
+  }
+  for (const auto& fn : each_beat_) fn();
+}
+
+void Hosts::ask(const char* sql, std::vector<std::string> params, PgAsync::Done done) {
+  ++out_;
+  db_.query(sql, std::move(params), [this, done = std::move(done)](Result<PgRows> r) {
+    --out_;
+    done(std::move(r));
+  });
 }
 
 void Hosts::arm_fence() {
@@ -146,6 +174,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   registered_ms_ = monotonic_ms();
   arm_fence();
   error_.clear();
+  fenced_.clear();
   spdlog::info("cluster: this host is {} (epoch {})", id_, epoch_);
   if (events_.registered) events_.registered(epoch_);
 }
@@ -156,7 +185,7 @@ void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms) {
     return;
   }
   if (r->rows.empty()) {
-    db_.query(kWhyLost, {id_}, [this](Result<PgRows> w) { lost_epoch(std::move(w)); });
+    ask(kWhyLost, {id_}, [this](Result<PgRows> w) { lost_epoch(std::move(w)); });
     return;
   }
   if (!error_.empty()) spdlog::info("cluster: heartbeats written again");
@@ -194,6 +223,8 @@ void Hosts::fence(const std::string& why) {
       "again and claims anew",
       id_, epoch_, why);
   epoch_ = 0;
+  fenced_ = why;
+  settling_ = events_.fenced != nullptr;
   if (events_.fenced) events_.fenced(why);
 }
 
@@ -215,16 +246,19 @@ void Hosts::listed(Result<PgRows> r) {
     hosts.push_back(std::move(h));
   }
   hosts_ = std::move(hosts);
-  if (!alive()) return;
-  db_.query(kSweep, {id_, std::to_string(kDeadAfterMs)},
-            [this](Result<PgRows> s) { swept(std::move(s)); });
 }
 
+// A sweep that failed (a silent host's row still locked by its transaction, which the server
+// ends after a few seconds) is tried again at the next beat; the heartbeat is not at fault.
 void Hosts::swept(Result<PgRows> r) {
   if (!r) {
-    failed(r.status());
+    if (r.status().message() != sweep_error_) {
+      spdlog::warn("cluster: cannot declare silent hosts dead yet: {}", r.status().message());
+    }
+    sweep_error_ = r.status().message();
     return;
   }
+  sweep_error_.clear();
   for (const auto& row : r->rows) {
     if (row.at(0) == "dead") {
       spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} s", row.at(1),
@@ -233,24 +267,19 @@ void Hosts::swept(Result<PgRows> r) {
       spdlog::warn("cluster: released {} ranges held by dead host {}", row.at(2), row.at(1));
     }
   }
-  claim();
 }
 
-void Hosts::claim() {
-  if (!alive() || !events_.claimed) return;
+// Claims up to its share of the free ranges.
+void Hosts::claim(const Load& l) {
+  if (!events_.claimed) return;
   if (monotonic_ms() - registered_ms_ < kFirstClaimAfterMs) return;
-  Load l = load_();
   uint64_t room = l.capacity > l.waiting ? l.capacity - l.waiting : 0;
   uint64_t ranges = std::min<uint64_t>((room + kRange - 1) / kRange, kMaxClaim);
   if (ranges == 0) return;
-  // The share is over the live hosts with room (this one has), and those just started, whose
-  // workers may not have said how much they take yet.
-  uint64_t sharing = 1;
-  for (const HostRow& h : hosts_) {
-    sharing += !h.dead && h.id != id_ && (h.capacity > 0 || h.up_ms < kSettleMs);
-  }
-  db_.query(kClaim, {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(sharing)},
-            [this, epoch = epoch_](Result<PgRows> c) { claimed(std::move(c), epoch); });
+  ask(kClaim,
+      {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(kDeadAfterMs),
+       std::to_string(kSettleMs)},
+      [this, epoch = epoch_](Result<PgRows> c) { claimed(std::move(c), epoch); });
 }
 
 void Hosts::claimed(Result<PgRows> r, int64_t epoch) {
@@ -292,6 +321,21 @@ bool Hosts::alive() const {
          monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(kFenceAfterMs);
 }
 
+nlohmann::json Hosts::health() const {
+  const int64_t age = static_cast<int64_t>(monotonic_ms() - renewed_ms_);
+  const bool late = epoch_ != 0 && age > kLateAfterMs;
+  nlohmann::json j = {{"ok", error_.empty() && fenced_.empty() && !superseded_ && !late},
+                      {"epoch", epoch_}};
+  if (epoch_ != 0) j["heartbeat_age_ms"] = age;
+  if (!error_.empty()) {
+    j["error"] = error_;
+  } else if (late) {
+    j["error"] = "no heartbeat written for " + std::to_string(age) + " ms";
+  }
+  if (!fenced_.empty()) j["fenced"] = fenced_;
+  return j;
+}
+
 nlohmann::json Hosts::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const HostRow& h : hosts_) {
@@ -307,6 +351,7 @@ nlohmann::json Hosts::to_json() const {
   nlohmann::json self = {
       {"id", id_}, {"epoch", epoch_}, {"alive", alive()}, {"superseded", superseded_}};
   if (!error_.empty()) self["error"] = error_;
+  if (!fenced_.empty()) self["fenced"] = fenced_;
   return {{"self", self}, {"hosts", list}};
 }
 

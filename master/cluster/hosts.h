@@ -12,9 +12,14 @@
 // to its fair share of the open ranges and what its workers have room for.
 //
 // A host that finds its epoch taken (declared dead while it could not beat, say after a
-// SIGSTOP), or that could not write a heartbeat for kDeadAfterMs, stops its own work
-// (self-fencing: on_fenced) and registers again. Every query runs on the loop without blocking
-// it (pg_async.h). Loop thread only.
+// SIGSTOP), or that could not write its heartbeat for kFenceAfterMs, stops its own work
+// (self-fencing: Events::fenced) and registers again, once what it wrote under its old epoch
+// is in the journal (settled()).
+//
+// A beat is one round trip to the database: its queries (heartbeat, hosts, open runs, sweep,
+// claim, and those the other parts of the cluster ask at each beat, each_beat()) go out
+// together on one pipelined connection, which those parts share (db()). Every query runs on the
+// loop without blocking it (pg_async.h). Loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -69,6 +74,9 @@ class Hosts {
   // the workers.
   static constexpr int64_t kFenceAfterMs = 4500;
   static constexpr uint64_t kMaxClaim = 1000;  // ranges claimed at most per beat
+  // The heartbeat is late (GET /health says degraded) once the last one written was sent this
+  // long ago.
+  static constexpr int64_t kLateAfterMs = 2 * static_cast<int64_t>(kEveryMs);
   // A host registered this recently counts in the share of work even before it reports room.
   static constexpr int64_t kSettleMs = 10000;
   // After it registers, a host waits this long before it claims: hosts coming back together
@@ -85,7 +93,10 @@ class Hosts {
     std::function<void(int64_t epoch)> registered;
     // Ranges claimed: load them and place their instances.
     std::function<void(std::vector<Claim>)> claimed;
-    // This host's claims are no longer its own (`why`): stop every instance it holds.
+    // This host's claims are no longer its own (`why`): stop every instance it holds, and call
+    // settled() once every journal write queued before is written (or fenced off). The host
+    // registers again (a new epoch, which fences off its old one) only then: writes that were
+    // only late, such as those held up while the database was away, still count.
     std::function<void(const std::string& why)> fenced;
     // Every unfinished run, read at each beat.
     std::function<void(OpenRuns)> open_runs;
@@ -101,7 +112,15 @@ class Hosts {
   // Registers, then heartbeats every kEveryMs. A failure is logged and tried again at the
   // next beat.
   void start();
+  // `fn` runs at each beat, after the beat's own queries are asked: the queries it asks on
+  // db() go in the beat's round trip.
+  void each_beat(std::function<void()> fn) { each_beat_.push_back(std::move(fn)); }
+  // The cluster's connection to the database.
+  PgAsync& db() { return db_; }
+  const PgAsync& db() const { return db_; }
 
+  // After Events::fenced: the writes queued under the old epoch are done.
+  void settled() { settling_ = false; }
   // Gives a claimed range back (its rows could not be loaded): any host may claim it again.
   void release(const Claim& c);
   // Runs finished before `before_ms` were pruned here: every host is to forget them.
@@ -111,6 +130,11 @@ class Hosts {
   int64_t epoch() const { return epoch_; }  // 0 until registered
   // Whether its lease holds: the last heartbeat written was sent less than kFenceAfterMs ago.
   bool alive() const;
+  // Why this host is fenced off, from when it fenced itself until it registers again; ""
+  // otherwise (also before its first registration).
+  const std::string& fenced() const { return fenced_; }
+  // GET /health's "cluster": {"ok", "epoch", "error" while its heartbeat fails, "fenced"}.
+  nlohmann::json health() const;
   // GET /cluster: this host's id and epoch, and every host's row as last read.
   nlohmann::json to_json() const;
   // Every host's row as last read (by id).
@@ -118,6 +142,8 @@ class Hosts {
 
  private:
   void beat();
+  // Asks `sql` on the connection, counted in out_ until answered.
+  void ask(const char* sql, std::vector<std::string> params, PgAsync::Done done);
   // `sent_ms`: when the heartbeat was sent (monotonic).
   void registered(Result<PgRows> r, uint64_t sent_ms);
   void renewed(Result<PgRows> r, uint64_t sent_ms);
@@ -126,7 +152,7 @@ class Hosts {
   void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
   void swept(Result<PgRows> r);
-  void claim();
+  void claim(const Load& l);
   void claimed(Result<PgRows> r, int64_t epoch);
   void fence(const std::string& why);
   void failed(const Status& s);
@@ -137,13 +163,18 @@ class Hosts {
   std::function<std::string()> address_;
   std::function<Load()> load_;
   Events events_;
+  std::vector<std::function<void()>> each_beat_;
+  size_t out_ = 0;  // this part's queries not answered yet
   uv::Timer timer_;
   uv::Timer fence_timer_;
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
+  bool settling_ = false;    // fenced: waits for settled() before it registers again
   std::string error_;        // the last failure, while failing
+  std::string fenced_;       // why, while fenced off
+  std::string sweep_error_;  // the last sweep's failure, while failing
   std::vector<HostRow> hosts_;
 };
 

@@ -63,18 +63,21 @@ void log_failure(const char* what, const Result<PgRows>& r) {
 
 }  // namespace
 
-LoadShares::LoadShares(uv_loop_t* loop, std::string url, std::string label, std::string host,
-                       Events events)
-    : loop_(loop),
-      db_(loop, std::move(url), std::move(label)),
-      host_(std::move(host)),
-      events_(std::move(events)),
-      timer_(loop),
-      reader_(loop) {}
+LoadShares::LoadShares(uv_loop_t* loop, PgAsync& db, std::string host, Events events)
+    : db_(db), host_(std::move(host)), events_(std::move(events)), reader_(loop) {}
+
+void LoadShares::ask(const char* sql, std::vector<std::string> params, PgAsync::Done done) {
+  ++out_;
+  db_.query(sql, std::move(params),
+            [this, life = std::weak_ptr<int>(life_), done = std::move(done)](Result<PgRows> r) {
+              if (life.expired()) return;  // this host left the cluster meanwhile
+              --out_;
+              done(std::move(r));
+            });
+}
 
 void LoadShares::start() {
-  clean();  // first on the connection: a test published from now on comes after it
-  timer_.start(0, kEveryMs, [this] { beat(); });
+  clean();  // first: a test published from now on comes after it
   reader_.start(kReadEveryMs, kReadEveryMs, [this] {
     if (cleaned_ && !reading_) read_seconds();
   });
@@ -83,7 +86,7 @@ void LoadShares::start() {
 // Deletes the tests this host was the origin of in an earlier life: they died with it.
 void LoadShares::clean() {
   cleaning_ = true;
-  db_.query(kForget, {"", host_}, [this](Result<PgRows> r) {
+  ask(kForget, {"", host_}, [this](Result<PgRows> r) {
     cleaning_ = false;
     cleaned_ = r.is_ok();
     log_failure("deleting this host's tests of an earlier life", r);
@@ -92,19 +95,19 @@ void LoadShares::clean() {
 
 void LoadShares::beat() {
   // The last beat's queries are still out (a read of seconds aside): no pile-up.
-  if (db_.waiting() > (reading_ ? 1u : 0u)) return;
+  if (out_ > (reading_ ? 1u : 0u)) return;
   if (!cleaned_) {
     if (!cleaning_) clean();
     return;
   }
   // Tests whose origin was declared dead: their shares see them gone.
-  db_.query(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting tests of dead hosts", r); });
+  ask(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting tests of dead hosts", r); });
   flush();
   read_shares();
 }
 
 void LoadShares::read_shares() {
-  db_.query(kShares, {host_}, [this](Result<PgRows> r) {
+  ask(kShares, {host_}, [this](Result<PgRows> r) {
     if (!r) {
       log_failure("reading this host's shares", r);
       return;
@@ -130,7 +133,7 @@ void LoadShares::read_seconds() {
   std::vector<std::string> mine = events_.originated ? events_.originated() : std::vector<std::string>{};
   if (mine.empty()) return;
   reading_ = true;
-  db_.query(kSeconds, {json(mine).dump(), host_}, [this](Result<PgRows> r) {
+  ask(kSeconds, {json(mine).dump(), host_}, [this](Result<PgRows> r) {
     reading_ = false;
     if (!r) {
       log_failure("reading the seconds of other hosts", r);
@@ -164,20 +167,20 @@ void LoadShares::send(const std::string& id, Outbox& box) {
   if (box.sending || box.seconds.empty()) return;
   box.sending = true;
   const size_t n = box.seconds.size();
-  db_.query(kPost, {id, host_, std::to_string(box.next_seq), json(box.seconds).dump()},
-            [this, id, n](Result<PgRows> r) {
-              auto it = outboxes_.find(id);
-              if (it == outboxes_.end()) return;
-              it->second.sending = false;
-              if (!r) {
-                log_failure("sending seconds to the origin", r);
-                return;  // kept: sent again at the next beat
-              }
-              it->second.seconds.erase(it->second.seconds.begin(),
-                                       it->second.seconds.begin() + static_cast<long>(n));
-              it->second.next_seq += n;
-              if (it->second.seconds.empty() && it->second.done) outboxes_.erase(it);
-            });
+  ask(kPost, {id, host_, std::to_string(box.next_seq), json(box.seconds).dump()},
+      [this, id, n](Result<PgRows> r) {
+        auto it = outboxes_.find(id);
+        if (it == outboxes_.end()) return;
+        it->second.sending = false;
+        if (!r) {
+          log_failure("sending seconds to the origin", r);
+          return;  // kept: sent again at the next beat
+        }
+        it->second.seconds.erase(it->second.seconds.begin(),
+                                 it->second.seconds.begin() + static_cast<long>(n));
+        it->second.next_seq += n;
+        if (it->second.seconds.empty() && it->second.done) outboxes_.erase(it);
+      });
 }
 
 void LoadShares::publish(const std::string& id, const json& body, int64_t start_ms,
@@ -186,29 +189,29 @@ void LoadShares::publish(const std::string& id, const json& body, int64_t start_
     done(Status(Code::kUnavailable, "the database was not reached yet"));
     return;
   }
-  db_.query(kPublish, {id, host_, body.dump(), std::to_string(start_ms), json(hosts).dump()},
-            [done = std::move(done), id](Result<PgRows> r) {
-              if (!r) {
-                done(r.status());
-              } else if (r->rows.empty()) {
-                done(Status(Code::kAlreadyExists, "load test " + id + " exists"));
-              } else {
-                done(Status::ok());
-              }
-            });
+  ask(kPublish, {id, host_, body.dump(), std::to_string(start_ms), json(hosts).dump()},
+      [done = std::move(done), id](Result<PgRows> r) {
+        if (!r) {
+          done(r.status());
+        } else if (r->rows.empty()) {
+          done(Status(Code::kAlreadyExists, "load test " + id + " exists"));
+        } else {
+          done(Status::ok());
+        }
+      });
 }
 
 void LoadShares::stop(const std::string& id) {
-  db_.query(kStop, {id}, [](Result<PgRows> r) { log_failure("asking the hosts to stop", r); });
+  ask(kStop, {id}, [](Result<PgRows> r) { log_failure("asking the hosts to stop", r); });
 }
 
 void LoadShares::forget(const std::string& id) {
-  db_.query(kForget, {id, ""}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
+  ask(kForget, {id, ""}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
 }
 
 void LoadShares::set_state(const std::string& id, const std::string& state) {
-  db_.query(kSetState, {id, host_, state},
-            [](Result<PgRows> r) { log_failure("writing a share's state", r); });
+  ask(kSetState, {id, host_, state},
+      [](Result<PgRows> r) { log_failure("writing a share's state", r); });
 }
 
 void LoadShares::post(const std::string& id, json second) {

@@ -5,7 +5,8 @@
 // and stops one the origin marked stopping, or that is gone (the origin ended the test, or was
 // declared dead). A host sends each second its share measured (ipc::LoadSecond, as JSON); the
 // origin reads those seconds, deleting them, and adds them up with its own workers' seconds.
-// Every query runs on the loop without blocking it (pg_async.h). Loop thread only.
+// Its queries go on the cluster's connection (Hosts::db), those of a beat in the hosts' round
+// trip; every query runs on the loop without blocking it (pg_async.h). Loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,6 @@ struct ShareRow {
 
 class LoadShares {
  public:
-  static constexpr uint64_t kEveryMs = 1000;
   // The origin reads the other hosts' seconds this often: its series trails by that much.
   static constexpr uint64_t kReadEveryMs = 250;
 
@@ -55,10 +56,14 @@ class LoadShares {
         share_state;
   };
 
-  LoadShares(uv_loop_t* loop, std::string url, std::string label, std::string host,
-             Events events);
+  // `db` outlives it.
+  LoadShares(uv_loop_t* loop, PgAsync& db, std::string host, Events events);
 
+  // Deletes this host's tests of an earlier life, and starts reading seconds.
   void start();
+  // Reads this host's shares and sends the seconds that wait: once a second, at the hosts'
+  // beat (Hosts::each_beat).
+  void beat();
 
   // Origin: writes test `id` and a share for each of `hosts` (this host first, which runs share
   // 0 itself). `done` gets kAlreadyExists when the id is taken, kUnavailable before start()
@@ -76,7 +81,9 @@ class LoadShares {
   void post(const std::string& id, nlohmann::json second);
 
  private:
-  void beat();
+  // Asks `sql` on the connection, counted in out_ until answered; the answer is dropped once
+  // this is gone.
+  void ask(const char* sql, std::vector<std::string> params, PgAsync::Done done);
   void clean();
   void read_shares();
   void read_seconds();
@@ -84,11 +91,11 @@ class LoadShares {
   struct Outbox;
   void send(const std::string& id, Outbox& box);
 
-  uv_loop_t* loop_;
-  PgAsync db_;
+  PgAsync& db_;
   std::string host_;
   Events events_;
-  uv::Timer timer_;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);  // ask()'s answers check it
+  size_t out_ = 0;                                        // queries not answered yet
   uv::Timer reader_;     // read_seconds(), every kReadEveryMs
   bool reading_ = false;  // a read_seconds() query is out
   bool cleaned_ = false;   // this host's tests from an earlier life are deleted

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "master/journal/pg_keywords.h"
+
 namespace corral::master::cluster {
 namespace {
 
@@ -50,10 +52,10 @@ PgAsync::~PgAsync() {
 void PgAsync::query(std::string sql, std::vector<std::string> params, Done done,
                     uint64_t timeout_ms) {
   queue_.push_back({std::move(sql), std::move(params), std::move(done), timeout_ms});
-  if (state_ == State::kIdle || state_ == State::kReady) next();
+  next();
 }
 
-// Starts what comes next: a connection when there is none, else the front query.
+// Starts what comes next: a connection when there is none, else sends what waits.
 void PgAsync::next() {
   if (queue_.empty()) return;
   if (state_ == State::kIdle) {
@@ -70,7 +72,7 @@ void PgAsync::next() {
     }
     return;
   }
-  if (state_ == State::kReady) send_front();
+  if (state_ == State::kReady) send_waiting();
 }
 
 void PgAsync::resolve() {
@@ -112,17 +114,11 @@ void PgAsync::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
 }
 
 void PgAsync::connect(const std::string& hostaddr) {
-  // Keywords before "dbname" are defaults the URL overrides; hostaddr, after it, wins.
-  std::vector<const char*> keys = {"connect_timeout", "application_name", "client_encoding",
-                                   "dbname"};
-  std::vector<const char*> values = {"10", "corral-cluster", "UTF8", url_.c_str()};
-  if (!hostaddr.empty()) {
-    keys.push_back("hostaddr");
-    values.push_back(hostaddr.c_str());
-  }
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  conn_ = PQconnectStartParams(keys.data(), values.data(), 1);
+  // A statement waits at most 1 s for a lock (a host's row held by its journal's transaction,
+  // say) and then fails, rather than holding up the heartbeats queued behind it.
+  journal::PgKeywords kw("corral-cluster", "-c lock_timeout=1000", url_);
+  if (!hostaddr.empty()) kw.add("hostaddr", hostaddr.c_str());  // after the URL: it wins
+  conn_ = PQconnectStartParams(kw.key_array(), kw.value_array(), 1);
   if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
     fail_all(error("cannot connect"));
     return;
@@ -141,7 +137,7 @@ void PgAsync::step_connect() {
       watch(UV_WRITABLE);
       return;
     case PGRES_POLLING_OK:
-      if (PQsetnonblocking(conn_, 1) != 0) {
+      if (PQsetnonblocking(conn_, 1) != 0 || PQenterPipelineMode(conn_) == 0) {
         fail_all(error("cannot connect"));
         return;
       }
@@ -175,23 +171,24 @@ void PgAsync::watch(int events) {
   });
 }
 
-void PgAsync::send_front() {
-  const Query& q = queue_.front();
-  std::vector<const char*> values;
-  for (const std::string& p : q.params) values.push_back(p.c_str());
-  if (PQsendQueryParams(conn_, q.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                        values.data(), nullptr, nullptr, 0) == 0) {
-    fail_all(error("cannot send a query"));
-    return;
+// Sends every query not sent yet, each followed by a sync (its own transaction).
+void PgAsync::send_waiting() {
+  if (sent_ == queue_.size()) return;
+  if (sent_ == 0) {
+    ++round_trips_;
+    arm_deadline();
   }
-  state_ = State::kBusy;
-  rows_ = {};
-  failed_.clear();
-  timer_.start(q.timeout_ms, 0, [this] {
-    fail_all(Status(Code::kTimeout, "database " + label_ + ": no answer within " +
-                                                 std::to_string(queue_.front().timeout_ms) +
-                                                 " ms"));
-  });
+  for (; sent_ < queue_.size(); ++sent_) {
+    const Query& q = queue_[sent_];
+    std::vector<const char*> values;
+    for (const std::string& p : q.params) values.push_back(p.c_str());
+    if (PQsendQueryParams(conn_, q.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0) == 0 ||
+        PQpipelineSync(conn_) == 0) {
+      fail_all(error("cannot send a query"));
+      return;
+    }
+  }
   int flushed = PQflush(conn_);
   if (flushed < 0) {
     fail_all(error("cannot send a query"));
@@ -200,12 +197,20 @@ void PgAsync::send_front() {
   watch(flushed == 1 ? UV_READABLE | UV_WRITABLE : UV_READABLE);
 }
 
+// The front query on the wire has its own time, from when it became the front.
+void PgAsync::arm_deadline() {
+  timer_.start(queue_.front().timeout_ms, 0, [this] {
+    fail_all(Status(Code::kTimeout, "database " + label_ + ": no answer within " +
+                                        std::to_string(queue_.front().timeout_ms) + " ms"));
+  });
+}
+
 void PgAsync::on_ready(int events) {
   if (state_ == State::kConnecting) {
     step_connect();
     return;
   }
-  if (state_ != State::kBusy) return;
+  if (state_ != State::kReady || sent_ == 0) return;
   if (events & UV_WRITABLE) {
     int flushed = PQflush(conn_);
     if (flushed < 0) {
@@ -217,25 +222,26 @@ void PgAsync::on_ready(int events) {
   if (events & UV_READABLE) read_results();
 }
 
+// A query's results come, then a null, then its sync: the sync ends it. Nulls carry nothing.
 void PgAsync::read_results() {
   if (PQconsumeInput(conn_) == 0) {
     fail_all(error("connection lost"));
     return;
   }
-  while (PQisBusy(conn_) == 0) {
+  int nulls = 0;  // two in a row: libpq has nothing more without reading
+  while (sent_ > 0 && nulls < 2 && PQisBusy(conn_) == 0) {
     PGresult* r = PQgetResult(conn_);
-    if (r == nullptr) {  // the query is done
-      timer_.stop();
-      Query q = std::move(queue_.front());
-      queue_.pop_front();
-      state_ = State::kReady;
-      Result<PgRows> out = failed_.empty() ? Result<PgRows>(std::move(rows_))
-                                           : Result<PgRows>(io_error(failed_));
-      q.done(std::move(out));  // may queue more, or destroy nothing else: see the header
-      next();
-      return;
+    if (r == nullptr) {
+      ++nulls;
+      continue;
     }
+    nulls = 0;
     ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      answered();  // may queue more, or fail everything: see the header
+      continue;
+    }
     if (st == PGRES_TUPLES_OK) {
       for (int i = 0; i < PQntuples(r); ++i) {
         std::vector<std::string> row;
@@ -246,10 +252,32 @@ void PgAsync::read_results() {
       }
     } else if (st != PGRES_COMMAND_OK && failed_.empty()) {
       const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-      failed_ = "database " + label_ + ": " + (primary ? primary : PQresultErrorMessage(r));
+      failed_ = "database " + label_ + ": " +
+                (primary                        ? primary
+                 : st == PGRES_PIPELINE_ABORTED ? "not run, the query before it failed"
+                                                : PQresultErrorMessage(r));
     }
     PQclear(r);
   }
+}
+
+// The front query's sync came: it is answered, and the next on the wire has its deadline.
+void PgAsync::answered() {
+  Query q = std::move(queue_.front());
+  queue_.pop_front();
+  --sent_;
+  ++queries_;
+  if (sent_ > 0) {
+    arm_deadline();
+  } else {
+    timer_.stop();
+  }
+  Result<PgRows> out =
+      failed_.empty() ? Result<PgRows>(std::move(rows_)) : Result<PgRows>(io_error(failed_));
+  rows_ = {};
+  failed_.clear();
+  q.done(std::move(out));
+  next();
 }
 
 // The connection is dropped and every query waiting fails with `s`: the next one connects.
@@ -258,6 +286,10 @@ void PgAsync::fail_all(const Status& s) {
   reset();
   std::deque<Query> failed = std::move(queue_);
   queue_.clear();
+  sent_ = 0;
+  rows_ = {};
+  failed_.clear();
+  queries_ += failed.size();
   for (Query& q : failed) q.done(s);
 }
 

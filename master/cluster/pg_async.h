@@ -1,9 +1,14 @@
 // A PostgreSQL connection on the master's loop that never blocks it: libpq in non-blocking
 // mode, its socket watched with uv_poll. A host name in the URL is resolved first with
 // uv_getaddrinfo (libpq's own non-blocking connect would still resolve it with a blocking
-// call) and handed to libpq as hostaddr, the name kept for TLS. Queries run one at a time, in
-// the order they were asked; each gets its rows or the error. A connection that breaks fails
-// the query on it and the ones waiting, and the next query connects again.
+// call) and handed to libpq as hostaddr, the name kept for TLS.
+//
+// Queries are pipelined (libpq's pipeline mode): each is sent as soon as it is asked, without
+// waiting for the answers to those before it, and each is its own transaction (a sync follows
+// it), so one failing does not undo the others. The server runs them in the order they were
+// asked, and each gets its rows or the error in that order. Queries asked together cost one
+// round trip to the database, not one each. A connection that breaks fails every query on it
+// and the ones waiting, and the next query connects again.
 // Loop thread only.
 #pragma once
 
@@ -52,10 +57,15 @@ class PgAsync {
   void query(std::string sql, std::vector<std::string> params, Done done,
              uint64_t timeout_ms = 5000);
   bool connected() const { return conn_ != nullptr && state_ == State::kReady; }
+  // Queries asked and not answered yet.
   size_t waiting() const { return queue_.size(); }
+  // Since it was made: queries answered (or failed), and round trips, each a time it sent with
+  // nothing else on the way (queries sent while others were out share their round trip).
+  uint64_t queries() const { return queries_; }
+  uint64_t round_trips() const { return round_trips_; }
 
  private:
-  enum class State { kIdle, kResolving, kConnecting, kReady, kBusy };
+  enum class State { kIdle, kResolving, kConnecting, kReady };
   struct Query {
     std::string sql;
     std::vector<std::string> params;
@@ -68,9 +78,11 @@ class PgAsync {
   static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
   void connect(const std::string& hostaddr);
   void step_connect();
-  void send_front();
+  void send_waiting();
+  void arm_deadline();
   void on_ready(int events);
   void read_results();
+  void answered();
   void watch(int events);
   void fail_all(const Status& s);
   void reset();
@@ -85,9 +97,11 @@ class PgAsync {
   uv::Timer timer_;  // the front query's deadline (or the connect's)
   State state_ = State::kIdle;
   uv_getaddrinfo_t* resolving_ = nullptr;
-  std::deque<Query> queue_;
-  PgRows rows_;        // of the query on the wire
+  std::deque<Query> queue_;  // its first sent_ are on the wire, in order
+  size_t sent_ = 0;
+  PgRows rows_;        // of the front query
   std::string failed_; // its error, once a result said so
+  uint64_t queries_ = 0, round_trips_ = 0;
 };
 
 }  // namespace corral::master::cluster

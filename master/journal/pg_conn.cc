@@ -1,5 +1,7 @@
 #include "master/journal/pg_conn.h"
 
+#include "master/journal/pg_keywords.h"
+
 #include "shared/text/utf8.h"
 
 namespace corral::master::journal {
@@ -67,11 +69,11 @@ void PgConn::rollback() {
 
 Status PgConn::connect() {
   disconnect();
-  // Keywords before "dbname" are defaults: the URL's own settings win over them.
-  const char* keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname",
-                        nullptr};
-  const char* values[] = {"10", "corral", "UTF8", url_.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keys, values, 1);
+  // A transaction left open by a host that lost its link (its locks on its hosts row hold
+  // off the other hosts' declaring it dead) is ended by the server after 5 s: the journal's
+  // transactions never wait on the loop between statements.
+  PgKeywords kw("corral", "-c idle_in_transaction_session_timeout=5000", url_);
+  conn_ = PQconnectdbParams(kw.key_array(), kw.value_array(), 1);
   if (conn_ == nullptr) return io_error("journal " + label_ + ": out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn_);

@@ -89,17 +89,19 @@ json to_json(const WorkersAnswer& a) {
 }
 
 json to_json(const Health& h) {
-  return {{"status", h.status},
-          {"version", h.version},
-          {"pid", h.pid},
-          {"uptime_s", h.uptime_s},
-          {"home", h.home},
-          {"listen", h.listen},
-          {"workers_wanted", h.workers_wanted},
-          {"workers_ready", h.workers_ready},
-          {"spare_pid", h.spare_pid},
-          {"kernel_memory_backstop", h.kernel_memory_backstop},
-          {"journal", h.journal}};
+  json j = {{"status", h.status},
+            {"version", h.version},
+            {"pid", h.pid},
+            {"uptime_s", h.uptime_s},
+            {"home", h.home},
+            {"listen", h.listen},
+            {"workers_wanted", h.workers_wanted},
+            {"workers_ready", h.workers_ready},
+            {"spare_pid", h.spare_pid},
+            {"kernel_memory_backstop", h.kernel_memory_backstop},
+            {"journal", h.journal}};
+  if (!h.cluster.is_null()) j["cluster"] = h.cluster;
+  return j;
 }
 
 Result<WorkerEntry> worker_from_json(const json& j, const std::string& path) {
@@ -162,6 +164,7 @@ Result<Health> health_from_json(const json& j) {
   r.i64("spare_pid", h.spare_pid);
   r.text("kernel_memory_backstop", h.kernel_memory_backstop);
   r.any("journal", h.journal);
+  r.object("cluster", h.cluster);
   return done(r, std::move(h));
 }
 

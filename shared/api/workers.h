@@ -91,6 +91,9 @@ struct Health {
   int64_t spare_pid = 0;
   std::string kernel_memory_backstop;
   nlohmann::json journal;  // the journal's own state (master/daemon_impl.h's journal_json)
+  // With a PostgreSQL journal, this host's place in the cluster: {"ok", "epoch", and "error"
+  // while its heartbeat fails, "fenced" while it is fenced off}; null otherwise.
+  nlohmann::json cluster;
   bool operator==(const Health&) const = default;
 };
 

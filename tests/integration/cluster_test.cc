@@ -42,6 +42,30 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
     CHECK(h["heartbeat_age_ms"].get<int64_t>() < 5000);
   }
   CHECK(seen[id_b]["address"] == b.health()["listen"]);
+  CHECK(b.health()["cluster"]["ok"] == true);
+
+  // Idle, a host's beat is one round trip to the database: its queries are pipelined.
+  auto counters = [&] {
+    std::string m = b.api("GET", "/metrics").body;
+    return std::make_pair(metric_sample(m, "corral_cluster_db_round_trips_total"),
+                          metric_sample(m, "corral_cluster_db_queries_total"));
+  };
+  const auto first = counters();
+  const auto since = std::chrono::steady_clock::now();
+  std::pair<double, double> last;
+  b.wait_until(
+      [&] {
+        last = counters();
+        return last.first >= first.first + 3;
+      },
+      seconds(10), "three beats");
+  const double beats =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count() + 1;
+  const double trips = last.first - first.first, queries = last.second - first.second;
+  WARN("idle host: " << trips << " round trips, " << queries << " queries in " << beats - 1
+                     << " s");
+  CHECK(trips <= beats);        // at most one a beat
+  CHECK(queries >= 5 * trips);  // each with the beat's queries together
   CliResult table = run_cli({"status", "--cluster"}, home_b.path());
   INFO(table.describe());
   CHECK(table.exit_code == 0);

@@ -6,7 +6,9 @@
 
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iomanip>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -34,15 +36,35 @@ void check_whole(Trio& t, Daemon& d, const std::string& id) {
   CHECK(t.api.stats()["jobs"] == kInstances);
 }
 
-// The database, the job API and three hosts, each in its own namespace.
+// The database, the job API and three hosts, each in its own namespace. `tweak` may add to a
+// host's options (by its index).
 struct NetTrio {
+  using Tweak = std::function<void(int, DaemonOptions&)>;
+  explicit NetTrio(Tweak tweak_hosts = nullptr) : tweak(std::move(tweak_hosts)) {}
+
+  Tweak tweak;
   Netns net{{"db", "target", "h1", "h2", "h3"}};
   PgPrivateServer pg{net.addr("db"), net.ns("db")};
   Trio t{pg.url(), net.ns("target"), net.addr("target"), [this](int i) {
            const std::string h = "h" + std::to_string(i + 1);
-           return DaemonOptions().in_netns(net.ns(h), net.addr(h));
+           DaemonOptions o = DaemonOptions().in_netns(net.ns(h), net.addr(h));
+           if (tweak) tweak(i, o);
+           return o;
          }};
 };
+
+// This test's wall clock, Unix ms (not shared/proc.h's, which a test hook may step).
+int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Each host's epoch, as host 0 lists them.
+std::vector<int64_t> epochs_of(Trio& t) {
+  std::vector<int64_t> epochs;
+  for (const std::string& host : t.ids) epochs.push_back(hosts_of(*t.d[0])[host]["epoch"]);
+  return epochs;
+}
 
 // The time (Unix ms) of the first line of `log` that holds `text`; 0 when none does.
 int64_t log_time(const std::string& log, const std::string& text) {
@@ -72,7 +94,8 @@ std::string holders(const Trio& t, const std::string& id) {
 }  // namespace
 
 TEST_CASE(
-    "partition: a host cut off from the other hosts but not from the database changes nothing") {
+    "partition: a host cut off from the other hosts but not from the database changes nothing",
+    "[partition]") {
   if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
@@ -102,7 +125,8 @@ TEST_CASE(
 
 TEST_CASE(
     "partition: a host whose link goes down for 15 s stops its instances, the others take them, "
-    "and it rejoins") {
+    "and it rejoins",
+    "[partition]") {
   if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
@@ -141,26 +165,189 @@ TEST_CASE(
   check_whole(t, *t.d[1], id);
 }
 
-TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothing is lost") {
+TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothing is lost",
+          "[partition]") {
   if (skipped()) return;
   NetTrio n;
   Trio& t = n.t;
   const std::string id = t.submit(kInstances, 12000);
-  std::vector<int64_t> epochs;
-  for (const std::string& host : t.ids) epochs.push_back(hosts_of(*t.d[0])[host]["epoch"]);
+  const std::vector<int64_t> epochs = epochs_of(t);
   n.net.cut("db");
   const auto cut = std::chrono::steady_clock::now();
-  // Shorter than the lease: every host keeps running what it holds.
+  // Shorter than the lease: every host keeps running what it holds, and says it is degraded
+  // once its heartbeat is 2 s late.
+  std::set<size_t> degraded;
   while (std::chrono::steady_clock::now() - cut < seconds(3)) {
-    for (auto& d : t.d) CHECK(d->worker(0)["active"] == 100);
+    for (size_t i = 0; i < t.d.size(); ++i) {
+      CHECK(t.d[i]->worker(0)["active"] == 100);
+      Json h = t.d[i]->health();
+      if (h["status"] == "degraded") {
+        INFO(h.dump());
+        CHECK_THAT(h["cluster"]["error"].get<std::string>(),
+                   Catch::StartsWith("no heartbeat written for"));
+        degraded.insert(i);
+      }
+    }
     std::this_thread::sleep_for(milliseconds(250));  // a sample every quarter second
   }
+  CHECK(degraded.size() == 3);
   n.net.mend("db");
+  for (auto& d : t.d) {
+    d->wait_until([&] { return d->health()["status"] == "ok"; }, seconds(15),
+                  "the host to be ok again");
+  }
   check_whole(t, *t.d[0], id);
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
-  for (size_t i = 0; i < t.ids.size(); ++i) {
-    CHECK(hosts_of(*t.d[0])[t.ids[i]]["epoch"] == epochs[i]);  // none fenced, none declared dead
+  CHECK(epochs_of(t) == epochs);  // none fenced, none declared dead
+}
+
+TEST_CASE(
+    "partition: the database's link down for 20 s: every host stops its instances and refuses "
+    "new runs, then resumes them all",
+    "[partition]") {
+  if (skipped()) return;
+  NetTrio n;
+  Trio& t = n.t;
+  // Two runs: the long one's jobs outlast the outage; the quick one's end as the database goes
+  // away (the cut comes as its first instances pass), so that many of them pass during the
+  // lease, their writes held up until the database is back.
+  const std::string slow = t.submit(kInstances, 40000);
+  const std::string quick = t.submit(kInstances, 8000);
+  const std::string passed = "instances WHERE state = 'passed'";
+  t.d[0]->wait_until([&] { return t.count(quick, passed) != "0"; }, seconds(30),
+                     "the first instance to pass");
+  const int passed_at_cut = std::stoi(t.count(quick, passed));
+  n.net.cut("db");
+  const auto cut = std::chrono::steady_clock::now();
+  // Past the lease, every host stops what it holds: none can tell whether the others took it.
+  for (auto& d : t.d) {
+    d->wait_until(
+        [&] {
+          Json h = d->health();
+          return h["status"] == "degraded" && h["cluster"].contains("fenced") &&
+                 d->worker(0)["active"] == 0;
+        },
+        seconds(15), "the host to fence itself off");
   }
+  WARN("database link down -> every host stopped its instances: "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - cut).count()
+       << " ms");
+  // A new run is refused with the reason, not queued behind writes that cannot land.
+  Json body = {{"scenario", job_poll_scenario("late", 1000, "1s")},
+               {"instances", 1},
+               {"vars", {{"base", t.api.base()}}}};
+  auto refused = t.d[1]->api("POST", "/runs", body.dump());
+  CHECK(refused.status == 503);
+  CHECK_THAT(refused.body, Catch::Contains("fenced off from the cluster"));
+  while (std::chrono::steady_clock::now() - cut < seconds(20)) {
+    std::this_thread::sleep_for(milliseconds(100));  // the outage lasts
+  }
+  n.net.mend("db");
+  // Back, every host first writes what it held (under its old epoch, which nobody changed),
+  // then registers again; the instances it stopped are resumed from the journal, each once and
+  // each where it was (its job is not created again).
+  for (const std::string& id : {quick, slow}) {
+    wait_run_finished(*t.d[0], id, seconds(90));
+    t.check_each_step_once(id, kInstances);
+  }
+  CHECK(t.api.stats()["jobs"] == 2 * kInstances);
+  auto with_resumes = [&](const std::string& id, int resumes) {
+    return std::stoi(t.db.sql("SELECT COUNT(*) FROM instances WHERE run_id = '" + id +
+                              "' AND resumes = " + std::to_string(resumes)));
+  };
+  CHECK(with_resumes(slow, 1) == kInstances);  // every one stopped, and resumed once
+  // The quick run's instances that passed while the database was away were recorded, not run
+  // again.
+  const int kept = with_resumes(quick, 0);
+  WARN("quick run: " << passed_at_cut << " instances passed before the cut, "
+                     << kept - passed_at_cut << " during it, " << with_resumes(quick, 1)
+                     << " were stopped and resumed");
+  CHECK(kept + with_resumes(quick, 1) == kInstances);
+  CHECK(kept > passed_at_cut);
+  for (auto& d : t.d) {
+    Json h = d->health();
+    INFO(h.dump());
+    CHECK(h["status"] == "ok");
+    CHECK(h["journal"]["fenced_writes"] == 0);
+  }
+}
+
+TEST_CASE(
+    "partition: PostgreSQL restarted (fast shutdown), then killed with kill -9 and started "
+    "again, mid-run: nothing is lost",
+    "[partition]") {
+  if (skipped()) return;
+  NetTrio n;
+  Trio& t = n.t;
+  const std::string id = t.submit(kInstances, 20000);
+  auto all_ok = [&] {
+    for (auto& d : t.d) {
+      d->wait_until([&] { return d->health()["status"] == "ok"; }, seconds(30),
+                    "the host's heartbeat and journal to be ok again");
+    }
+  };
+  // Clients are cut off; what they committed is kept.
+  const auto restart = std::chrono::steady_clock::now();
+  n.pg.down();
+  n.pg.up();
+  all_ok();
+  WARN("fast restart -> every host ok again: "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - restart)
+              .count()
+       << " ms; epochs " << epochs_of(t)[0] << " " << epochs_of(t)[1] << " " << epochs_of(t)[2]);
+  // A crash: no shutdown at all; the server recovers from its log when it starts.
+  const auto crash = std::chrono::steady_clock::now();
+  n.pg.kill();
+  n.pg.up();
+  all_ok();
+  WARN("kill -9 and start -> every host ok again: "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - crash).count()
+       << " ms; epochs " << epochs_of(t)[0] << " " << epochs_of(t)[1] << " " << epochs_of(t)[2]);
+  check_whole(t, *t.d[0], id);
+}
+
+TEST_CASE(
+    "partition: a host's clock stepped forward by 30 s mid-run changes nothing: leases are "
+    "judged by the database's clock",
+    "[partition]") {
+  if (skipped()) return;
+  // h1's wall clock (every process of it) jumps 30 s ahead 12 s from now: once its run runs.
+  const int64_t step_at = wall_ms() + 12000;
+  NetTrio n([&](int i, DaemonOptions& o) {
+    if (i == 0) o.with_env("CORRAL_TEST_CLOCK_STEP", "30000@" + std::to_string(step_at));
+  });
+  Trio& t = n.t;
+  const std::string id = t.submit(kInstances, 30000);
+  const std::vector<int64_t> epochs = epochs_of(t);
+  const std::string before = holders(t, id);
+  // For longer than a dead host's 5 s past the step, every host lists every other alive and
+  // keeps its instances.
+  while (wall_ms() < step_at + 8000) {
+    for (auto& d : t.d) {
+      CHECK(d->worker(0)["active"] == 100);
+      for (const auto& [host, row] : hosts_of(*d)) {
+        INFO(row.dump());
+        CHECK(row["state"] == "alive");
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(500));  // a sample every half second, not a wait
+  }
+  // The step did happen: a run h1 takes now is stamped 30 s ahead of this test's clock.
+  const Json nap = {{"name", "nap"}, {"steps", Json::array({{{"sleep", "10ms"}}})}};
+  const std::string late = post_run(*t.d[0], nap, 1);
+  const std::string created = run_of(*t.d[0], late)["created_at"];  // "2026-12-07T07:35:33Z"
+  std::tm tm{};
+  std::istringstream at(created);
+  at >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  REQUIRE_FALSE(at.fail());
+  const int64_t ahead_ms = static_cast<int64_t>(timegm(&tm)) * 1000 - wall_ms();
+  INFO(created);
+  CHECK(ahead_ms > 25000);
+  CHECK(ahead_ms < 35000);
+  CHECK(holders(t, id) == before);
+  check_whole(t, *t.d[1], id);
+  CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "0");
+  CHECK(epochs_of(t) == epochs);
 }
 
 }  // namespace corral::test

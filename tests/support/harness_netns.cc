@@ -1,5 +1,6 @@
 #include "tests/support/harness_netns.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,12 +28,22 @@ std::string Netns::unavailable() {
   return why.empty() ? netns_tool() + " check failed" : why;
 }
 
-Netns::Netns(std::vector<std::string> names)
-    : net_(100 + static_cast<int>(::getpid() % 150)), names_(std::move(names)) {
-  std::string args = "up " + std::to_string(net_);
+// The net number comes from the pid; one another test program holds is passed over (tests
+// run side by side).
+Netns::Netns(std::vector<std::string> names) : names_(std::move(names)) {
   ::setenv("CORRAL_NETNS_OWNER", std::to_string(::getpid()).c_str(), 1);
-  for (const std::string& n : names_) args += " " + n;
-  tool(args);
+  std::string list;
+  for (const std::string& n : names_) list += " " + n;
+  for (int i = 0; i < 150; ++i) {
+    net_ = 100 + static_cast<int>((::getpid() + i) % 150);
+    const std::string cmd = netns_tool() + " up " + std::to_string(net_) + list;
+    INFO(cmd);
+    const int rc = std::system(cmd.c_str());
+    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 3) continue;  // in use
+    REQUIRE(rc == 0);
+    return;
+  }
+  FAIL("every net number from 100 to 249 is in use");
 }
 
 Netns::~Netns() {

@@ -32,7 +32,7 @@ class Netns {
 
  private:
   void tool(const std::string& args) const;
-  int net_;
+  int net_ = 0;
   std::vector<std::string> names_;
 };
 

@@ -74,6 +74,7 @@ void PgPrivateServer::tool(const std::string& verb) {
 
 void PgPrivateServer::down() { tool("down"); }
 void PgPrivateServer::up() { tool("up"); }
+void PgPrivateServer::kill() { tool("kill"); }
 
 const std::string& pg_server_url() {
   static const std::string url = [] {

@@ -26,6 +26,8 @@ class PgPrivateServer {
   // it again. Fail the test when the tool fails.
   void down();
   void up();
+  // Kills it with SIGKILL, every process of it (a crash); up() recovers it.
+  void kill();
 
  private:
   void tool(const std::string& verb);

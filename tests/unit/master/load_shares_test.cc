@@ -12,19 +12,22 @@
 #include <optional>
 
 #include "master/journal/store.h"
+#include "shared/uv/timer.h"
 #include "tests/support/pg_server.h"
 #include "tests/support/test_loop.h"
 
 using corral::Code;
 using corral::Status;
 using corral::master::cluster::LoadShares;
+using corral::master::cluster::PgAsync;
 using corral::master::cluster::ShareRow;
 using corral::test::PgDatabase;
 using nlohmann::json;
 
 namespace {
 
-// Two hosts on one database with the journal's schema; each host's events recorded.
+// Two hosts on one database with the journal's schema, each with its own connection and a
+// beat (as the hosts' beat drives them in a daemon); each host's events recorded.
 struct TwoHosts {
   TwoHosts() {
     REQUIRE(corral::master::journal::open_postgresql_store(db.url()).is_ok());  // the schema
@@ -40,12 +43,21 @@ struct TwoHosts {
     };
     LoadShares::Events eb;
     eb.shares = [this](std::vector<ShareRow> rows) { shares = std::move(rows); };
-    a = std::make_unique<LoadShares>(&loop, db.url(), "test", "host-a", std::move(ea));
-    b = std::make_unique<LoadShares>(&loop, db.url(), "test", "host-b", std::move(eb));
+    a = std::make_unique<LoadShares>(&loop, pa, "host-a", std::move(ea));
+    b = std::make_unique<LoadShares>(&loop, pb, "host-b", std::move(eb));
   }
   ~TwoHosts() {
+    beat.close();
     a.reset();
     b.reset();
+  }
+  void start() {
+    a->start();
+    b->start();
+    beat.start(0, 200, [this] {
+      a->beat();
+      b->beat();
+    });
   }
   bool run_until(const std::function<bool()>& done) { return l.run_until(done); }
   Status publish(const std::string& id) {
@@ -59,6 +71,8 @@ struct TwoHosts {
   PgDatabase db;
   corral::test::TestLoop l;  // destroyed after the hosts, which close their handles on it
   uv_loop_t& loop = l.loop;
+  PgAsync pa{&loop, db.url(), "test"}, pb{&loop, db.url(), "test"};
+  corral::uv::Timer beat{&loop};
   std::unique_ptr<LoadShares> a, b;
   std::vector<std::string> originated;
   std::vector<json> seconds;
@@ -71,8 +85,7 @@ struct TwoHosts {
 TEST_CASE("load shares: the other host reads its share and its seconds reach the origin once, in order") {
   TwoHosts h;
   CHECK(h.publish("l1-aaaa").code() == Code::kUnavailable);  // not started
-  h.a->start();
-  h.b->start();
+  h.start();
   REQUIRE(h.publish("l1-aaaa").is_ok());
   CHECK(h.publish("l1-aaaa").code() == Code::kAlreadyExists);
   h.originated = {"l1-aaaa"};
@@ -106,8 +119,7 @@ TEST_CASE("load shares: the other host reads its share and its seconds reach the
 
 TEST_CASE("load shares: the test of an origin declared dead is deleted, and its shares are gone") {
   TwoHosts h;
-  h.a->start();
-  h.b->start();
+  h.start();
   REQUIRE(h.publish("l2-bbbb").is_ok());
   REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
   h.b->post("l2-bbbb", {{"second", 0}});

@@ -47,6 +47,32 @@ TEST_CASE("pg async: queries answer in the order they were asked, with their par
   }
 }
 
+TEST_CASE("pg async: queries asked together share one round trip, each its own transaction") {
+  PgDatabase db;
+  Loop l;
+  {
+    PgAsync pg(&l.loop, db.url(), "test");
+    std::vector<std::string> got;
+    auto keep = [&](Result<PgRows> r) { got.push_back(first(r)); };
+    pg.query("CREATE TABLE t (v INTEGER)", {}, keep);
+    pg.query("INSERT INTO t VALUES (1) RETURNING v", {}, keep);
+    pg.query("INSERT INTO t VALUES ('not a number')", {}, keep);  // fails alone
+    pg.query("INSERT INTO t VALUES (3) RETURNING v", {}, keep);
+    pg.query("SELECT CAST(SUM(v) AS TEXT) FROM t", {}, keep);
+    REQUIRE(l.run_until([&] { return got.size() == 5; }));
+    CHECK(got[1] == "1");
+    CHECK_THAT(got[2], Catch::StartsWith("error: database test: invalid input syntax"));
+    CHECK(got[3] == "3");
+    CHECK(got[4] == "4");  // the failed insert undid neither of the others
+    CHECK(pg.round_trips() == 1);
+    CHECK(pg.queries() == 5);
+    // Asked after the answers came: a round trip of its own.
+    pg.query("SELECT 1", {}, keep);
+    REQUIRE(l.run_until([&] { return got.size() == 6; }));
+    CHECK(pg.round_trips() == 2);
+  }
+}
+
 TEST_CASE("pg async: a failed query names the database, and the next one runs") {
   PgDatabase db;
   Loop l;

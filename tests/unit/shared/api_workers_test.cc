@@ -51,8 +51,14 @@ TEST_CASE("api workers: an answer reads back as the master wrote it") {
   CHECK(back->workers[1] == full_worker());
   CHECK(back->memory == a.memory);
 
-  Health h{"ok", "0.1.0", 7, 3.5, "/home", "127.0.0.1:7070", 2, 2, 0, "none", {{"ok", true}}};
+  Health h{"ok", "0.1.0", 7, 3.5, "/home", "127.0.0.1:7070", 2, 2, 0, "none", {{"ok", true}}, {}};
   auto health = health_from_json(json::parse(to_json(h).dump()));
+  REQUIRE(health.is_ok());
+  CHECK(*health == h);
+  CHECK_FALSE(to_json(h).contains("cluster"));  // in no cluster
+  h.status = "degraded";
+  h.cluster = {{"ok", false}, {"epoch", 0}, {"fenced", "no heartbeat written for 4500 ms"}};
+  health = health_from_json(json::parse(to_json(h).dump()));
   REQUIRE(health.is_ok());
   CHECK(*health == h);
 }
