@@ -64,6 +64,9 @@ struct Run {
   bool all_ended_at_last_count = false;  // every instance ended, by cluster_counts
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
+  // A clustered run that ended here: its durations and failures as the database summed them
+  // up, in place of the two above (Runs::finish_from_journal).
+  std::optional<journal::RunTally> tally;
   bool cancelled = false;
   uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
   // The dispatcher places none of its instances while set: a schedule's run waits until it is in
@@ -295,13 +298,7 @@ class Runs {
   void range_finished(Run& run, uint32_t index);
   void finish_if_complete(const std::string& id);
   void finish_from_journal(const std::string& id);
-  // What the pages of a run ending here add up to (runs_cluster.cc).
-  struct Tally {
-    std::array<uint32_t, kInstanceStates> counts{};
-    std::vector<int64_t> durations_ms;
-    std::map<std::pair<uint32_t, std::string>, uint32_t> failures;
-  };
-  void read_finish_page(const std::string& id, uint32_t from, std::shared_ptr<Tally> tally);
+  void finish_tallied(const std::string& id, const journal::RunTally& tally);
   Run& add_in_order(std::unique_ptr<Run> run);
   void unclaimed(Run& run);
   size_t take_claimed(Run& run, uint32_t lo, uint32_t hi);

@@ -9,13 +9,6 @@
 #include "shared/proc.h"
 
 namespace corral::master {
-namespace {
-
-// Instances read back from the journal per read, when a run ends on this host.
-constexpr uint32_t kFinishPage = 2000;
-
-}  // namespace
-
 Run& Runs::add_in_order(std::unique_ptr<Run> run) {
   run->clustered = clustered_;
   Run& ref = *run;
@@ -185,51 +178,53 @@ void Runs::finish_if_complete(const std::string& id) {
                  });
 }
 
-// Every range is done: the run ends here, with its summary from every instance's row (most
-// of them written by other hosts), read kFinishPage instances at a time so that a run of a
-// million instances is never held whole, and this host's journal writes go on between pages.
-// The run is then held as its summary, like an older finished run: its instances are read
-// from the journal when asked for.
+// Every range is done: the run ends here, with its summary summed up by the database (most of
+// its rows were written by other hosts): its instances by state, their durations' percentiles
+// and its most common failures, in three queries whatever the run's size. The run is then held
+// as its summary, like an older finished run: its instances are read from the journal when
+// asked for.
 void Runs::finish_from_journal(const std::string& id) {
-  read_finish_page(id, 0, std::make_shared<Tally>());
+  auto tally = std::make_shared<Result<journal::RunTally>>(Status(Code::kInternal, "not read"));
+  journal_->read([tally, id](journal::Store& s) { *tally = s.tally_run(id); },
+                 [this, tally, id] {
+                   if (!*tally) {
+                     spdlog::warn("run {}: cannot sum it up to end it: {}", id,
+                                  tally->status().message());
+                     return;
+                   }
+                   finish_tallied(id, **tally);
+                 });
 }
 
-void Runs::read_finish_page(const std::string& id, uint32_t from, std::shared_ptr<Tally> tally) {
+void Runs::finish_tallied(const std::string& id, const journal::RunTally& tally) {
   Run* run = find(id);
-  if (run == nullptr || run->finished_ms != 0 || run->size == 0) return;
-  const auto to = static_cast<uint32_t>(std::min<uint64_t>(run->size, uint64_t{from} + kFinishPage));
-  read_page(id, from, to, [this, id, to, tally](Page page) {
-    Run* r = find(id);
-    if (r == nullptr || r->finished_ms != 0) return;
-    if (!page) {
-      spdlog::warn("run {}: cannot read it to end it: {}", id, page.status().message());
+  if (run == nullptr || run->finished_ms != 0) return;
+  std::array<uint32_t, kInstanceStates> counts{};
+  uint64_t rows = 0;
+  for (const auto& [state, n] : tally.states) {
+    auto s = instance_state_from(state);
+    if (!s || !is_terminal(*s)) {
+      spdlog::warn("run {}: every range is done, but the journal holds {} instances {}", id, n,
+                   state);
       return;
     }
-    const Run& window = **page;
-    if (window.finished_ms != 0) return;  // ended elsewhere: the next heartbeat ends it here
-    for (size_t c = 0; c < tally->counts.size(); ++c) tally->counts[c] += window.counts[c];
-    tally->durations_ms.insert(tally->durations_ms.end(), window.durations_ms.begin(),
-                               window.durations_ms.end());
-    for (const auto& [key, n] : window.failures) tally->failures[key] += n;
-    if (to < r->size) {
-      read_finish_page(id, to, tally);
-      return;
-    }
-    if (tally->counts[static_cast<size_t>(InstanceState::kQueued)] +
-            tally->counts[static_cast<size_t>(InstanceState::kRunning)] > 0) {
-      spdlog::warn("run {}: every range is done, but the journal holds unfinished instances", id);
-      return;
-    }
-    unclaimed(*r);
-    r->counts = tally->counts;
-    r->durations_ms = std::move(tally->durations_ms);
-    r->failures = std::move(tally->failures);
-    r->whole = false;
-    r->instances.clear();
-    on_finished(*r, unix_ms_now());
-    std::vector<int64_t>().swap(r->durations_ms);
-    r->failures.clear();
-  });
+    counts[static_cast<size_t>(*s)] += static_cast<uint32_t>(n);
+    rows += n;
+  }
+  if (rows < run->size) {
+    spdlog::warn("run {}: every range is done, but {} instances have no row in the journal", id,
+                 run->size - rows);
+    return;
+  }
+  unclaimed(*run);
+  run->counts = counts;
+  run->durations_ms.clear();
+  run->failures.clear();
+  run->tally = tally;
+  run->whole = false;
+  run->instances.clear();
+  on_finished(*run, unix_ms_now());  // its summary, from the tally
+  run->tally.reset();
 }
 
 void Runs::finished_elsewhere(const journal::RunRow& row) {

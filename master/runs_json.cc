@@ -34,8 +34,27 @@ api::RunCounts counts_of(const std::array<uint32_t, kInstanceStates>& n) {
   return counts;
 }
 
+// A run's durations and failures as the database summed them up.
+void tallied_outcomes(const Run& run, const journal::RunTally& t, api::RunDetail& d) {
+  d.duration_ms.p50 = t.p50_ms;
+  d.duration_ms.p95 = t.p95_ms;
+  d.duration_ms.max = t.max_ms;
+  const auto& steps = run.scenario->steps;
+  for (const journal::RunTally::Failure& f : t.failures) {
+    api::RunFailure& out = d.failures.emplace_back();
+    out.step = f.step;
+    out.step_name = f.step < steps.size() ? steps[f.step].name : "";
+    out.reason = f.reason;
+    out.count = static_cast<uint32_t>(f.count);
+  }
+}
+
 // The durations of the instances held in memory and their most common failures.
 void outcomes(const Run& run, api::RunDetail& d) {
+  if (run.tally) {
+    tallied_outcomes(run, *run.tally, d);
+    return;
+  }
   const std::vector<int64_t>& ms = run.durations_ms;
   d.duration_ms.p50 = percentile(ms, 0.50);
   d.duration_ms.p95 = percentile(ms, 0.95);

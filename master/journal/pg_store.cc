@@ -160,6 +160,30 @@ class PgStore final : public Store, private Dialect {
     return PQntuples(q->get()) == 0;
   }
 
+  Result<RunTally> tally_run(const std::string& run_id) override {
+    RunTally t;
+    auto states = db_.query(kTallyStates, Params().bind(run_id), "tally_run");
+    if (!states) return states.status();
+    for (int i = 0; i < PQntuples(states->get()); ++i) {
+      t.states[col_text(*states, i, 0)] += static_cast<uint64_t>(col_i64(*states, i, 1));
+    }
+    auto ms = db_.query(kTallyDurations, Params().bind(run_id), "tally_run");
+    if (!ms) return ms.status();
+    if (PQntuples(ms->get()) == 1) {
+      t.p50_ms = col_i64(*ms, 0, 0);
+      t.p95_ms = col_i64(*ms, 0, 1);
+      t.max_ms = col_i64(*ms, 0, 2);
+    }
+    auto failures = db_.query(kTallyFailures, Params().bind(run_id), "tally_run");
+    if (!failures) return failures.status();
+    for (int i = 0; i < PQntuples(failures->get()); ++i) {
+      t.failures.push_back({static_cast<uint32_t>(col_i64(*failures, i, 0)),
+                            col_text(*failures, i, 1),
+                            static_cast<uint64_t>(col_i64(*failures, i, 2))});
+    }
+    return t;
+  }
+
   Status put_schedule(const ScheduleRow& r) override {
     Params p;
     bind_row(tables::kSchedules, r, p);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,20 @@ struct LoadTestRow {
   std::string detail;   // its series, the target's samples and its merged histograms (encoded)
 
   bool operator==(const LoadTestRow&) const = default;
+};
+
+// A run's end as the database sums it up (Store::tally_run), for a run whose rows several
+// hosts wrote: its instances' rows by state; the durations of those that ended (cancelled aside)
+// at the ranks runs_json.cc's percentile() picks; its most common failures.
+struct RunTally {
+  std::map<std::string, uint64_t> states;  // rows by state
+  int64_t p50_ms = 0, p95_ms = 0, max_ms = 0;
+  struct Failure {
+    uint32_t step = 0;
+    std::string reason;
+    uint64_t count = 0;
+  };
+  std::vector<Failure> failures;  // most first, then by step and reason; at most 20
 };
 
 // One run with everything the journal holds about it.

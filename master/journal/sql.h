@@ -260,5 +260,23 @@ WITH me AS (
 UPDATE claims SET host = '' WHERE host = (SELECT id FROM me) AND epoch < (SELECT epoch FROM me))sql";
 inline constexpr const char* kRunOpenRange =
     "SELECT 1 FROM claims WHERE run_id = ? AND done = 0 LIMIT 1";
+// Store::tally_run. A percentile's rank is round(p * (n - 1)) on the sorted durations, in
+// integers, as runs_json.cc's percentile() picks it.
+inline constexpr const char* kTallyStates =
+    "SELECT state, COUNT(*) FROM instances WHERE run_id = ? GROUP BY state";
+inline constexpr const char* kTallyDurations = R"sql(
+WITH d AS (
+  SELECT CASE WHEN started_ms > 0 AND ended_ms >= started_ms THEN ended_ms - started_ms
+         ELSE 0 END AS ms
+  FROM instances WHERE run_id = ? AND state NOT IN ('queued', 'running', 'cancelled')),
+r AS (SELECT ms, ROW_NUMBER() OVER (ORDER BY ms) - 1 AS k, COUNT(*) OVER () AS n FROM d)
+SELECT COALESCE(MAX(CASE WHEN k = (50 * (n - 1) + 50) / 100 THEN ms END), 0),
+       COALESCE(MAX(CASE WHEN k = (95 * (n - 1) + 50) / 100 THEN ms END), 0),
+       COALESCE(MAX(ms), 0)
+FROM r)sql";
+inline constexpr const char* kTallyFailures = R"sql(
+SELECT next_step, reason, COUNT(*) FROM instances
+WHERE run_id = ? AND state NOT IN ('queued', 'running', 'cancelled', 'passed')
+GROUP BY next_step, reason ORDER BY COUNT(*) DESC, next_step, reason LIMIT 20)sql";
 
 }  // namespace corral::master::journal::sql

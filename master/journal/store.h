@@ -77,6 +77,10 @@ class Store {
   }
   // Whether every range of the run is done (so the run is finished, by whichever host sees it).
   virtual Result<bool> run_complete(const std::string& /*run_id*/) { return false; }
+  // The run's end, summed up by the database, without reading its rows back.
+  virtual Result<RunTally> tally_run(const std::string& run_id) {
+    return Status(Code::kInternal, "run " + run_id + ": this journal does not sum runs up");
+  }
   // The host at `epoch` leaves the cluster (its daemon stops): its epoch goes up (fencing off
   // anything it would still write), its heartbeat is made old (it is listed dead at once),
   // and its ranges are released for the other hosts to claim now, after every write queued

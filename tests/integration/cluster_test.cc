@@ -64,8 +64,10 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   const double trips = last.first - first.first, queries = last.second - first.second;
   WARN("idle host: " << trips << " round trips, " << queries << " queries in " << beats - 1
                      << " s");
-  CHECK(trips <= beats);        // at most one a beat
-  CHECK(queries >= 5 * trips);  // each with the beat's queries together
+  CHECK(trips <= beats);  // at most one a beat
+  // Each with the beat's queries together: at least the heartbeat, the hosts, the open runs
+  // and the prune mark (the sweep and the claim wait a few seconds after registering).
+  CHECK(queries >= 4 * trips);
   CliResult table = run_cli({"status", "--cluster"}, home_b.path());
   INFO(table.describe());
   CHECK(table.exit_code == 0);
@@ -158,12 +160,15 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
                      "the other host to see the run finished");
   CHECK(run_of(*t.d[0], id)["counts"]["passed"] == n);
   CHECK(run_of(*t.d[2], id)["counts"]["passed"] == n);
-  // The host that ended it made its summary from every host's rows, a page at a time; both
-  // list every instance with its steps from the journal.
+  // The host that ended it had the database sum up every host's rows; both list every
+  // instance with its steps from the journal.
   for (size_t h : {0u, 2u}) {
     Json run = run_of(*t.d[h], id);
     INFO(run.dump());
     CHECK(run["duration_ms"]["p50"].get<int64_t>() >= 14000);
+    CHECK(run["duration_ms"]["p95"] >= run["duration_ms"]["p50"]);
+    CHECK(run["duration_ms"]["max"] >= run["duration_ms"]["p95"]);
+    CHECK(run["failures"].empty());
     Json passed = t.d[h]->api("GET", "/runs/" + id + "/instances?state=passed&steps=true&limit=10000").json;
     REQUIRE(passed["instances"].size() == n);
     CHECK(passed["instances"][n - 1]["steps"].size() >= 2);

@@ -4,8 +4,11 @@
 // (journal_store_test.cc, journal_schedules_test.cc).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "tests/unit/master/journal_bench.h"
 
@@ -315,4 +318,62 @@ TEST_CASE("journal bench: PostgreSQL writes per second, pipelined or not", "[.pg
       CHECK(uv_loop_close(&loop) == 0);
     }
   }
+}
+
+TEST_CASE_METHOD(Pg,
+                 "journal store (PostgreSQL): a run's end is summed up by the database as a host "
+                 "would sum up its rows") {
+  RunRow run = run_row("r1-aaaa", 1);
+  run.instances = 43;
+  REQUIRE_OK(store->put_run(run));
+  std::vector<int64_t> ended;  // the durations a host would count
+  auto put = [&](uint32_t idx, const std::string& state, uint32_t step, const std::string& why,
+                 int64_t ms) {
+    InstanceRow r = instance("r1-aaaa", idx, state, 1'000 + ms);
+    r.started_ms = 1'000;
+    r.next_step = step;
+    r.reason = why;
+    REQUIRE_OK(store->put_instance(r));
+    if (state != "cancelled" && state != "running") ended.push_back(ms);
+  };
+  for (uint32_t i = 0; i < 10; ++i) put(i, "passed", 2, "", 10 * (i + 1));
+  for (uint32_t i = 10; i < 13; ++i) put(i, "failed", 1, "b", i - 5);
+  for (uint32_t i = 13; i < 16; ++i) put(i, "failed", 0, "z", 100 * (i - 11));
+  char why[8];
+  for (uint32_t i = 16; i < 41; ++i) {
+    std::snprintf(why, sizeof why, "e%02u", i - 16);
+    put(i, "errored", 2, why, i - 15);
+  }
+  put(41, "cancelled", 1, "", 999'999);  // not an ended instance's duration
+  put(42, "running", 1, "", 0);
+
+  auto t = store->tally_run("r1-aaaa");
+  REQUIRE_OK(t.status());
+  CHECK(t->states ==
+        std::map<std::string, uint64_t>{
+            {"passed", 10}, {"failed", 6}, {"errored", 25}, {"cancelled", 1}, {"running", 1}});
+  // The ranks runs_json.cc's percentile() picks: round(p * (n - 1)) of the sorted durations.
+  std::sort(ended.begin(), ended.end());
+  auto rank = [&](double p) {
+    return ended[static_cast<size_t>(p * static_cast<double>(ended.size() - 1) + 0.5)];
+  };
+  CHECK(t->p50_ms == rank(0.50));
+  CHECK(t->p95_ms == rank(0.95));
+  CHECK(t->max_ms == 400);
+  // Most common first, then by step and reason; 20 at most.
+  REQUIRE(t->failures.size() == 20);
+  CHECK(t->failures[0].step == 0);
+  CHECK(t->failures[0].reason == "z");
+  CHECK(t->failures[0].count == 3);
+  CHECK(t->failures[1].step == 1);
+  CHECK(t->failures[1].reason == "b");
+  CHECK(t->failures[2].reason == "e00");
+  CHECK(t->failures[19].reason == "e17");
+  CHECK(t->failures[19].count == 1);
+
+  auto none = store->tally_run("r9-none");
+  REQUIRE_OK(none.status());
+  CHECK(none->states.empty());
+  CHECK(none->p50_ms == 0);
+  CHECK(none->failures.empty());
 }
