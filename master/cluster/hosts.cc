@@ -78,7 +78,9 @@ constexpr const char* kAnnouncePrune =
     "INSERT INTO meta (name, value) VALUES ('pruned_before', $1) ON CONFLICT (name) "
     "DO UPDATE SET value = GREATEST(meta.value, excluded.value)";
 constexpr uint64_t kRange = 100;  // instances per claim (journal::sql::kPutClaims)
-
+// Every host listens on it; a host that declares another dead notifies it (the dead one's id).
+constexpr const char* kDeathChannel = "corral_host_dead";
+constexpr const char* kNotifyDeath = "SELECT pg_notify('corral_host_dead', $1)";
 
 }  // namespace
 
@@ -94,6 +96,10 @@ Hosts::Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id
       fence_timer_(loop) {}
 
 void Hosts::start() {
+  // A host declared dead: its ranges are free now, not at this host's next beat.
+  db_.listen(kDeathChannel, [this](const std::string&) {
+    if (alive()) claim(load_());
+  });
   timer_.start(0, kEveryMs, [this] { beat(); });
 }
 
@@ -263,6 +269,8 @@ void Hosts::swept(Result<PgRows> r) {
     if (row.at(0) == "dead") {
       spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} s", row.at(1),
                    row.at(2), kDeadAfterMs / 1000);
+      // The other hosts claim their share of its ranges at once.
+      ask(kNotifyDeath, {row.at(1)}, [](Result<PgRows>) {});
     } else {
       spdlog::warn("cluster: released {} ranges held by dead host {}", row.at(2), row.at(1));
     }

@@ -9,7 +9,9 @@
 //
 // Work is shared by claims: each run's instances are cut into ranges of 100 when it is
 // submitted, and every second each live host claims free ranges (FOR UPDATE SKIP LOCKED), up
-// to its fair share of the open ranges and what its workers have room for.
+// to its fair share of the open ranges and what its workers have room for. A host that
+// declares another dead notifies the others (PostgreSQL NOTIFY): they claim at once, not at
+// their next beat.
 //
 // A host that finds its epoch taken (declared dead while it could not beat, say after a
 // SIGSTOP), or that could not write its heartbeat for kFenceAfterMs, stops its own work

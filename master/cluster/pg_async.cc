@@ -143,6 +143,9 @@ void PgAsync::step_connect() {
       }
       state_ = State::kReady;
       timer_.stop();
+      for (const auto& [channel, fn] : listeners_) {  // before what waits
+        queue_.push_front({"LISTEN " + channel, {}, [](Result<PgRows>) {}, 5000});
+      }
       next();
       return;
     default:
@@ -210,7 +213,16 @@ void PgAsync::on_ready(int events) {
     step_connect();
     return;
   }
-  if (state_ != State::kReady || sent_ == 0) return;
+  if (state_ != State::kReady) return;
+  if (sent_ == 0) {  // nothing asked: a notification, or the connection closing
+    if ((events & UV_READABLE) == 0) return;
+    if (PQconsumeInput(conn_) == 0) {
+      fail_all(error("connection lost"));
+      return;
+    }
+    notified();
+    return;
+  }
   if (events & UV_WRITABLE) {
     int flushed = PQflush(conn_);
     if (flushed < 0) {
@@ -228,6 +240,8 @@ void PgAsync::read_results() {
     fail_all(error("connection lost"));
     return;
   }
+  notified();
+  if (conn_ == nullptr) return;
   int nulls = 0;  // two in a row: libpq has nothing more without reading
   while (sent_ > 0 && nulls < 2 && PQisBusy(conn_) == 0) {
     PGresult* r = PQgetResult(conn_);
@@ -259,6 +273,7 @@ void PgAsync::read_results() {
     }
     PQclear(r);
   }
+  if (conn_ != nullptr) notified();  // any that came among the results
 }
 
 // The front query's sync came: it is answered, and the next on the wire has its deadline.
@@ -278,6 +293,23 @@ void PgAsync::answered() {
   failed_.clear();
   q.done(std::move(out));
   next();
+}
+
+void PgAsync::listen(const std::string& channel, std::function<void(const std::string&)> fn) {
+  listeners_.emplace_back(channel, std::move(fn));
+  if (state_ == State::kReady) query("LISTEN " + channel, {}, [](Result<PgRows>) {});
+}
+
+// Hands every notification read so far to its listener.
+void PgAsync::notified() {
+  while (PGnotify* n = PQnotifies(conn_)) {
+    const std::string channel = n->relname, payload = n->extra;
+    PQfreemem(n);
+    for (const auto& [name, fn] : listeners_) {
+      if (name == channel) fn(payload);
+    }
+    if (conn_ == nullptr) return;  // a listener's query failed the connection
+  }
 }
 
 // The connection is dropped and every query waiting fails with `s`: the next one connects.

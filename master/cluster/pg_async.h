@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shared/status.h"
@@ -56,6 +57,11 @@ class PgAsync {
   // kTimeout when no answer came within `timeout_ms` (the connection is then reset).
   void query(std::string sql, std::vector<std::string> params, Done done,
              uint64_t timeout_ms = 5000);
+  // Notifications on `channel` (PostgreSQL's LISTEN; a name of lowercase letters and '_')
+  // call `fn` with their payload, on the loop, whenever they come. The connection listens from
+  // its next connect on, and again at every reconnect: what is notified while it is not
+  // connected is lost.
+  void listen(const std::string& channel, std::function<void(const std::string&)> fn);
   bool connected() const { return conn_ != nullptr && state_ == State::kReady; }
   // Queries asked and not answered yet.
   size_t waiting() const { return queue_.size(); }
@@ -83,6 +89,7 @@ class PgAsync {
   void on_ready(int events);
   void read_results();
   void answered();
+  void notified();
   void watch(int events);
   void fail_all(const Status& s);
   void reset();
@@ -102,6 +109,7 @@ class PgAsync {
   PgRows rows_;        // of the front query
   std::string failed_; // its error, once a result said so
   uint64_t queries_ = 0, round_trips_ = 0;
+  std::vector<std::pair<std::string, std::function<void(const std::string&)>>> listeners_;
 };
 
 }  // namespace corral::master::cluster

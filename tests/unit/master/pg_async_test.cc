@@ -140,3 +140,36 @@ TEST_CASE("pg async: a host name that does not resolve fails the query, naming t
     CHECK_THAT(got, Catch::StartsWith("error: database db: cannot resolve no-such-host.invalid"));
   }
 }
+
+TEST_CASE(
+    "pg async: notifications on a channel it listens to reach it while idle, and after a "
+    "reconnect") {
+  PgDatabase db;
+  Loop l;
+  {
+    PgAsync pg(&l.loop, db.url(), "test");
+    std::vector<std::string> got;
+    pg.listen("corral_test", [&](const std::string& payload) { got.push_back(payload); });
+    std::string pid;
+    pg.query("SELECT pg_backend_pid()", {}, [&](Result<PgRows> r) { pid = first(r); });
+    REQUIRE(l.run_until([&] { return !pid.empty(); }));
+    db.sql("NOTIFY corral_test, 'one'");
+    db.sql("NOTIFY other_channel, 'not this one'");
+    REQUIRE(l.run_until([&] { return got.size() == 1; }));
+    CHECK(got[0] == "one");
+    CHECK(pg.waiting() == 0);  // it came with nothing asked
+    // The connection goes (a query on it may fail first); a query connects again, and the
+    // connection listens again.
+    db.sql("SELECT pg_terminate_backend(" + pid + ", 5000)");
+    std::string again;
+    for (int i = 0; i < 3 && again != "again"; ++i) {
+      again.clear();
+      pg.query("SELECT 'again'", {}, [&](Result<PgRows> r) { again = first(r); });
+      REQUIRE(l.run_until([&] { return !again.empty(); }));
+    }
+    REQUIRE(again == "again");
+    db.sql("NOTIFY corral_test, 'two'");
+    REQUIRE(l.run_until([&] { return got.size() == 2; }));
+    CHECK(got[1] == "two");
+  }
+}
