@@ -300,11 +300,13 @@ void PgAsync::listen(const std::string& channel, std::function<void(const std::s
   if (state_ == State::kReady) query("LISTEN " + channel, {}, [](Result<PgRows>) {});
 }
 
-// Hands every notification read so far to its listener.
+// Hands every notification read so far to its listener, but those this connection sent.
 void PgAsync::notified() {
   while (PGnotify* n = PQnotifies(conn_)) {
     const std::string channel = n->relname, payload = n->extra;
+    const bool own = n->be_pid == PQbackendPID(conn_);
     PQfreemem(n);
+    if (own) continue;
     for (const auto& [name, fn] : listeners_) {
       if (name == channel) fn(payload);
     }

@@ -58,9 +58,9 @@ class PgAsync {
   void query(std::string sql, std::vector<std::string> params, Done done,
              uint64_t timeout_ms = 5000);
   // Notifications on `channel` (PostgreSQL's LISTEN; a name of lowercase letters and '_')
-  // call `fn` with their payload, on the loop, whenever they come. The connection listens from
-  // its next connect on, and again at every reconnect: what is notified while it is not
-  // connected is lost.
+  // call `fn` with their payload, on the loop, whenever they come; not those its own queries
+  // sent. The connection listens from its next connect on, and again at every reconnect: what
+  // is notified while it is not connected is lost.
   void listen(const std::string& channel, std::function<void(const std::string&)> fn);
   bool connected() const { return conn_ != nullptr && state_ == State::kReady; }
   // Queries asked and not answered yet.

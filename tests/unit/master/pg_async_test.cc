@@ -153,6 +153,7 @@ TEST_CASE(
     std::string pid;
     pg.query("SELECT pg_backend_pid()", {}, [&](Result<PgRows> r) { pid = first(r); });
     REQUIRE(l.run_until([&] { return !pid.empty(); }));
+    pg.query("SELECT pg_notify('corral_test', 'its own')", {}, [](Result<PgRows>) {});
     db.sql("NOTIFY corral_test, 'one'");
     db.sql("NOTIFY other_channel, 'not this one'");
     REQUIRE(l.run_until([&] { return got.size() == 1; }));
