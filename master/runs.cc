@@ -193,10 +193,10 @@ void Runs::finish_instance(Run& run, uint32_t index, InstanceState state, const 
   if (run.finished() && run.finished_ms == 0) on_finished(run, ended_ms);
 }
 
-void Runs::on_finished(Run& run, int64_t now_ms) {
+void Runs::on_finished(Run& run, int64_t now_ms, const journal::RunTally* tally) {
   run.finished_ms = now_ms;
   run.callbacks.clear();
-  run.summary = make_summary(run);
+  run.summary = make_summary(run, tally);
   prune_due_ = true;
   journal_write([id = run.id, now_ms, cancelled = run.cancelled, summary = run.summary.dump()](
                     journal::Store& s) { return s.finish_run(id, now_ms, cancelled, summary); });

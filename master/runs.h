@@ -64,9 +64,6 @@ struct Run {
   bool all_ended_at_last_count = false;  // every instance ended, by cluster_counts
   std::vector<int64_t> durations_ms;
   std::map<std::pair<uint32_t, std::string>, uint32_t> failures;  // (step, reason) -> count
-  // A clustered run that ended here: its durations and failures as the database summed them
-  // up, in place of the two above (Runs::finish_from_journal).
-  std::optional<journal::RunTally> tally;
   bool cancelled = false;
   uint32_t priority = 1;  // weight in the dispatcher's fair share (1 to 100)
   // The dispatcher places none of its instances while set: a schedule's run waits until it is in
@@ -284,10 +281,12 @@ class Runs {
   void finish_instance(Run& run, uint32_t index, InstanceState state, const std::string& reason,
                        int64_t started_ms, int64_t ended_ms);
   // The run has no unfinished instance left: record its end and summary.
-  void on_finished(Run& run, int64_t now_ms);
+  // `tally`: a clustered run's durations and failures as the database summed them up
+  // (finish_from_journal), in place of those held in memory.
+  void on_finished(Run& run, int64_t now_ms, const journal::RunTally* tally = nullptr);
   // What a finished run's journal row keeps of it: {"counts": [by state], "duration_ms",
   // "failures"}, the last two as in detail_of().
-  nlohmann::json make_summary(const Run& run) const;
+  nlohmann::json make_summary(const Run& run, const journal::RunTally* tally) const;
   using RunList = std::deque<std::unique_ptr<Run>>;
   RunList::iterator forget(RunList::iterator it);
   // Journal writes (no-ops without a journal).

@@ -220,11 +220,9 @@ void Runs::finish_tallied(const std::string& id, const journal::RunTally& tally)
   run->counts = counts;
   run->durations_ms.clear();
   run->failures.clear();
-  run->tally = tally;
   run->whole = false;
   run->instances.clear();
-  on_finished(*run, unix_ms_now());  // its summary, from the tally
-  run->tally.reset();
+  on_finished(*run, unix_ms_now(), &tally);
 }
 
 void Runs::finished_elsewhere(const journal::RunRow& row) {

@@ -34,39 +34,31 @@ api::RunCounts counts_of(const std::array<uint32_t, kInstanceStates>& n) {
   return counts;
 }
 
+// A failure group of the run's answer: its step by index and name.
+api::RunFailure failure_of(const Run& run, uint32_t step, std::string reason, uint32_t count) {
+  const auto& steps = run.scenario->steps;
+  return {step, step < steps.size() ? steps[step].name : "", std::move(reason), count};
+}
+
 // A run's durations and failures as the database summed them up.
 void tallied_outcomes(const Run& run, const journal::RunTally& t, api::RunDetail& d) {
   d.duration_ms.p50 = t.p50_ms;
   d.duration_ms.p95 = t.p95_ms;
   d.duration_ms.max = t.max_ms;
-  const auto& steps = run.scenario->steps;
   for (const journal::RunTally::Failure& f : t.failures) {
-    api::RunFailure& out = d.failures.emplace_back();
-    out.step = f.step;
-    out.step_name = f.step < steps.size() ? steps[f.step].name : "";
-    out.reason = f.reason;
-    out.count = static_cast<uint32_t>(f.count);
+    d.failures.push_back(failure_of(run, f.step, f.reason, static_cast<uint32_t>(f.count)));
   }
 }
 
 // The durations of the instances held in memory and their most common failures.
 void outcomes(const Run& run, api::RunDetail& d) {
-  if (run.tally) {
-    tallied_outcomes(run, *run.tally, d);
-    return;
-  }
   const std::vector<int64_t>& ms = run.durations_ms;
   d.duration_ms.p50 = percentile(ms, 0.50);
   d.duration_ms.p95 = percentile(ms, 0.95);
   d.duration_ms.max = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
-  const auto& steps = run.scenario->steps;
   std::vector<api::RunFailure> failures;
   for (const auto& [key, count] : run.failures) {
-    api::RunFailure& f = failures.emplace_back();
-    f.step = key.first;
-    f.step_name = key.first < steps.size() ? steps[key.first].name : "";
-    f.reason = key.second;
-    f.count = count;
+    failures.push_back(failure_of(run, key.first, key.second, count));
   }
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.count > b.count; });
@@ -151,9 +143,13 @@ api::StepEntry step_entry(const scenario::Scenario& scenario, const StepRecord& 
 
 }  // namespace
 
-json Runs::make_summary(const Run& run) const {
+json Runs::make_summary(const Run& run, const journal::RunTally* tally) const {
   api::RunDetail parts;
-  outcomes(run, parts);
+  if (tally != nullptr) {
+    tallied_outcomes(run, *tally, parts);
+  } else {
+    outcomes(run, parts);
+  }
   json j = {{"counts", run.counts}, {"duration_ms", api::to_json(parts.duration_ms)}};
   j["failures"] = json::array();
   for (const api::RunFailure& f : parts.failures) j["failures"].push_back(api::to_json(f));

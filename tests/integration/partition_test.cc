@@ -66,21 +66,39 @@ std::vector<int64_t> epochs_of(Trio& t) {
   return epochs;
 }
 
+// Milliseconds since `t`.
+int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
+// "2026-12-07T04:59:20..." as Unix seconds, read as UTC; -1 when it is not such a time.
+int64_t utc_seconds(const std::string& text) {
+  std::tm tm{};
+  std::istringstream at(text.substr(0, 19));
+  at >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  return at.fail() ? -1 : static_cast<int64_t>(timegm(&tm));
+}
+
 // The time (Unix ms) of the first line of `log` that holds `text`; 0 when none does.
 int64_t log_time(const std::string& log, const std::string& text) {
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.find(text) == std::string::npos) continue;
-    std::tm tm{};  // "2026-12-07T04:59:20.037+00:00 master[...] ..."
-    std::istringstream at(line.substr(0, 19));
-    at >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-    if (at.fail()) return 0;
-    // The local time, and its offset from UTC ("+HH:MM").
+    // "2026-12-07T04:59:20.037+00:00 master[...] ...": the local time, and its offset from UTC.
+    const int64_t local_s = utc_seconds(line);
+    if (local_s < 0) return 0;
     const int64_t offset_s = (std::stoi(line.substr(24, 2)) * 60 + std::stoi(line.substr(27, 2))) *
                              60 * (line[23] == '-' ? -1 : 1);
-    return (static_cast<int64_t>(timegm(&tm)) - offset_s) * 1000 + std::stoi(line.substr(20, 3));
+    return (local_s - offset_s) * 1000 + std::stoi(line.substr(20, 3));
   }
   return 0;
+}
+
+// Each host's epoch, as one text.
+std::string epochs_text(Trio& t) {
+  std::string out;
+  for (int64_t e : epochs_of(t)) out += (out.empty() ? "" : " ") + std::to_string(e);
+  return out;
 }
 
 // Which host holds each range of the run, as one text.
@@ -135,9 +153,7 @@ TEST_CASE(
   const int64_t epoch = hosts_of(*t.d[1])[victim]["epoch"];
   n.net.cut("h1");
   const auto cut = std::chrono::steady_clock::now();
-  auto since_cut = [&] {
-    return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - cut).count();
-  };
+  auto since_cut = [&] { return ms_since(cut); };
   // Cut off, it stops what it holds (its unix socket still answers the test).
   t.d[0]->wait_until([&] { return t.d[0]->worker(0)["active"] == 0; }, seconds(15),
                      "the cut host to stop its instances");
@@ -229,9 +245,7 @@ TEST_CASE(
         },
         seconds(15), "the host to fence itself off");
   }
-  WARN("database link down -> every host stopped its instances: "
-       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - cut).count()
-       << " ms");
+  WARN("database link down -> every host stopped its instances: " << ms_since(cut) << " ms");
   // A new run is refused with the reason, not queued behind writes that cannot land.
   Json body = {{"scenario", job_poll_scenario("late", 1000, "1s")},
                {"instances", 1},
@@ -291,18 +305,15 @@ TEST_CASE(
   n.pg.down();
   n.pg.up();
   all_ok();
-  WARN("fast restart -> every host ok again: "
-       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - restart)
-              .count()
-       << " ms; epochs " << epochs_of(t)[0] << " " << epochs_of(t)[1] << " " << epochs_of(t)[2]);
+  WARN("fast restart -> every host ok again: " << ms_since(restart) << " ms; epochs "
+                                               << epochs_text(t));
   // A crash: no shutdown at all; the server recovers from its log when it starts.
   const auto crash = std::chrono::steady_clock::now();
   n.pg.kill();
   n.pg.up();
   all_ok();
-  WARN("kill -9 and start -> every host ok again: "
-       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - crash).count()
-       << " ms; epochs " << epochs_of(t)[0] << " " << epochs_of(t)[1] << " " << epochs_of(t)[2]);
+  WARN("kill -9 and start -> every host ok again: " << ms_since(crash) << " ms; epochs "
+                                                    << epochs_text(t));
   check_whole(t, *t.d[0], id);
 }
 
@@ -336,11 +347,8 @@ TEST_CASE(
   const Json nap = {{"name", "nap"}, {"steps", Json::array({{{"sleep", "10ms"}}})}};
   const std::string late = post_run(*t.d[0], nap, 1);
   const std::string created = run_of(*t.d[0], late)["created_at"];  // "2026-12-07T07:35:33Z"
-  std::tm tm{};
-  std::istringstream at(created);
-  at >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  REQUIRE_FALSE(at.fail());
-  const int64_t ahead_ms = static_cast<int64_t>(timegm(&tm)) * 1000 - wall_ms();
+  REQUIRE(utc_seconds(created) > 0);
+  const int64_t ahead_ms = utc_seconds(created) * 1000 - wall_ms();
   INFO(created);
   CHECK(ahead_ms > 25000);
   CHECK(ahead_ms < 35000);
