@@ -67,6 +67,9 @@ struct InstanceDetail {
 
 struct InstanceRecord {
   InstanceState state = InstanceState::kQueued;
+  // The journal's row is behind: it changed here (a resume after its host was lost) and is
+  // written whole when the instance is placed, in one write with its start.
+  bool row_behind = false;
   int worker = -1;  // slot that runs it
   uint32_t next_step = 0;
   uint32_t resumes = 0;

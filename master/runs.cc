@@ -153,16 +153,26 @@ Run* Runs::find(const std::string& id) {
   return it == by_id_.end() ? nullptr : it->second;
 }
 
+// Most rows in the journal only change state; a row that is behind is written whole.
 void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms) {
+  std::vector<uint32_t> marked;
+  marked.reserve(index.size());
   for (uint32_t i : index) {
     run.set_state(i, InstanceState::kRunning);
     InstanceRecord& in = run.instances.at(i);
     in.worker = slot;
     if (in.started_ms == 0) in.started_ms = now_ms;
+    if (in.row_behind) {
+      in.row_behind = false;
+      journal_instance(run, i);
+    } else {
+      marked.push_back(i);
+    }
   }
-  journal_write(
-      [id = run.id, index, now_ms](journal::Store& s) { return s.mark_running(id, index, now_ms); },
-      {run.id});
+  if (marked.empty()) return;
+  journal_write([id = run.id, marked = std::move(marked),
+                 now_ms](journal::Store& s) { return s.mark_running(id, marked, now_ms); },
+                {run.id});
 }
 
 void Run::set_state(uint32_t index, InstanceState to) {

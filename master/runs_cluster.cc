@@ -124,11 +124,13 @@ size_t Runs::take_claimed(Run& run, uint32_t lo, uint32_t hi) {
       continue;
     }
     if (in.state == InstanceState::kRunning) {
-      // Its host died or was fenced off: it goes on here from where the journal has it.
+      // Its host died or was fenced off: it goes on here from where the journal has it. The
+      // resume is written with its start, one write instead of two (until then the journal
+      // still says running: should this host die first, the next claim resumes it the same).
       run.set_state(i, InstanceState::kQueued);
       in.resumes += 1;
       in.make_detail().resume_reasons.push_back("host_lost");
-      journal_instance(run, i);
+      in.row_behind = true;
     }
     run.requeued.push_back(i);
   }

@@ -62,6 +62,18 @@ std::string upsert(const Table<Row>& table) {
   return detail::upsert(table, "VALUES (" + detail::joined(table, param) + ")");
 }
 
+// Writes many rows in one statement (PostgreSQL only): each column's values of every row as
+// one array parameter (ArrayParams, pg_conn.h), unnested into rows. No two of the rows may
+// have the same key: a statement cannot update a row twice.
+template <typename Row>
+std::string upsert_many(const Table<Row>& table) {
+  auto param = [](const Column<Row>& c) {
+    if (c.write == Write::kNever) return std::string();
+    return std::string(c.text() ? "CAST(? AS TEXT[])" : "CAST(? AS BIGINT[])");
+  };
+  return detail::upsert(table, "SELECT * FROM unnest(" + detail::joined(table, param) + ")");
+}
+
 // The same, only when `condition` holds; its parameters are bound after the row's. The casts
 // give PostgreSQL the parameters' types, which a bare SELECT list does not.
 template <typename Row>

@@ -191,9 +191,23 @@ bool Journal::commit_pending() {
   return true;
 }
 
+// Rows queued one after another go to the store together (put_instances).
 Status Journal::apply_batch() {
   Status s = store_->begin();
-  for (size_t i = 0; s && i < pending_.size(); ++i) s = pending_[i].apply(*store_);
+  std::vector<const InstanceRow*> rows;
+  auto put_rows = [&] {
+    Status r = rows.empty() ? Status::ok() : store_->put_instances(rows);
+    rows.clear();
+    return r;
+  };
+  for (size_t i = 0; s && i < pending_.size(); ++i) {
+    if (!pending_[i].op) {
+      rows.push_back(&pending_[i].row);
+    } else if (s = put_rows(); s) {
+      s = pending_[i].apply(*store_);
+    }
+  }
+  if (s) s = put_rows();
   if (s) s = store_->commit();
   if (!s) store_->rollback();
   return s;

@@ -39,6 +39,35 @@ Params& Params::bind(const std::string& v) {
   return *this;
 }
 
+std::string& ArrayParams::column() {
+  if (column_ == arrays_.size()) arrays_.emplace_back("{");
+  std::string& a = arrays_[column_++];
+  if (a.size() > 1) a += ',';
+  return a;
+}
+
+// Every text element is quoted, so that none reads as NULL; `"` and `\` are escaped. Bytes
+// that are not UTF-8 are replaced when the array is bound (Params::bind).
+ArrayParams& ArrayParams::bind(const std::string& v) {
+  std::string& a = column();
+  a += '"';
+  for (char c : v) {
+    if (c == '"' || c == '\\') a += '\\';
+    a += c;
+  }
+  a += '"';
+  return *this;
+}
+
+ArrayParams& ArrayParams::bind(int64_t v) {
+  column() += std::to_string(v);
+  return *this;
+}
+
+void ArrayParams::bind_to(Params& p) const {
+  for (const std::string& a : arrays_) p.bind(a + "}");
+}
+
 Status PgConn::begin() {
   if (PQstatus(conn_) != CONNECTION_OK) {
     if (Status s = connect(); !s) return s;

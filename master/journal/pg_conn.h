@@ -45,6 +45,28 @@ class Params {
   std::vector<std::string> values_;
 };
 
+// Many rows' parameters as one PostgreSQL array per column (`{"a","b"}`, `{1,2}`), for a
+// statement that unnests them into rows (sql::upsert_many): bind a row's values in column
+// order, then next_row(); bind_to() adds the arrays to a statement's parameters.
+class ArrayParams {
+ public:
+  ArrayParams& bind(const std::string& v);
+  ArrayParams& bind(int64_t v);
+  void next_row() {
+    column_ = 0;
+    ++rows_;
+  }
+  size_t rows() const { return rows_; }
+  void bind_to(Params& p) const;
+
+ private:
+  std::string& column();  // the current column's array, opened on the first row
+
+  std::vector<std::string> arrays_;
+  size_t column_ = 0;
+  size_t rows_ = 0;
+};
+
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
 };

@@ -13,8 +13,12 @@
 //  - Hosts sharing the database fence each other's writes (Store::set_fence).
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <memory>
 #include <regex>
+#include <set>
+#include <span>
+#include <string_view>
 
 #include "master/journal/migrate.h"
 #include "master/journal/pg_conn.h"
@@ -90,15 +94,40 @@ class PgStore final : public Store, private Dialect {
     return db_.run(kPutInstance, p, "put_instance");
   }
 
-  Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
-                      int64_t started_ms) override {
-    if (Status s = check_fence("mark_running"); !s) return s;
-    for (uint32_t i : idx) {
+  // Rows queued together (instances placed after a claim, their progress as they poll) go up
+  // to kManyRows to a statement: the database parses, plans and answers one statement instead
+  // of thousands (1.1 to 1.7 times the rows per second of pipelined single writes, measured by
+  // corral_unit_tests "[.pg-pipeline]").
+  Status put_instances(std::span<const InstanceRow* const> rows) override {
+    if (rows.size() == 1) return put_instance(*rows[0]);
+    if (Status s = check_fence("put_instance"); !s) return s;
+    for (size_t at = 0; at < rows.size(); at += kManyRows) {
+      ArrayParams arrays;
+      for (const InstanceRow* r :
+           last_of_each(rows.subspan(at, std::min(kManyRows, rows.size() - at)))) {
+        bind_row(tables::kInstances, *r, arrays);
+        arrays.next_row();
+      }
       Params p;
-      p.bind(run_id).bind(int64_t{i}).bind(started_ms);
-      if (Status s = db_.run(kMarkRunning, p, "mark_running"); !s) return s;
+      arrays.bind_to(p);
+      if (Status s = db_.run(kPutInstances, p, "put_instances"); !s) return s;
     }
     return Status::ok();
+  }
+
+  Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
+                      int64_t started_ms) override {
+    if (idx.empty()) return Status::ok();
+    if (Status s = check_fence("mark_running"); !s) return s;
+    std::vector<uint32_t> each(idx);  // one statement may not update a row twice
+    std::sort(each.begin(), each.end());
+    each.erase(std::unique(each.begin(), each.end()), each.end());
+    ArrayParams arrays;
+    for (uint32_t i : each) arrays.bind(int64_t{i}).next_row();
+    Params p;
+    p.bind(run_id).bind(started_ms);
+    arrays.bind_to(p);
+    return db_.run(kMarkRunningMany, p, "mark_running");
   }
 
   Status put_step(const StepRow& r) override {
@@ -317,6 +346,19 @@ class PgStore final : public Store, private Dialect {
   std::string translated(const char* text) const override { return for_postgresql(text); }
   Status lock() override { return db_.exec(kMigrationLock, "migrate"); }
   void unlock() override { (void)db_.exec(kMigrationUnlock, "migrate"); }
+
+  static constexpr size_t kManyRows = 5000;
+
+  // The rows in order, each instance's last only: the later write of a row replaces its earlier.
+  static std::vector<const InstanceRow*> last_of_each(std::span<const InstanceRow* const> rows) {
+    std::set<std::pair<std::string_view, uint32_t>> seen;
+    std::vector<const InstanceRow*> out;
+    for (auto r = rows.rbegin(); r != rows.rend(); ++r) {
+      if (seen.emplace((*r)->run_id, (*r)->idx).second) out.push_back(*r);
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
 
   // Store::set_fence: the host's row, locked for the rest of the transaction, or kAborted.
   Status check_fence(const char* what) {

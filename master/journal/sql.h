@@ -177,6 +177,8 @@ CREATE INDEX load_tests_by_host ON load_tests (host, created_ms);
 // The statements that write and read whole rows, made from the tables' columns (tables.h).
 inline const std::string kPutRun = upsert(tables::kRuns);
 inline const std::string kPutInstance = upsert(tables::kInstances);
+// PostgreSQL only: many instance rows at once (PgStore::put_instances).
+inline const std::string kPutInstances = upsert_many(tables::kInstances);
 inline const std::string kPutStep = upsert(tables::kSteps);
 inline const std::string kPutCallback = upsert(tables::kCallbacks);
 inline const std::string kPutSchedule = upsert(tables::kSchedules);
@@ -211,6 +213,12 @@ INSERT INTO meta (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < excluded.value)sql";
 inline constexpr const char* kMarkRunning = R"sql(
 INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', ?)
+ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
+// PostgreSQL only: kMarkRunning for many instances, parameters the run, the start and the
+// instances' indexes as an array (each index once).
+inline constexpr const char* kMarkRunningMany = R"sql(
+INSERT INTO instances (run_id, idx, state, started_ms)
+SELECT CAST(? AS TEXT), i, 'running', CAST(? AS BIGINT) FROM unnest(CAST(? AS BIGINT[])) AS i
 ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
 inline constexpr const char* kSetQuarantine = "UPDATE runs SET quarantine = ? WHERE id = ?";
 inline constexpr const char* kFinishRun =

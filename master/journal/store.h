@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,15 @@ class Store {
   virtual Status put_run(const RunRow& run) = 0;
   // Inserts or replaces an instance row.
   virtual Status put_instance(const InstanceRow& row) = 0;
+  // put_instance() of each row, in order (a row written twice ends as its later write). The
+  // journal hands it the rows queued one after another; PostgreSQL writes them in a few
+  // statements instead of one each.
+  virtual Status put_instances(std::span<const InstanceRow* const> rows) {
+    for (const InstanceRow* r : rows) {
+      if (Status s = put_instance(*r); !s) return s;
+    }
+    return Status::ok();
+  }
   // These instances were placed on a worker: state running, started at `started_ms` unless
   // they had started before.
   virtual Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,

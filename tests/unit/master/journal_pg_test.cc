@@ -76,6 +76,108 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): bytes text cannot hold become 
         "ok \xC3\xA9 bad \xEF\xBF\xBD\xEF\xBF\xBD nul \xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+namespace {
+
+// A row's written values, each column's, as text: two rows compare whole.
+struct Values {
+  std::vector<std::string> v;
+  Values& bind(const std::string& x) {
+    v.push_back("'" + x + "'");
+    return *this;
+  }
+  Values& bind(int64_t x) {
+    v.push_back(std::to_string(x));
+    return *this;
+  }
+};
+std::vector<std::string> values_of(InstanceRow row) {
+  row.run_id.clear();
+  Values out;
+  bind_row(corral::master::journal::tables::kInstances, row, out);
+  return out.v;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Pg,
+                 "journal store (PostgreSQL): rows written together read back as written one by "
+                 "one, a row's later write replacing its earlier") {
+  const uint32_t n = 12'000;  // more than one statement's rows
+  const std::vector<std::string> texts = {"",
+                                          "NULL",
+                                          "null",
+                                          "a,b",
+                                          "{x}",
+                                          "\"quoted\"",
+                                          "back\\slash\\",
+                                          "\\\"",
+                                          " spaced ",
+                                          "ü \xE2\x82\xAC",
+                                          std::string("bad \xFF nul ") + '\0' + " \xE2\x82",
+                                          "}",
+                                          "{",
+                                          "'"};
+  std::vector<InstanceRow> rows;
+  for (uint32_t i = 0; i < n; ++i) {
+    InstanceRow r = instance("r1-aaaa", i % 10'000, i % 3 == 0 ? "passed" : "running", i);
+    r.next_step = i % 7;
+    r.started_ms = 1'700'000'000'000 + i;
+    r.reason = texts[i % texts.size()];
+    r.resumes = i % 4;
+    r.resume_reasons = i % 5 == 0 ? R"(["host_lost"])" : "";
+    r.vars = texts[(i + 3) % texts.size()];
+    r.checkpoint = texts[(i + 7) % texts.size()];
+    rows.push_back(r);
+  }
+  rows.push_back(instance("r1-aaaa", 4, "failed", 99));  // twice in one statement's rows
+  RunRow run = run_row("r1-aaaa", 1);
+  run.instances = 10'000;
+  RunRow twin = run_row("r2-bbbb", 2);
+  twin.instances = 10'000;
+  REQUIRE_OK(store->put_run(run));
+  REQUIRE_OK(store->put_run(twin));
+  std::vector<const InstanceRow*> together;
+  for (const InstanceRow& r : rows) together.push_back(&r);
+  REQUIRE_OK(store->begin());
+  REQUIRE_OK(store->put_instances(together));
+  for (InstanceRow r : rows) {
+    r.run_id = "r2-bbbb";
+    REQUIRE_OK(store->put_instance(r));
+  }
+  REQUIRE_OK(store->commit());
+  auto a = store->load_run("r1-aaaa");
+  auto b = store->load_run("r2-bbbb");
+  REQUIRE_OK(a.status());
+  REQUIRE_OK(b.status());
+  REQUIRE(a->instances.size() == 10'000);
+  REQUIRE(b->instances.size() == 10'000);
+  size_t differ = 0;
+  for (size_t i = 0; i < a->instances.size(); ++i) {
+    if (values_of(a->instances[i]) != values_of(b->instances[i])) ++differ;
+  }
+  CHECK(differ == 0);
+  CHECK(a->instances[4].state == "failed");       // the later write of instance 4
+  CHECK(a->instances[1'999].state == "running");  // 1,999 then 11,999: the later one's
+  CHECK(a->instances[1'999].ended_ms == 11'999);
+  CHECK(a->instances[2'007].reason == "\"quoted\"");
+}
+
+TEST_CASE_METHOD(Pg,
+                 "journal store (PostgreSQL): instances marked running together: new rows start, "
+                 "rows there keep their start and lose their checkpoint") {
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  InstanceRow there = instance("r1-aaaa", 2, "queued");
+  there.started_ms = 1'000;
+  there.checkpoint = R"({"step":1})";
+  there.resumes = 1;
+  REQUIRE_OK(store->put_instance(there));
+  REQUIRE_OK(store->mark_running("r1-aaaa", {0, 2, 3, 2, 0}, 5'000));
+  REQUIRE_OK(store->mark_running("r1-aaaa", {}, 6'000));
+  CHECK(sql("SELECT string_agg(idx || ':' || state || ':' || started_ms || ':' || checkpoint "
+            "|| ':' || resumes, ' ' ORDER BY idx) FROM instances") ==
+        "0:running:5000::0 2:running:1000::1 3:running:5000::0");
+}
+
 TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a lost connection fails a write to try again, and a read or begin() reconnects at once") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   CHECK(sql("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
@@ -251,6 +353,10 @@ TEST_CASE("journal: a fenced-off write is set aside without ending its instance,
 }
 
 TEST_CASE("journal: on PostgreSQL a batch is pipelined, and a wrong write in it is set aside alone") {
+  // Each row a write of its own, or rows queued together (as the master writes instances):
+  // the rows go to the database in a few statements, and the one found wrong is set aside.
+  const bool together = GENERATE(false, true);
+  CAPTURE(together);
   PgDatabase db;
   uv_loop_t loop;
   uv_loop_init(&loop);
@@ -268,7 +374,11 @@ TEST_CASE("journal: on PostgreSQL a batch is pipelined, and a wrong write in it 
     for (uint32_t i = 0; i < 3000; ++i) {  // past the pipeline's depth: read back on the way
       InstanceRow row = instance("r1-aaaa", i, "passed", i);
       if (i == 7 || i == 2500) row.reason = "boom";
-      journal.write([row](Store& s) { return s.put_instance(row); }, {"r1-aaaa", int64_t{i}});
+      if (together) {
+        journal.put_instance(row);
+      } else {
+        journal.write([row](Store& s) { return s.put_instance(row); }, {"r1-aaaa", int64_t{i}});
+      }
     }
     settle(journal, &loop);
     auto h = journal.health();
@@ -284,13 +394,16 @@ TEST_CASE("journal: on PostgreSQL a batch is pipelined, and a wrong write in it 
   CHECK(db.sql("SELECT COUNT(*) FROM claims") == "1");  // the run's row and ranges committed
 }
 
-// Not run by the suite (hidden): the journal's write rate on PostgreSQL with and without
-// pipelining, side by side. `corral_unit_tests "[.pg-pipeline]"`; the numbers are in
-// BENCHMARKS.md.
+// Not run by the suite (hidden): the journal's write rate on PostgreSQL, side by side: 50,000
+// instance rows that are there already, each with its vars and checkpoint (as when a resumed
+// instance is placed), written one by one, pipelined (each row a write), and queued together
+// as the master queues them (a few statements). `corral_unit_tests "[.pg-pipeline]"`; the numbers
+// are in BENCHMARKS.md.
 TEST_CASE("journal bench: PostgreSQL writes per second, pipelined or not", "[.pg-pipeline]") {
   const char* host = std::getenv("CORRAL_BENCH_PG_HOST");  // e.g. a TCP address: "127.0.0.1"
+  const char* kModes[] = {"one by one", "pipelined", "together"};
   for (int round = 0; round < 3; ++round) {
-    for (bool pipeline : {false, true}) {
+    for (int mode = 0; mode < 3; ++mode) {
       PgDatabase db;
       std::string url = db.url();
       if (host != nullptr) url += std::string("&hostaddr=") + host;
@@ -298,20 +411,29 @@ TEST_CASE("journal bench: PostgreSQL writes per second, pipelined or not", "[.pg
       uv_loop_init(&loop);
       double ms = 0;
       {
-        auto opened = open_postgresql_store(url, pipeline);
+        auto opened = open_postgresql_store(url, mode != 0);
         REQUIRE_OK(opened.status());
         Journal journal(&loop, std::move(*opened));
         journal.write([](Store& s) { return s.put_run(run_row("r1-aaaa", 1)); });
-        journal.flush();
         const int n = 50000;
+        for (uint32_t i = 0; i < n; ++i) journal.put_instance(instance("r1-aaaa", i, "running"));
+        journal.flush();
         auto start = std::chrono::steady_clock::now();
         for (uint32_t i = 0; i < n; ++i) {
-          journal.write([i](Store& s) { return s.put_instance(instance("r1-aaaa", i % 5000, "passed", i)); });
+          InstanceRow row = instance("r1-aaaa", i, "passed", i);
+          row.vars = R"({"base":"http://127.0.0.1:12345","job":"j-0000012345"})";
+          row.checkpoint = R"({"step":1,"attempts":3,"started_ms":1796639620026,"vars":{}})";
+          if (mode == 2) {
+            journal.put_instance(std::move(row));
+          } else {
+            journal.write([row](Store& s) { return s.put_instance(row); });
+          }
         }
         journal.flush();
         ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        CHECK(journal.health().committed == n + 1);
-        WARN("round " << round << (pipeline ? " pipelined: " : " one by one: ") << ms << " ms, "
+        CHECK(journal.health().committed == 2 * n + 1);
+        CHECK(db.sql("SELECT COUNT(*) FROM instances WHERE state = 'passed'") == std::to_string(n));
+        WARN("round " << round << " " << kModes[mode] << ": " << ms << " ms, "
                       << static_cast<int>(n / ms * 1000) << " writes/s");
       }
       uv_run(&loop, UV_RUN_DEFAULT);

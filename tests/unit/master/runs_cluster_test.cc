@@ -41,6 +41,41 @@ StoredRun page_of_six() {
 
 }  // namespace
 
+TEST_CASE("runs (cluster): a resumed instance's row is written once, whole, when it is placed") {
+  AnyDb db;
+  db.on("sqlite");
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    corral::master::journal::Journal journal(&loop, std::move(db.store));
+    const StoredRun page = page_of_six();
+    journal.write([&page](Store& s) { return s.put_run(page.run); });
+    for (const auto& row : page.instances) journal.put_instance(row);
+    Runs runs;
+    runs.set_clustered(true);
+    runs.attach(&journal);
+    REQUIRE(runs.claimed(page, 0, 6).is_ok());
+    journal.flush();
+    auto row = [&](int idx) {
+      return db.sql(
+          "SELECT state || ':' || resumes || ':' || resume_reasons || ':' || started_ms "
+          "FROM instances WHERE idx = " +
+          std::to_string(idx));
+    };
+    CHECK(row(2) == "running:0:[]:10");  // the claim wrote nothing: still the lost host's row
+    Run* run = runs.find("r3-cccc");
+    REQUIRE(run != nullptr);
+    runs.mark_running(*run, {0, 2}, 0, 1'000);
+    journal.flush();
+    CHECK(row(2) == R"(running:1:["host_lost"]:10)");  // its resume and its start, one row
+    CHECK(row(0) == "running:0:[]:1000");              // only its start: never ran before
+    CHECK_FALSE(run->instance(2).row_behind);
+    CHECK(journal.health().committed == 1 + page.instances.size() + 2);  // the row, the mark
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+}
+
 TEST_CASE("runs (cluster): a run submitted here waits for a claim before anything is placed") {
   auto scenario = corral::scenario::parse_scenario(nlohmann::json::parse(kTwoSteps));
   REQUIRE(scenario.is_ok());
