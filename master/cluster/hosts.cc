@@ -93,7 +93,8 @@ Hosts::Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id
       load_(std::move(load)),
       events_(std::move(events)),
       timer_(loop),
-      fence_timer_(loop) {}
+      fence_timer_(loop),
+      sweep_timer_(loop) {}
 
 void Hosts::start() {
   // A host declared dead: its ranges are free now, not at this host's next beat.
@@ -138,14 +139,34 @@ void Hosts::beat() {
   // registered declares nobody dead for kDeadAfterMs: when the database comes back after an
   // outage, every host's heartbeat is old, and each gets the time to write what it holds and
   // register again before another fences its writes off.
-  if (alive()) {
-    if (monotonic_ms() - registered_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
-      ask(kSweep, {id_, std::to_string(kDeadAfterMs)},
-          [this](Result<PgRows> s) { swept(std::move(s)); });
-    }
-    claim(l);
-  }
+  if (alive()) sweep(l);
   for (const auto& fn : each_beat_) fn();
+}
+
+void Hosts::sweep(const Load& l) {
+  if (monotonic_ms() - registered_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
+    ask(kSweep, {id_, std::to_string(kDeadAfterMs)},
+        [this](Result<PgRows> s) { swept(std::move(s)); });
+  }
+  claim(l);
+}
+
+void Hosts::sweep_when_due() {
+  const HostRow* first = nullptr;
+  for (const HostRow& h : hosts_) {
+    if (h.id == id_ || h.dead) continue;
+    if (first == nullptr || h.heartbeat_age_ms > first->heartbeat_age_ms) first = &h;
+  }
+  if (first == nullptr || sweep_due_) return;
+  const int64_t in = kDeadAfterMs - first->heartbeat_age_ms + kSweepLateMs;
+  if (in >= static_cast<int64_t>(kEveryMs)) return;
+  spdlog::info("cluster: host {} has been silent for {} ms: declared dead in {} ms unless it beats",
+               first->id, first->heartbeat_age_ms, std::max<int64_t>(in, 0));
+  sweep_due_ = true;
+  sweep_timer_.start(static_cast<uint64_t>(std::max<int64_t>(in, 0)), 0, [this] {
+    sweep_due_ = false;
+    if (alive()) sweep(load_());
+  });
 }
 
 void Hosts::ask(const char* sql, std::vector<std::string> params, PgAsync::Done done) {
@@ -252,6 +273,7 @@ void Hosts::listed(Result<PgRows> r) {
     hosts.push_back(std::move(h));
   }
   hosts_ = std::move(hosts);
+  sweep_when_due();
 }
 
 // A sweep that failed (a silent host's row still locked by its transaction, which the server

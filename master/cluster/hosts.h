@@ -5,7 +5,8 @@
 // still take, and reads every host's row back, each with the age of its heartbeat by the
 // database's clock (hosts' own clocks may differ). A host whose heartbeat is older than
 // kDeadAfterMs is dead: any host declares it so (its epoch goes up, which fences off its
-// writes, see journal::Store::set_fence) and releases its claims.
+// writes, see journal::Store::set_fence) and releases its claims, at its beat, or at the
+// moment a heartbeat it listed reaches that age if that comes first (sweep_when_due).
 //
 // Work is shared by claims: each run's instances are cut into ranges of 100 when it is
 // submitted, and every second each live host claims free ranges (FOR UPDATE SKIP LOCKED), up
@@ -75,6 +76,9 @@ class Hosts {
   // show the same time). The margin covers the fence timer firing late and the stop reaching
   // the workers.
   static constexpr int64_t kFenceAfterMs = 4500;
+  // A host whose lease ends before this host's next beat is swept this long after it ends (by
+  // the age the database gave its heartbeat), not at the next beat: up to a second sooner.
+  static constexpr int64_t kSweepLateMs = 20;
   static constexpr uint64_t kMaxClaim = 1000;  // ranges claimed at most per beat
   // The heartbeat is late (GET /health says degraded) once the last one written was sent this
   // long ago.
@@ -153,6 +157,9 @@ class Hosts {
   void arm_fence();
   void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
+  // Sweeps (and claims) when the first other host's lease ends before the next beat.
+  void sweep_when_due();
+  void sweep(const Load& l);
   void swept(Result<PgRows> r);
   void claim(const Load& l);
   void claimed(Result<PgRows> r, int64_t epoch);
@@ -169,6 +176,8 @@ class Hosts {
   size_t out_ = 0;  // this part's queries not answered yet
   uv::Timer timer_;
   uv::Timer fence_timer_;
+  uv::Timer sweep_timer_;
+  bool sweep_due_ = false;  // sweep_timer_ is set
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration

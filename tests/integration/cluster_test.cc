@@ -96,6 +96,12 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   b.wait_until([&] { return db.sql("SELECT epoch FROM hosts WHERE id = '" + id_a + "'") == "2"; },
                seconds(5), "the dead host's epoch to go up");
   CHECK(db.sql("SELECT fenced_ms > 0 FROM hosts WHERE id = '" + id_a + "'") == "t");
+  // Swept when its lease ended, not at b's next beat, and never before: the age that declares
+  // it dead is the database's, from its last heartbeat to the declaration.
+  CHECK_THAT(read_file(home_b.master_log()),
+             Catch::Contains("cluster: host " + id_a + " has been silent for"));
+  CHECK(std::stoll(db.sql("SELECT fenced_ms - heartbeat_ms FROM hosts WHERE id = '" + id_a + "'")) >
+        5000);
   // The same home again is the same host, registered anew: its epoch goes up again.
   Daemon again(home_a, opts);
   again.wait_ready(1);
