@@ -455,20 +455,27 @@ class PendingRequest:
 # --------------------------------------------------------------------------- corral-target
 
 class Target:
-    def __init__(self, bin_dir, workdir, processes=1):
+    """corral-target on `host` (an address of this machine; with `launcher`, such as
+    ["ip", "netns", "exec", NS], one of a network namespace)."""
+
+    def __init__(self, bin_dir, workdir, processes=1, host="127.0.0.1", launcher=None):
         path = os.path.join(bin_dir, "corral-target")
         if not os.access(path, os.X_OK):
             raise BenchError(f"{path} not found: build with tools/build or pass --bin DIR")
-        argv = [path, "--listen", "127.0.0.1:0"]
+        argv = (launcher or []) + [path, "--listen", f"{host}:0"]
         if processes > 1:
             argv += ["--processes", str(processes)]
         self.proc = Proc(argv, log_path=os.path.join(workdir, "target.log"), stdout_pipe=True)
+        self.host = host
         self.port = self.proc.read_listen_line()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"http://{host}:{self.port}"
         self.pids = descendants(self.proc.pid)
 
+    def stats(self):
+        return http_json(self.host, self.port, "GET", "/stats", timeout=10)[1]
+
     def polls(self):
-        st, body = http_json("127.0.0.1", self.port, "GET", "/stats", timeout=5)
+        st, body = http_json(self.host, self.port, "GET", "/stats", timeout=5)
         return body["polls"]
 
     def cpu(self):
@@ -495,11 +502,13 @@ class Target:
 class Corral:
     name = "corral"
 
-    def __init__(self, bin_dir, workdir, config=None, launcher=None):
+    def __init__(self, bin_dir, workdir, config=None, launcher=None, host="127.0.0.1"):
         """`launcher`: an argv the daemon's argv is appended to, which must exec it (so that the
-        pid is the daemon's), e.g. a shell that starts something in its session first."""
+        pid is the daemon's), e.g. a shell that starts something in its session first, or
+        ["ip", "netns", "exec", NS] with `host` an address of that namespace."""
         self.home = tempfile.mkdtemp(prefix="corral-home-", dir=workdir)
-        argv = [os.path.join(bin_dir, "corral"), "daemon", "--home", self.home, "--listen", "127.0.0.1:0"]
+        self.host = host
+        argv = [os.path.join(bin_dir, "corral"), "daemon", "--home", self.home, "--listen", f"{host}:0"]
         self.config = config
         if config:
             cfg_path = os.path.join(self.home, "bench-config.json")
@@ -758,8 +767,9 @@ def rate_buckets_summary(buckets, every_s=1.0):
 class Prober:
     """GET /latency over one keep-alive connection; every probe is recorded."""
 
-    def __init__(self, port, timeout=PROBE_TIMEOUT_S):
+    def __init__(self, port, timeout=PROBE_TIMEOUT_S, host="127.0.0.1"):
         self.port = port
+        self.host = host
         self.timeout = timeout
         self.conn = None
         self.samples = []  # (wall time at send, seconds, answered)
@@ -769,7 +779,7 @@ class Prober:
         t0 = time.perf_counter()
         try:
             if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             self.conn.request("GET", "/latency")
             r = self.conn.getresponse()
             r.read()
@@ -806,9 +816,9 @@ def pct(values, p):
 class ProbeThread(threading.Thread):
     """A Prober asking GET /latency every `every_s` on a thread of its own, until stop()."""
 
-    def __init__(self, port, every_s=0.01):
+    def __init__(self, port, every_s=0.01, host="127.0.0.1"):
         super().__init__(daemon=True)
-        self.prober = Prober(port)
+        self.prober = Prober(port, host=host)
         self.every_s = every_s
         self.stop_flag = False
 
