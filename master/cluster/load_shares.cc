@@ -29,12 +29,19 @@ constexpr const char* kShares =
     "FROM load_shares s JOIN loads l ON l.id = s.load_id "
     "WHERE s.host = $1 AND l.origin <> $1 AND s.state IN ('', 'running')";
 // The seconds other hosts sent for the tests this host is the origin of ($1: a JSON array of
-// ids), taken out of the table, and the state of each share.
+// ids) that it has not had yet, and the state of each share. A second is deleted only once
+// the origin has it: $3 says, for each test and host, the next second the origin wants
+// ({"load", "host", "next"}), and those before it go. An answer lost on the way costs
+// nothing: its seconds are read again.
 constexpr const char* kSeconds =
     "WITH mine AS (SELECT value AS id FROM json_array_elements_text($1::json)), "
-    "got AS (DELETE FROM load_seconds WHERE load_id IN (SELECT id FROM mine) "
-    "RETURNING load_id, host, seq, body) "
-    "SELECT 's', load_id, host, seq, body FROM got UNION ALL "
+    "had AS (SELECT a->>'load' AS load_id, a->>'host' AS host, CAST(a->>'next' AS BIGINT) AS next "
+    "FROM json_array_elements($3::json) AS a), "
+    "gone AS (DELETE FROM load_seconds s USING had "
+    "WHERE s.load_id = had.load_id AND s.host = had.host AND s.seq < had.next) "
+    "SELECT 's', s.load_id, s.host, s.seq, s.body FROM load_seconds s "
+    "WHERE s.load_id IN (SELECT id FROM mine) AND NOT EXISTS (SELECT 1 FROM had "
+    "WHERE had.load_id = s.load_id AND had.host = s.host AND s.seq < had.next) UNION ALL "
     "SELECT 'h', load_id, host, idx, state FROM load_shares "
     "WHERE load_id IN (SELECT id FROM mine) AND host <> $2";
 // Seconds of a share ($4: a JSON array, numbered from $3), while the test is there.
@@ -129,11 +136,25 @@ void LoadShares::read_shares() {
   });
 }
 
+// The next second wanted from each host, of the tests still originated here.
+json LoadShares::had(const std::vector<std::string>& mine) {
+  json out = json::array();
+  for (auto it = next_.begin(); it != next_.end();) {
+    if (std::find(mine.begin(), mine.end(), it->first.first) == mine.end()) {
+      it = next_.erase(it);  // the test ended
+      continue;
+    }
+    out.push_back({{"load", it->first.first}, {"host", it->first.second}, {"next", it->second}});
+    ++it;
+  }
+  return out;
+}
+
 void LoadShares::read_seconds() {
   std::vector<std::string> mine = events_.originated ? events_.originated() : std::vector<std::string>{};
   if (mine.empty()) return;
   reading_ = true;
-  ask(kSeconds, {json(mine).dump(), host_}, [this](Result<PgRows> r) {
+  ask(kSeconds, {json(mine).dump(), host_, had(mine).dump()}, [this](Result<PgRows> r) {
     reading_ = false;
     if (!r) {
       log_failure("reading the seconds of other hosts", r);
@@ -152,6 +173,10 @@ void LoadShares::read_seconds() {
              std::make_tuple((*b)[1], (*b)[2], pg_i64((*b)[3]));
     });
     for (const auto* row : seconds) {
+      uint64_t& next = next_[{row->at(1), row->at(2)}];
+      const auto seq = static_cast<uint64_t>(pg_i64(row->at(3)));
+      if (seq < next) continue;  // had already: its deletion's answer was lost
+      next = seq + 1;
       json second = json::parse(row->at(4), nullptr, false);
       if (second.is_discarded() || !events_.second) continue;
       events_.second(row->at(1), row->at(2), std::move(second));

@@ -3,8 +3,10 @@
 // to, its origin, writes the test and one share per host taking part. Every second each host
 // reads the shares it is to run: it starts a new one on its workers at the test's start time,
 // and stops one the origin marked stopping, or that is gone (the origin ended the test, or was
-// declared dead). A host sends each second its share measured (ipc::LoadSecond, as JSON); the
-// origin reads those seconds, deleting them, and adds them up with its own workers' seconds.
+// declared dead). A host sends each second its share measured (ipc::LoadSecond, as JSON),
+// numbered, and keeps it until the database has it; the origin reads those seconds and adds
+// them up with its own workers' seconds, and a second is deleted only by the origin's next read,
+// which says it has it: a broken connection loses no second on either side.
 // Its queries go on the cluster's connection (Hosts::db), those of a beat in the hosts' round
 // trip; every query runs on the loop without blocking it (pg_async.h). Loop thread only.
 #pragma once
@@ -16,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +90,7 @@ class LoadShares {
   void clean();
   void read_shares();
   void read_seconds();
+  nlohmann::json had(const std::vector<std::string>& mine);
   void flush();
   struct Outbox;
   void send(const std::string& id, Outbox& box);
@@ -107,6 +111,8 @@ class LoadShares {
     bool done = false;  // the last second is in: the box goes once it is sent
   };
   std::map<std::string, Outbox> outboxes_;  // by test
+  // Origin: the next second wanted, by test and host; those before it were added up.
+  std::map<std::pair<std::string, std::string>, uint64_t> next_;
 };
 
 }  // namespace corral::master::cluster
