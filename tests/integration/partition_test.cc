@@ -173,6 +173,16 @@ TEST_CASE(
   CHECK(stopped_ms > 0);
   CHECK(stopped_ms < declared_ms);
   WARN("it stopped " << declared_ms - stopped_ms << " ms before it was declared dead");
+  // The database dropped the cut host's sessions itself (each session sets the server's
+  // keepalives and tcp_user_timeout): left, each would hold a connection slot, and any lock of
+  // its transaction, until the server's kernel gave up on it (minutes; hours for an idle one).
+  t.d[1]->wait_until(
+      [&] {
+        return t.db.sql("SELECT COUNT(*) FROM pg_stat_activity WHERE client_addr = '" +
+                        n.net.addr("h1") + "'") == "0";
+      },
+      seconds(20), "the database to drop the cut host's sessions");
+  WARN("the database dropped the cut host's sessions " << since_cut() << " ms after the cut");
   while (since_cut() < 15000) std::this_thread::sleep_for(milliseconds(100));  // the cut lasts
   n.net.mend("h1");
   t.d[1]->wait_until([&] { return hosts_of(*t.d[1])[victim]["state"] == "alive"; }, seconds(20),
