@@ -42,11 +42,12 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
   events.fenced = [this](const std::string& why) {
     drop_claims(why);
-    // Registering again fences off the old epoch: its writes queued so far go first.
-    journal_->read([](journal::Store&) {},
-                   [this] {
-                     if (hosts_) hosts_->settled();
-                   });
+    // Registering again fences off the old epoch: its writes queued so far are committed first
+    // (held for as long as the database fails).
+    journal_->read_committed([](journal::Store&) {},
+                             [this] {
+                               if (hosts_) hosts_->settled();
+                             });
   };
   events.open_runs = [this](const cluster::OpenRuns& open) { on_open_runs(open); };
   events.pruned_before = [this](int64_t before_ms) {

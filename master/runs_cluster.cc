@@ -169,15 +169,17 @@ void Runs::range_finished(Run& run, uint32_t index) {
 void Runs::finish_if_complete(const std::string& id) {
   if (journal_ == nullptr) return;
   auto complete = std::make_shared<Result<bool>>(false);
-  journal_->read([complete, id](journal::Store& s) { *complete = s.run_complete(id); },
-                 [this, complete, id] {
-                   if (!*complete) {
-                     spdlog::warn("run {}: cannot tell whether it ended: {}", id,
-                                  complete->status().message());
-                   } else if (**complete) {
-                     finish_from_journal(id);
-                   }
-                 });
+  // Only once this host's writes are in: a read past a failed commit would not see its own
+  // last ranges done.
+  journal_->read_committed([complete, id](journal::Store& s) { *complete = s.run_complete(id); },
+                           [this, complete, id] {
+                             if (!*complete) {
+                               spdlog::warn("run {}: cannot tell whether it ended: {}", id,
+                                            complete->status().message());
+                             } else if (**complete) {
+                               finish_from_journal(id);
+                             }
+                           });
 }
 
 // Every range is done: the run ends here, with its summary summed up by the database (most of
@@ -187,15 +189,15 @@ void Runs::finish_if_complete(const std::string& id) {
 // asked for.
 void Runs::finish_from_journal(const std::string& id) {
   auto tally = std::make_shared<Result<journal::RunTally>>(Status(Code::kInternal, "not read"));
-  journal_->read([tally, id](journal::Store& s) { *tally = s.tally_run(id); },
-                 [this, tally, id] {
-                   if (!*tally) {
-                     spdlog::warn("run {}: cannot sum it up to end it: {}", id,
-                                  tally->status().message());
-                     return;
-                   }
-                   finish_tallied(id, **tally);
-                 });
+  journal_->read_committed([tally, id](journal::Store& s) { *tally = s.tally_run(id); },
+                           [this, tally, id] {
+                             if (!*tally) {
+                               spdlog::warn("run {}: cannot sum it up to end it: {}", id,
+                                            tally->status().message());
+                               return;
+                             }
+                             finish_tallied(id, **tally);
+                           });
 }
 
 void Runs::finish_tallied(const std::string& id, const journal::RunTally& tally) {

@@ -76,6 +76,10 @@ void Journal::read(std::function<void(Store&)> read, std::function<void()> done)
   enqueue(Op{nullptr, {}, std::move(read), std::move(done), {}}, false);
 }
 
+void Journal::read_committed(std::function<void(Store&)> read, std::function<void()> done) {
+  enqueue(Op{nullptr, {}, std::move(read), std::move(done), {}, true}, false);
+}
+
 void Journal::flush() {
   std::promise<void> tried;
   enqueue(Op{nullptr, {}, [&tried](Store&) { tried.set_value(); }, nullptr, {}}, false);
@@ -140,18 +144,23 @@ void Journal::run() {
       queue_items_ = 0;
       if (stop_ && taken.empty() && pending_.empty()) return;
     }
-    bool ok = true;  // after one failure, this round only gathers; the retry comes later
+    // After one failure, this round only gathers; the retry comes later. A retry that commits
+    // releases the reads held for it.
+    bool ok = held_.empty() || commit_and_release();
     for (Op& op : taken) {
       if (op.write || !op.rows.empty()) {
         take(std::move(op));
-        if (ok && pending_.size() >= kMaxBatch) ok = commit_pending();
+        if (ok && pending_.size() >= kMaxBatch) ok = commit_and_release();
         continue;
       }
-      if (ok) ok = commit_pending();  // a read sees every write queued before it
-      op.read(*store_);
-      if (op.done) deliver(std::move(op.done));
+      if (ok) ok = commit_and_release();  // the writes queued before it are tried first
+      if (op.committed && !ok) {
+        held_.push_back(std::move(op));
+      } else {
+        run_read(op);
+      }
     }
-    if (ok) commit_pending();
+    if (ok) commit_and_release();
     bool stopping;
     {
       std::lock_guard lk(mu_);
@@ -163,6 +172,19 @@ void Journal::run() {
       return;
     }
   }
+}
+
+void Journal::run_read(Op& op) {
+  op.read(*store_);
+  if (op.done) deliver(std::move(op.done));
+}
+
+bool Journal::commit_and_release() {
+  if (!commit_pending()) return false;
+  std::vector<Op> held;
+  held.swap(held_);
+  for (Op& op : held) run_read(op);  // they see every write queued before them, and more
+  return true;
 }
 
 void Journal::take(Op&& op) {

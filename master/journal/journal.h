@@ -93,9 +93,15 @@ class Journal {
   // queued one after another share one entry of the queue: moving 50,000 instances costs the
   // loop no allocation per row but the row's own.
   void put_instance(InstanceRow row);
-  // Queues a read that sees every write queued before it (once committed). `read` runs on the
-  // writer thread, then `done` on the loop thread.
+  // Queues a read that runs once every write queued before it was tried: committed, or, when
+  // the store failed, kept for a retry (health() says so) — the read then does not see those.
+  // This is what answers the API while the database is away. `read` runs on the writer thread,
+  // then `done` on the loop thread.
   void read(std::function<void(Store&)> read, std::function<void()> done);
+  // The same, run only once every write queued before it is committed: held while the store
+  // fails (for as long as it fails), for a read that must see them, such as whether a run
+  // ended or what a host wrote before it registers again.
+  void read_committed(std::function<void(Store&)> read, std::function<void()> done);
   // Blocks until every write queued before the call has been tried once. For tests.
   void flush();
 
@@ -115,6 +121,7 @@ class Journal {
     std::function<void(Store&)> read;
     std::function<void()> done;
     std::vector<InstanceRow> rows;  // put_instance's rows, each a write of its own
+    bool committed = false;         // read_committed()
   };
   // One write: `op`, or else put_instance(row).
   struct Write {
@@ -137,6 +144,8 @@ class Journal {
   void note_failure(const Status& s);
   void note_commit(const std::vector<Rejected>& rejected);
   void deliver(std::function<void()> done);
+  void run_read(Op& op);
+  bool commit_and_release();  // commit_pending(), then the held reads if it committed
   void on_async();
 
   std::unique_ptr<Store> store_;
@@ -153,6 +162,7 @@ class Journal {
 
   OnRejected on_rejected_;      // loop thread only
   std::vector<Write> pending_;  // writer thread only
+  std::vector<Op> held_;        // read_committed()s waiting for pending_ to commit; writer only
   std::thread thread_;
 };
 

@@ -404,6 +404,34 @@ TEST_CASE("journal: a failing batch is kept and retried until it commits") {
   CHECK(b.rows() == "1/2/2");
 }
 
+TEST_CASE("journal: a committed read waits while the store fails and then sees the writes before it, where a read does not wait") {
+  Bench b({.retry_ms = 20}, Bench::Flaky{});
+  b.write_run("r1-aaaa", 2, 0);
+  // What a read saw, handed to the loop's thread by its `done`.
+  auto ask = [&](bool committed_only, std::string& out, std::function<std::string(Store&)> fn) {
+    auto got = std::make_shared<std::string>();
+    auto read = [got, fn](Store& s) { *got = fn(s); };
+    auto done = [got, &out] { out = *got; };
+    committed_only ? b.journal->read_committed(read, done) : b.journal->read(read, done);
+  };
+  auto found = [](Store& s) { return s.load_run("r1-aaaa").is_ok() ? "found" : "absent"; };
+  std::string tried, committed;
+  ask(true, committed, found);
+  ask(false, tried, found);
+  REQUIRE(b.run_until([&] { return !tried.empty() && b.faults->failed >= 3; }));
+  CHECK(tried == "absent");   // answered at once, without the writes kept for a retry
+  CHECK(committed.empty());  // still waiting, three retries later
+  b.faults->failing = false;
+  REQUIRE(b.run_until([&] { return !committed.empty(); }));
+  CHECK(committed == "found");
+  // With nothing failing, it runs as soon as the writes before it commit.
+  std::string next;
+  b.write(instance("r1-aaaa", 1, "passed", 5));
+  ask(true, next, [](Store& s) { return s.load_run("r1-aaaa")->instances.at(1).state; });
+  REQUIRE(b.run_until([&] { return !next.empty(); }));
+  CHECK(next == "passed");
+}
+
 TEST_CASE("journal: destroying it commits the writes still queued") {
   Bench b({.commit_window_ms = 60000});  // nothing commits before the destructor
   b.write_run("r1-aaaa", 2, 1);
