@@ -102,6 +102,15 @@ std::string epochs_text(Trio& t) {
 }
 
 // Which host holds each range of the run, as one text.
+// Every host's worker reports its `n` instances: the workers' count comes with their
+// heartbeat, a moment after the journal says the instances run.
+void wait_active(Trio& t, int n) {
+  for (auto& d : t.d) {
+    d->wait_until([&] { return d->worker(0)["active"] == n; }, seconds(10),
+                  "the worker to report its instances");
+  }
+}
+
 std::string holders(const Trio& t, const std::string& id) {
   return t.db.sql(
       "SELECT string_agg(host || ':' || lo, ',' ORDER BY lo) FROM "
@@ -198,6 +207,7 @@ TEST_CASE("partition: the database's link down for 3 s stops nothing, and nothin
   Trio& t = n.t;
   const std::string id = t.submit(kInstances, 12000);
   const std::vector<int64_t> epochs = epochs_of(t);
+  wait_active(t, 100);
   n.net.cut("db");
   const auto cut = std::chrono::steady_clock::now();
   // Shorter than the lease: every host keeps running what it holds, and says it is degraded
@@ -340,6 +350,7 @@ TEST_CASE(
   Trio& t = n.t;
   const std::string id = t.submit(kInstances, 30000);
   const std::vector<int64_t> epochs = epochs_of(t);
+  wait_active(t, 100);
   const std::string before = holders(t, id);
   // For longer than a dead host's 5 s past the step, every host lists every other alive and
   // keeps its instances.
