@@ -98,8 +98,10 @@ Hosts::Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id
 
 void Hosts::start() {
   // A host declared dead: its ranges are free now, not at this host's next beat.
-  db_.listen(kDeathChannel, [this](const std::string&) {
-    if (alive()) claim(load_());
+  db_.listen(kDeathChannel, [this](const std::string& dead) {
+    if (!alive()) return;
+    spdlog::info("cluster: host {} was declared dead by another host: claiming now", dead);
+    claim(load_());
   });
   timer_.start(0, kEveryMs, [this] { beat(); });
 }

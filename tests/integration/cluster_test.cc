@@ -154,6 +154,16 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   auto resumed = std::chrono::steady_clock::now() - killed;
   WARN("killed -> resumed on the others: "
        << std::chrono::duration_cast<std::chrono::milliseconds>(resumed).count() << " ms");
+  // One survivor declared it dead; that one woke the other (NOTIFY), which claimed at once.
+  const std::string log0 = read_file(t.homes[0].master_log());
+  const std::string log2 = read_file(t.homes[2].master_log());
+  const std::string declared = "cluster: host " + victim + " (epoch 1) declared dead";
+  const std::string woken = "cluster: host " + victim + " was declared dead by another host";
+  auto has = [](const std::string& log, const std::string& line) {
+    return log.find(line) != std::string::npos;
+  };
+  INFO(log0 << "\n---\n" << log2);
+  CHECK(((has(log0, declared) && has(log2, woken)) != (has(log2, declared) && has(log0, woken))));
   // Only instances of its ranges resumed, each once.
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
   CHECK(t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +
