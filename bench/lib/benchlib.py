@@ -475,8 +475,7 @@ class Target:
         return http_json(self.host, self.port, "GET", "/stats", timeout=10)[1]
 
     def polls(self):
-        st, body = http_json(self.host, self.port, "GET", "/stats", timeout=5)
-        return body["polls"]
+        return self.stats()["polls"]
 
     def cpu(self):
         return cpu_seconds(self.pids)

@@ -159,14 +159,12 @@ void Hosts::sweep_when_due() {
     if (h.id == id_ || h.dead) continue;
     if (first == nullptr || h.heartbeat_age_ms > first->heartbeat_age_ms) first = &h;
   }
-  if (first == nullptr || sweep_due_) return;
+  if (first == nullptr || sweep_timer_.active()) return;
   const int64_t in = kDeadAfterMs - first->heartbeat_age_ms + kSweepLateMs;
   if (in >= static_cast<int64_t>(kEveryMs)) return;
   spdlog::info("cluster: host {} has been silent for {} ms: declared dead in {} ms unless it beats",
                first->id, first->heartbeat_age_ms, std::max<int64_t>(in, 0));
-  sweep_due_ = true;
   sweep_timer_.start(static_cast<uint64_t>(std::max<int64_t>(in, 0)), 0, [this] {
-    sweep_due_ = false;
     if (alive()) sweep(load_());
   });
 }

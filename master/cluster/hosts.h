@@ -177,7 +177,6 @@ class Hosts {
   uv::Timer timer_;
   uv::Timer fence_timer_;
   uv::Timer sweep_timer_;
-  bool sweep_due_ = false;  // sweep_timer_ is set
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration

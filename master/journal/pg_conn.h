@@ -52,11 +52,7 @@ class ArrayParams {
  public:
   ArrayParams& bind(const std::string& v);
   ArrayParams& bind(int64_t v);
-  void next_row() {
-    column_ = 0;
-    ++rows_;
-  }
-  size_t rows() const { return rows_; }
+  void next_row() { column_ = 0; }
   void bind_to(Params& p) const;
 
  private:
@@ -64,7 +60,6 @@ class ArrayParams {
 
   std::vector<std::string> arrays_;
   size_t column_ = 0;
-  size_t rows_ = 0;
 };
 
 struct ResultDeleter {

@@ -15,6 +15,8 @@ class Timer {
   // previous schedule and callback. The callback may destroy this Timer.
   void start(uint64_t timeout_ms, uint64_t repeat_ms, std::function<void()> cb);
   void stop();
+  // Whether it is set to fire (a one-shot timer that fired is not).
+  bool active() const { return handle_.live() && uv_is_active(handle_.base()) != 0; }
   void close() { handle_.close(); }
   // Keeps the loop from waiting on this timer alone (uv_unref).
   void unref();
