@@ -1,7 +1,7 @@
 // No exception unwinds into libuv: a callback that throws, of each kind corral registers
 // (timer, stream read, stream write error, signal, async; libcurl's are covered by the curl
 // client's tests), is caught and counted, and the loop goes on serving the others. corral
-// registers no uv_fs callbacks.
+// registers no uv_fs callbacks. Also: what uv::Timer::active() says.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -135,4 +135,23 @@ TEST_CASE("uv guard: an async callback that throws is counted and later sends st
   REQUIRE(l.run_until([&] { return seen == 2; }));
   CHECK(callback_failures() == before + 1);
   async.close();
+}
+
+TEST_CASE("uv timer: active while set, not once a one-shot fired or it was stopped") {
+  Loop l;
+  corral::uv::Timer once(&l.loop), stopped(&l.loop);
+  bool fired = false, active_in_callback = true;
+  CHECK_FALSE(once.active());
+  once.start(1, 0, [&] {
+    active_in_callback = once.active();
+    fired = true;
+  });
+  stopped.start(60000, 0, [] {});
+  CHECK(once.active());
+  CHECK(stopped.active());
+  stopped.stop();
+  CHECK_FALSE(stopped.active());
+  REQUIRE(l.run_until([&] { return fired; }));
+  CHECK_FALSE(active_in_callback);  // the due sweep may set it again from its callback
+  CHECK_FALSE(once.active());
 }
