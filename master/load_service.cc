@@ -124,13 +124,7 @@ LoadTest& LoadService::launch(LoadSubmission sub, const std::vector<int>& ready)
       loads_.worker_gone(ready[i], unix_ms_now());
     }
   }
-  if (t.spec.watch.any()) {
-    auto watch = std::make_unique<TargetWatch>(loop_, t.spec.watch, [this, id = t.id](json sample) {
-      on_target_sample(id, std::move(sample));
-    });
-    watch->start();
-    watches_[t.id] = std::move(watch);
-  }
+  if (t.spec.watch.any()) start_watch(t);
   spdlog::info("load {}: \"{}\" ({} model, {}) on {} workers{}", t.id, t.name,
                load::to_string(t.spec.model), config::format_duration_ms(t.spec.duration_ms()),
                ready.size(),
@@ -138,6 +132,14 @@ LoadTest& LoadService::launch(LoadSubmission sub, const std::vector<int>& ready)
                                 : std::string());
   warn_unverified("load", t.id, sub.unverified);
   return t;
+}
+
+void LoadService::start_watch(const LoadTest& t) {
+  auto watch = std::make_unique<TargetWatch>(loop_, t.spec.watch, [this, id = t.id](json sample) {
+    on_target_sample(id, std::move(sample));
+  });
+  watch->start();
+  watches_[t.id] = std::move(watch);
 }
 
 void LoadService::on_target_sample(const std::string& id, json sample) {

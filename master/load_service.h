@@ -4,6 +4,7 @@
 //   api_loads.cc            POST/GET /loads, GET/DELETE /loads/<id>; a submission's checks
 //   load_service.cc         starting a test on the workers, its seconds, its end
 //   load_service_shares.cc  a test over the hosts of a cluster (docs/cluster.md)
+//   load_service_takeover.cc  ... taken over when its origin is gone
 //   load_service_target.cc  the target a test starts (a load section's "target")
 //   load_service_kept.cc    tests that ended, kept in the journal (kept_loads.h)
 // Loop thread only.
@@ -128,6 +129,12 @@ class LoadService {
   // host's share.
   void on_remote_second(const std::string& id, const std::string& host, nlohmann::json second);
   void on_share_state(const std::string& id, const std::string& host, const std::string& state);
+  // This host took a test over from its origin, gone (load_service_takeover.cc); or, as the
+  // origin, lost one it had to host `origin` ("": the test is gone).
+  void on_claimed(cluster::ClaimedLoad c);
+  void on_lost(const std::string& id, const std::string& origin);
+  // Starts watching the target of `t` (spec.watch).
+  void start_watch(const LoadTest& t);
 
   uv_loop_t* loop_;
   const config::Config& cfg_;

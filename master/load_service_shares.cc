@@ -87,6 +87,8 @@ void LoadService::join_cluster(cluster::Hosts* hosts) {
   };
   events.share_state = [this](const std::string& id, const std::string& host,
                               const std::string& state) { on_share_state(id, host, state); };
+  events.claimed = [this](cluster::ClaimedLoad c) { on_claimed(std::move(c)); };
+  events.lost = [this](const std::string& id, const std::string& origin) { on_lost(id, origin); };
   load_shares_ =
       std::make_unique<cluster::LoadShares>(loop_, hosts_->db(), hosts_->id(), std::move(events));
   loads_.set_forward([this](const LoadTest& t, const ipc::LoadSecond& s) {
@@ -165,6 +167,10 @@ void LoadService::on_shares(std::vector<cluster::ShareRow> rows) {
   for (const cluster::ShareRow& row : rows) {
     listed.insert(row.load);
     if (LoadTest* t = loads_.find(row.load)) {
+      if (!t->origin.empty() && !row.orphaned && t->origin != row.origin && !t->ended()) {
+        spdlog::info("load {}: its origin is host {} now", row.load, row.origin);
+        t->origin = row.origin;  // another host took the test over
+      }
       if (t->origin == row.origin && row.stopping && !t->ended()) {
         end(*t, LoadState::kStopped, "stopped on its origin host " + row.origin);
       }

@@ -216,14 +216,17 @@ Status Loads::on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms) {
   if (t->slots.count(slot) == 0) return Status::ok();  // dropped from the test already
   const uint32_t second = s.second;
   const bool done = s.done;
+  // The origin of a test over hosts forwards its own workers' seconds as a share does.
+  const bool own = t->origin.empty() && t->host_count > 1 && slot >= 0;
   if (second < t->seconds) {
     t->total.add(s);  // a second already summed up: it still counts in the totals
-    if (!t->origin.empty() && forward_) {
+    if ((!t->origin.empty() || own) && forward_) {
       s.done = false;  // the share's end is sent once its last second is complete
       forward_(*t, s);
     }
   } else {
     t->pending[second].add(s);
+    if (own) t->local[second].add(s);
   }
   t->last_second[slot] = second;
   if (done) {
@@ -264,6 +267,11 @@ void Loads::complete_seconds(LoadTest& t) {
     if (!t.origin.empty() && forward_) {
       first->second.second = first->first;
       forward_(t, first->second);
+    } else if (auto own = t.local.find(first->first); own != t.local.end()) {
+      own->second.second = first->first;
+      own->second.done = false;
+      if (forward_) forward_(t, own->second);
+      t.local.erase(own);
     }
     t.seconds = first->first + 1;
     t.pending.erase(first);

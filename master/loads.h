@@ -8,7 +8,9 @@
 // A test spread over the hosts of a cluster (docs/cluster.md): on its origin, each other host
 // takes part as one more "slot" (negative, so never a worker's), whose seconds are that host's
 // workers' added up; on each other host, the test is a share whose complete seconds (and late
-// ones, and its end) are forwarded to the origin instead of being judged.
+// ones, and its end) are forwarded to the origin instead of being judged. The origin forwards
+// its own workers' seconds too, so that another host can take the test over (adopt()) if it
+// dies.
 //
 // Pure bookkeeping: no I/O and no clock of its own (times are passed in). Loop thread only.
 #pragma once
@@ -99,6 +101,8 @@ struct LoadTest {
     std::string state;
   };
   std::map<int, Remote> remote;
+  // On the origin: its own workers' part of the seconds not yet complete, forwarded with them.
+  std::map<uint32_t, ipc::LoadSecond> local;
   std::string origin;
   uint32_t host_index = 0, host_count = 1;
 
@@ -132,6 +136,22 @@ class Loads {
   // The slot of another host in a test spread over hosts: share 1 is slot -2, and so on.
   static int host_slot(uint32_t share) { return -1 - static_cast<int>(share); }
   static uint32_t share_of_slot(int slot) { return static_cast<uint32_t>(-1 - slot); }
+  // Another host's share of a test, with the seconds it sent, in the order it sent them
+  // (adopt()).
+  struct ShareHistory {
+    std::string host;
+    uint32_t index = 0;
+    std::string state;  // its share's: '', running, done, or why it could not run
+    std::string left;   // why it no longer takes part; "" if it does
+    std::vector<ipc::LoadSecond> seconds;
+  };
+  // `t`, this host's share of a test whose origin is gone, becomes the whole test with this
+  // host as its origin (loads_adopt.cc). Its totals, series and crossed thresholds are added up
+  // again from every host's seconds so far: `own`, those this host forwarded, and `others`'.
+  // A share that left is dropped after its seconds; the others take part from here as on any
+  // origin.
+  void adopt(LoadTest& t, std::vector<ipc::LoadSecond> own, std::vector<ShareHistory> others,
+             int64_t now_ms);
   // Thresholds with abort_on_fail that the totals now cross (past their delay).
   std::vector<ThresholdResult> crossed_aborting(const LoadTest& t, int64_t now_ms) const;
   std::vector<ThresholdResult> evaluate(const LoadTest& t, int64_t now_ms) const;

@@ -23,27 +23,42 @@ constexpr const char* kPublish =
     "FROM json_array_elements_text($5::json) WITH ORDINALITY AS h(value, ord) "
     "WHERE EXISTS (SELECT 1 FROM l)) "
     "SELECT id FROM l";
+// A test whose origin was declared dead, or gave it up when it restarted ('').
+#define CORRAL_ORPHANED(l)                                                             \
+  "(" l ".origin = '' OR EXISTS (SELECT 1 FROM hosts h WHERE h.id = " l ".origin " \
+  "AND h.fenced_ms <> 0))"
 // The shares this host is to start or runs, of tests other hosts submitted.
 constexpr const char* kShares =
-    "SELECT l.id, l.origin, l.body, l.start_ms, l.hosts, s.idx, l.stop_ms, s.state "
-    "FROM load_shares s JOIN loads l ON l.id = s.load_id "
+    "SELECT l.id, l.origin, l.body, l.start_ms, l.hosts, s.idx, l.stop_ms, s.state, "
+    CORRAL_ORPHANED("l") " FROM load_shares s JOIN loads l ON l.id = s.load_id "
     "WHERE s.host = $1 AND l.origin <> $1 AND s.state IN ('', 'running')";
+// An orphaned test this host runs a share of becomes its own, one at a time: the test, every
+// share and every second sent so far. SKIP LOCKED: of hosts claiming at once, one gets it.
+constexpr const char* kClaimLoad =
+    "WITH o AS (SELECT l.id, l.origin FROM loads l WHERE l.origin <> $1 AND l.stop_ms = 0 AND "
+    CORRAL_ORPHANED("l") " AND EXISTS (SELECT 1 FROM load_shares s WHERE s.load_id = l.id "
+    "AND s.host = $1 AND s.state = 'running') ORDER BY l.id LIMIT 1 FOR UPDATE OF l SKIP LOCKED), "
+    "c AS (UPDATE loads l SET origin = $1 FROM o WHERE l.id = o.id "
+    "RETURNING l.id, o.origin AS old, l.body) "
+    "SELECT 'c', id, old, 0, body FROM c UNION ALL "
+    "SELECT 'h', load_id, host, idx, state FROM load_shares WHERE load_id IN (SELECT id FROM c) "
+    "UNION ALL SELECT 's', load_id, host, seq, body FROM load_seconds "
+    "WHERE load_id IN (SELECT id FROM c)";
 // The seconds other hosts sent for the tests this host is the origin of ($1: a JSON array of
-// ids) that it has not had yet, and the state of each share. A second is deleted only once
-// the origin has it: $3 says, for each test and host, the next second the origin wants
-// ({"load", "host", "next"}), and those before it go. An answer lost on the way costs
-// nothing: its seconds are read again.
+// ids) that it has not had yet ($3, for each test and host, the next second it wants:
+// {"load", "host", "next"}), the state of each share, and the tests of $1 whose origin is
+// another host now, or that are gone.
 constexpr const char* kSeconds =
     "WITH mine AS (SELECT value AS id FROM json_array_elements_text($1::json)), "
     "had AS (SELECT a->>'load' AS load_id, a->>'host' AS host, CAST(a->>'next' AS BIGINT) AS next "
-    "FROM json_array_elements($3::json) AS a), "
-    "gone AS (DELETE FROM load_seconds s USING had "
-    "WHERE s.load_id = had.load_id AND s.host = had.host AND s.seq < had.next) "
-    "SELECT 's', s.load_id, s.host, s.seq, s.body FROM load_seconds s "
-    "WHERE s.load_id IN (SELECT id FROM mine) AND NOT EXISTS (SELECT 1 FROM had "
-    "WHERE had.load_id = s.load_id AND had.host = s.host AND s.seq < had.next) UNION ALL "
+    "FROM json_array_elements($3::json) AS a) "
+    "SELECT 's', s.load_id, s.host, s.seq, s.body FROM load_seconds s LEFT JOIN had "
+    "ON had.load_id = s.load_id AND had.host = s.host WHERE s.load_id IN (SELECT id FROM mine) "
+    "AND s.host <> $2 AND s.seq >= COALESCE(had.next, 0) UNION ALL "
     "SELECT 'h', load_id, host, idx, state FROM load_shares "
-    "WHERE load_id IN (SELECT id FROM mine) AND host <> $2";
+    "WHERE load_id IN (SELECT id FROM mine) AND host <> $2 UNION ALL "
+    "SELECT 'o', m.id, COALESCE(l.origin, ''), 0, '' FROM mine m LEFT JOIN loads l ON l.id = m.id "
+    "WHERE l.origin IS DISTINCT FROM $2";
 // Seconds of a share ($4: a JSON array, numbered from $3), while the test is there.
 constexpr const char* kPost =
     "INSERT INTO load_seconds (load_id, host, seq, body) "
@@ -55,13 +70,21 @@ constexpr const char* kStop =
     "UPDATE loads SET stop_ms = " CORRAL_DB_NOW " WHERE id = $1 AND stop_ms = 0";
 constexpr const char* kSetState =
     "UPDATE load_shares SET state = $3 WHERE load_id = $1 AND host = $2";
-// A test's rows ($1), or those of every test whose origin is $2 (from an earlier life) or was
-// declared dead (its shares then stop: they are gone).
+// A test's rows ($1); with $1 '', those of every orphaned test that no host will claim: one
+// asked to stop, or with no share waiting or running on a live host (they then see it gone).
 constexpr const char* kForget =
-    "WITH gone AS (DELETE FROM loads l WHERE l.id = $1 OR l.origin = $2 OR EXISTS "
-    "(SELECT 1 FROM hosts h WHERE h.id = l.origin AND h.fenced_ms <> 0) RETURNING l.id), "
+    "WITH gone AS (DELETE FROM loads l WHERE l.id = $1 OR ($1 = '' AND " CORRAL_ORPHANED("l")
+    " AND (l.stop_ms <> 0 OR NOT EXISTS (SELECT 1 FROM load_shares s JOIN hosts h "
+    "ON h.id = s.host WHERE s.load_id = l.id AND s.state IN ('', 'running') "
+    "AND h.fenced_ms = 0 AND s.host <> l.origin))) RETURNING l.id), "
     "s AS (DELETE FROM load_shares WHERE load_id IN (SELECT id FROM gone)) "
     "DELETE FROM load_seconds WHERE load_id IN (SELECT id FROM gone)";
+// The tests this host ($1) was the origin of in an earlier life: orphaned, its share gone.
+constexpr const char* kGiveUp =
+    "WITH o AS (UPDATE loads SET origin = '' WHERE origin = $1 RETURNING id) "
+    "UPDATE load_shares SET state = 'failed: the host restarted during the test' "
+    "WHERE host = $1 AND load_id IN (SELECT id FROM o)";
+#undef CORRAL_ORPHANED
 // clang-format on
 
 void log_failure(const char* what, const Result<PgRows>& r) {
@@ -90,13 +113,14 @@ void LoadShares::start() {
   });
 }
 
-// Deletes the tests this host was the origin of in an earlier life: they died with it.
+// Gives up the tests this host was the origin of in an earlier life: their other hosts claim
+// them, or see them gone.
 void LoadShares::clean() {
   cleaning_ = true;
-  ask(kForget, {"", host_}, [this](Result<PgRows> r) {
+  ask(kGiveUp, {host_}, [this](Result<PgRows> r) {
     cleaning_ = false;
     cleaned_ = r.is_ok();
-    log_failure("deleting this host's tests of an earlier life", r);
+    log_failure("giving up this host's tests of an earlier life", r);
   });
 }
 
@@ -107,8 +131,8 @@ void LoadShares::beat() {
     if (!cleaning_) clean();
     return;
   }
-  // Tests whose origin was declared dead: their shares see them gone.
-  ask(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting tests of dead hosts", r); });
+  // Orphaned tests no host will claim: their shares see them gone.
+  ask(kForget, {""}, [](Result<PgRows> r) { log_failure("deleting orphaned tests", r); });
   flush();
   read_shares();
 }
@@ -120,6 +144,7 @@ void LoadShares::read_shares() {
       return;
     }
     std::vector<ShareRow> shares;
+    bool claimable = false;
     for (const auto& row : r->rows) {
       ShareRow s;
       s.load = row.at(0);
@@ -130,10 +155,62 @@ void LoadShares::read_shares() {
       s.index = static_cast<uint32_t>(pg_i64(row.at(5)));
       s.stopping = pg_i64(row.at(6)) != 0;
       s.state = row.at(7);
+      s.orphaned = row.at(8) == "t";
+      claimable = claimable || (s.orphaned && !s.stopping && s.state == "running");
       shares.push_back(std::move(s));
     }
     if (events_.shares) events_.shares(std::move(shares));
+    if (claimable) claim();
   });
+}
+
+void LoadShares::claim() {
+  if (claiming_) return;
+  claiming_ = true;
+  ask(kClaimLoad, {host_}, [this](Result<PgRows> r) {
+    claiming_ = false;
+    if (!r) {
+      log_failure("claiming a test whose origin is gone", r);
+      return;
+    }
+    if (!r->rows.empty()) on_claim(*r);
+  });
+}
+
+void LoadShares::on_claim(const PgRows& rows) {
+  ClaimedLoad c;
+  std::map<std::string, std::map<int64_t, json>> seconds;  // by host, then number
+  for (const auto& row : rows.rows) {
+    if (row.at(0) == "c") {
+      c.load = row.at(1);
+      c.from = row.at(2);
+      c.body = json::parse(row.at(4), nullptr, false);
+    } else if (row.at(0) == "h") {
+      c.shares.push_back({row.at(2), static_cast<uint32_t>(pg_i64(row.at(3))), row.at(4), {}});
+    } else {
+      seconds[row.at(2)][pg_i64(row.at(3))] = json::parse(row.at(4), nullptr, false);
+    }
+  }
+  // This host's own: those still in its outbox are not all in the database yet.
+  if (auto box = outboxes_.find(c.load); box != outboxes_.end()) {
+    for (size_t i = 0; i < box->second.seconds.size(); ++i) {
+      seconds[host_][static_cast<int64_t>(box->second.next_seq + i)] = box->second.seconds[i];
+    }
+  }
+  std::sort(c.shares.begin(), c.shares.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (ClaimedLoad::Share& share : c.shares) {
+    const auto& sent = seconds[share.host];
+    for (const auto& [seq, second] : sent) {
+      if (!second.is_discarded()) share.seconds.push_back(second);
+    }
+    // The others' seconds are read on from there, as on any origin.
+    if (share.host != host_ && !sent.empty())
+      next_[{c.load, share.host}] = static_cast<uint64_t>(sent.rbegin()->first) + 1;
+  }
+  spdlog::info("load {}: its origin host {} is gone: this host takes the test over", c.load,
+               c.from.empty() ? "(restarted)" : c.from);
+  if (events_.claimed) events_.claimed(std::move(c));
 }
 
 // The next second wanted from each host, of the tests still originated here.
@@ -164,6 +241,8 @@ void LoadShares::read_seconds() {
     for (const auto& row : r->rows) {
       if (row.at(0) == "s") {
         seconds.push_back(&row);
+      } else if (row.at(0) == "o") {
+        if (events_.lost) events_.lost(row.at(1), row.at(2));
       } else if (events_.share_state) {
         events_.share_state(row.at(1), row.at(2), row.at(4));
       }
@@ -175,7 +254,7 @@ void LoadShares::read_seconds() {
     for (const auto* row : seconds) {
       uint64_t& next = next_[{row->at(1), row->at(2)}];
       const auto seq = static_cast<uint64_t>(pg_i64(row->at(3)));
-      if (seq < next) continue;  // had already: its deletion's answer was lost
+      if (seq < next) continue;  // had already
       next = seq + 1;
       json second = json::parse(row->at(4), nullptr, false);
       if (second.is_discarded() || !events_.second) continue;
@@ -231,7 +310,8 @@ void LoadShares::stop(const std::string& id) {
 }
 
 void LoadShares::forget(const std::string& id) {
-  ask(kForget, {id, ""}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
+  outboxes_.erase(id);  // the origin's own seconds: no longer wanted
+  ask(kForget, {id}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
 }
 
 void LoadShares::set_state(const std::string& id, const std::string& state) {

@@ -2,11 +2,13 @@
 // through three tables of the journal's database (migration 10). The host a test is submitted
 // to, its origin, writes the test and one share per host taking part. Every second each host
 // reads the shares it is to run: it starts a new one on its workers at the test's start time,
-// and stops one the origin marked stopping, or that is gone (the origin ended the test, or was
-// declared dead). A host sends each second its share measured (ipc::LoadSecond, as JSON),
-// numbered, and keeps it until the database has it; the origin reads those seconds and adds
-// them up with its own workers' seconds, and a second is deleted only by the origin's next read,
-// which says it has it: a broken connection loses no second on either side.
+// and stops one the origin marked stopping, or that is gone (the origin ended the test, or it
+// was claimed by nobody). Each host, the origin too, sends each second its share measured
+// (ipc::LoadSecond, as JSON), numbered, and keeps it until the database has it; the origin reads
+// the others' seconds and adds them up with its own workers'. Seconds stay in the database until
+// the test ends: when its origin is declared dead (or restarted), a host running a share claims
+// the test, reads every second so far and goes on as its origin. No second is lost on a broken
+// connection, nor with the origin.
 // Its queries go on the cluster's connection (Hosts::db), those of a beat in the hosts' round
 // trip; every query runs on the loop without blocking it (pg_async.h). Loop thread only.
 #pragma once
@@ -38,6 +40,21 @@ struct ShareRow {
   uint32_t hosts = 1;
   bool stopping = false;  // the origin asked it to end
   std::string state;      // '' until this host starts it, then running
+  bool orphaned = false;  // its origin was declared dead, or restarted: a host claims it
+};
+
+// A test this host took over from its origin (LoadShares::Events::claimed).
+struct ClaimedLoad {
+  std::string load;
+  std::string from;     // the origin it had
+  nlohmann::json body;  // as in ShareRow
+  struct Share {
+    std::string host;
+    uint32_t index = 0;
+    std::string state;
+    std::vector<nlohmann::json> seconds;  // all it sent so far, in order
+  };
+  std::vector<Share> shares;  // every host's, this one's included, by index
 };
 
 class LoadShares {
@@ -57,12 +74,18 @@ class LoadShares {
     // not run.
     std::function<void(const std::string& load, const std::string& host, const std::string& state)>
         share_state;
+    // This host took test `claimed.load` over: it is its origin from now on.
+    std::function<void(ClaimedLoad claimed)> claimed;
+    // A test this host is the origin of was taken over by host `origin` while this host was cut
+    // off, or is gone ("").
+    std::function<void(const std::string& load, const std::string& origin)> lost;
   };
 
   // `db` outlives it.
   LoadShares(uv_loop_t* loop, PgAsync& db, std::string host, Events events);
 
-  // Deletes this host's tests of an earlier life, and starts reading seconds.
+  // Gives up this host's tests of an earlier life (another host may claim them), and starts
+  // reading seconds.
   void start();
   // Reads this host's shares and sends the seconds that wait: once a second, at the hosts'
   // beat (Hosts::each_beat).
@@ -89,6 +112,8 @@ class LoadShares {
   void ask(const char* sql, std::vector<std::string> params, PgAsync::Done done);
   void clean();
   void read_shares();
+  void claim();
+  void on_claim(const PgRows& rows);
   void read_seconds();
   nlohmann::json had(const std::vector<std::string>& mine);
   void flush();
@@ -102,7 +127,8 @@ class LoadShares {
   size_t out_ = 0;                                        // queries not answered yet
   uv::Timer reader_;     // read_seconds(), every kReadEveryMs
   bool reading_ = false;  // a read_seconds() query is out
-  bool cleaned_ = false;   // this host's tests from an earlier life are deleted
+  bool claiming_ = false;  // a claim() query is out
+  bool cleaned_ = false;   // this host's tests from an earlier life are given up
   bool cleaning_ = false;  // ... the query doing it is out
   struct Outbox {
     uint64_t next_seq = 0;

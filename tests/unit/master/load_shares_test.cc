@@ -1,7 +1,9 @@
 // Load tests over hosts at the database (master/cluster/load_shares.h), with two hosts on one
 // loop: the other host reads its share; the seconds it sends reach the origin once each, in
-// order, and are deleted only once the origin has them; a stop and the test's end are seen by the
-// other host; the test of an origin declared dead is deleted.
+// order, and stay in the database until the test ends; a stop and the test's end are seen by the
+// other host; the test of an origin declared dead, or restarted, is claimed by one host running a
+// share of it, with every second sent so far, or deleted when no host can claim it; an origin
+// back from being cut off sees its test taken over.
 #include "master/cluster/load_shares.h"
 
 #include <catch2/catch.hpp>
@@ -18,6 +20,7 @@
 
 using corral::Code;
 using corral::Status;
+using corral::master::cluster::ClaimedLoad;
 using corral::master::cluster::LoadShares;
 using corral::master::cluster::PgAsync;
 using corral::master::cluster::ShareRow;
@@ -33,18 +36,31 @@ struct TwoHosts {
     REQUIRE(corral::master::journal::open_postgresql_store(db.url()).is_ok());  // the schema
     LoadShares::Events ea;
     ea.originated = [this] { return originated; };
-    ea.second = [this](const std::string& id, const std::string& host, json s) {
-      CHECK(id == "l1-aaaa");
-      CHECK(host == "host-b");
+    ea.second = [this](const std::string&, const std::string& host, json s) {
+      CHECK(host != "host-a");  // never its own
       seconds.push_back(std::move(s));
     };
     ea.share_state = [this](const std::string&, const std::string& host, const std::string& st) {
       states[host] = st;
     };
-    LoadShares::Events eb;
-    eb.shares = [this](std::vector<ShareRow> rows) { shares = std::move(rows); };
+    ea.lost = [this](const std::string& id, const std::string& origin) { lost[id] = origin; };
     a = std::make_unique<LoadShares>(&loop, pa, "host-a", std::move(ea));
-    b = std::make_unique<LoadShares>(&loop, pb, "host-b", std::move(eb));
+    b = std::make_unique<LoadShares>(&loop, pb, "host-b", other_host(shares));
+  }
+  // A host running shares: its shares and its claims recorded.
+  LoadShares::Events other_host(std::vector<ShareRow>& rows) {
+    LoadShares::Events e;
+    e.shares = [&rows](std::vector<ShareRow> r) { rows = std::move(r); };
+    e.claimed = [this](ClaimedLoad c) { claimed.push_back(std::move(c)); };
+    return e;
+  }
+  // A row for `id` in the hosts table: alive, or declared dead.
+  void host_row(const std::string& id, bool dead) {
+    db.sql(
+        "INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held, "
+        "fenced_ms) VALUES ('" +
+        id + "', '', 0, 0, 2, 0, 0, " + (dead ? "1" : "0") +
+        ") ON CONFLICT (id) DO UPDATE SET fenced_ms = excluded.fenced_ms");
   }
   ~TwoHosts() {
     beat.close();
@@ -78,6 +94,8 @@ struct TwoHosts {
   std::vector<json> seconds;
   std::map<std::string, std::string> states;
   std::vector<ShareRow> shares;
+  std::vector<ClaimedLoad> claimed;
+  std::map<std::string, std::string> lost;
 };
 
 }  // namespace
@@ -107,19 +125,15 @@ TEST_CASE("load shares: the other host reads its share and its seconds reach the
   for (int i = 0; i < 5; ++i) h.b->post("l1-aaaa", {{"second", i}});
   REQUIRE(h.run_until([&] { return h.seconds.size() == 5 && h.states["host-b"] == "running"; }));
   for (int i = 0; i < 5; ++i) CHECK(h.seconds[static_cast<size_t>(i)]["second"] == i);
-  // A second is deleted by the origin's next read, which says it has it, not by the read that
-  // got it: had that answer been lost on the way, the seconds would have been read again.
-  REQUIRE(h.run_until([&] { return h.db.sql("SELECT COUNT(*) FROM load_seconds") == "0"; }));
-  CHECK(h.seconds.size() == 5);  // read again meanwhile, none twice
-  // A second the origin had, found again (its deletion lost): deleted, not added up twice.
-  h.db.sql(
-      "INSERT INTO load_seconds (load_id, host, seq, body) "
-      "VALUES ('l1-aaaa', 'host-b', 3, '{\"second\": 3}')");
+  // The origin's own seconds go to the database too, and are not read back by it.
+  h.a->post("l1-aaaa", {{"second", 0}});
+  // Seconds stay until the test ends (another host may take it over), and are read once.
   h.b->post("l1-aaaa", {{"second", 5}});
   REQUIRE(h.run_until([&] {
-    return h.seconds.size() == 6 && h.db.sql("SELECT COUNT(*) FROM load_seconds") == "0";
+    return h.seconds.size() == 6 && h.db.sql("SELECT COUNT(*) FROM load_seconds") == "7";
   }));
   CHECK(h.seconds.back()["second"] == 5);
+  CHECK(h.lost.empty());
 
   h.a->stop("l1-aaaa");
   REQUIRE(h.run_until([&] { return h.shares.size() == 1 && h.shares[0].stopping; }));
@@ -127,20 +141,111 @@ TEST_CASE("load shares: the other host reads its share and its seconds reach the
   REQUIRE(h.run_until([&] { return h.shares.empty(); }));
   CHECK(h.db.sql("SELECT COUNT(*) FROM loads") == "0");
   CHECK(h.db.sql("SELECT COUNT(*) FROM load_shares") == "0");
+  CHECK(h.db.sql("SELECT COUNT(*) FROM load_seconds") == "0");
 }
 
-TEST_CASE("load shares: the test of an origin declared dead is deleted, and its shares are gone") {
+TEST_CASE("load shares: the test of an origin declared dead is deleted when no host runs a share") {
   TwoHosts h;
   h.start();
   REQUIRE(h.publish("l2-bbbb").is_ok());
   REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
   h.b->post("l2-bbbb", {{"second", 0}});
   REQUIRE(h.run_until([&] { return h.db.sql("SELECT COUNT(*) FROM load_seconds") == "1"; }));
-  // Another host declared host-a dead (hosts.fenced_ms set).
-  h.db.sql("INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held, "
-           "fenced_ms) VALUES ('host-a', '', 0, 0, 2, 0, 0, 1)");
+  // host-b's share could not run: it cannot take the test over.
+  h.b->set_state("l2-bbbb", "failed: no workers");
+  h.host_row("host-b", false);
+  h.host_row("host-a", true);
   REQUIRE(h.run_until([&] { return h.shares.empty(); }));
+  CHECK(h.claimed.empty());
   CHECK(h.db.sql("SELECT COUNT(*) FROM loads") == "0");
   CHECK(h.db.sql("SELECT COUNT(*) FROM load_shares") == "0");
   CHECK(h.db.sql("SELECT COUNT(*) FROM load_seconds") == "0");
+}
+
+TEST_CASE(
+    "load shares: one host running a share claims the test of a dead origin, with every second") {
+  TwoHosts h;
+  std::vector<ShareRow> c_shares;
+  PgAsync pc{&h.loop, h.db.url(), "test"};
+  auto c = std::make_unique<LoadShares>(&h.loop, pc, "host-c", h.other_host(c_shares));
+  c->start();
+  h.start();
+  corral::uv::Timer c_beat{&h.loop};
+  c_beat.start(0, 200, [&] { c->beat(); });
+  std::optional<Status> published;
+  h.a->publish("l3-cccc", {{"scenario", {{"name", "s"}}}, {"load", {{"vus", 3}}}}, 1234,
+               {"host-a", "host-b", "host-c"}, [&](Status s) { published = s; });
+  REQUIRE(h.run_until([&] { return published.has_value(); }));
+  REQUIRE(published->is_ok());
+  h.originated = {"l3-cccc"};
+  REQUIRE(h.run_until([&] { return h.shares.size() == 1 && c_shares.size() == 1; }));
+  h.host_row("host-a", false);
+  h.host_row("host-b", false);
+  h.host_row("host-c", false);
+  h.b->set_state("l3-cccc", "running");
+  c->set_state("l3-cccc", "running");
+  for (int i = 0; i < 3; ++i) {
+    h.a->post("l3-cccc", {{"second", i}, {"from", "a"}});
+    h.b->post("l3-cccc", {{"second", i}, {"from", "b"}});
+    c->post("l3-cccc", {{"second", i}, {"from", "c"}});
+  }
+  REQUIRE(h.run_until([&] { return h.seconds.size() == 6; }));  // host-b's and host-c's
+  h.seconds.clear();
+  h.originated.clear();  // host-a is cut off: it reads nothing
+  h.host_row("host-a", true);
+  REQUIRE(h.run_until([&] { return h.claimed.size() == 1; }));
+  // Both hosts could claim it; one did, and the other sees the new origin.
+  const std::string winner = h.db.sql("SELECT origin FROM loads");
+  REQUIRE((winner == "host-b" || winner == "host-c"));
+  std::vector<ShareRow>& loser = winner == "host-b" ? c_shares : h.shares;
+  REQUIRE(h.run_until([&] { return loser.size() == 1 && loser[0].origin == winner; }));
+  CHECK_FALSE(loser[0].orphaned);
+  CHECK(h.claimed.size() == 1);
+  const ClaimedLoad& got = h.claimed[0];
+  CHECK(got.load == "l3-cccc");
+  CHECK(got.from == "host-a");
+  CHECK(got.body["load"]["vus"] == 3);
+  REQUIRE(got.shares.size() == 3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const ClaimedLoad::Share& share = got.shares[i];
+    INFO(share.host);
+    CHECK(share.index == i);
+    CHECK(share.host == std::string("host-") + char('a' + i));
+    CHECK(share.state == "running");
+    REQUIRE(share.seconds.size() == 3);
+    for (int s = 0; s < 3; ++s) {
+      CHECK(share.seconds[static_cast<size_t>(s)]["second"] == s);
+      CHECK(share.seconds[static_cast<size_t>(s)]["from"] == std::string(1, char('a' + i)));
+    }
+  }
+  // host-a, back, reads its test once more and sees it taken over.
+  h.originated = {"l3-cccc"};
+  REQUIRE(h.run_until([&] { return h.lost.count("l3-cccc") == 1; }));
+  CHECK(h.lost["l3-cccc"] == winner);
+  c_beat.close();
+  c.reset();
+}
+
+TEST_CASE(
+    "load shares: an origin that restarts gives its tests up, and a host running a share claims "
+    "them") {
+  TwoHosts h;
+  h.start();
+  REQUIRE(h.publish("l4-dddd").is_ok());
+  REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
+  h.host_row("host-a", false);
+  h.host_row("host-b", false);
+  h.b->set_state("l4-dddd", "running");
+  h.b->post("l4-dddd", {{"second", 0}});
+  // host-a restarts: its new life gives the test up.
+  h.a.reset();
+  h.a = std::make_unique<LoadShares>(&h.loop, h.pa, "host-a", LoadShares::Events{});
+  h.a->start();
+  REQUIRE(h.run_until([&] { return h.claimed.size() == 1; }));
+  CHECK(h.claimed[0].from == "");
+  REQUIRE(h.claimed[0].shares.size() == 2);
+  CHECK(h.claimed[0].shares[0].host == "host-a");
+  CHECK(h.claimed[0].shares[0].state == "failed: the host restarted during the test");
+  REQUIRE(h.claimed[0].shares[1].seconds.size() == 1);
+  CHECK(h.db.sql("SELECT origin FROM loads") == "host-b");
 }

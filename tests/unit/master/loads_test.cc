@@ -222,6 +222,77 @@ TEST_CASE("loads: on the origin of a test over hosts, another host counts like o
   CHECK(j["cluster"]["others"][0]["taking_part"] == false);
 }
 
+TEST_CASE(
+    "loads: the origin of a test over hosts forwards its own workers' seconds, not the others'") {
+  Loads loads;
+  std::vector<LoadSecond> sent;
+  loads.set_forward([&](const LoadTest&, const LoadSecond& s) { sent.push_back(s); });
+  const int other = Loads::host_slot(1);
+  LoadTest& t = add(loads, R"({"vus": 4, "duration": "3s"})", {0, 1, other});
+  t.remote[other] = {"host-b", "running"};
+  t.host_count = 2;
+  REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  REQUIRE(loads.on_second(1, second(0, 1, 50, 2), 2000));
+  CHECK(sent.empty());  // sent with the complete second
+  REQUIRE(loads.on_second(other, second(0, 1, 40, 3), 2500));
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].second == 0);
+  CHECK(sent[0].steps.at(1).requests == 150);  // this host's two workers, not host-b's
+  CHECK(t.series[0]["rps"] == 190);
+  // A late second of a worker of this host goes at once.
+  REQUIRE(loads.on_second(0, second(0, 1, 3, 2), 2600));
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[1].steps.at(1).requests == 3);
+  CHECK(t.local.empty());
+}
+
+TEST_CASE("loads: a share adopted as the test adds up every host's seconds again, and goes on") {
+  Loads loads;
+  std::vector<LoadSecond> sent;
+  loads.set_forward([&](const LoadTest&, const LoadSecond& s) { sent.push_back(s); });
+  LoadTest& t = add(loads, R"({"vus": 6, "duration": "4s"})", {0, 1});
+  t.origin = "host-a";
+  t.host_index = 1;
+  t.host_count = 3;
+  for (uint32_t i = 0; i < 3; ++i) {
+    REQUIRE(loads.on_second(0, second(i, 1, 10, 2), 2000 + i * 1000));
+    REQUIRE(loads.on_second(1, second(i, 1, 5, 2), 2000 + i * 1000));
+  }
+  REQUIRE(loads.on_second(0, second(3, 1, 10, 2), 4000));  // worker 1 has not sent second 3
+  REQUIRE(sent.size() == 3);
+  const std::vector<LoadSecond> own = sent;  // as the database has them
+  sent.clear();
+  // The old origin (share 0) sent seconds 0 and 1 before it died; host-c (share 2) second 0.
+  Loads::ShareHistory a{"host-a", 0, "running", "host host-a, the test's origin, left", {}};
+  a.seconds = {second(0, 1, 100, 5), second(1, 1, 100, 5)};
+  Loads::ShareHistory c{"host-c", 2, "running", "", {second(0, 1, 1000, 1)}};
+  loads.adopt(t, own, {a, c}, 4100);
+  CHECK(t.origin.empty());
+  CHECK(t.reason == "host host-a, the test's origin, left");
+  REQUIRE(t.series.size() == 1);  // host-c has sent only second 0
+  CHECK(t.series[0]["rps"] == 1115);
+  CHECK(t.remote.at(Loads::host_slot(0)).host == "host-a");
+  CHECK(t.slots.count(Loads::host_slot(0)) == 0);
+  CHECK(t.slots.count(Loads::host_slot(2)) == 1);
+  REQUIRE(loads.on_second(Loads::host_slot(2), second(1, 1, 1000, 1), 4200));
+  REQUIRE(loads.on_second(Loads::host_slot(2), second(2, 1, 1000, 1), 4200));
+  REQUIRE(loads.on_second(Loads::host_slot(2), second(3, 1, 1000, 1, 0, true), 4300));
+  REQUIRE(t.series.size() == 3);
+  CHECK(t.series[1]["rps"] == 1115);  // second 1: host-a's, this host's and host-c's
+  CHECK(t.series[2]["rps"] == 1015);
+  // From here on this host forwards its own workers' seconds as the origin does: second 3 once
+  // it is complete, with worker 0's part from before the takeover.
+  CHECK(sent.empty());
+  REQUIRE(loads.on_second(1, second(3, 1, 5, 2, 0, true), 4400));
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].second == 3);
+  CHECK(sent[0].steps.at(1).requests == 15);
+  CHECK(t.series[3]["rps"] == 1015);
+  REQUIRE(loads.on_second(0, second(4, 1, 10, 2, 0, true), 4500));
+  CHECK(t.ended());
+  CHECK(t.total.steps.at(1).requests == 200 + 45 + 15 + 10 + 4000);
+}
+
 TEST_CASE("loads: a share of another host's test sends its complete seconds, late ones and its end") {
   Loads loads;
   std::vector<LoadSecond> sent;

@@ -1,0 +1,85 @@
+// A test over hosts whose origin is gone (docs/cluster.md, "Load tests over hosts"): a host
+// running a share claims it (master/cluster/load_shares.h) and goes on as its origin; the old
+// origin, back from being cut off, sees the test taken over and ends its copy.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "master/load_service.h"
+#include "shared/ipc/load_stats.h"
+#include "shared/proc.h"
+
+namespace corral::master {
+namespace {
+
+using nlohmann::json;
+
+bool failed(const std::string& state) { return state.rfind("failed", 0) == 0; }
+
+}  // namespace
+
+void LoadService::on_claimed(cluster::ClaimedLoad c) {
+  LoadTest* t = loads_.find(c.load);
+  LoadSubmission sub;
+  std::optional<http::Response> refused;
+  if (c.body.is_object()) refused = check(c.body, sub);
+  if (t == nullptr || t->ended() || t->origin.empty() || !c.body.is_object() || refused) {
+    spdlog::warn("load {}: claimed, but this host cannot go on with it: the test ends", c.load);
+    load_shares_->forget(c.load);  // its shares see it gone
+    return;
+  }
+  // The old origin: as the claim says, or share 0's host when it gave the test up restarting.
+  const std::string from = !c.from.empty() ? c.from : c.shares.empty() ? "" : c.shares[0].host;
+  const std::string me = hosts_->id();
+  std::vector<ipc::LoadSecond> own;
+  std::vector<Loads::ShareHistory> others;
+  for (cluster::ClaimedLoad::Share& share : c.shares) {
+    Loads::ShareHistory h{share.host, share.index, share.state, "", {}};
+    for (json& j : share.seconds) {
+      j["load"] = c.load;
+      auto s = ipc::load_second_from_json(j);
+      if (!s) {
+        h.left = "host " + share.host + " sent a malformed second: " + s.status().message();
+        break;
+      }
+      h.seconds.push_back(std::move(*s));
+    }
+    if (share.host == me) {
+      own = std::move(h.seconds);
+      continue;
+    }
+    if (share.host == from) {
+      h.left = "host " + from + ", the test's origin, left during the test; host " + me +
+               " took the test over";
+    } else if (h.left.empty() && failed(share.state)) {
+      h.left = "host " + share.host + ": " + share.state;
+    }
+    others.push_back(std::move(h));
+  }
+  const int64_t now = unix_ms_now();
+  t->spec.thresholds = std::move(sub.spec.thresholds);
+  t->spec.watch = sub.spec.watch.pid == 0 ? std::move(sub.spec.watch) : load::Watch{};
+  loads_.adopt(*t, std::move(own), std::move(others), now);
+  t->events.push_back({Loads::elapsed_s(*t, now), "origin",
+                       "host " + from + ", the test's origin, left; host " + me + " took it over"});
+  spread_.insert(t->id);
+  if (sub.spec.watch.pid != 0) {
+    t->reason += std::string(t->reason.empty() ? "" : "; ") + "the target's process (pid " +
+                 std::to_string(sub.spec.watch.pid) + ") is no longer watched: it is on host " +
+                 from;
+  }
+  if (t->spec.watch.any()) start_watch(*t);
+  check_aborting(t->id);
+}
+
+void LoadService::on_lost(const std::string& id, const std::string& origin) {
+  LoadTest* t = loads_.find(id);
+  spread_.erase(id);  // the rows are no longer this host's to delete
+  if (t == nullptr || t->ended()) return;
+  end(*t, LoadState::kStopped,
+      origin.empty() ? "the test is gone from the database: its other hosts gave it up"
+                     : "host " + origin + " took the test over while this host was cut off");
+}
+
+}  // namespace corral::master
