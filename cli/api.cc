@@ -7,19 +7,22 @@
 
 namespace corral::cli {
 
-Api::Api(const Context& ctx, long timeout_ms) : timeout_ms_(timeout_ms) {
+Api::Api(const Context& ctx, long timeout_ms) : Api(ctx.api_address, ctx.api_token, timeout_ms) {
   if (ctx.api_address.empty()) {
     target_ = http::Target::over_unix(ctx.socket_path());
     where_ = ctx.socket_path();
-    return;
+    bad_address_.clear();
   }
-  where_ = ctx.api_address;
-  auto hp = config::parse_host_port(ctx.api_address);
+}
+
+Api::Api(const std::string& address, const std::string& token, long timeout_ms)
+    : where_(address), timeout_ms_(timeout_ms) {
+  auto hp = config::parse_host_port(address);
   if (!hp) {
     bad_address_ = "CORRAL_API: " + hp.status().message();
     return;
   }
-  target_ = http::Target::over_tcp(hp->first, hp->second, ctx.api_token);
+  target_ = http::Target::over_tcp(hp->first, hp->second, token);
 }
 
 Result<nlohmann::json> Api::get(const std::string& path) const { return call("GET", path, ""); }

@@ -17,6 +17,8 @@ class Api {
  public:
   // A malformed $CORRAL_API makes every call fail with kInvalidArgument naming it.
   explicit Api(const Context& ctx, long timeout_ms = 5000);
+  // Over TCP to `address` ("HOST:PORT"), with `token` if not "".
+  Api(const std::string& address, const std::string& token, long timeout_ms = 5000);
 
   // The JSON body of a 2xx response. Errors: Code::kUnavailable when no daemon answers,
   // kTimeout, kIo (the connection broke), kProtocol (a 2xx body that is not JSON); an HTTP error

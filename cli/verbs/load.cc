@@ -18,6 +18,7 @@
 #include "cli/compare.h"
 #include "cli/find_max.h"
 #include "cli/format.h"
+#include "cli/load_heir.h"
 #include "cli/load_reports.h"
 #include "cli/load_view.h"
 #include "cli/scenario_file.h"
@@ -36,8 +37,17 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kPollEvery{1000};
+// How long a test over hosts whose origin no longer answers is looked for on the other hosts:
+// another takes it over within seconds of the origin's lease ending (docs/cluster.md).
+constexpr milliseconds kTakeOverWithin{30000};
 // A held-connection test may wait for extra workers to start (up to 60 s in the daemon).
 constexpr long kSubmitTimeoutMs = 70000;
+
+// The daemon asked is gone, or cut off: no answer, or a broken one.
+bool is_gone(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kIo || s.code() == Code::kTimeout;
+}
+
 // How long the summary waits for a target corral started to be stopped after the test: its
 // stop_grace, and the second in which the daemon notices the end.
 milliseconds target_stop_wait(const json& load) {
@@ -218,18 +228,20 @@ class LoadVerb : public Verb {
       baseline = {std::move(*tests), std::move(*limits)};
     }
     std::string id;
-    if (int code = submit(api, scenario, load, *vars, id); code != 0) return code;
+    bool spread = false;
+    if (int code = submit(api, scenario, load, *vars, id, spread); code != 0) return code;
     if (detach_) return 0;
-    return follow(api, id, baseline);
+    return follow(api, id, baseline, spread ? LoadHeirs::of(api, ctx.api_token) : LoadHeirs());
   }
 
  private:
-  // POST /loads; prints the test's id. Returns an exit code (0: `id` is set).
+  // POST /loads; prints the test's id. Returns an exit code (0: `id` is set, and `spread` says
+  // whether the test is spread over hosts).
   int submit(const Api& api, const json& scenario, const json& load, const json& vars,
-             std::string& id) const {
-    auto answer = http::request(http::Target::over_unix(api.socket_path()), "POST", "/loads",
-                                json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
-                                kSubmitTimeoutMs + ready_timeout_ms(load));
+             std::string& id, bool& spread) const {
+    auto answer = api.send("POST", "/loads",
+                           json{{"scenario", scenario}, {"load", load}, {"vars", vars}}.dump(),
+                           kSubmitTimeoutMs + ready_timeout_ms(load));
     if (!answer) return report_failure(answer.status(), api.socket_path());
     const json reply = answer->json();
     if (answer->status != 201) {
@@ -247,6 +259,7 @@ class LoadVerb : public Verb {
               << counted(static_cast<long>(json_number(reply, "workers")), "worker", "workers");
     if (const json hosts = reply.value("hosts", json()); hosts.is_array()) {
       std::cout << " here and " << hosts.size() - 1 << " other hosts";  // docs/cluster.md
+      spread = true;
     }
     std::cout << "\n" << std::flush;
     return 0;
@@ -267,7 +280,8 @@ class LoadVerb : public Verb {
     int code = 0;
     auto run_step = [&](const json& step_load) -> Result<api::LoadAnswer> {
       std::string id;
-      if (code = submit(api, scenario, step_load, vars, id); code != 0) {
+      bool spread = false;
+      if (code = submit(api, scenario, step_load, vars, id, spread); code != 0) {
         return Status(Code::kUnavailable, "the daemon refused the step");
       }
       const bool tty = ::isatty(STDOUT_FILENO) != 0;
@@ -407,11 +421,25 @@ class LoadVerb : public Verb {
     return "";
   }
 
-  int follow(const Api& api, const std::string& id, const Baseline& baseline) const {
+  // Polls test `id` until it ends; a test over hosts is followed to the host that takes it over
+  // when the one asked stops answering (`heirs`).
+  int follow(Api api, const std::string& id, const Baseline& baseline,
+             const LoadHeirs& heirs) const {
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     TargetStopWait stop_wait;
     for (;;) {
       auto body = api.get("/loads/" + id);
+      if (!body && is_gone(body.status()) && !heirs.empty()) {
+        std::cerr << (tty ? "\n" : "") << "corral: load " << id << ": " << api.socket_path()
+                  << " does not answer (" << body.status().message()
+                  << "); waiting for another host to take the test over\n";
+        if (auto heir = heirs.find(id, kTakeOverWithin)) {
+          std::cerr << "corral: load " << id << ": following it on " << heir->socket_path()
+                    << ", its origin now\n";
+          api = std::move(*heir);
+          continue;
+        }
+      }
       if (!body) return report_failure(body.status(), api.socket_path());
       auto test = read_answer("/loads/" + id, *body, &api::load_from_json);
       if (!test) return fail(test.status().message());

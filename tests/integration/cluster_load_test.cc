@@ -1,12 +1,13 @@
 // Load tests spread over the hosts of a cluster (`corral load --hosts N|all`): every host runs
 // its share of the VUs or of the rate, and the origin adds up their seconds into one test.
 // Stopping the test on its origin stops every share; a host that dies during the test is left
-// out of it, and the test says so.
+// out of it, and the test says so; when the origin dies, another host takes the test over.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
 #include <fstream>
+#include <future>
 
 #include "tests/support/harness_cluster.h"
 
@@ -128,26 +129,96 @@ TEST_CASE("cluster load: stopping on the origin stops every share, and a host th
   CHECK(j["elapsed_s"].get<double>() < 50);
 }
 
-TEST_CASE("cluster load: when the origin dies, the other hosts end their shares") {
+TEST_CASE(
+    "cluster load: when the origin dies, a host running a share takes the test over, and corral "
+    "load follows it") {
   Trio t;
-  Json body = {{"scenario", get_scenario(t.api.base(), nullptr)},
-               {"load", {{"vus", 4}, {"duration", "120s"}, {"pace", "100ms"}, {"hosts", "all"}}}};
-  body["scenario"].erase("load");
-  auto started = t.d[0]->api("POST", "/loads", body.dump());
-  REQUIRE(started.status == 201);
-  const std::string id = started.json["load"];
-  t.d[1]->wait_until([&] { return load_on(*t.d[1], id).is_object(); }, seconds(20),
-                     "the host to start its share");
+  const std::string file = t.homes[0].file("paced.json");
+  std::ofstream(file) << get_scenario(t.api.base(), {{"vus", 6},
+                                                     {"duration", "16s"},
+                                                     {"pace", "100ms"},
+                                                     {"thresholds", {{"errors", {"rate < 0.05"}}}}})
+                             .dump();
+  const std::string out = t.homes[0].file("out.json");
+  auto cli = std::async(std::launch::async, [&] {
+    return run_cli({"load", file, "--hosts", "all", "--out", out}, t.homes[0].path(), {},
+                   seconds(90));
+  });
+  std::string id;
+  t.d[0]->wait_until(
+      [&] {
+        id = t.db.sql("SELECT COALESCE(MIN(id), '') FROM loads");
+        return !id.empty() && load_on(*t.d[0], id)["vus"] == 6;
+      },
+      seconds(20), "the origin to count the VUs of every host");
+  const std::string origin_rows =
+      "SELECT COUNT(*) FROM load_seconds WHERE host = '" + t.ids[0] + "'";
+  t.d[0]->wait_until([&] { return std::stoi(t.db.sql(origin_rows)) >= 2; }, seconds(20),
+                     "the origin to send two seconds of its own workers");
   t.d[0]->signal(SIGKILL);
   t.d[0]->wait_exit(seconds(10));
-  for (size_t i = 1; i < 3; ++i) {
-    t.d[i]->wait_until([&] { return load_on(*t.d[i], id)["state"] == "stopped"; }, seconds(30),
-                       "the host to end its share once the origin is declared dead");
-    CHECK_THAT(load_on(*t.d[i], id)["reason"].get<std::string>(),
-               Catch::Contains("the test is gone from its origin host " + t.ids[0]));
+  // One of the others claims it once the origin is declared dead; the third follows it.
+  size_t heir = 0;
+  t.d[1]->wait_until(
+      [&] {
+        for (size_t i = 1; i < 3; ++i) {
+          Json j = load_on(*t.d[i], id);
+          if (j.is_object() && j["cluster"]["origin"].is_null()) heir = i;
+        }
+        return heir != 0;
+      },
+      seconds(30), "a host to take the test over");
+  const size_t other = heir == 1 ? 2 : 1;
+  t.d[other]->wait_until(
+      [&] { return load_on(*t.d[other], id)["cluster"]["origin"] == t.ids[heir]; }, seconds(10),
+      "the third host to see the new origin");
+  CHECK(load_on(*t.d[other], id)["state"] == "running");
+  t.d[heir]->wait_until([&] { return load_on(*t.d[heir], id)["state"] != "running"; }, seconds(40),
+                        "the test to end on its new origin");
+  auto full = t.d[heir]->api("GET", "/loads/" + id + "?series=1");
+  REQUIRE(full.status == 200);
+  Json j = full.json;
+  INFO(j.dump());
+  CHECK(j["state"] == "passed");
+  CHECK_THAT(
+      j["reason"].get<std::string>(),
+      Catch::Contains("host " + t.ids[0] + ", the test's origin, left during the test; host " +
+                      t.ids[heir] + " took the test over"));
+  bool told = false;
+  for (const Json& e : j["events"]) told = told || e["kind"] == "origin";
+  CHECK(told);
+  // Every second of the test is there, each with the load of the hosts taking part then.
+  CHECK(j["series"].size() >= 15);
+  for (const Json& s : j["series"]) {
+    INFO(s.dump());
+    CHECK(s["rps"].get<uint64_t>() > 0);
   }
-  t.d[1]->wait_until([&] { return t.db.sql("SELECT COUNT(*) FROM loads") == "0"; }, seconds(10),
-                     "the dead origin's test to be deleted");
+  // Every request the target saw is in the totals, but those the dead origin measured in its
+  // last second or two, which it never sent: at most 2 VUs x 10 a second x 3 s.
+  const uint64_t served = t.api.stats()["requests"];
+  const uint64_t counted = j["requests"];
+  CHECK(counted <= served);
+  CHECK(served - counted <= 60);
+  Json share = load_on(*t.d[other], id);
+  CHECK(share["state"] == "passed");
+  // The heir's share, the other's, and the origin's two seconds or more (2 VUs x 10 a second).
+  CHECK(counted > share["requests"].get<uint64_t>() * 2 + 10);
+  t.d[heir]->wait_until([&] { return t.db.sql("SELECT COUNT(*) FROM loads") == "0"; }, seconds(10),
+                        "the test's rows to be deleted once it ended");
+  CHECK(t.db.sql("SELECT COUNT(*) FROM load_seconds") == "0");
+  // The CLI, started on the origin, followed the test to its heir, and summed it up from there.
+  CliResult r = cli.get();
+  INFO(r.describe());
+  CHECK(r.exit_code == 0);
+  const std::string heir_at = t.d[heir]->health()["listen"];
+  CHECK_THAT(r.err, Catch::Contains("load " + id + ": " + t.homes[0].path() +
+                                    "/corral.sock does not answer") &&
+                        Catch::Contains("waiting for another host to take the test over") &&
+                        Catch::Contains("following it on " + heir_at + ", its origin now"));
+  Json kept = Json::parse(std::ifstream(out), nullptr, false);
+  REQUIRE(kept.is_object());
+  CHECK(kept["state"] == "passed");
+  CHECK(kept["requests"] == counted);
 }
 
 TEST_CASE("cluster load: a daemon in no cluster refuses a test over hosts") {
