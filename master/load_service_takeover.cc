@@ -59,15 +59,17 @@ void LoadService::on_claimed(cluster::ClaimedLoad c) {
   }
   const int64_t now = unix_ms_now();
   t->spec.thresholds = std::move(sub.spec.thresholds);
-  t->spec.watch = sub.spec.watch.pid == 0 ? std::move(sub.spec.watch) : load::Watch{};
+  // A watched metrics URL is watched from here; a process was on the old origin's machine.
+  const int64_t pid = sub.spec.watch.pid;
+  t->spec.watch = std::move(sub.spec.watch);
+  t->spec.watch.pid = 0;
   loads_.adopt(*t, std::move(own), std::move(others), now);
   t->events.push_back({Loads::elapsed_s(*t, now), "origin",
                        "host " + from + ", the test's origin, left; host " + me + " took it over"});
   spread_.insert(t->id);
-  if (sub.spec.watch.pid != 0) {
+  if (pid != 0) {
     t->reason += std::string(t->reason.empty() ? "" : "; ") + "the target's process (pid " +
-                 std::to_string(sub.spec.watch.pid) + ") is no longer watched: it is on host " +
-                 from;
+                 std::to_string(pid) + ") is no longer watched: it is on host " + from;
   }
   if (t->spec.watch.any()) start_watch(*t);
   check_aborting(t->id);

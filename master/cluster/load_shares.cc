@@ -66,14 +66,17 @@ constexpr const char* kPost =
     "FROM json_array_elements($4::json) WITH ORDINALITY AS s(value, ord) "
     "WHERE EXISTS (SELECT 1 FROM loads WHERE id = $1) "
     "ON CONFLICT DO NOTHING";
+// Only while this host ($2) is the test's origin, as kForget's $1: not once another took it over.
 constexpr const char* kStop =
-    "UPDATE loads SET stop_ms = " CORRAL_DB_NOW " WHERE id = $1 AND stop_ms = 0";
+    "UPDATE loads SET stop_ms = " CORRAL_DB_NOW " WHERE id = $1 AND origin = $2 AND stop_ms = 0";
 constexpr const char* kSetState =
     "UPDATE load_shares SET state = $3 WHERE load_id = $1 AND host = $2";
-// A test's rows ($1); with $1 '', those of every orphaned test that no host will claim: one
-// asked to stop, or with no share waiting or running on a live host (they then see it gone).
+// The rows of test $1 while this host ($2) is its origin; with $1 '', those of every orphaned
+// test that no host will claim: one asked to stop, or with no share waiting or running on a
+// live host (they then see it gone).
 constexpr const char* kForget =
-    "WITH gone AS (DELETE FROM loads l WHERE l.id = $1 OR ($1 = '' AND " CORRAL_ORPHANED("l")
+    "WITH gone AS (DELETE FROM loads l WHERE (l.id = $1 AND l.origin = $2) OR ($1 = '' AND "
+    CORRAL_ORPHANED("l")
     " AND (l.stop_ms <> 0 OR NOT EXISTS (SELECT 1 FROM load_shares s JOIN hosts h "
     "ON h.id = s.host WHERE s.load_id = l.id AND s.state IN ('', 'running') "
     "AND h.fenced_ms = 0 AND s.host <> l.origin))) RETURNING l.id), "
@@ -132,7 +135,7 @@ void LoadShares::beat() {
     return;
   }
   // Orphaned tests no host will claim: their shares see them gone.
-  ask(kForget, {""}, [](Result<PgRows> r) { log_failure("deleting orphaned tests", r); });
+  ask(kForget, {"", ""}, [](Result<PgRows> r) { log_failure("deleting orphaned tests", r); });
   flush();
   read_shares();
 }
@@ -306,12 +309,12 @@ void LoadShares::publish(const std::string& id, const json& body, int64_t start_
 }
 
 void LoadShares::stop(const std::string& id) {
-  ask(kStop, {id}, [](Result<PgRows> r) { log_failure("asking the hosts to stop", r); });
+  ask(kStop, {id, host_}, [](Result<PgRows> r) { log_failure("asking the hosts to stop", r); });
 }
 
 void LoadShares::forget(const std::string& id) {
   outboxes_.erase(id);  // the origin's own seconds: no longer wanted
-  ask(kForget, {id}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
+  ask(kForget, {id, host_}, [](Result<PgRows> r) { log_failure("deleting a test", r); });
 }
 
 void LoadShares::set_state(const std::string& id, const std::string& state) {

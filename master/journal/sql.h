@@ -131,7 +131,7 @@ CREATE UNIQUE INDEX hosts_epoch ON hosts (id, epoch);
     // 10: load tests spread over the hosts sharing a PostgreSQL journal
     // (master/cluster/load_shares.h); unused on SQLite. A test as its origin host submitted it,
     // each host's share of it (state: '' until the host starts it, then running, done, or why it
-    // could not run), and the seconds each share measured, which the origin reads and deletes.
+    // could not run), and the seconds each share measured, kept until the test ends.
     R"sql(
 CREATE TABLE loads (
   id TEXT PRIMARY KEY,

@@ -222,6 +222,13 @@ TEST_CASE(
   h.originated = {"l3-cccc"};
   REQUIRE(h.run_until([&] { return h.lost.count("l3-cccc") == 1; }));
   CHECK(h.lost["l3-cccc"] == winner);
+  // Its stop and its deletion are no longer its to make.
+  h.a->stop("l3-cccc");
+  h.a->forget("l3-cccc");
+  REQUIRE(h.publish("l3-later").is_ok());  // answered after them, on the same connection
+  CHECK(h.db.sql("SELECT origin || ' ' || stop_ms FROM loads WHERE id = 'l3-cccc'") ==
+        winner + " 0");
+  CHECK(h.db.sql("SELECT COUNT(*) FROM load_seconds WHERE load_id = 'l3-cccc'") == "9");
   c_beat.close();
   c.reset();
 }
