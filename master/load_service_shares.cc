@@ -252,9 +252,7 @@ void LoadService::on_share_state(const std::string& id, const std::string& host,
     loads_.drop(*t, slot, "host " + host + ": " + state, now);
     return;
   }
-  bool alive = std::any_of(hosts_->hosts().begin(), hosts_->hosts().end(),
-                           [&](const cluster::HostRow& h) { return h.id == host && !h.dead; });
-  if (!alive) {
+  if (!hosts_->lists_alive(host)) {
     loads_.drop(*t, slot, "host " + host + " left during the test", now);
   } else if (state.empty() && now > t->started_ms + kShareStartWithinMs) {
     loads_.drop(*t, slot, "host " + host + " did not start its share", now);

@@ -3,7 +3,6 @@
 // origin, back from being cut off, sees the test taken over and ends its copy.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <utility>
 
 #include "master/load_service.h"
@@ -54,6 +53,8 @@ void LoadService::on_claimed(cluster::ClaimedLoad c) {
                " took the test over";
     } else if (h.left.empty() && failed(share.state)) {
       h.left = "host " + share.host + ": " + share.state;
+    } else if (h.left.empty() && !hosts_->lists_alive(share.host)) {
+      h.left = "host " + share.host + " left during the test";  // an earlier origin, say
     }
     others.push_back(std::move(h));
   }

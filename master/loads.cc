@@ -247,6 +247,10 @@ void Loads::worker_gone(int slot, int64_t now_ms) {
 void Loads::drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms) {
   if (t.ended() || t.slots.erase(slot) == 0) return;
   t.last_second.erase(slot);
+  if (auto r = t.remote.find(slot);
+      r != t.remote.end() && (r->second.state.empty() || r->second.state == "running")) {
+    r->second.state = "left";  // another host's share, which sends no more
+  }
   if (!t.reason.empty()) t.reason += "; ";
   t.reason += why;
   complete_seconds(t);

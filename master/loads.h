@@ -94,8 +94,8 @@ struct LoadTest {
   // The target corral started for the test (spec.target), kept up to date by LoadService.
   std::optional<api::LoadTargetProcess> process;
   // Spread over hosts: on the origin, every other host's share by its slot (state: '' until
-  // it starts, running, done, or why it left); on another host, the origin's id and this
-  // host's share.
+  // it starts, running, done, left once dropped, or why it could not run); on another host,
+  // the origin's id and this host's share.
   struct Remote {
     std::string host;
     std::string state;

@@ -351,6 +351,11 @@ bool Hosts::alive() const {
          monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(kFenceAfterMs);
 }
 
+bool Hosts::lists_alive(const std::string& id) const {
+  return std::any_of(hosts_.begin(), hosts_.end(),
+                     [&](const HostRow& h) { return h.id == id && !h.dead; });
+}
+
 nlohmann::json Hosts::health() const {
   const int64_t age = static_cast<int64_t>(monotonic_ms() - renewed_ms_);
   const bool late = epoch_ != 0 && age > kLateAfterMs;

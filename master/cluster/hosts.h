@@ -145,6 +145,8 @@ class Hosts {
   nlohmann::json to_json() const;
   // Every host's row as last read (by id).
   const std::vector<HostRow>& hosts() const { return hosts_; }
+  // Whether host `id` was alive (listed, and not declared dead) when the table was last read.
+  bool lists_alive(const std::string& id) const;
 
  private:
   void beat();

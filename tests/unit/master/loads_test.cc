@@ -220,6 +220,7 @@ TEST_CASE("loads: on the origin of a test over hosts, another host counts like o
   CHECK(j["cluster"]["others"][0]["host"] == "host-b");
   CHECK(j["cluster"]["others"][0]["share"] == 1);
   CHECK(j["cluster"]["others"][0]["taking_part"] == false);
+  CHECK(j["cluster"]["others"][0]["state"] == "left");
 }
 
 TEST_CASE(
@@ -272,6 +273,8 @@ TEST_CASE("loads: a share adopted as the test adds up every host's seconds again
   REQUIRE(t.series.size() == 1);  // host-c has sent only second 0
   CHECK(t.series[0]["rps"] == 1115);
   CHECK(t.remote.at(Loads::host_slot(0)).host == "host-a");
+  CHECK(t.remote.at(Loads::host_slot(0)).state == "left");
+  CHECK(t.remote.at(Loads::host_slot(2)).state == "running");
   CHECK(t.slots.count(Loads::host_slot(0)) == 0);
   CHECK(t.slots.count(Loads::host_slot(2)) == 1);
   REQUIRE(loads.on_second(Loads::host_slot(2), second(1, 1, 1000, 1), 4200));
