@@ -257,8 +257,26 @@ void Loads::drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms) 
   finish_if_done(t, now_ms);
 }
 
+// The origin's own workers' seconds that each of them has reported go to the database at once,
+// not when the other hosts' parts have come too: what its death loses is the second in progress.
+void Loads::forward_own(LoadTest& t) {
+  while (!t.local.empty()) {
+    auto first = t.local.begin();
+    bool complete = std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
+      auto it = t.last_second.find(slot);
+      return slot < 0 || (it != t.last_second.end() && it->second >= first->first);
+    });
+    if (!complete) return;
+    first->second.second = first->first;
+    first->second.done = false;
+    if (forward_) forward_(t, first->second);
+    t.local.erase(first);
+  }
+}
+
 // Seconds every remaining worker has reported go into the totals and the series.
 void Loads::complete_seconds(LoadTest& t) {
+  forward_own(t);
   while (!t.pending.empty()) {
     auto first = t.pending.begin();
     bool complete = t.slots.empty() || std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
@@ -271,11 +289,6 @@ void Loads::complete_seconds(LoadTest& t) {
     if (!t.origin.empty() && forward_) {
       first->second.second = first->first;
       forward_(t, first->second);
-    } else if (auto own = t.local.find(first->first); own != t.local.end()) {
-      own->second.second = first->first;
-      own->second.done = false;
-      if (forward_) forward_(t, own->second);
-      t.local.erase(own);
     }
     t.seconds = first->first + 1;
     t.pending.erase(first);

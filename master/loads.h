@@ -101,7 +101,8 @@ struct LoadTest {
     std::string state;
   };
   std::map<int, Remote> remote;
-  // On the origin: its own workers' part of the seconds not yet complete, forwarded with them.
+  // On the origin: its own workers' part of the seconds not yet complete, forwarded once each
+  // of its workers has reported it.
   std::map<uint32_t, ipc::LoadSecond> local;
   std::string origin;
   uint32_t host_index = 0, host_count = 1;
@@ -188,6 +189,7 @@ class Loads {
 
  private:
   void complete_seconds(LoadTest& t);
+  void forward_own(LoadTest& t);
   // After a complete second: thresholds the totals cross for the first time become events.
   void note_crossings(LoadTest& t);
   void finish_if_done(LoadTest& t, int64_t now_ms);

@@ -233,12 +233,15 @@ TEST_CASE(
   t.remote[other] = {"host-b", "running"};
   t.host_count = 2;
   REQUIRE(loads.on_second(0, second(0, 1, 100, 2), 2000));
+  CHECK(sent.empty());  // worker 1 has not reported second 0
   REQUIRE(loads.on_second(1, second(0, 1, 50, 2), 2000));
-  CHECK(sent.empty());  // sent with the complete second
-  REQUIRE(loads.on_second(other, second(0, 1, 40, 3), 2500));
+  // Sent once this host's workers have reported it, before host-b's part has come.
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].second == 0);
   CHECK(sent[0].steps.at(1).requests == 150);  // this host's two workers, not host-b's
+  CHECK(t.series.empty());
+  REQUIRE(loads.on_second(other, second(0, 1, 40, 3), 2500));
+  CHECK(sent.size() == 1);
   CHECK(t.series[0]["rps"] == 190);
   // A late second of a worker of this host goes at once.
   REQUIRE(loads.on_second(0, second(0, 1, 3, 2), 2600));
