@@ -102,6 +102,9 @@ void LoadService::join_cluster(cluster::Hosts* hosts) {
   hosts_->each_beat([this] {
     if (load_shares_) load_shares_->beat();
   });
+  hosts_->each_death([this] {
+    if (load_shares_) load_shares_->host_died();
+  });
 }
 
 void LoadService::spread(LoadSubmission sub, const http::Responder& respond) {

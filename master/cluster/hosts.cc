@@ -102,6 +102,7 @@ void Hosts::start() {
     if (!alive()) return;
     spdlog::info("cluster: host {} was declared dead by another host: claiming now", dead);
     claim(load_());
+    for (const auto& fn : each_death_) fn();
   });
   timer_.start(0, kEveryMs, [this] { beat(); });
 }
@@ -287,15 +288,20 @@ void Hosts::swept(Result<PgRows> r) {
     return;
   }
   sweep_error_.clear();
+  bool died = false;
   for (const auto& row : r->rows) {
     if (row.at(0) == "dead") {
       spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} s", row.at(1),
                    row.at(2), kDeadAfterMs / 1000);
       // The other hosts claim their share of its ranges at once.
       ask(kNotifyDeath, {row.at(1)}, [](Result<PgRows>) {});
+      died = true;
     } else {
       spdlog::warn("cluster: released {} ranges held by dead host {}", row.at(2), row.at(1));
     }
+  }
+  if (died) {
+    for (const auto& fn : each_death_) fn();
   }
 }
 

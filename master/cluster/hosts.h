@@ -121,6 +121,9 @@ class Hosts {
   // `fn` runs at each beat, after the beat's own queries are asked: the queries it asks on
   // db() go in the beat's round trip.
   void each_beat(std::function<void()> fn) { each_beat_.push_back(std::move(fn)); }
+  // `fn` runs whenever a host was declared dead, by this host or by another (which notifies
+  // every host), once this host has claimed its ranges: what else a dead host held goes on.
+  void each_death(std::function<void()> fn) { each_death_.push_back(std::move(fn)); }
   // The cluster's connection to the database.
   PgAsync& db() { return db_; }
   const PgAsync& db() const { return db_; }
@@ -175,6 +178,7 @@ class Hosts {
   std::function<Load()> load_;
   Events events_;
   std::vector<std::function<void()>> each_beat_;
+  std::vector<std::function<void()>> each_death_;
   size_t out_ = 0;  // this part's queries not answered yet
   uv::Timer timer_;
   uv::Timer fence_timer_;

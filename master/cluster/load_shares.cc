@@ -140,6 +140,10 @@ void LoadShares::beat() {
   read_shares();
 }
 
+void LoadShares::host_died() {
+  if (cleaned_) read_shares();
+}
+
 void LoadShares::read_shares() {
   ask(kShares, {host_}, [this](Result<PgRows> r) {
     if (!r) {

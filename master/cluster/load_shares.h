@@ -90,6 +90,9 @@ class LoadShares {
   // Reads this host's shares and sends the seconds that wait: once a second, at the hosts'
   // beat (Hosts::each_beat).
   void beat();
+  // A host was declared dead: the shares are read now, not at the next beat, so that a test
+  // whose origin it was is claimed at once.
+  void host_died();
 
   // Origin: writes test `id` and a share for each of `hosts` (this host first, which runs share
   // 0 itself). `done` gets kAlreadyExists when the id is taken, kUnavailable before start()

@@ -256,3 +256,19 @@ TEST_CASE(
   REQUIRE(h.claimed[0].shares[1].seconds.size() == 1);
   CHECK(h.db.sql("SELECT origin FROM loads") == "host-b");
 }
+
+TEST_CASE("load shares: told of a death, a host running a share claims at once, not at its beat") {
+  TwoHosts h;
+  h.start();
+  REQUIRE(h.publish("l5-eeee").is_ok());
+  REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
+  h.host_row("host-a", false);
+  h.host_row("host-b", false);
+  h.b->set_state("l5-eeee", "running");
+  REQUIRE(h.run_until([&] { return h.shares.size() == 1 && h.shares[0].state == "running"; }));
+  h.beat.stop();  // no more beats: only the news of the death makes host-b look
+  h.host_row("host-a", true);
+  h.b->host_died();
+  REQUIRE(h.run_until([&] { return h.claimed.size() == 1; }));
+  CHECK(h.claimed[0].from == "host-a");
+}
