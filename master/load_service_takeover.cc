@@ -16,6 +16,44 @@ using nlohmann::json;
 
 bool failed(const std::string& state) { return state.rfind("failed", 0) == 0; }
 
+// The seconds of a claimed test's shares, read: this host's own, and each other host's with
+// why it left, if it did (`from`: the old origin).
+struct Histories {
+  std::vector<ipc::LoadSecond> own;
+  std::vector<Loads::ShareHistory> others;
+};
+
+Histories histories_of(cluster::ClaimedLoad& c, const std::string& from,
+                       const cluster::Hosts& hosts) {
+  Histories out;
+  for (cluster::ClaimedLoad::Share& share : c.shares) {
+    Loads::ShareHistory h{share.host, share.index, share.state, "", {}};
+    for (json& j : share.seconds) {
+      j["load"] = c.load;
+      auto s = ipc::load_second_from_json(j);
+      if (!s) {
+        h.left = "host " + share.host + " sent a malformed second: " + s.status().message();
+        break;
+      }
+      h.seconds.push_back(std::move(*s));
+    }
+    if (share.host == hosts.id()) {
+      out.own = std::move(h.seconds);
+      continue;
+    }
+    if (share.host == from) {
+      h.left = "host " + from + ", the test's origin, left during the test; host " + hosts.id() +
+               " took the test over";
+    } else if (h.left.empty() && failed(share.state)) {
+      h.left = "host " + share.host + ": " + share.state;
+    } else if (h.left.empty() && !hosts.lists_alive(share.host)) {
+      h.left = "host " + share.host + " left during the test";  // an earlier origin, say
+    }
+    out.others.push_back(std::move(h));
+  }
+  return out;
+}
+
 }  // namespace
 
 void LoadService::on_claimed(cluster::ClaimedLoad c) {
@@ -30,43 +68,17 @@ void LoadService::on_claimed(cluster::ClaimedLoad c) {
   }
   // The old origin: as the claim says, or share 0's host when it gave the test up restarting.
   const std::string from = !c.from.empty() ? c.from : c.shares.empty() ? "" : c.shares[0].host;
-  const std::string me = hosts_->id();
-  std::vector<ipc::LoadSecond> own;
-  std::vector<Loads::ShareHistory> others;
-  for (cluster::ClaimedLoad::Share& share : c.shares) {
-    Loads::ShareHistory h{share.host, share.index, share.state, "", {}};
-    for (json& j : share.seconds) {
-      j["load"] = c.load;
-      auto s = ipc::load_second_from_json(j);
-      if (!s) {
-        h.left = "host " + share.host + " sent a malformed second: " + s.status().message();
-        break;
-      }
-      h.seconds.push_back(std::move(*s));
-    }
-    if (share.host == me) {
-      own = std::move(h.seconds);
-      continue;
-    }
-    if (share.host == from) {
-      h.left = "host " + from + ", the test's origin, left during the test; host " + me +
-               " took the test over";
-    } else if (h.left.empty() && failed(share.state)) {
-      h.left = "host " + share.host + ": " + share.state;
-    } else if (h.left.empty() && !hosts_->lists_alive(share.host)) {
-      h.left = "host " + share.host + " left during the test";  // an earlier origin, say
-    }
-    others.push_back(std::move(h));
-  }
+  Histories seconds = histories_of(c, from, *hosts_);
   const int64_t now = unix_ms_now();
   t->spec.thresholds = std::move(sub.spec.thresholds);
   // A watched metrics URL is watched from here; a process was on the old origin's machine.
   const int64_t pid = sub.spec.watch.pid;
   t->spec.watch = std::move(sub.spec.watch);
   t->spec.watch.pid = 0;
-  loads_.adopt(*t, std::move(own), std::move(others), now);
-  t->events.push_back({Loads::elapsed_s(*t, now), "origin",
-                       "host " + from + ", the test's origin, left; host " + me + " took it over"});
+  loads_.adopt(*t, std::move(seconds.own), std::move(seconds.others), now);
+  t->events.push_back(
+      {Loads::elapsed_s(*t, now), "origin",
+       "host " + from + ", the test's origin, left; host " + hosts_->id() + " took it over"});
   spread_.insert(t->id);
   if (pid != 0) {
     t->reason += std::string(t->reason.empty() ? "" : "; ") + "the target's process (pid " +
@@ -83,6 +95,9 @@ void LoadService::on_lost(const std::string& id, const std::string& origin) {
   end(*t, LoadState::kStopped,
       origin.empty() ? "the test is gone from the database: its other hosts gave it up"
                      : "host " + origin + " took the test over while this host was cut off");
+  // The other hosts' shares send nothing more here: the copy ends with this host's workers.
+  for (const auto& [slot, remote] : std::map<int, LoadTest::Remote>(t->remote))
+    loads_.drop(*t, slot, "", unix_ms_now());
 }
 
 }  // namespace corral::master

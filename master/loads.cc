@@ -251,8 +251,7 @@ void Loads::drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms) 
       r != t.remote.end() && (r->second.state.empty() || r->second.state == "running")) {
     r->second.state = "left";  // another host's share, which sends no more
   }
-  if (!t.reason.empty()) t.reason += "; ";
-  t.reason += why;
+  if (!why.empty()) t.reason += (t.reason.empty() ? "" : "; ") + why;
   complete_seconds(t);
   finish_if_done(t, now_ms);
 }

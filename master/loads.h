@@ -127,7 +127,7 @@ class Loads {
   Status on_second(int slot, ipc::LoadSecond&& s, int64_t now_ms);
   // The worker of `slot` is gone: every test drops it.
   void worker_gone(int slot, int64_t now_ms);
-  // Test `t` drops `slot` (a worker, or another host), saying `why`.
+  // Test `t` drops `slot` (a worker, or another host), saying `why` ("": nothing).
   void drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms);
   // Where a share's seconds go (to its origin): complete ones, late ones, and the last, with
   // done set.

@@ -111,6 +111,34 @@ void wait_active(Trio& t, int n) {
   }
 }
 
+// A load test over every host, submitted to host `origin`: 2 VUs a host polling the job API's
+// /delay every 100 ms for `duration`. Returns its id once the origin counts every host's VUs.
+std::string spread_load(Trio& t, size_t origin, const std::string& duration) {
+  Json scenario = {
+      {"name", "spread"},
+      {"vars", {{"base", t.api.base()}}},
+      {"steps", Json::array({{{"name", "get"}, {"request", {{"url", "{{base}}/delay?ms=1"}}}}})}};
+  Json load = {{"vus", 6}, {"duration", duration}, {"pace", "100ms"}, {"hosts", "all"}};
+  auto started =
+      t.d[origin]->api("POST", "/loads", Json{{"scenario", scenario}, {"load", load}}.dump());
+  REQUIRE(started.status == 201);
+  const std::string id = started.json["load"];
+  t.d[origin]->wait_until([&] { return t.d[origin]->api("GET", "/loads/" + id).json["vus"] == 6; },
+                          seconds(20), "the origin to count the VUs of every host");
+  return id;
+}
+
+// The host of `t` that is load test `id`'s origin now (its GET /loads/<id> has no
+// cluster.origin), among those but `except`; -1 if none is.
+int origin_of(Trio& t, const std::string& id, size_t except) {
+  for (size_t i = 0; i < t.d.size(); ++i) {
+    if (i == except) continue;
+    auto r = t.d[i]->try_api("GET", "/loads/" + id);
+    if (r && r->status == 200 && r->json["cluster"]["origin"].is_null()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 std::string holders(const Trio& t, const std::string& id) {
   return t.db.sql(
       "SELECT string_agg(host || ':' || lo, ',' ORDER BY lo) FROM "
@@ -160,11 +188,14 @@ TEST_CASE(
   const std::string id = t.submit(kInstances, 20000);
   const std::string victim = t.ids[0];
   const int64_t epoch = hosts_of(*t.d[1])[victim]["epoch"];
+  // The cut host is also the origin of a load test over every host.
+  const std::string load = spread_load(t, 0, "30s");
   n.net.cut("h1");
   const auto cut = std::chrono::steady_clock::now();
   auto since_cut = [&] { return ms_since(cut); };
-  // Cut off, it stops what it holds (its unix socket still answers the test).
-  t.d[0]->wait_until([&] { return t.d[0]->worker(0)["active"] == 0; }, seconds(15),
+  // Cut off, it stops the instances it holds (its unix socket still answers the test). Its
+  // share of the load test, 2 VUs, runs on: load tests are not fenced (docs/cluster.md).
+  t.d[0]->wait_until([&] { return t.d[0]->worker(0)["active"] == 2; }, seconds(15),
                      "the cut host to stop its instances");
   const auto fenced_ms = since_cut();
   t.d[1]->wait_until(
@@ -192,11 +223,30 @@ TEST_CASE(
       },
       seconds(20), "the database to drop the cut host's sessions");
   WARN("the database dropped the cut host's sessions " << since_cut() << " ms after the cut");
+  // Its load test goes on: a host running a share took it over.
+  int heir = -1;
+  t.d[1]->wait_until([&] { return (heir = origin_of(t, load, 0)) > 0; }, seconds(15),
+                     "another host to take the cut host's load test over");
   while (since_cut() < 15000) std::this_thread::sleep_for(milliseconds(100));  // the cut lasts
   n.net.mend("h1");
   t.d[1]->wait_until([&] { return hosts_of(*t.d[1])[victim]["state"] == "alive"; }, seconds(20),
                      "the cut host to rejoin");
   CHECK(hosts_of(*t.d[1])[victim]["epoch"].get<int64_t>() > epoch);
+  // Back, the old origin finds its test taken over and ends its copy, leaving the test alone.
+  t.d[0]->wait_until(
+      [&] { return t.d[0]->api("GET", "/loads/" + load).json["state"] == "stopped"; }, seconds(15),
+      "the old origin to end its copy of the load test");
+  CHECK_THAT(
+      t.d[0]->api("GET", "/loads/" + load).json["reason"].get<std::string>(),
+      Catch::Contains("host " + t.ids[heir] + " took the test over while this host was cut off"));
+  Daemon& h = *t.d[heir];
+  h.wait_until([&] { return h.api("GET", "/loads/" + load).json["state"] != "running"; },
+               seconds(40), "the load test to end on its new origin");
+  Json whole = h.api("GET", "/loads/" + load).json;
+  INFO(whole.dump());
+  CHECK(whole["state"] == "passed");
+  CHECK_THAT(whole["reason"].get<std::string>(), Catch::Contains("took the test over"));
+  CHECK(whole["series"].size() >= 29);
   check_whole(t, *t.d[1], id);
 }
 
