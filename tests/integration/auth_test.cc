@@ -90,6 +90,17 @@ TEST_CASE("auth: the CLI talks TCP to $CORRAL_API with $CORRAL_API_TOKEN") {
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("  passed     : 3"));
 
+  // A load test is submitted and followed over TCP too (its target: the daemon's /health).
+  Json load = {{"name", "tcp load"},
+               {"steps", {{{"request", {{"url", "http://" + api + "/health"}}}}}},
+               {"load", {{"vus", 1}, {"duration", "1s"}, {"pace", "100ms"}}}};
+  std::ofstream(elsewhere.file("l.json")) << load.dump();
+  CliResult loaded = run_cli({"load", elsewhere.file("l.json")}, elsewhere.path(),
+                             {{"CORRAL_API", api}, {"CORRAL_API_TOKEN", kToken}});
+  INFO(loaded.describe());
+  CHECK(loaded.exit_code == 0);
+  CHECK_THAT(loaded.out, Catch::Contains("state      : passed"));
+
   CliResult refused = run_cli({"status"}, elsewhere.path(), {{"CORRAL_API", api}});
   INFO(refused.describe());
   CHECK(refused.exit_code == 1);
