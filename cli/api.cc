@@ -70,6 +70,11 @@ int report_failure(const Status& status, const std::string& socket_path) {
   return fail(status.message());
 }
 
+bool daemon_unreachable(const Status& status) {
+  return status.code() == Code::kUnavailable || status.code() == Code::kTimeout ||
+         status.code() == Code::kIo;
+}
+
 int fail(const std::string& message) {
   std::cerr << "corral: " << message << "\n";
   return 1;

@@ -71,6 +71,9 @@ auto get_answer(const Api& api, const std::string& path, Read&& read)
 // kExitDaemonNotRunning for kUnavailable ("daemon is not running ... start it with ..."),
 // 1 for anything else ("corral: <message>").
 int report_failure(const Status& status, const std::string& socket_path);
+// Whether a failed call found no daemon answering: none there, the connection broke, or no
+// answer in time.
+bool daemon_unreachable(const Status& status);
 
 // Prints "corral: <message>" on stderr and returns 1.
 int fail(const std::string& message);

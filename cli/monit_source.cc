@@ -13,11 +13,6 @@
 namespace corral::cli {
 namespace {
 
-bool daemon_unreachable(const Status& status) {
-  return status.code() == Code::kUnavailable || status.code() == Code::kTimeout ||
-         status.code() == Code::kIo;
-}
-
 bool has_failures(const api::RunSummary& run) {
   return uint64_t{run.counts.failed} + run.counts.errored > 0;
 }

@@ -256,16 +256,25 @@ void Loads::drop(LoadTest& t, int slot, const std::string& why, int64_t now_ms) 
   finish_if_done(t, now_ms);
 }
 
+namespace {
+
+// Whether every slot still taking part in `t` (with `own_only`, every worker of this host) has
+// reported `second`, or a later one.
+bool reported(const LoadTest& t, uint32_t second, bool own_only) {
+  return std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
+    auto it = t.last_second.find(slot);
+    return (own_only && slot < 0) || (it != t.last_second.end() && it->second >= second);
+  });
+}
+
+}  // namespace
+
 // The origin's own workers' seconds that each of them has reported go to the database at once,
 // not when the other hosts' parts have come too: what its death loses is the second in progress.
 void Loads::forward_own(LoadTest& t) {
   while (!t.local.empty()) {
     auto first = t.local.begin();
-    bool complete = std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
-      auto it = t.last_second.find(slot);
-      return slot < 0 || (it != t.last_second.end() && it->second >= first->first);
-    });
-    if (!complete) return;
+    if (!reported(t, first->first, true)) return;
     first->second.second = first->first;
     first->second.done = false;
     if (forward_) forward_(t, first->second);
@@ -278,11 +287,7 @@ void Loads::complete_seconds(LoadTest& t) {
   forward_own(t);
   while (!t.pending.empty()) {
     auto first = t.pending.begin();
-    bool complete = t.slots.empty() || std::all_of(t.slots.begin(), t.slots.end(), [&](int slot) {
-                      auto it = t.last_second.find(slot);
-                      return it != t.last_second.end() && it->second >= first->first;
-                    });
-    if (!complete) return;
+    if (!reported(t, first->first, false)) return;
     t.total.add(first->second);
     t.series.push_back(second_json(first->first, first->second));
     if (!t.origin.empty() && forward_) {

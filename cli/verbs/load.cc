@@ -43,11 +43,6 @@ constexpr milliseconds kTakeOverWithin{30000};
 // A held-connection test may wait for extra workers to start (up to 60 s in the daemon).
 constexpr long kSubmitTimeoutMs = 70000;
 
-// The daemon asked is gone, or cut off: no answer, or a broken one.
-bool is_gone(const Status& s) {
-  return s.code() == Code::kUnavailable || s.code() == Code::kIo || s.code() == Code::kTimeout;
-}
-
 // How long the summary waits for a target corral started to be stopped after the test: its
 // stop_grace, and the second in which the daemon notices the end.
 milliseconds target_stop_wait(const json& load) {
@@ -429,7 +424,7 @@ class LoadVerb : public Verb {
     TargetStopWait stop_wait;
     for (;;) {
       auto body = api.get("/loads/" + id);
-      if (!body && is_gone(body.status()) && !heirs.empty()) {
+      if (!body && daemon_unreachable(body.status()) && !heirs.empty()) {
         std::cerr << (tty ? "\n" : "") << "corral: load " << id << ": " << api.socket_path()
                   << " does not answer (" << body.status().message()
                   << "); waiting for another host to take the test over\n";

@@ -102,7 +102,7 @@ void Hosts::start() {
     if (!alive()) return;
     spdlog::info("cluster: host {} was declared dead by another host: claiming now", dead);
     claim(load_());
-    for (const auto& fn : each_death_) fn();
+    tell_death();
   });
   timer_.start(0, kEveryMs, [this] { beat(); });
 }
@@ -300,9 +300,11 @@ void Hosts::swept(Result<PgRows> r) {
       spdlog::warn("cluster: released {} ranges held by dead host {}", row.at(2), row.at(1));
     }
   }
-  if (died) {
-    for (const auto& fn : each_death_) fn();
-  }
+  if (died) tell_death();
+}
+
+void Hosts::tell_death() {
+  for (const auto& fn : each_death_) fn();
 }
 
 // Claims up to its share of the free ranges.

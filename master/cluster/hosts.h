@@ -164,6 +164,7 @@ class Hosts {
   void listed(Result<PgRows> r);
   // Sweeps (and claims) when the first other host's lease ends before the next beat.
   void sweep_when_due();
+  void tell_death();  // runs each_death_
   void sweep(const Load& l);
   void swept(Result<PgRows> r);
   void claim(const Load& l);

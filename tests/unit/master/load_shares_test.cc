@@ -54,6 +54,15 @@ struct TwoHosts {
     e.claimed = [this](ClaimedLoad c) { claimed.push_back(std::move(c)); };
     return e;
   }
+  // Test `id` published by host-a, both hosts alive, and host-b's share running.
+  void share_running(const std::string& id) {
+    REQUIRE(publish(id).is_ok());
+    REQUIRE(run_until([&] { return shares.size() == 1; }));
+    host_row("host-a", false);
+    host_row("host-b", false);
+    b->set_state(id, "running");
+    REQUIRE(run_until([&] { return shares.size() == 1 && shares[0].state == "running"; }));
+  }
   // A row for `id` in the hosts table: alive, or declared dead.
   void host_row(const std::string& id, bool dead) {
     db.sql(
@@ -238,11 +247,7 @@ TEST_CASE(
     "them") {
   TwoHosts h;
   h.start();
-  REQUIRE(h.publish("l4-dddd").is_ok());
-  REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
-  h.host_row("host-a", false);
-  h.host_row("host-b", false);
-  h.b->set_state("l4-dddd", "running");
+  h.share_running("l4-dddd");
   h.b->post("l4-dddd", {{"second", 0}});
   // host-a restarts: its new life gives the test up.
   h.a.reset();
@@ -260,12 +265,7 @@ TEST_CASE(
 TEST_CASE("load shares: told of a death, a host running a share claims at once, not at its beat") {
   TwoHosts h;
   h.start();
-  REQUIRE(h.publish("l5-eeee").is_ok());
-  REQUIRE(h.run_until([&] { return h.shares.size() == 1; }));
-  h.host_row("host-a", false);
-  h.host_row("host-b", false);
-  h.b->set_state("l5-eeee", "running");
-  REQUIRE(h.run_until([&] { return h.shares.size() == 1 && h.shares[0].state == "running"; }));
+  h.share_running("l5-eeee");
   h.beat.stop();  // no more beats: only the news of the death makes host-b look
   h.host_row("host-a", true);
   h.b->host_died();
