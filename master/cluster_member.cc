@@ -188,7 +188,8 @@ const std::vector<ApiRoute>& ClusterMember::routes() {
   static const std::vector<ApiRoute> routes = {
       {"GET", "/cluster", on<&ClusterMember::api_cluster>, false,
        "the hosts sharing this daemon's PostgreSQL journal: `{\"self\":{\"id\",\"epoch\","
-       "\"alive\"},\"hosts\":[{\"id\",\"address\",\"epoch\",\"heartbeat_age_ms\",\"held\","
+       "\"alive\"},\"hosts\":[{\"id\",\"address\",\"epoch\",\"heartbeat_age_ms\",\"dead_after_ms\","
+       "\"held\","
        "\"capacity\",\"state\":\"alive|dead\"}]}`; 404 with an SQLite journal"
        " ([docs/cluster.md](docs/cluster.md))"},
   };

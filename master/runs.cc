@@ -153,9 +153,11 @@ Run* Runs::find(const std::string& id) {
   return it == by_id_.end() ? nullptr : it->second;
 }
 
-// Most rows in the journal only change state; a row that is behind is written whole.
+// Most rows in the journal only change state; those of instances resumed from a dead host
+// also count the resume.
 void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, int64_t now_ms) {
   std::vector<uint32_t> marked;
+  std::vector<journal::Store::Resumed> resumed;
   marked.reserve(index.size());
   for (uint32_t i : index) {
     run.set_state(i, InstanceState::kRunning);
@@ -164,10 +166,15 @@ void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, 
     if (in.started_ms == 0) in.started_ms = now_ms;
     if (in.row_behind) {
       in.row_behind = false;
-      journal_instance(run, i);
+      resumed.push_back({i, in.resumes, json(in.detail().resume_reasons).dump()});
     } else {
       marked.push_back(i);
     }
+  }
+  if (!resumed.empty()) {
+    journal_write([id = run.id, resumed = std::move(resumed)](
+                      journal::Store& s) { return s.mark_resumed(id, resumed); },
+                  {run.id});
   }
   if (marked.empty()) return;
   journal_write([id = run.id, marked = std::move(marked),

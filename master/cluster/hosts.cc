@@ -13,12 +13,12 @@ namespace {
 // clang-format off
 // Registers (the epoch goes up by one) and releases whatever the host's previous lives held.
 constexpr const char* kRegister =
-    "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held) "
-    "VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4) "
+    "WITH me AS (INSERT INTO hosts (id, address, started_ms, heartbeat_ms, epoch, capacity, held, "
+    "dead_after_ms) VALUES ($1, $2, " CORRAL_DB_NOW ", " CORRAL_DB_NOW ", 1, $3, $4, $5) "
     "ON CONFLICT (id) DO UPDATE SET address = excluded.address, "
     "started_ms = excluded.started_ms, heartbeat_ms = excluded.heartbeat_ms, "
-    "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held, fenced_ms = 0 "
-    "RETURNING epoch), "
+    "epoch = hosts.epoch + 1, capacity = excluded.capacity, held = excluded.held, fenced_ms = 0, "
+    "dead_after_ms = excluded.dead_after_ms RETURNING epoch), "
     "freed AS (UPDATE claims SET host = '' WHERE host = $1 AND epoch < (SELECT epoch FROM me)) "
     "SELECT epoch FROM me";
 // Renews only the row of this registration: a newer one (the same host started again
@@ -26,38 +26,39 @@ constexpr const char* kRegister =
 // renewed. The heartbeat is not a key column: writing it does not wait for the host's journal
 // transactions, which hold its row FOR KEY SHARE (journal::Store::set_fence).
 constexpr const char* kRenew =
-    "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW ", address = $3, capacity = $4, held = $5 "
-    "WHERE id = $1 AND epoch = $2 RETURNING epoch";
+    "UPDATE hosts SET heartbeat_ms = " CORRAL_DB_NOW ", address = $3, capacity = $4, held = $5, "
+    "dead_after_ms = $6 WHERE id = $1 AND epoch = $2 RETURNING epoch";
 constexpr const char* kWhyLost = "SELECT epoch, fenced_ms FROM hosts WHERE id = $1";
 constexpr const char* kList =
     "SELECT id, address, epoch, started_ms, " CORRAL_DB_NOW " - heartbeat_ms, held, capacity, "
-    CORRAL_DB_NOW " - started_ms FROM hosts ORDER BY id";
-// Declares every silent host dead: its epoch goes up (a key column: the update waits for the
-// host's transactions in flight), which fences off its writes from then on. Then releases every
-// range claimed at an epoch its host has left (the host was declared dead, now or before, or
-// registered again): a claim carries the epoch it was made at, so a range is released only
-// once its holder can no longer write about it.
+    CORRAL_DB_NOW " - started_ms, dead_after_ms FROM hosts ORDER BY id";
+// Declares every silent host dead (its heartbeat older than the age it wrote with it): its
+// epoch goes up (a key column: the update waits for the host's transactions in flight), which
+// fences off its writes from then on. Then releases every range claimed at an epoch its host
+// has left (the host was declared dead, now or before, or registered again): a claim carries
+// the epoch it was made at, so a range is released only once its holder can no longer write
+// about it.
 constexpr const char* kSweep =
     "WITH dead AS (UPDATE hosts SET epoch = epoch + 1, fenced_ms = " CORRAL_DB_NOW " "
-    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW " - $2 "
-    "RETURNING id, epoch), "
+    "WHERE id <> $1 AND fenced_ms = 0 AND heartbeat_ms < " CORRAL_DB_NOW " - dead_after_ms "
+    "RETURNING id, epoch, dead_after_ms), "
     "now_at AS (SELECT id, MAX(epoch) AS epoch FROM "
     "(SELECT id, epoch FROM dead UNION ALL SELECT id, epoch FROM hosts) AS e GROUP BY id), "
     "freed AS (UPDATE claims c SET host = '' FROM now_at h "
     "WHERE c.host = h.id AND c.epoch < h.epoch RETURNING h.id AS host) "
-    "SELECT 'dead', id, epoch - 1 FROM dead UNION ALL "
-    "SELECT 'freed', host, COUNT(*) FROM freed GROUP BY host";
+    "SELECT 'dead', id, epoch - 1, dead_after_ms FROM dead UNION ALL "
+    "SELECT 'freed', host, COUNT(*), 0 FROM freed GROUP BY host";
 // Claims free ranges, oldest run first, while this host is at its epoch (the row's lock holds
 // off a declaration of its death until the claim commits), each marked with the epoch: as many
 // as bring it to its share of the open ranges, at most $3. The share is over the hosts live at
-// that moment (heartbeat younger than $4 ms, not declared dead) that have room or registered
-// less than $5 ms ago, this one included: counted after the sweep before it in the same beat,
-// so a host declared dead in that sweep no longer takes a share.
+// that moment (heartbeat younger than the age that makes them dead, not declared dead) that
+// have room or registered less than $4 ms ago, this one included: counted after the sweep
+// before it in the same beat, so a host declared dead in that sweep no longer takes a share.
 constexpr const char* kClaim =
     "WITH me AS (SELECT id FROM hosts WHERE id = $1 AND epoch = $2 FOR KEY SHARE), "
     "sharing AS (SELECT GREATEST(1, COUNT(*)) AS n FROM hosts WHERE id = $1 OR (fenced_ms = 0 "
-    "AND heartbeat_ms >= " CORRAL_DB_NOW " - $4 "
-    "AND (capacity > 0 OR started_ms >= " CORRAL_DB_NOW " - $5))), "
+    "AND heartbeat_ms >= " CORRAL_DB_NOW " - dead_after_ms "
+    "AND (capacity > 0 OR started_ms >= " CORRAL_DB_NOW " - $4))), "
     "share AS (SELECT CAST(CEIL(COUNT(*) / CAST((SELECT n FROM sharing) AS FLOAT8)) AS BIGINT) "
     "- COUNT(*) FILTER (WHERE host = $1) AS n FROM claims WHERE done = 0), "
     "pick AS (SELECT run_id, lo FROM claims WHERE host = '' AND done = 0 "
@@ -104,7 +105,33 @@ void Hosts::start() {
     claim(load_());
     tell_death();
   });
-  timer_.start(0, kEveryMs, [this] { beat(); });
+  timer_.start(0, kBusyEveryMs, [this] { tick(); });
+}
+
+void Hosts::tick() {
+  if (ticks_++ % (kEveryMs / kBusyEveryMs) == 0) {
+    beat();
+    return;
+  }
+  if (out_ > 0 || epoch_ == 0 || superseded_) return;
+  Load l = load_();
+  if (dead_after(l) == kBusyDeadAfterMs) renew(l);
+}
+
+int64_t Hosts::dead_after(const Load& l) {
+  return l.held + l.waiting > 0 ? kBusyDeadAfterMs : kDeadAfterMs;
+}
+
+void Hosts::renew(const Load& l) {
+  const uint64_t sent = monotonic_ms();
+  const int64_t dead_after_ms = dead_after(l);
+  sent_dead_after_ms_ = std::min(sent_dead_after_ms_, dead_after_ms);
+  ask(kRenew,
+      {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity), std::to_string(l.held),
+       std::to_string(dead_after_ms)},
+      [this, sent, dead_after_ms](Result<PgRows> r) {
+        renewed(std::move(r), sent, dead_after_ms);
+      });
 }
 
 void Hosts::beat() {
@@ -113,14 +140,13 @@ void Hosts::beat() {
   const uint64_t sent = monotonic_ms();
   if (epoch_ == 0 && !superseded_) {
     if (!settling_) {  // else its old epoch's writes come first
-      ask(kRegister, {id_, address_(), std::to_string(l.capacity), std::to_string(l.held)},
+      ask(kRegister,
+          {id_, address_(), std::to_string(l.capacity), std::to_string(l.held),
+           std::to_string(kDeadAfterMs)},
           [this, sent](Result<PgRows> r) { registered(std::move(r), sent); });
     }
   } else if (!superseded_) {
-    ask(kRenew,
-        {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity),
-         std::to_string(l.held)},
-        [this, sent](Result<PgRows> r) { renewed(std::move(r), sent); });
+    renew(l);
   }
   ask(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
   if (events_.open_runs) {
@@ -148,20 +174,20 @@ void Hosts::beat() {
 
 void Hosts::sweep(const Load& l) {
   if (monotonic_ms() - registered_ms_ >= static_cast<uint64_t>(kDeadAfterMs)) {
-    ask(kSweep, {id_, std::to_string(kDeadAfterMs)},
-        [this](Result<PgRows> s) { swept(std::move(s)); });
+    ask(kSweep, {id_}, [this](Result<PgRows> s) { swept(std::move(s)); });
   }
   claim(l);
 }
 
 void Hosts::sweep_when_due() {
   const HostRow* first = nullptr;
+  auto left = [](const HostRow& h) { return h.dead_after_ms - h.heartbeat_age_ms; };
   for (const HostRow& h : hosts_) {
     if (h.id == id_ || h.dead) continue;
-    if (first == nullptr || h.heartbeat_age_ms > first->heartbeat_age_ms) first = &h;
+    if (first == nullptr || left(h) < left(*first)) first = &h;
   }
   if (first == nullptr || sweep_timer_.active()) return;
-  const int64_t in = kDeadAfterMs - first->heartbeat_age_ms + kSweepLateMs;
+  const int64_t in = left(*first) + kSweepLateMs;
   if (in >= static_cast<int64_t>(kEveryMs)) return;
   spdlog::info("cluster: host {} has been silent for {} ms: declared dead in {} ms unless it beats",
                first->id, first->heartbeat_age_ms, std::max<int64_t>(in, 0));
@@ -178,8 +204,12 @@ void Hosts::ask(const char* sql, std::vector<std::string> params, PgAsync::Done 
   });
 }
 
+int64_t Hosts::fence_after_ms() const {
+  return std::min(dead_after_ms_, sent_dead_after_ms_) - kFenceMarginMs;
+}
+
 void Hosts::arm_fence() {
-  const uint64_t ends = renewed_ms_ + static_cast<uint64_t>(kFenceAfterMs);
+  const uint64_t ends = renewed_ms_ + static_cast<uint64_t>(fence_after_ms());
   const uint64_t now = monotonic_ms();
   fence_timer_.start(ends > now ? ends - now : 0, 0, [this] {
     if (epoch_ == 0 || superseded_) return;
@@ -187,8 +217,8 @@ void Hosts::arm_fence() {
       arm_fence();
       return;
     }
-    // Others may declare this host dead from kDeadAfterMs on, and take its instances.
-    fence("no heartbeat written for " + std::to_string(kFenceAfterMs) + " ms");
+    // Others may declare this host dead kFenceMarginMs later, and take its instances.
+    fence("no heartbeat written for " + std::to_string(fence_after_ms()) + " ms");
   });
 }
 
@@ -199,6 +229,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   }
   epoch_ = pg_i64(r->rows[0][0]);
   renewed_ms_ = sent_ms;
+  dead_after_ms_ = sent_dead_after_ms_ = kDeadAfterMs;
   registered_ms_ = monotonic_ms();
   arm_fence();
   error_.clear();
@@ -207,7 +238,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   if (events_.registered) events_.registered(epoch_);
 }
 
-void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms) {
+void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms) {
   if (!r) {
     failed(r.status());
     return;
@@ -219,7 +250,10 @@ void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms) {
   if (!error_.empty()) spdlog::info("cluster: heartbeats written again");
   error_.clear();
   if (epoch_ == 0) return;  // fenced while it was on the way: registers again
-  renewed_ms_ = std::max(renewed_ms_, sent_ms);
+  if (sent_ms >= renewed_ms_) {  // one renewal is out at a time: none was sent since
+    renewed_ms_ = sent_ms;
+    dead_after_ms_ = sent_dead_after_ms_ = dead_after_ms;
+  }
   arm_fence();
 }
 
@@ -233,8 +267,7 @@ void Hosts::lost_epoch(Result<PgRows> r) {
   if (epoch_ == 0) return;
   bool declared = !r->rows.empty() && pg_i64(r->rows[0].at(1)) != 0;
   if (declared) {
-    fence("another host declared it dead (no heartbeat for " + std::to_string(kDeadAfterMs / 1000) +
-          " s)");
+    fence("another host declared it dead (its heartbeat was too old)");
     return;
   }
   spdlog::error(
@@ -260,17 +293,18 @@ void Hosts::listed(Result<PgRows> r) {
   if (!r) return;  // the heartbeat's failure is the one logged
   std::vector<HostRow> hosts;
   for (const auto& row : r->rows) {
-    if (row.size() < 8) continue;
+    if (row.size() < 9) continue;
     HostRow h{row[0],
               row[1],
               pg_i64(row[2]),
               pg_i64(row[3]),
               pg_i64(row[4]),
+              pg_i64(row[8]),
               static_cast<uint64_t>(pg_i64(row[5])),
               static_cast<uint64_t>(pg_i64(row[6])),
               false,
               pg_i64(row[7])};
-    h.dead = h.heartbeat_age_ms > kDeadAfterMs;
+    h.dead = h.heartbeat_age_ms > h.dead_after_ms;
     hosts.push_back(std::move(h));
   }
   hosts_ = std::move(hosts);
@@ -291,8 +325,8 @@ void Hosts::swept(Result<PgRows> r) {
   bool died = false;
   for (const auto& row : r->rows) {
     if (row.at(0) == "dead") {
-      spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} s", row.at(1),
-                   row.at(2), kDeadAfterMs / 1000);
+      spdlog::warn("cluster: host {} (epoch {}) declared dead: no heartbeat for {} ms", row.at(1),
+                   row.at(2), row.at(3));
       // The other hosts claim their share of its ranges at once.
       ask(kNotifyDeath, {row.at(1)}, [](Result<PgRows>) {});
       died = true;
@@ -314,9 +348,7 @@ void Hosts::claim(const Load& l) {
   uint64_t room = l.capacity > l.waiting ? l.capacity - l.waiting : 0;
   uint64_t ranges = std::min<uint64_t>((room + kRange - 1) / kRange, kMaxClaim);
   if (ranges == 0) return;
-  ask(kClaim,
-      {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(kDeadAfterMs),
-       std::to_string(kSettleMs)},
+  ask(kClaim, {id_, std::to_string(epoch_), std::to_string(ranges), std::to_string(kSettleMs)},
       [this, epoch = epoch_](Result<PgRows> c) { claimed(std::move(c), epoch); });
 }
 
@@ -356,7 +388,7 @@ void Hosts::failed(const Status& s) {
 
 bool Hosts::alive() const {
   return epoch_ != 0 && !superseded_ &&
-         monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(kFenceAfterMs);
+         monotonic_ms() - renewed_ms_ < static_cast<uint64_t>(fence_after_ms());
 }
 
 bool Hosts::lists_alive(const std::string& id) const {
@@ -387,6 +419,7 @@ nlohmann::json Hosts::to_json() const {
                     {"epoch", h.epoch},
                     {"started_at", iso8601_utc(h.started_ms)},
                     {"heartbeat_age_ms", h.heartbeat_age_ms},
+                    {"dead_after_ms", h.dead_after_ms},
                     {"held", h.held},
                     {"capacity", h.capacity},
                     {"state", h.dead ? "dead" : "alive"}});

@@ -2,11 +2,12 @@
 // (docs/cluster.md). At start it registers in the hosts table: its row's epoch goes up by one
 // at each registration, so a daemon that was replaced can tell, and the claims it held before
 // are released. Every second it renews its heartbeat with the instances it holds and could
-// still take, and reads every host's row back, each with the age of its heartbeat by the
-// database's clock (hosts' own clocks may differ). A host whose heartbeat is older than
-// kDeadAfterMs is dead: any host declares it so (its epoch goes up, which fences off its
-// writes, see journal::Store::set_fence) and releases its claims, at its beat, or at the
-// moment a heartbeat it listed reaches that age if that comes first (sweep_when_due).
+// still take (twice a second while it holds any), and reads every host's row back, each with
+// the age of its heartbeat by the database's clock (hosts' own clocks may differ). A host whose
+// heartbeat is older than the age its row gives (dead_after_ms, see kDeadAfterMs) is dead: any
+// host declares it so (its epoch goes up, which fences off its writes, see
+// journal::Store::set_fence) and releases its claims, at its beat, or at the moment a
+// heartbeat it listed reaches that age if that comes first (sweep_when_due).
 //
 // Work is shared by claims: each run's instances are cut into ranges of 100 when it is
 // submitted, and every second each live host claims free ranges (FOR UPDATE SKIP LOCKED), up
@@ -15,8 +16,8 @@
 // their next beat.
 //
 // A host that finds its epoch taken (declared dead while it could not beat, say after a
-// SIGSTOP), or that could not write its heartbeat for kFenceAfterMs, stops its own work
-// (self-fencing: Events::fenced) and registers again, once what it wrote under its old epoch
+// SIGSTOP), or whose lease ended (kFenceMarginMs before it may be declared dead), stops its own
+// work (self-fencing: Events::fenced) and registers again, once what it wrote under its old epoch
 // is in the journal (settled()).
 //
 // A beat is one round trip to the database: its queries (heartbeat, hosts, open runs, sweep,
@@ -57,6 +58,7 @@ struct HostRow {
   int64_t epoch = 0;
   int64_t started_ms = 0;
   int64_t heartbeat_age_ms = 0;  // by the database's clock, when the table was read
+  int64_t dead_after_ms = 0;     // the heartbeat's age that makes it dead, as it last wrote
   uint64_t held = 0;             // instances on its workers
   uint64_t capacity = 0;         // instances it could still take
   bool dead = false;
@@ -66,16 +68,24 @@ struct HostRow {
 class Hosts {
  public:
   static constexpr uint64_t kEveryMs = 1000;
+  // A host that holds instances also renews its heartbeat between beats, alone (one query):
+  // every kBusyEveryMs.
+  static constexpr uint64_t kBusyEveryMs = 500;
+  // Each heartbeat writes the age at which the others may declare its host dead
+  // (hosts.dead_after_ms): kDeadAfterMs for a host that beats every kEveryMs, kBusyDeadAfterMs
+  // for one that holds instances and renews every kBusyEveryMs. Either must outlast an outage
+  // of the database's link of 3 s and the beat before it (docs/cluster.md, the lease).
   static constexpr int64_t kDeadAfterMs = 5000;
-  // The lease. A host stops every instance it holds (it fences itself) kFenceAfterMs after it
-  // sent its last heartbeat that was written, unless another was written since. Safe because
-  // the database stamped that heartbeat after it was sent, and the others declare the host
-  // dead only once the database's clock is kDeadAfterMs past the stamp: the host has stopped
-  // its instances at least kDeadAfterMs - kFenceAfterMs before anyone may take them over,
-  // whatever the network delayed, as long as the two clocks run at the same rate (they need not
-  // show the same time). The margin covers the fence timer firing late and the stop reaching
-  // the workers.
-  static constexpr int64_t kFenceAfterMs = 4500;
+  static constexpr int64_t kBusyDeadAfterMs = 4500;
+  // The lease. A host stops every instance it holds (it fences itself) kFenceMarginMs before
+  // the age it wrote with its last heartbeat that was written is reached, counted from when
+  // that heartbeat was sent, unless another was written since. Safe because the database
+  // stamped that heartbeat after it was sent, and the others declare the host dead only once
+  // the database's clock is that age past the stamp: the host has stopped its instances at
+  // least kFenceMarginMs before anyone may take them over, whatever the network delayed, as
+  // long as the two clocks run at the same rate (they need not show the same time). The margin
+  // covers the fence timer firing late and the stop reaching the workers.
+  static constexpr int64_t kFenceMarginMs = 500;
   // A host whose lease ends before this host's next beat is swept this long after it ends (by
   // the age the database gave its heartbeat), not at the next beat: up to a second sooner.
   static constexpr int64_t kSweepLateMs = 20;
@@ -115,8 +125,8 @@ class Hosts {
   Hosts(uv_loop_t* loop, std::string url, std::string label, std::string id,
         std::function<std::string()> address, std::function<Load()> load, Events events);
 
-  // Registers, then heartbeats every kEveryMs. A failure is logged and tried again at the
-  // next beat.
+  // Registers, then heartbeats every kEveryMs (and renews every kBusyEveryMs while it holds
+  // instances). A failure is logged and tried again at the next beat.
   void start();
   // `fn` runs at each beat, after the beat's own queries are asked: the queries it asks on
   // db() go in the beat's round trip.
@@ -137,7 +147,8 @@ class Hosts {
 
   const std::string& id() const { return id_; }
   int64_t epoch() const { return epoch_; }  // 0 until registered
-  // Whether its lease holds: the last heartbeat written was sent less than kFenceAfterMs ago.
+  // Whether its lease holds: the last heartbeat written was sent less than fence_after_ms()
+  // ago.
   bool alive() const;
   // Why this host is fenced off, from when it fenced itself until it registers again; ""
   // otherwise (also before its first registration).
@@ -152,14 +163,22 @@ class Hosts {
   bool lists_alive(const std::string& id) const;
 
  private:
+  void tick();  // every kBusyEveryMs: a beat, or between beats a renewal while busy
   void beat();
+  // Writes the heartbeat, with the age that declares this host dead (by `l`).
+  void renew(const Load& l);
   // Asks `sql` on the connection, counted in out_ until answered.
   void ask(const char* sql, std::vector<std::string> params, PgAsync::Done done);
   // `sent_ms`: when the heartbeat was sent (monotonic).
   void registered(Result<PgRows> r, uint64_t sent_ms);
-  void renewed(Result<PgRows> r, uint64_t sent_ms);
-  // The lease runs kFenceAfterMs from renewed_ms_: fence() when it ends.
+  void renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms);
+  // The lease runs fence_after_ms() from renewed_ms_: fence() when it ends.
   void arm_fence();
+  // The age a heartbeat written with load `l` declares this host dead at.
+  static int64_t dead_after(const Load& l);
+  // The lease's length: kFenceMarginMs short of the least age written, or perhaps written,
+  // since the last heartbeat known to be written was sent.
+  int64_t fence_after_ms() const;
   void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
   // Sweeps (and claims) when the first other host's lease ends before the next beat.
@@ -186,6 +205,9 @@ class Hosts {
   uv::Timer sweep_timer_;
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
+  int64_t dead_after_ms_ = kDeadAfterMs;       // the age written with it
+  int64_t sent_dead_after_ms_ = kDeadAfterMs;  // the least age sent since, perhaps written
+  uint64_t ticks_ = 0;
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
   bool settling_ = false;    // fenced: waits for settled() before it registers again

@@ -130,6 +130,27 @@ class PgStore final : public Store, private Dialect {
     return db_.run(kMarkRunningMany, p, "mark_running");
   }
 
+  // The resumes of a dead host's instances, without the rest of their rows: a takeover of
+  // 33,000 instances writes three columns of each rather than twelve.
+  Status mark_resumed(const std::string& run_id, const std::vector<Resumed>& rows) override {
+    if (rows.empty()) return Status::ok();
+    if (Status s = check_fence("mark_resumed"); !s) return s;
+    for (size_t at = 0; at < rows.size(); at += kManyRows) {
+      ArrayParams arrays;
+      std::set<uint32_t> seen;  // one statement may not update a row twice: the last one counts
+      for (size_t i = std::min(rows.size(), at + kManyRows); i-- > at;) {
+        const Resumed& r = rows[i];
+        if (!seen.insert(r.idx).second) continue;
+        arrays.bind(int64_t{r.idx}).bind(r.resumes).bind(r.resume_reasons).next_row();
+      }
+      Params p;
+      p.bind(run_id);
+      arrays.bind_to(p);
+      if (Status s = db_.run(kMarkResumedMany, p, "mark_resumed"); !s) return s;
+    }
+    return Status::ok();
+  }
+
   Status put_step(const StepRow& r) override {
     Params p;
     bind_row(tables::kSteps, r, p);

@@ -172,6 +172,10 @@ CREATE TABLE load_tests (
   detail TEXT NOT NULL);
 CREATE INDEX load_tests_by_host ON load_tests (host, created_ms);
 )sql",
+    // 15: the age of its heartbeat at which a host may be declared dead, written with each
+    // heartbeat: shorter while it holds instances, as it then renews more often
+    // (master/cluster/hosts.h).
+    "ALTER TABLE hosts ADD COLUMN dead_after_ms BIGINT NOT NULL DEFAULT 5000;",
 };
 
 // The statements that write and read whole rows, made from the tables' columns (tables.h).
@@ -214,6 +218,18 @@ ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE meta.value < exclu
 inline constexpr const char* kMarkRunning = R"sql(
 INSERT INTO instances (run_id, idx, state, started_ms) VALUES (?, ?, 'running', ?)
 ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', checkpoint = '')sql";
+inline constexpr const char* kMarkResumed = R"sql(
+INSERT INTO instances (run_id, idx, state, resumes, resume_reasons) VALUES (?, ?, 'running', ?, ?)
+ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', resumes = excluded.resumes,
+  resume_reasons = excluded.resume_reasons)sql";
+// PostgreSQL only: kMarkResumed for many instances, parameters the run, then the instances'
+// indexes, resumes and resume reasons as arrays (each index once).
+inline constexpr const char* kMarkResumedMany = R"sql(
+INSERT INTO instances (run_id, idx, state, resumes, resume_reasons)
+SELECT CAST(? AS TEXT), i, 'running', r, rr
+FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[])) AS u(i, r, rr)
+ON CONFLICT (run_id, idx) DO UPDATE SET state = 'running', resumes = excluded.resumes,
+  resume_reasons = excluded.resume_reasons)sql";
 // PostgreSQL only: kMarkRunning for many instances, parameters the run, the start and the
 // instances' indexes as an array (each index once).
 inline constexpr const char* kMarkRunningMany = R"sql(

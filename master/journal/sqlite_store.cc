@@ -141,6 +141,14 @@ class SqliteStore final : public Store, private Dialect {
     return Status::ok();
   }
 
+  Status mark_resumed(const std::string& run_id, const std::vector<Resumed>& rows) override {
+    for (const Resumed& r : rows) {
+      Stmt& s = stmt(kMarkResumed).bind(run_id).bind(int64_t{r.idx}).bind(r.resumes);
+      if (Status st = done(s.bind(r.resume_reasons), "mark_resumed"); !st) return st;
+    }
+    return Status::ok();
+  }
+
   Status put_step(const StepRow& r) override {
     Stmt& s = stmt(kPutStep);
     bind_row(tables::kSteps, r, s);

@@ -58,6 +58,15 @@ class Store {
   // they had started before.
   virtual Status mark_running(const std::string& run_id, const std::vector<uint32_t>& idx,
                               int64_t started_ms) = 0;
+  // Instances that were running on a host that died, placed here: running again, with their
+  // resumes as their records now count them. The rest of each row (vars, checkpoint, steps
+  // passed) is what this host read to resume them, and is left as it is.
+  struct Resumed {
+    uint32_t idx = 0;
+    int64_t resumes = 0;
+    std::string resume_reasons;  // JSON array, as InstanceRow has it
+  };
+  virtual Status mark_resumed(const std::string& run_id, const std::vector<Resumed>& rows) = 0;
   // Adds a step to an instance's history (again: no-op).
   virtual Status put_step(const StepRow& row) = 0;
   // Records a call of an instance's callback step (again for the same step: no-op).

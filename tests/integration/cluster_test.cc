@@ -40,6 +40,7 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
     CHECK(h["state"] == "alive");
     CHECK(h["epoch"] == 1);
     CHECK(h["heartbeat_age_ms"].get<int64_t>() < 5000);
+    CHECK(h["dead_after_ms"] == 5000);  // holding no instance, it beats once a second
   }
   CHECK(seen[id_b]["address"] == b.health()["listen"]);
   CHECK(b.health()["cluster"]["ok"] == true);
@@ -138,11 +139,13 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   std::string held = t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'");
   INFO("the killed host held " << held << " ranges");
   CHECK(held != "0");
+  // Holding instances, it renews its heartbeat twice a second, and may be declared dead sooner.
+  CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4500");
   t.d[1]->signal(SIGKILL);
   t.d[1]->wait_exit(seconds(10));
   t.d[1].reset();
   auto killed = std::chrono::steady_clock::now();
-  // Declared dead once its heartbeat is 5 s old; its ranges are then claimed by the others,
+  // Declared dead once its heartbeat is 4.5 s old; its ranges are then claimed by the others,
   // and each instance in them goes on from the journal (resume reason host_lost).
   t.d[0]->wait_until(
       [&] {
@@ -164,6 +167,8 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   };
   INFO(log0 << "\n---\n" << log2);
   CHECK(((has(log0, declared) && has(log2, woken)) != (has(log2, declared) && has(log0, woken))));
+  CHECK(std::stoll(t.db.sql("SELECT fenced_ms - heartbeat_ms FROM hosts WHERE id = '" + victim +
+                            "'")) > 4500);
   // Only instances of its ranges resumed, each once.
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
   CHECK(t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +

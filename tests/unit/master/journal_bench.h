@@ -209,6 +209,9 @@ class FlakyStore final : public Store {
   Status put_run(const RunRow& r) override { return in_->put_run(r); }
   Status put_instance(const InstanceRow& r) override { return in_->put_instance(r); }
   Status mark_running(S r, const Ids& i, int64_t t) override { return in_->mark_running(r, i, t); }
+  Status mark_resumed(S r, const std::vector<Resumed>& rows) override {
+    return in_->mark_resumed(r, rows);
+  }
   Status put_step(const StepRow& r) override { return in_->put_step(r); }
   Status put_callback(const CallbackRow& r) override { return in_->put_callback(r); }
   Status finish_run(S r, int64_t t, bool c, S s) override { return in_->finish_run(r, t, c, s); }

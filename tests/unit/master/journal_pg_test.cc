@@ -53,7 +53,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): a new database gets the curren
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "14/1");
+    CHECK(sql("SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "15/1");
     CHECK(sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND "
               "table_name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
               "'schedule_fires', 'load_tests')") == "8");
@@ -311,6 +311,7 @@ TEST_CASE_METHOD(Pg, "journal store (PostgreSQL): once its epoch is taken, a hos
   CHECK_THAT(s.message(), Catch::Contains("put_instance: fenced off: host h1 is no longer at epoch 4"));
   CHECK(store->put_step(step("r1-aaaa", 0, 0, "passed")).code() == Code::kAborted);
   CHECK(store->mark_running("r1-aaaa", {1}, 5).code() == Code::kAborted);
+  CHECK(store->mark_resumed("r1-aaaa", {{1, 1, R"(["host_lost"])"}}).code() == Code::kAborted);
   REQUIRE_OK(store->put_callback({"r1-aaaa", 0, 1, "{}", 7}));  // not about this host's claim
   REQUIRE_OK(store->commit());
   CHECK(sql("SELECT string_agg(idx || ':' || state, ' ') FROM instances") == "0:running");

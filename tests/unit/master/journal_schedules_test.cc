@@ -165,7 +165,7 @@ TEST_CASE_METHOD(SqliteDb, "journal store: a file of schema 4 gains the schedule
   sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 4");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "15");
   REQUIRE_OK(store->put_schedule(schedule_row("a")));
   CHECK(all(*store) == describe(schedule_row("a")) + "\n");
   CHECK(store->load_run("r1-aaaa").is_ok());  // the runs are still there

@@ -50,7 +50,7 @@ TEST_CASE_METHOD(Db, "journal store: a new file gets the current schema") {
   REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
   store.reset();
   for (int open = 0; open < 2; ++open) {  // opening it again changes nothing
-    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "14/1");
+    CHECK(sql(path, "SELECT MAX(version) || '/' || COUNT(*) FROM schema_version") == "15/1");
     CHECK(sql(path,
               "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
               "name IN ('runs', 'instances', 'steps', 'meta', 'callbacks', 'schedules', "
@@ -78,7 +78,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 1 gains the steps' url and
   sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 1");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "15");
   StepRow redirected = step("r1-aaaa", 0, 1, "passed");
   redirected.url = "http://127.0.0.1:1/final";
   REQUIRE_OK(store->put_step(redirected));
@@ -100,7 +100,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 2 gains the runs' priority
   sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 2");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "15");
   CHECK(load(*store, "r1-aaaa").run.priority == 1);
   RunRow weighted = run_row("r2-bbbb", 2);
   weighted.priority = 40;
@@ -120,7 +120,7 @@ TEST_CASE_METHOD(Db, "journal store: a file of schema 5 gains the runs' data fil
   sql(path, "DROP TABLE load_tests");
   sql(path, "UPDATE schema_version SET version = 5");
   store = open_store(path);
-  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "14");
+  CHECK(sql(path, "SELECT MAX(version) FROM schema_version") == "15");
   CHECK(load(*store, "r1-aaaa").run.data.empty());
   RunRow over_rows = run_row("r2-bbbb", 2);
   over_rows.data = R"({"path":"/srv/rows.csv"})";
@@ -151,13 +151,13 @@ TEST_CASE_METHOD(AnyDb, "journal store: callbacks round-trip by page, once each,
 TEST_CASE_METHOD(AnyDb, "journal store: a newer schema version is refused, naming path and version") {
   EACH_STORE();
   store.reset();
-  sql("UPDATE schema_version SET version = 15");
+  sql("UPDATE schema_version SET version = 16");
   auto again = open_again();
   REQUIRE_FALSE(again.is_ok());
   CHECK(again.status().code() == Code::kInvalidArgument);
   CHECK_THAT(again.status().message(), Catch::Contains("the journal " + where()) &&
-                                           Catch::Contains("schema version 15, newer"));
-  CHECK(sql("SELECT MAX(version) FROM schema_version") == "15");
+                                           Catch::Contains("schema version 16, newer"));
+  CHECK(sql("SELECT MAX(version) FROM schema_version") == "16");
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: run, instance and step rows round-trip exactly") {
@@ -217,6 +217,26 @@ TEST_CASE_METHOD(AnyDb, "journal store: upserts: mark_running keeps a start, put
   StoredRun got = load(*store, "r1-aaaa");
   CHECK_SAME(got.steps, std::vector<StepRow>{first});
   CHECK_SAME(got.instances, std::vector<InstanceRow>{fresh0, last, fresh4});
+}
+
+TEST_CASE_METHOD(AnyDb,
+                 "journal store: mark_resumed counts a resume and keeps the rest of the row") {
+  EACH_STORE();
+  REQUIRE_OK(store->put_run(run_row("r1-aaaa", 1)));
+  InstanceRow lost = instance("r1-aaaa", 1, "running");
+  lost.next_step = 1, lost.started_ms = 3000, lost.resumes = 1, lost.vars = R"({"id":"j-1"})";
+  lost.resume_reasons = R"(["crash"])", lost.checkpoint = R"({"step":1})";
+  REQUIRE_OK(store->put_instance(lost));
+  // Instance 1 twice in one call (the last one counts); 2 has no row yet.
+  REQUIRE_OK(store->mark_resumed(
+      "r1-aaaa",
+      {{1, 9, R"(["x"])"}, {2, 1, R"(["host_lost"])"}, {1, 2, R"(["crash","host_lost"])"}}));
+  REQUIRE_OK(store->mark_resumed("r1-aaaa", {}));
+  InstanceRow resumed = lost;
+  resumed.resumes = 2, resumed.resume_reasons = R"(["crash","host_lost"])";
+  InstanceRow fresh = instance("r1-aaaa", 2, "running");
+  fresh.resumes = 1, fresh.resume_reasons = R"(["host_lost"])";
+  CHECK_SAME(load(*store, "r1-aaaa").instances, std::vector<InstanceRow>{resumed, fresh});
 }
 
 TEST_CASE_METHOD(AnyDb, "journal store: finish_run cancels open instances only for a cancelled run") {

@@ -41,7 +41,7 @@ StoredRun page_of_six() {
 
 }  // namespace
 
-TEST_CASE("runs (cluster): a resumed instance's row is written once, whole, when it is placed") {
+TEST_CASE("runs (cluster): a resumed instance's resume is written once, when it is placed") {
   AnyDb db;
   db.on("sqlite");
   uv_loop_t loop;
@@ -68,6 +68,9 @@ TEST_CASE("runs (cluster): a resumed instance's row is written once, whole, when
     runs.mark_running(*run, {0, 2}, 0, 1'000);
     journal.flush();
     CHECK(row(2) == R"(running:1:["host_lost"]:10)");  // its resume and its start, one row
+    // The rest of its row is the lost host's, as it was read to resume it.
+    CHECK(db.sql("SELECT next_step || ':' || vars FROM instances WHERE idx = 2") ==
+          R"(1:{"id":"j2"})");
     CHECK(row(0) == "running:0:[]:1000");              // only its start: never ran before
     CHECK_FALSE(run->instance(2).row_behind);
     CHECK(journal.health().committed == 1 + page.instances.size() + 2);  // the row, the mark
