@@ -166,7 +166,7 @@ void Runs::mark_running(Run& run, const std::vector<uint32_t>& index, int slot, 
     if (in.started_ms == 0) in.started_ms = now_ms;
     if (in.row_behind) {
       in.row_behind = false;
-      resumed.push_back({i, in.resumes, json(in.detail().resume_reasons).dump()});
+      resumed.push_back(resumed_row(run, i));
     } else {
       marked.push_back(i);
     }

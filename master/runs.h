@@ -328,6 +328,8 @@ class Runs {
 
 // Conversions between the table and the journal's rows (runs_journal.cc).
 journal::InstanceRow instance_row(const Run& run, uint32_t index);
+// The columns of its row that a resume from a dead host changes (Store::mark_resumed).
+journal::Store::Resumed resumed_row(const Run& run, uint32_t index);
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq);
 // A run rebuilt from the journal: whole when `stored` has its instances. Any row is accepted
 // without throwing: a damaged run fails with the reason (the caller leaves it out), and a

@@ -19,6 +19,10 @@ json parse_or(const std::string& text, json fallback) {
   return j.is_discarded() ? fallback : j;
 }
 
+std::string reasons_text(const InstanceRecord& in) {
+  return json(in.detail().resume_reasons).dump();
+}
+
 }  // namespace
 
 journal::InstanceRow instance_row(const Run& run, uint32_t index) {
@@ -34,10 +38,15 @@ journal::InstanceRow instance_row(const Run& run, uint32_t index) {
   r.reason = more.reason;
   r.resumes = in.resumes;
   r.crash_resumes = in.crash_resumes;
-  r.resume_reasons = json(more.resume_reasons).dump();
+  r.resume_reasons = reasons_text(in);
   r.vars = more.vars.is_object() ? more.vars.dump() : "{}";
   if (more.checkpoint) ipc::append_json(*more.checkpoint, r.checkpoint);  // else none: ""
   return r;
+}
+
+journal::Store::Resumed resumed_row(const Run& run, uint32_t index) {
+  const InstanceRecord& in = run.instance(index);
+  return {index, in.resumes, reasons_text(in)};
 }
 
 journal::StepRow step_row(const Run& run, uint32_t index, size_t seq) {

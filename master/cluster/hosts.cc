@@ -115,17 +115,13 @@ void Hosts::tick() {
   }
   if (out_ > 0 || epoch_ == 0 || superseded_) return;
   Load l = load_();
-  if (dead_after(l) == kBusyDeadAfterMs) renew(l);
-}
-
-int64_t Hosts::dead_after(const Load& l) {
-  return l.held + l.waiting > 0 ? kBusyDeadAfterMs : kDeadAfterMs;
+  if (busy(l)) renew(l);
 }
 
 void Hosts::renew(const Load& l) {
   const uint64_t sent = monotonic_ms();
-  const int64_t dead_after_ms = dead_after(l);
-  sent_dead_after_ms_ = std::min(sent_dead_after_ms_, dead_after_ms);
+  const int64_t dead_after_ms = busy(l) ? kBusyDeadAfterMs : kDeadAfterMs;
+  dead_after_ms_ = std::min(dead_after_ms_, dead_after_ms);
   ask(kRenew,
       {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity), std::to_string(l.held),
        std::to_string(dead_after_ms)},
@@ -204,10 +200,6 @@ void Hosts::ask(const char* sql, std::vector<std::string> params, PgAsync::Done 
   });
 }
 
-int64_t Hosts::fence_after_ms() const {
-  return std::min(dead_after_ms_, sent_dead_after_ms_) - kFenceMarginMs;
-}
-
 void Hosts::arm_fence() {
   const uint64_t ends = renewed_ms_ + static_cast<uint64_t>(fence_after_ms());
   const uint64_t now = monotonic_ms();
@@ -229,7 +221,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   }
   epoch_ = pg_i64(r->rows[0][0]);
   renewed_ms_ = sent_ms;
-  dead_after_ms_ = sent_dead_after_ms_ = kDeadAfterMs;
+  dead_after_ms_ = kDeadAfterMs;
   registered_ms_ = monotonic_ms();
   arm_fence();
   error_.clear();
@@ -252,7 +244,7 @@ void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms) {
   if (epoch_ == 0) return;  // fenced while it was on the way: registers again
   if (sent_ms >= renewed_ms_) {  // one renewal is out at a time: none was sent since
     renewed_ms_ = sent_ms;
-    dead_after_ms_ = sent_dead_after_ms_ = dead_after_ms;
+    dead_after_ms_ = dead_after_ms;
   }
   arm_fence();
 }

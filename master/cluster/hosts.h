@@ -174,11 +174,10 @@ class Hosts {
   void renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms);
   // The lease runs fence_after_ms() from renewed_ms_: fence() when it ends.
   void arm_fence();
-  // The age a heartbeat written with load `l` declares this host dead at.
-  static int64_t dead_after(const Load& l);
-  // The lease's length: kFenceMarginMs short of the least age written, or perhaps written,
-  // since the last heartbeat known to be written was sent.
-  int64_t fence_after_ms() const;
+  // Whether it holds instances: it renews every kBusyEveryMs, and may be declared dead sooner.
+  static bool busy(const Load& l) { return l.held + l.waiting > 0; }
+  // The lease's length: kFenceMarginMs short of dead_after_ms_.
+  int64_t fence_after_ms() const { return dead_after_ms_ - kFenceMarginMs; }
   void lost_epoch(Result<PgRows> r);
   void listed(Result<PgRows> r);
   // Sweeps (and claims) when the first other host's lease ends before the next beat.
@@ -205,8 +204,8 @@ class Hosts {
   uv::Timer sweep_timer_;
   int64_t epoch_ = 0;
   uint64_t renewed_ms_ = 0;     // monotonic: when the last heartbeat written was sent
-  int64_t dead_after_ms_ = kDeadAfterMs;       // the age written with it
-  int64_t sent_dead_after_ms_ = kDeadAfterMs;  // the least age sent since, perhaps written
+  // The least age of death written with that heartbeat or sent since (perhaps written too).
+  int64_t dead_after_ms_ = kDeadAfterMs;
   uint64_t ticks_ = 0;
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
