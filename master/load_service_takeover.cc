@@ -98,6 +98,10 @@ void LoadService::on_lost(const std::string& id, const std::string& origin) {
   // The other hosts' shares send nothing more here: the copy ends with this host's workers.
   for (const auto& [slot, remote] : std::map<int, LoadTest::Remote>(t->remote))
     loads_.drop(*t, slot, "", unix_ms_now());
+  // Taken over, the copy is another host's test, as a share is: the new origin keeps the test's
+  // record (under the same id, in the table every host shares), this host forgets its copy a
+  // while after it ends.
+  if (!origin.empty()) t->origin = origin;
 }
 
 }  // namespace corral::master

@@ -239,9 +239,16 @@ TEST_CASE(
   CHECK_THAT(
       t.d[0]->api("GET", "/loads/" + load).json["reason"].get<std::string>(),
       Catch::Contains("host " + t.ids[heir] + " took the test over while this host was cut off"));
+  CHECK(t.d[0]->api("GET", "/loads/" + load).json["cluster"]["origin"] == t.ids[heir]);
   Daemon& h = *t.d[heir];
   h.wait_until([&] { return h.api("GET", "/loads/" + load).json["state"] != "running"; },
                seconds(40), "the load test to end on its new origin");
+  // The test's record is the new origin's, kept in the database under its id (the old origin
+  // kept no copy under the same id), and read from there once kept.
+  h.wait_until(
+      [&] { return t.db.sql("SELECT host FROM load_tests WHERE id = '" + load + "'") != ""; },
+      seconds(20), "the new origin to keep the load test");
+  CHECK(t.db.sql("SELECT host FROM load_tests WHERE id = '" + load + "'") == t.ids[heir]);
   Json whole = h.api("GET", "/loads/" + load).json;
   INFO(whole.dump());
   CHECK(whole["state"] == "passed");
