@@ -1,6 +1,7 @@
 // The CLI entry point, run in-process: exit codes and the lines a user sees.
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.h"
 
@@ -85,9 +87,51 @@ TEST_CASE("cli: help and version print to stdout and exit 0") {
   CHECK(verb_help.code == 0);
   CHECK(verb_help.out.find("--follow") != std::string::npos);
   CHECK(run({"--help"}).out == render_help());
-  const Run version = run({"version"});
-  CHECK(version.code == 0);
-  CHECK(version.out == "corral " CORRAL_VERSION "\n");
+  CHECK(run({"--version"}).out == "corral " CORRAL_VERSION "\n");
+}
+
+// The commit the source tree is at, "" when it is no git checkout.
+std::string source_commit() {
+  FILE* p = ::popen("git -C '" CORRAL_SOURCE_DIR "' rev-parse HEAD 2>/dev/null", "r");
+  if (p == nullptr) return "";
+  char buf[128] = {};
+  std::string out = std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
+  if (::pclose(p) != 0) return "";
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+TEST_CASE("cli: version names the commit, the build and the libraries it runs with") {
+  const Run text = run({"version"});
+  CHECK(text.code == 0);
+  INFO(text.out);
+  CHECK(text.out.rfind("corral " CORRAL_VERSION "\n", 0) == 0);
+  for (const char* line :
+       {"\n  commit    ", "\n  build     ", "\n  libuv     ", "\n  libcurl   ", "\n  OpenSSL   ",
+        "\n  SQLite    ", "\n  libpq     ", "\n  nghttp2   ", "\n  kernel    Linux "}) {
+    CHECK(text.out.find(line) != std::string::npos);
+  }
+  const Run as_json = run({"version", "--json"});
+  CHECK(as_json.code == 0);
+  const nlohmann::json v = nlohmann::json::parse(as_json.out);
+  INFO(v.dump());
+  CHECK(v["version"] == CORRAL_VERSION);
+  CHECK(v["dirty"].is_boolean());
+  CHECK(v["build_type"].is_string());
+  for (const char* lib : {"libuv", "libcurl", "OpenSSL", "SQLite", "libpq", "nghttp2"}) {
+    const std::string version = v["libraries"].value(lib, "");
+    CHECK_THAT(version, Catch::Matches("[0-9]+\\.[0-9]+.*"));
+  }
+  CHECK(v["kernel"].get<std::string>().rfind("Linux ", 0) == 0);
+  // Built from a git checkout, the test runs the build of the commit the tree is at (as ctest
+  // after a build does): the same commit, in both forms.
+  const std::string commit = source_commit();
+  if (commit.empty()) {
+    CHECK(v["commit"].is_null());
+  } else {
+    CHECK(v["commit"] == commit);
+    CHECK(text.out.find("\n  commit    " + commit) != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: no verb at all prints the verb list and exits 2") {
