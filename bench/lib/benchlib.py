@@ -261,7 +261,7 @@ def machine_info(bin_dir=None):
     except OSError:
         pass
     if bin_dir:
-        info["corral_version"] = _cmd_out([os.path.join(bin_dir, "corral"), "version"])
+        info["corral_version"] = _cmd_out([os.path.join(bin_dir, "corral"), "--version"])
     info["node_version"] = _cmd_out(["node", "--version"])
     return info
 
