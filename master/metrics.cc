@@ -219,6 +219,14 @@ void add_journal_metrics(Registry& registry, const journal::Journal::Health& h,
   gauge(registry, "corral_cluster_heartbeat_ok",
         "1 while this host's heartbeat in the hosts table is current, 0 otherwise",
         hosts->alive() ? 1 : 0);
+  auto& heartbeats = BuildCounter()
+                         .Name("corral_cluster_heartbeats_total")
+                         .Help(
+                             "Heartbeats this host wrote: at its beats, and between them while "
+                             "it held instances")
+                         .Register(registry);
+  heartbeats.Add({{"at", "beat"}}).Increment(static_cast<double>(hosts->beat_heartbeats()));
+  heartbeats.Add({{"at", "between"}}).Increment(static_cast<double>(hosts->busy_heartbeats()));
   counter(registry, "corral_cluster_db_round_trips_total",
           "Round trips to the database on the cluster's connection: a beat's queries share one",
           static_cast<double>(hosts->db().round_trips()));

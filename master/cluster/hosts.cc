@@ -115,18 +115,18 @@ void Hosts::tick() {
   }
   if (out_ > 0 || epoch_ == 0 || superseded_) return;
   Load l = load_();
-  if (busy(l)) renew(l);
+  if (busy(l)) renew(l, true);
 }
 
-void Hosts::renew(const Load& l) {
+void Hosts::renew(const Load& l, bool between) {
   const uint64_t sent = monotonic_ms();
   const int64_t dead_after_ms = busy(l) ? kBusyDeadAfterMs : kDeadAfterMs;
   dead_after_ms_ = std::min(dead_after_ms_, dead_after_ms);
   ask(kRenew,
       {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity), std::to_string(l.held),
        std::to_string(dead_after_ms)},
-      [this, sent, dead_after_ms](Result<PgRows> r) {
-        renewed(std::move(r), sent, dead_after_ms);
+      [this, sent, dead_after_ms, between](Result<PgRows> r) {
+        renewed(std::move(r), sent, dead_after_ms, between);
       });
 }
 
@@ -142,7 +142,7 @@ void Hosts::beat() {
           [this, sent](Result<PgRows> r) { registered(std::move(r), sent); });
     }
   } else if (!superseded_) {
-    renew(l);
+    renew(l, false);
   }
   ask(kList, {}, [this](Result<PgRows> r) { listed(std::move(r)); });
   if (events_.open_runs) {
@@ -220,6 +220,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
     return;
   }
   epoch_ = pg_i64(r->rows[0][0]);
+  ++written_[0];
   renewed_ms_ = sent_ms;
   dead_after_ms_ = kDeadAfterMs;
   registered_ms_ = monotonic_ms();
@@ -230,7 +231,7 @@ void Hosts::registered(Result<PgRows> r, uint64_t sent_ms) {
   if (events_.registered) events_.registered(epoch_);
 }
 
-void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms) {
+void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms, bool between) {
   if (!r) {
     failed(r.status());
     return;
@@ -239,6 +240,7 @@ void Hosts::renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms) {
     ask(kWhyLost, {id_}, [this](Result<PgRows> w) { lost_epoch(std::move(w)); });
     return;
   }
+  ++written_[between ? 1 : 0];
   if (!error_.empty()) spdlog::info("cluster: heartbeats written again");
   error_.clear();
   if (epoch_ == 0) return;  // fenced while it was on the way: registers again

@@ -157,6 +157,9 @@ class Hosts {
   nlohmann::json health() const;
   // GET /cluster: this host's id and epoch, and every host's row as last read.
   nlohmann::json to_json() const;
+  // Heartbeats written since start: at beats, and between them while it held instances.
+  uint64_t beat_heartbeats() const { return written_[0]; }
+  uint64_t busy_heartbeats() const { return written_[1]; }
   // Every host's row as last read (by id).
   const std::vector<HostRow>& hosts() const { return hosts_; }
   // Whether host `id` was alive (listed, and not declared dead) when the table was last read.
@@ -165,13 +168,14 @@ class Hosts {
  private:
   void tick();  // every kBusyEveryMs: a beat, or between beats a renewal while busy
   void beat();
-  // Writes the heartbeat, with the age that declares this host dead (by `l`).
-  void renew(const Load& l);
+  // Writes the heartbeat, with the age that declares this host dead (by `l`); `between`: a
+  // renewal between two beats.
+  void renew(const Load& l, bool between);
   // Asks `sql` on the connection, counted in out_ until answered.
   void ask(const char* sql, std::vector<std::string> params, PgAsync::Done done);
   // `sent_ms`: when the heartbeat was sent (monotonic).
   void registered(Result<PgRows> r, uint64_t sent_ms);
-  void renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms);
+  void renewed(Result<PgRows> r, uint64_t sent_ms, int64_t dead_after_ms, bool between);
   // The lease runs fence_after_ms() from renewed_ms_: fence() when it ends.
   void arm_fence();
   // Whether it holds instances: it renews every kBusyEveryMs, and may be declared dead sooner.
@@ -207,6 +211,7 @@ class Hosts {
   // The least age of death written with that heartbeat or sent since (perhaps written too).
   int64_t dead_after_ms_ = kDeadAfterMs;
   uint64_t ticks_ = 0;
+  uint64_t written_[2] = {0, 0};  // heartbeats written at beats, and between them
   uint64_t registered_ms_ = 0;  // monotonic, of the last registration
   bool superseded_ = false;  // another daemon registered as this host since
   bool settling_ = false;    // fenced: waits for settled() before it registers again

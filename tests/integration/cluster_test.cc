@@ -66,6 +66,10 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   WARN("idle host: " << trips << " round trips, " << queries << " queries in " << beats - 1
                      << " s");
   CHECK(trips <= beats);  // at most one a beat
+  // Holding no instance, it writes its heartbeat at its beats only.
+  const std::string m = b.api("GET", "/metrics").body;
+  CHECK(metric_sample(m, "corral_cluster_heartbeats_total{at=\"beat\"}") >= 3);
+  CHECK(metric_sample(m, "corral_cluster_heartbeats_total{at=\"between\"}") == 0);
   // Each with the beat's queries together: at least the heartbeat, the hosts, the open runs
   // and the prune mark (the sweep and the claim wait a few seconds after registering).
   CHECK(queries >= 4 * trips);
@@ -139,8 +143,16 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   std::string held = t.db.sql("SELECT COUNT(*) FROM claims WHERE host = '" + victim + "'");
   INFO("the killed host held " << held << " ranges");
   CHECK(held != "0");
-  // Holding instances, it renews its heartbeat twice a second, and may be declared dead sooner.
+  // Holding instances, it renews its heartbeat between its beats too, and may be declared dead
+  // sooner.
   CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4500");
+  auto between = [&] {
+    return metric_sample(t.d[1]->api("GET", "/metrics").body,
+                         "corral_cluster_heartbeats_total{at=\"between\"}");
+  };
+  const double before = between();
+  t.d[1]->wait_until([&] { return between() >= before + 2; }, seconds(10),
+                     "the host that holds instances to renew its heartbeat between beats");
   t.d[1]->signal(SIGKILL);
   t.d[1]->wait_exit(seconds(10));
   t.d[1].reset();
