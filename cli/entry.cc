@@ -24,13 +24,8 @@ constexpr const char* kHomeHelp =
 int run_verb(const VerbInfo& info, int argc, const char* const* argv) {
   CLI::App app{"", "corral"};
   std::string home;
-  app.add_option("--home", home, kHomeHelp)->type_name("DIR");
-  app.require_subcommand(1);
-  CLI::App* sub = app.add_subcommand(info.name, info.summary);
-  for (const std::string& alias : info.aliases) sub->alias(alias);
-  sub->add_option("--home", home, kHomeHelp)->type_name("DIR");
   std::unique_ptr<Verb> verb = info.make();
-  verb->setup(*sub);
+  add_verb_command(app, info, *verb, home);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -58,6 +53,16 @@ int run_verb(const VerbInfo& info, int argc, const char* const* argv) {
 }
 
 }  // namespace
+
+CLI::App* add_verb_command(CLI::App& app, const VerbInfo& info, Verb& verb, std::string& home) {
+  app.add_option("--home", home, kHomeHelp)->type_name("DIR");
+  app.require_subcommand(1);
+  CLI::App* sub = app.add_subcommand(info.name, info.summary);
+  for (const std::string& alias : info.aliases) sub->alias(alias);
+  sub->add_option("--home", home, kHomeHelp)->type_name("DIR");
+  verb.setup(*sub);
+  return sub;
+}
 
 std::string render_help() {
   std::string out =

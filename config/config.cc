@@ -284,12 +284,40 @@ json to_json(const Config& cfg) {
   return j;
 }
 
-std::string field_reference() {
+namespace {
+
+// "1 to 1024" for a number field; "" for the other kinds, whose ranges are their units'.
+std::string range_of(const Field& f) {
+  if (f.kind == Kind::kInt) {
+    return std::to_string(static_cast<int64_t>(f.min)) + " to " +
+           std::to_string(static_cast<int64_t>(f.max));
+  }
+  if (f.kind == Kind::kDouble) return json(f.min).dump() + " to " + json(f.max).dump();
+  return "";
+}
+
+}  // namespace
+
+std::vector<FieldDoc> field_docs() {
   const json defaults_json = to_json(Config{});
-  std::string text;
+  std::vector<FieldDoc> docs;
   for (const Field& f : fields()) {
-    text += std::string(f.name) + " (" + std::string(kind_name(f.kind)) + ", default " +
-            defaults_json[std::string(f.name)].dump() + "): " + std::string(f.help) + "\n";
+    FieldDoc doc{std::string(f.name),
+                 std::string(kind_name(f.kind)),
+                 defaults_json[std::string(f.name)].dump(),
+                 range_of(f),
+                 {},
+                 std::string(f.help)};
+    for (std::string_view c : f.choices) doc.choices.emplace_back(c);
+    docs.push_back(std::move(doc));
+  }
+  return docs;
+}
+
+std::string field_reference() {
+  std::string text;
+  for (const FieldDoc& f : field_docs()) {
+    text += f.name + " (" + f.kind + ", default " + f.default_value + "): " + f.help + "\n";
   }
   return text;
 }

@@ -112,6 +112,18 @@ std::vector<std::string> validation_problems(const Config& cfg);
 // `home` is not a file field and is left out, so apply_json(to_json(cfg)) round-trips.
 nlohmann::json to_json(const Config& cfg);
 
+// A config-file field as the documentation shows it (`corral man corral-config`).
+struct FieldDoc {
+  std::string name;
+  std::string kind;                  // "integer", "number", "string", "duration", "size", "object"
+  std::string default_value;         // as JSON: 4, "5s", ""
+  std::string range;                 // "1 to 1024" for numbers; "" when any value of the kind goes
+  std::vector<std::string> choices;  // the values a string may take; empty = any
+  std::string help;
+};
+// Every config-file field, in the order of the field table.
+std::vector<FieldDoc> field_docs();
+
 // One line per config-file field, "name (kind, default D): what it does", for --help and docs.
 std::string field_reference();
 

@@ -1,9 +1,11 @@
-// `corral help [VERB]`: the list of verbs, or one verb's options.
+// `corral help [VERB]`: the list of verbs, or one verb's usage, options and subcommands (its
+// section of the man page, as plain text).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/entry.h"
+#include "cli/manual.h"
 #include "cli/verb.h"
 #include "shared/exit_codes.h"
 
@@ -19,12 +21,13 @@ class HelpVerb : public Verb {
       std::cout << render_help();
       return 0;
     }
-    if (find_verb(verb_) == nullptr) {
+    const VerbInfo* verb = find_verb(verb_);
+    if (verb == nullptr) {
       std::cerr << "corral: unknown verb '" << verb_ << "'\n\n" << render_help();
       return kExitUsage;
     }
-    const char* argv[] = {"corral", verb_.c_str(), "--help"};
-    return main(3, argv);
+    std::cout << verb_help(describe(*verb));
+    return kExitOk;
   }
 
  private:

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cli_in_process.h"
 #include "tests/support/temp_dir.h"
 
 #include "cli/entry.h"
@@ -19,28 +20,9 @@
 namespace corral::cli {
 namespace {
 
-// Runs the CLI with `args` (without the program name), capturing std::cout and std::cerr.
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Run = test::CliRun;
 
-Run run(std::vector<std::string> args) {
-  args.insert(args.begin(), "corral");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
-  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
-  Run r;
-  r.code = main(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+Run run(std::vector<std::string> args) { return test::run_in_process(std::move(args)); }
 
 using corral::test::TempDir;
 

@@ -13,13 +13,13 @@ namespace {
 TEST_CASE("cli registry: lists exactly the expected verbs, sorted by name") {
   std::vector<std::string> names;
   for (const VerbInfo* v : verbs()) names.push_back(v->name);
-  // The supervisor verbs, config, startup, monit, the scenario verbs (run, runs, show, cancel,
-  // resume, schedule), the load test verbs (load, report, compare).
-  CHECK(names == std::vector<std::string>{"cancel", "compare", "config", "daemon",   "describe",
-                                          "help",   "jlist",   "load",   "logs",     "monit",
-                                          "prune",  "reload",  "report", "restart",  "resume",
-                                          "run",    "runs",    "scale",  "schedule", "show",
-                                          "start",  "startup", "status", "stop",     "version"});
+  // The supervisor verbs, config, startup, monit, the manual (man, completion), the scenario verbs
+  // (run, runs, show, cancel, resume, schedule), the load test verbs (load, report, compare).
+  CHECK(names == std::vector<std::string>{
+                     "cancel", "compare", "completion", "config", "daemon", "describe", "help",
+                     "jlist",  "load",    "logs",       "man",    "monit",  "prune",    "reload",
+                     "report", "restart", "resume",     "run",    "runs",   "scale",    "schedule",
+                     "show",   "start",   "startup",    "status", "stop",   "version"});
 }
 
 TEST_CASE("cli registry: every verb has a summary and a factory") {
