@@ -11,6 +11,8 @@
 # With CORRAL_SYSTEM_LAYOUT (the package), also the unit in /lib/systemd/system and the config
 # as /etc/corral/config.json.
 include(GNUInstallDirs)
+# Installing (and CPack) builds only what is installed, not the tests.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 option(CORRAL_SYSTEM_LAYOUT "Install the systemd unit and /etc/corral/config.json (the package)" OFF)
 
 set(CORRAL_MAINTAINER "corral maintainers <maintainers@users.noreply.a-seed-00a0985a.example>")
