@@ -69,7 +69,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# dpkg-shlibdeps finds the libraries the binaries link; libcurl and libpq are loaded when first
+# used (shared/lazy_library.h), so they are named here.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "adduser, libcurl4 (>= ${CURL_VERSION_STRING}), libpq5 (>= ${PQ_VERSION})")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_SOURCE_DIR}/packaging/debian/postinst ${CMAKE_SOURCE_DIR}/packaging/debian/prerm
     ${CMAKE_SOURCE_DIR}/packaging/debian/postrm ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)

@@ -232,7 +232,8 @@ void Worker::start_engine(const ipc::Welcome& w) {
   if (!version) throw std::invalid_argument("welcome.http_version: not auto, 1.1 or 2");
   http.tls = tls;
   budget_.limit = http.memory_budget_bytes;
-  curl_ = std::make_unique<CurlClient>(loop_, http, &budget_);
+  curl_ = std::make_unique<LazyClient>(
+      [this, http] { return std::make_unique<CurlClient>(loop_, http, &budget_); });
   HttpClient* client = curl_.get();
   if (w.http_client != "curl") {
     lean_ = std::make_unique<LeanClient>(loop_, http, *curl_, budget_);

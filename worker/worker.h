@@ -15,6 +15,7 @@
 #include "shared/uv/timer.h"
 #include "worker/engine/engine.h"
 #include "worker/http/curl_client.h"
+#include "worker/http/lazy_client.h"
 #include "worker/http/lean_client.h"
 #include "worker/load/driver.h"
 #include "worker/test_faults.h"
@@ -72,7 +73,9 @@ class Worker {
   std::unique_ptr<uv::Timer> leave_timer_;
   Secrets secrets_;  // from `welcome`; the engine expands and masks them
   BodyBudget budget_;  // shared by both clients
-  std::unique_ptr<CurlClient> curl_;  // https, proxies, and everything when http_client is curl
+  // libcurl's client, made on its first request: proxies, and everything when http_client is
+  // curl.
+  std::unique_ptr<LazyClient> curl_;
   std::unique_ptr<LeanClient> lean_;    // http:// and https:// when http_client is lean
   std::unique_ptr<Engine> engine_;
   std::map<std::string, std::unique_ptr<LoadDriver>> loads_;  // by test id; before engine_ dies

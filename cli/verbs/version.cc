@@ -19,6 +19,8 @@
 
 #include "build_info.h"  // generated: CORRAL_GIT_COMMIT, CORRAL_GIT_DIRTY
 #include "cli/verb.h"
+#include "master/journal/pq_lazy.h"
+#include "shared/http/curl_lazy.h"
 
 namespace corral::cli {
 namespace {
@@ -27,13 +29,20 @@ using nlohmann::json;
 
 // libpq's version number: 150010 is 15.10.
 std::string libpq_version() {
-  const int v = PQlibVersion();
+  const int v = PQlibVersion();  // loads libpq (master/journal/pq_lazy.h)
+  if (v == 0) return "not loadable (" + master::journal::pq_load_failure() + ")";
   return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
+}
+
+// libcurl is loaded when first used (shared/http/curl_lazy.h): this loads it.
+std::string libcurl_version() {
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  return info != nullptr ? info->version : "not loadable (" + http::curl_load_error() + ")";
 }
 
 std::vector<std::pair<std::string, std::string>> libraries() {
   return {{"libuv", uv_version_string()},
-          {"libcurl", curl_version_info(CURLVERSION_NOW)->version},
+          {"libcurl", libcurl_version()},
           {"OpenSSL", OpenSSL_version(OPENSSL_VERSION_STRING)},
           {"SQLite", sqlite3_libversion()},
           {"libpq", libpq_version()},

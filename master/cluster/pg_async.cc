@@ -1,5 +1,7 @@
 #include "master/cluster/pg_async.h"
 
+#include "master/journal/pq_lazy.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 
@@ -336,7 +338,8 @@ void PgAsync::reset() {
 }
 
 Status PgAsync::error(const std::string& what) const {
-  std::string msg = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
+  const std::string& why = journal::pq_load_failure();
+  std::string msg = conn_ != nullptr ? PQerrorMessage(conn_) : why.empty() ? "out of memory" : why;
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   return io_error("database " + label_ + ": " + what + ": " + msg);
 }

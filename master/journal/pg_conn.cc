@@ -1,5 +1,7 @@
 #include "master/journal/pg_conn.h"
 
+#include "master/journal/pq_lazy.h"
+
 #include "master/journal/pg_keywords.h"
 
 #include "shared/text/utf8.h"
@@ -103,7 +105,10 @@ Status PgConn::connect() {
   // transactions never wait on the loop between statements.
   PgKeywords kw("corral", "-c idle_in_transaction_session_timeout=5000", url_);
   conn_ = PQconnectdbParams(kw.key_array(), kw.value_array(), 1);
-  if (conn_ == nullptr) return io_error("journal " + label_ + ": out of memory");
+  if (conn_ == nullptr) {
+    const std::string& why = pq_load_failure();
+    return io_error("journal " + label_ + ": " + (why.empty() ? "out of memory" : why));
+  }
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn_);
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();

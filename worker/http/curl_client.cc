@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "config/config.h"
+#include "shared/http/curl_lazy.h"
 #include "shared/uv/guard.h"
 #include "shared/uv/handle.h"
 #include "worker/http/curl_transfer.h"
@@ -33,7 +34,14 @@ CurlClient::CurlClient(uv_loop_t* loop, ClientOptions opts, BodyBudget* budget)
       rebalance_timer_(loop),
       turn_timer_(loop) {
   static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  if (!global || multi_ == nullptr) std::abort();
+  if (!global || multi_ == nullptr) {
+    // libcurl could not be loaded (shared/http/curl_lazy.h): every request fails, saying why.
+    unusable_ = http::curl_load_error().empty()
+                    ? "libcurl failed to initialise"
+                    : "libcurl cannot be loaded: " + http::curl_load_error();
+    spdlog::error("{}; requests that need it (proxies, \"http_client\": \"curl\") fail", unusable_);
+    return;
+  }
   curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &CurlClient::on_socket);
   curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
   curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &CurlClient::on_timer);
@@ -83,12 +91,16 @@ void CurlClient::start(HttpRequest req, Done done) {
 }
 
 void CurlClient::begin(Transfer* t) {
-  t->easy = take_easy();
+  t->easy = unusable_.empty() ? take_easy() : nullptr;
   t->max_body = t->req.max_response_bytes != 0 ? t->req.max_response_bytes : opts_.max_body_bytes;
   t->deadline_ms = uv_now(loop_) + t->req.timeout_ms;
   t->resp.url = t->req.url;
   ++in_curl_;
   live_.insert(t);
+  if (!unusable_.empty()) {
+    fail_soon(t, unusable_);
+    return;
+  }
   if (Status s = t->configure(t->req.timeout_ms); !s) {
     fail_soon(t, s.message());
     return;
@@ -113,7 +125,7 @@ void CurlClient::fail_soon(Transfer* t, std::string error) {
     std::vector<Transfer*> failed = std::move(failed_);
     failed_.clear();
     for (Transfer* f : failed) {
-      idle_easy_.push_back(f->easy);
+      if (f->easy != nullptr) idle_easy_.push_back(f->easy);
       finish(f);
     }
   });

@@ -89,6 +89,7 @@ class CurlClient final : public QueuedClient {
   BodyBudget own_budget_;
   BodyBudget* budget_;
   CURLM* multi_;
+  std::string unusable_;  // why libcurl cannot be used, when it cannot: each request fails so
   uv::Timer timer_;
   uv::Timer failed_timer_;     // delivers transfers that ended outside curl
   uv::Timer rebalance_timer_;  // resumes paused transfers, or fails one when all are paused
