@@ -2,15 +2,14 @@
 // since this file defines the functions they wrap (CMakeLists.txt).
 #define CURL_DISABLE_TYPECHECK
 #include "shared/http/curl_lazy.h"
-
-#include <cstdarg>
+#include "shared/http/curl_varargs.h"
 
 #include <curl/curl.h>
 
 #include "shared/lazy_library.h"
 
 // Each function corral calls: (return type, name, parameters, arguments, what it returns when
-// libcurl cannot be loaded). The ones taking "..." are written out below.
+// libcurl cannot be loaded). The ones taking "..." are in curl_varargs.c.
 #define CORRAL_CURL_FUNCTIONS(X)                                                                  \
   X(CURLcode, curl_global_init, (long flags), (flags), CURLE_FAILED_INIT)                         \
   X(CURL*, curl_easy_init, (void), (), nullptr)                                                   \
@@ -45,19 +44,13 @@
 namespace corral::http {
 namespace {
 
-using EasySetopt = CURLcode (*)(CURL*, CURLoption, ...);
-using EasyGetinfo = CURLcode (*)(CURL*, CURLINFO, ...);
-using MultiSetopt = CURLMcode (*)(CURLM*, CURLMoption, ...);
-
 struct Curl {
   LazyLibrary lib;
 #define CORRAL_CURL_POINTER(ret, name, params, args, ...) ret(*name) params = nullptr;
   CORRAL_CURL_FUNCTIONS(CORRAL_CURL_POINTER)
 #define CORRAL_CURL_PROCEDURE_POINTER(name, params, args) void(*name) params = nullptr;
   CORRAL_CURL_PROCEDURES(CORRAL_CURL_PROCEDURE_POINTER)
-  EasySetopt curl_easy_setopt = nullptr;
-  EasyGetinfo curl_easy_getinfo = nullptr;
-  MultiSetopt curl_multi_setopt = nullptr;
+  CorralCurlVarargs varargs{};
 };
 
 Curl load() {
@@ -67,9 +60,11 @@ Curl load() {
 #define CORRAL_CURL_RESOLVE_FUNCTION(ret, name, ...) CORRAL_CURL_RESOLVE(name)
   CORRAL_CURL_FUNCTIONS(CORRAL_CURL_RESOLVE_FUNCTION)
   CORRAL_CURL_PROCEDURES(CORRAL_CURL_RESOLVE)
-  CORRAL_CURL_RESOLVE(curl_easy_setopt)
-  CORRAL_CURL_RESOLVE(curl_easy_getinfo)
-  CORRAL_CURL_RESOLVE(curl_multi_setopt)
+  c.varargs.easy_setopt = find_function<decltype(c.varargs.easy_setopt)>(c.lib, "curl_easy_setopt");
+  c.varargs.multi_setopt =
+      find_function<decltype(c.varargs.multi_setopt)>(c.lib, "curl_multi_setopt");
+  c.varargs.easy_getinfo =
+      find_function<decltype(c.varargs.easy_getinfo)>(c.lib, "curl_easy_getinfo");
   return c;
 }
 
@@ -103,52 +98,9 @@ CORRAL_CURL_FUNCTIONS(CORRAL_CURL_FORWARD)
   }
 CORRAL_CURL_PROCEDURES(CORRAL_CURL_FORWARD_PROCEDURE)
 
-}  // extern "C"
-
-namespace {
-
-// Calls `set(handle, option, argument)` with the argument `ap` holds: a long, a pointer (data or
-// function) or a curl_off_t, by the range the option's number is in, as libcurl reads it.
-template <typename Code, typename Handle, typename Option>
-Code set_option(Code (*set)(Handle*, Option, ...), Handle* handle, Option option, va_list ap) {
-  if (option < CURLOPTTYPE_OBJECTPOINT) return set(handle, option, va_arg(ap, long));
-  if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB) {
-    return set(handle, option, va_arg(ap, curl_off_t));
-  }
-  return set(handle, option, va_arg(ap, void*));
-}
-
-}  // namespace
-
-extern "C" {
-
-CURLcode(curl_easy_setopt)(CURL* h, CURLoption option, ...) {
-  if (!curl().lib.usable()) return CURLE_FAILED_INIT;
-  va_list ap;
-  va_start(ap, option);
-  const CURLcode rc = set_option(curl().curl_easy_setopt, h, option, ap);
-  va_end(ap);
-  return rc;
-}
-
-CURLMcode(curl_multi_setopt)(CURLM* m, CURLMoption option, ...) {
-  if (!curl().lib.usable()) return CURLM_INTERNAL_ERROR;
-  va_list ap;
-  va_start(ap, option);
-  const CURLMcode rc = set_option(curl().curl_multi_setopt, m, option, ap);
-  va_end(ap);
-  return rc;
-}
-
-// Every CURLINFO takes a pointer to where the answer goes.
-CURLcode(curl_easy_getinfo)(CURL* h, CURLINFO info, ...) {
-  if (!curl().lib.usable()) return CURLE_FAILED_INIT;
-  const auto f = curl().curl_easy_getinfo;
-  va_list ap;
-  va_start(ap, info);
-  const CURLcode rc = f(h, info, va_arg(ap, void*));
-  va_end(ap);
-  return rc;
+// The variadic ones are in curl_varargs.c.
+const CorralCurlVarargs* corral_curl_varargs(void) {
+  return curl().lib.usable() ? &curl().varargs : nullptr;
 }
 
 }  // extern "C"
