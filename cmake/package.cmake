@@ -71,8 +71,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # dpkg-shlibdeps finds the libraries the binaries link; libcurl and libpq are loaded when first
 # used (shared/lazy_library.h), so they are named here.
+string(REGEX MATCH "^[0-9]+" corral_pq_major "${PQ_VERSION}")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "adduser, libcurl4 (>= ${CURL_VERSION_STRING}), libpq5 (>= ${PQ_VERSION})")
+    "adduser, libcurl4 (>= ${CURL_VERSION_STRING}), libpq5 (>= ${corral_pq_major})")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_SOURCE_DIR}/packaging/debian/postinst ${CMAKE_SOURCE_DIR}/packaging/debian/prerm
     ${CMAKE_SOURCE_DIR}/packaging/debian/postrm ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)
