@@ -262,6 +262,12 @@ def machine_info(bin_dir=None):
         pass
     if bin_dir:
         info["corral_version"] = _cmd_out([os.path.join(bin_dir, "corral"), "--version"])
+        # The commit (and whether the tree had changes), build type and libraries.
+        build = _cmd_out([os.path.join(bin_dir, "corral"), "version", "--json"])
+        try:
+            info["corral_build"] = json.loads(build) if build else None
+        except ValueError:
+            info["corral_build"] = build
     info["node_version"] = _cmd_out(["node", "--version"])
     return info
 

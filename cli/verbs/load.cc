@@ -121,7 +121,8 @@ class LoadVerb : public Verb {
     app.add_option("--stage", stages_,
                    "a stage DURATION:TARGET, e.g. 30s:100 (repeatable; the target counts VUs, "
                    "or iterations/s with --model open)");
-    app.add_option("--model", model_, "closed, open or held (with --stage)");
+    app.add_option("--model", model_, "closed, open or held (with --stage)")
+        ->check(CLI::IsMember({"closed", "open", "held"}));
     app.add_option("--duration", duration_, "how long the test runs, e.g. 30s");
     app.add_option("--pace", pace_, "each VU starts an iteration every PACE, e.g. 5s");
     app.add_option("--think", think_, "a pause between two steps, e.g. 500ms");

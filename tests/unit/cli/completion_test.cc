@@ -181,6 +181,7 @@ TEST_CASE("completion: after a flag with a fixed set of values, offers that set"
   CHECK(offered({"corral", "load", "--search=k"}) == Words{"--search=knee"});
   CHECK(offered({"corral", "load", "--search", "=", "k"}) == Words{"knee"});  // bash's split
   CHECK(offered({"corral", "load", "--search", "="}).empty());
+  CHECK(offered({"corral", "load", "x.json", "--model", ""}) == Words{"closed", "open", "held"});
   for (const CommandSpec& verb : describe_all()) {
     for (const OptionSpec& o : verb.options) {
       if (o.positional || o.choices.empty()) continue;
