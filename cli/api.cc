@@ -1,5 +1,6 @@
 #include "cli/api.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include "config/config.h"
@@ -64,10 +65,18 @@ Result<nlohmann::json> Api::call(const char* method, const std::string& path,
 int report_failure(const Status& status, const std::string& socket_path) {
   if (status.code() == Code::kUnavailable) {
     std::cerr << "corral: daemon is not running (no answer on " << socket_path
-              << "); start it with 'corral start'\n";
+              << "); start it with 'corral start'" << service_hint(socket_path) << "\n";
     return kExitDaemonNotRunning;
   }
   return fail(status.message());
+}
+
+std::string service_hint(const std::string& socket_path, const std::string& service_home) {
+  const std::string service_socket = service_home + "/corral.sock";
+  std::error_code ec;
+  if (socket_path == service_socket || !std::filesystem::exists(service_socket, ec)) return "";
+  return "; the corral service's daemon is in " + service_home +
+         ": export CORRAL_HOME=" + service_home;
 }
 
 bool daemon_unreachable(const Status& status) {

@@ -71,6 +71,14 @@ auto get_answer(const Api& api, const std::string& path, Read&& read)
 // kExitDaemonNotRunning for kUnavailable ("daemon is not running ... start it with ..."),
 // 1 for anything else ("corral: <message>").
 int report_failure(const Status& status, const std::string& socket_path);
+
+// The home of the Debian package's service (corral.service).
+constexpr const char* kServiceHome = "/var/lib/corral";
+// When no daemon answers on `socket_path` but one may in `service_home` (its socket is there,
+// and it is another home): "; the corral service's daemon is in /var/lib/corral: export
+// CORRAL_HOME=/var/lib/corral". Else "". For the message of report_failure.
+std::string service_hint(const std::string& socket_path,
+                         const std::string& service_home = kServiceHome);
 // Whether a failed call found no daemon answering: none there, the connection broke, or no
 // answer in time.
 bool daemon_unreachable(const Status& status);

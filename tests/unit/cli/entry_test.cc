@@ -14,6 +14,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/temp_dir.h"
 
+#include "cli/api.h"
 #include "cli/entry.h"
 #include "shared/exit_codes.h"
 
@@ -45,6 +46,18 @@ TEST_CASE("cli: status with a home where no daemon runs says so in one line, exi
     CHECK(r.err == "corral: daemon is not running (no answer on " + home.path() +
                        "/corral.sock); start it with 'corral start'\n");
   }
+}
+
+TEST_CASE("cli: with no daemon in its home, the message points to the service's home") {
+  TempDir service;
+  TempDir home;
+  const std::string asked = home.path() + "/corral.sock";
+  CHECK(service_hint(asked, service.path()).empty());  // no service running there
+  service.write("corral.sock", "");
+  CHECK(service_hint(asked, service.path()) == "; the corral service's daemon is in " +
+                                                   service.path() +
+                                                   ": export CORRAL_HOME=" + service.path());
+  CHECK(service_hint(service.path() + "/corral.sock", service.path()).empty());  // asked there
 }
 
 TEST_CASE("cli: --home also works before the verb") {
