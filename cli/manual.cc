@@ -8,11 +8,7 @@
 namespace corral::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : std::string(sep)) + item;
-  return out;
-}
+using manual::join;
 
 // "-n, --instances INT", or a positional's name.
 std::string option_label(const OptionSpec& o) {

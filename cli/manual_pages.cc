@@ -81,12 +81,6 @@ std::string roff_row(const std::vector<std::string>& header, const std::vector<s
   return out;
 }
 
-std::string join(const std::vector<std::string_view>& items) {
-  std::string out;
-  for (std::string_view item : items) out += (out.empty() ? "" : ", ") + std::string(item);
-  return out;
-}
-
 // Each registered step kind: its field, the fields it takes, and what docs/scenarios.md's table
 // of kinds says it does.
 std::string step_kinds(const std::vector<Table>& tables) {
@@ -172,11 +166,7 @@ std::string config_page() {
     const bool vowel = std::string_view("aeiou").find(f.kind.front()) != std::string_view::npos;
     out += (f.help.ends_with('.') ? " " : ". ") + roff::escape((vowel ? "An " : "A ") + f.kind);
     if (!f.range.empty()) out += roff::escape(", from " + f.range);
-    if (!f.choices.empty()) {
-      std::string choices;
-      for (const std::string& c : f.choices) choices += (choices.empty() ? "" : ", ") + c;
-      out += roff::escape(": one of " + choices);
-    }
+    if (!f.choices.empty()) out += roff::escape(": one of " + join(f.choices));
     out += roff::escape("; default " + f.default_value + ".") + "\n";
   }
   out += ".SH SEE ALSO\n.BR corral (1),\n.BR corral\\-scenario (5)\n";

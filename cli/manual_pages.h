@@ -7,6 +7,17 @@
 
 namespace corral::cli::manual {
 
+// `items` separated by `sep`: "a, b, c".
+template <typename Items>
+std::string join(const Items& items, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
 // The .TH line of a page, with corral's version, and the preamble every page shares.
 std::string header(std::string_view title, int section, std::string_view part);
 // corral.1 before its verbs (NAME, SYNOPSIS, DESCRIPTION) and after (ENVIRONMENT, FILES, EXIT

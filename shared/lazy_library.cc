@@ -8,10 +8,9 @@ namespace corral {
 
 namespace {
 
-void set_error(LazyLibrary& lib, std::string error) {
+void set_error(LazyLibrary& lib, const std::string& error) {
   lib.handle = nullptr;
-  lib.error = std::move(error);
-  lib.failure = lib.what + " cannot be loaded: " + lib.error;
+  lib.failure = lib.what + " cannot be loaded: " + error;
 }
 
 }  // namespace

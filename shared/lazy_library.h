@@ -17,8 +17,9 @@ namespace corral {
 struct LazyLibrary {
   std::string what;        // "libcurl", for messages
   void* handle = nullptr;  // dlopen's; nullptr when the library cannot be used
-  std::string error;       // why not: dlerror()'s text, or the function it lacks
-  std::string failure;     // "libcurl cannot be loaded: <error>", for error messages
+  // "" when usable, else why not, for error messages: "libcurl cannot be loaded: " and
+  // dlerror()'s text or the function it lacks.
+  std::string failure;
 
   bool usable() const { return handle != nullptr; }
 };

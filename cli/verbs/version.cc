@@ -30,14 +30,14 @@ using nlohmann::json;
 // libpq's version number: 150010 is 15.10.
 std::string libpq_version() {
   const int v = PQlibVersion();  // loads libpq (master/journal/pq_lazy.h)
-  if (v == 0) return "not loadable (" + master::journal::pq_load_failure() + ")";
+  if (v == 0) return master::journal::pq_load_failure();
   return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
 }
 
 // libcurl is loaded when first used (shared/http/curl_lazy.h): this loads it.
 std::string libcurl_version() {
   const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
-  return info != nullptr ? info->version : "not loadable (" + http::curl_load_error() + ")";
+  return info != nullptr ? info->version : http::curl_load_failure();
 }
 
 std::vector<std::pair<std::string, std::string>> libraries() {

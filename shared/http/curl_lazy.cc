@@ -77,7 +77,7 @@ const Curl& curl() {
 
 }  // namespace
 
-const std::string& curl_load_error() { return curl().lib.error; }
+const std::string& curl_load_failure() { return curl().lib.failure; }
 
 }  // namespace corral::http
 

@@ -13,8 +13,9 @@
 
 namespace corral::http {
 
-// Loads libcurl now if it is not loaded. Returns "" when it is, else what dlopen said, e.g.
-// "libcurl.so.4: cannot open shared object file: No such file or directory". Any thread.
-const std::string& curl_load_error();
+// Loads libcurl now if it is not loaded. Returns "" when it is, else why not: "libcurl cannot
+// be loaded: libcurl.so.4: cannot open shared object file: No such file or directory". Any
+// thread.
+const std::string& curl_load_failure();
 
 }  // namespace corral::http

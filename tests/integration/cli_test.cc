@@ -8,13 +8,6 @@
 namespace corral::test {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 // The lines of `table` that show worker `pid` in state ready.
 int rows_ready_with_pid(const std::string& table, pid_t pid) {
   int n = 0;

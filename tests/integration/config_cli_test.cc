@@ -8,13 +8,6 @@
 namespace corral::test {
 namespace {
 
-std::vector<std::string> config_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 std::string write_text(const TempHome& home, const std::string& name, const std::string& text) {
   const std::string path = home.file(name);
   std::ofstream(path, std::ios::trunc) << text;
@@ -30,7 +23,7 @@ std::string trimmed(const std::string& s) {
 // The cells of the ASCII table row whose first cell is `field` (the output is not a terminal,
 // so the table is drawn with "|"); empty when there is no such row.
 std::vector<std::string> row_of(const std::string& table, const std::string& field) {
-  for (const std::string& line : config_lines(table)) {
+  for (const std::string& line : lines_of(table)) {
     std::vector<std::string> cells;
     std::istringstream in(line);
     for (std::string cell; std::getline(in, cell, '|');) cells.push_back(trimmed(cell));
@@ -58,7 +51,7 @@ TEST_CASE("config cli: check lists every problem of a bad file, one per line, wi
   INFO(r.describe());
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  const std::vector<std::string> lines = config_lines(r.err);
+  const std::vector<std::string> lines = lines_of(r.err);
   REQUIRE(lines.size() == 3);
   for (const std::string& line : lines) {
     CHECK_THAT(line, Catch::StartsWith("corral: " + path + ": "));
@@ -75,7 +68,7 @@ TEST_CASE("config cli: check on a file that is not JSON, or is missing, is one l
   INFO(r.describe());
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::StartsWith("corral: " + broken + ": line 3, column 3: syntax error"));
-  CHECK(config_lines(r.err).size() == 1);
+  CHECK(lines_of(r.err).size() == 1);
 
   const std::string absent = home.file("absent.json");
   CliResult missing = run_cli({"config", "check", absent}, home.path());

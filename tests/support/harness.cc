@@ -199,6 +199,13 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
 double metric_sample(const std::string& metrics, const std::string& series) {
   size_t at = metrics.find("\n" + series + " ");
   if (at == std::string::npos) return -1;

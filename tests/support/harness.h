@@ -86,6 +86,8 @@ bool current_test_failed();
 std::string read_file(const std::string& path);
 // The last `n` lines of a file.
 std::string tail_file(const std::string& path, size_t n);
+// The lines of `text`, without their line breaks.
+std::vector<std::string> lines_of(const std::string& text);
 
 // --- the CLI ---
 

@@ -36,9 +36,8 @@ CurlClient::CurlClient(uv_loop_t* loop, ClientOptions opts, BodyBudget* budget)
   static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   if (!global || multi_ == nullptr) {
     // libcurl could not be loaded (shared/http/curl_lazy.h): every request fails, saying why.
-    unusable_ = http::curl_load_error().empty()
-                    ? "libcurl failed to initialise"
-                    : "libcurl cannot be loaded: " + http::curl_load_error();
+    const std::string& why = http::curl_load_failure();
+    unusable_ = why.empty() ? "libcurl failed to initialise" : why;
     spdlog::error("{}; requests that need it (proxies, \"http_client\": \"curl\") fail", unusable_);
     return;
   }

@@ -37,9 +37,6 @@ class LazyClient final : public HttpClient {
   }
   TlsCounts tls_counts() const override { return client_ ? client_->tls_counts() : TlsCounts{}; }
 
-  // Whether the first request has made the client.
-  bool made_yet() const { return client_ != nullptr; }
-
  private:
   HttpClient& made() {
     if (!client_) client_ = factory_();
