@@ -26,6 +26,13 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
                           std::function<std::string()> address) {
   if (!journal::is_postgresql(path)) return;
   journal_ = journal;
+  auto reader = journal::open_journal_store(path);
+  if (reader) {
+    reader_ = std::make_unique<journal::Journal>(loop_, std::move(*reader));
+  } else {
+    spdlog::warn("cluster: claimed ranges are read on the journal's connection: {}",
+                 reader.status().message());
+  }
   auto load = [this] {
     cluster::Hosts::Load l;
     l.held = dispatcher_.held();
@@ -63,17 +70,19 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
   load_service_.join_cluster(hosts_.get());
 }
 
-// Claimed ranges are read from the journal a span at a time: ranges of one run that follow
-// each other (a claim takes free ranges in order, so most of a beat's claims of a run are one
-// span) come in one page, four queries, instead of four queries per range.
+// Claimed ranges are read from the journal a page at a time: up to kRangesPerRead ranges of
+// one run that follow each other (a claim takes free ranges in order, so most of a beat's
+// claims of a run are one span) come in one page, four queries, instead of four per range.
+// The reader's connection has no writes of this host's to wait for: a host claims a range only
+// once it registered, after what it wrote under an earlier epoch was committed (settled()).
 void ClusterMember::on_claimed(std::vector<cluster::Claim> claims) {
   std::sort(claims.begin(), claims.end(), [](const cluster::Claim& a, const cluster::Claim& b) {
     return std::tie(a.run, a.lo) < std::tie(b.run, b.lo);
   });
   for (size_t first = 0; first < claims.size();) {
     size_t end = first + 1;
-    while (end < claims.size() && claims[end].run == claims[first].run &&
-           claims[end].lo == claims[end - 1].hi) {
+    while (end < claims.size() && end - first < kRangesPerRead &&
+           claims[end].run == claims[first].run && claims[end].lo == claims[end - 1].hi) {
       ++end;
     }
     load_claimed(
@@ -86,27 +95,25 @@ void ClusterMember::load_claimed(std::vector<cluster::Claim> span) {
   auto page = std::make_shared<Result<journal::StoredRun>>(Status(Code::kInternal, "not read"));
   const std::string run = span.front().run;
   const uint32_t lo = span.front().lo, hi = span.back().hi;
-  journal_->read([page, run, lo, hi](journal::Store& s) { *page = s.load_run_page(run, lo, hi); },
-                 [this, page, span = std::move(span), run, lo, hi] {
-                   if (!hosts_ || hosts_->epoch() != span.front().epoch)
-                     return;  // fenced off since
-                   if (!*page) {
-                     spdlog::error(
-                         "cluster: cannot load instances {}..{} of run {}, given back: {}", lo,
-                         hi - 1, run, page->status().message());
-                     for (const cluster::Claim& c : span) hosts_->release(c);
-                     return;
-                   }
-                   std::vector<Runs::Range> ranges;
-                   for (const cluster::Claim& c : span) ranges.emplace_back(c.lo, c.hi);
-                   auto n = runs_.claimed(**page, ranges);
-                   if (!n) {
-                     spdlog::error("cluster: claimed instances of run {} cannot run: {}", run,
-                                   n.status().message());
-                     return;
-                   }
-                   if (*n > 0) workers_.place_soon();
-                 });
+  reader().read([page, run, lo, hi](journal::Store& s) { *page = s.load_run_page(run, lo, hi); },
+                [this, page, span = std::move(span), run, lo, hi] {
+                  if (!hosts_ || hosts_->epoch() != span.front().epoch) return;  // fenced off since
+                  if (!*page) {
+                    spdlog::error("cluster: cannot load instances {}..{} of run {}, given back: {}",
+                                  lo, hi - 1, run, page->status().message());
+                    for (const cluster::Claim& c : span) hosts_->release(c);
+                    return;
+                  }
+                  std::vector<Runs::Range> ranges;
+                  for (const cluster::Claim& c : span) ranges.emplace_back(c.lo, c.hi);
+                  auto n = runs_.claimed(**page, ranges);
+                  if (!n) {
+                    spdlog::error("cluster: claimed instances of run {} cannot run: {}", run,
+                                  n.status().message());
+                    return;
+                  }
+                  if (*n > 0) workers_.place_soon();
+                });
 }
 
 void ClusterMember::leave() {

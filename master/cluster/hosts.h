@@ -2,7 +2,7 @@
 // (docs/cluster.md). At start it registers in the hosts table: its row's epoch goes up by one
 // at each registration, so a daemon that was replaced can tell, and the claims it held before
 // are released. Every second it renews its heartbeat with the instances it holds and could
-// still take (twice a second while it holds any), and reads every host's row back, each with
+// still take (four times a second while it holds any), and reads every host's row back, each with
 // the age of its heartbeat by the database's clock (hosts' own clocks may differ). A host whose
 // heartbeat is older than the age its row gives (dead_after_ms, see kDeadAfterMs) is dead: any
 // host declares it so (its epoch goes up, which fences off its writes, see
@@ -70,13 +70,13 @@ class Hosts {
   static constexpr uint64_t kEveryMs = 1000;
   // A host that holds instances also renews its heartbeat between beats, alone (one query):
   // every kBusyEveryMs.
-  static constexpr uint64_t kBusyEveryMs = 500;
+  static constexpr uint64_t kBusyEveryMs = 250;
   // Each heartbeat writes the age at which the others may declare its host dead
   // (hosts.dead_after_ms): kDeadAfterMs for a host that beats every kEveryMs, kBusyDeadAfterMs
   // for one that holds instances and renews every kBusyEveryMs. Either must outlast an outage
   // of the database's link of 3 s and the beat before it (docs/cluster.md, the lease).
   static constexpr int64_t kDeadAfterMs = 5000;
-  static constexpr int64_t kBusyDeadAfterMs = 4500;
+  static constexpr int64_t kBusyDeadAfterMs = 4250;
   // The lease. A host stops every instance it holds (it fences itself) kFenceMarginMs before
   // the age it wrote with its last heartbeat that was written is reached, counted from when
   // that heartbeat was sent, unless another was written since. Safe because the database

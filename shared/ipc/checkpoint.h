@@ -27,8 +27,11 @@ struct Checkpoint {
   int64_t step_started_ms = 0;  // when this step's first attempt started; 0 = not started
   int64_t deadline_ms = 0;      // the step's absolute deadline (poll or step timeout); 0 = none
   int64_t started_ms = 0;       // when the instance started its first step
-  // When the step's next request is due (the poll's interval or the retry's delay it was
-  // waiting out when it moved between workers); 0 = at once. Written only when non-zero.
+  // When the step's next request is due, set when it moved between live workers: the poll's
+  // interval or the retry's delay it was waiting out, or the moment it moved if it was in the
+  // middle of a request. 0 = not known (its worker or host died): a poll makes its next
+  // attempt at a point spread over its interval, any other step at once. Written only when
+  // non-zero.
   int64_t wake_ms = 0;
   nlohmann::json vars;          // captured variables in their wire form (shared/ipc/vars.h)
   // What reached the instance's next callback step (steps/callback) before it moved:

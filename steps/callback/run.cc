@@ -34,7 +34,8 @@ class CallbackRunner final : public worker::StepRunner {
 
   // A step resumed elsewhere starts a new heartbeat period: a ping the caller sent to the
   // worker that died is not known here.
-  void resumed(ipc::Checkpoint& cp) const override {
+  void resumed(Instance& in) const override {
+    ipc::Checkpoint& cp = in.cp;
     if (!cp.callback.is_object() || cp.callback.value("step", uint64_t{0}) != cp.step) {
       cp.callback = {{"step", cp.step}};
     }

@@ -45,7 +45,21 @@ class PollRunner final : public worker::HttpStepRunner {
   }
 
   // An attempt that was in flight when the instance stopped is lost: the next is a new one.
-  void resumed(ipc::Checkpoint& cp) const override { cp.tries = 0; }
+  // A poll that had begun elsewhere and comes without the time of its next attempt (its
+  // worker or host died; only a move between live workers carries it) does not know when
+  // that attempt was due, only that it was within an interval. It makes it at a point spread
+  // over one interval, by the jitter's hash, instead of at once: the 33,000 polls of a dead
+  // host, or a million after a restart, do not reach their target in the same moment.
+  // One whose deadline comes first polls at once, as before (or fails, when it has passed).
+  void resumed(Instance& in) const override {
+    in.cp.tries = 0;
+    if (in.cp.step_started_ms == 0 || in.cp.wake_ms != 0) return;
+    const Poll& poll = in.step().spec_as<Poll>();
+    double u = worker::jitter_unit(in.run->jitter_seed, in.index, in.cp.step, in.cp.attempts);
+    int64_t at =
+        unix_ms_now() + static_cast<int64_t>(u * static_cast<double>(interval_ms(in, poll)));
+    if (in.cp.deadline_ms == 0 || at < in.cp.deadline_ms) in.cp.wake_ms = at;
+  }
 
   std::string_view limit_word() const override { return "poll"; }
 
@@ -81,8 +95,9 @@ class PollRunner final : public worker::HttpStepRunner {
 
   // The wait before the next attempt: `every`, grown by the backoff, capped, jittered.
   static int64_t interval_ms(const Instance& in, const Poll& poll) {
-    double grown = static_cast<double>(poll.every_ms) *
-                   std::pow(poll.backoff_factor, static_cast<double>(in.cp.attempts - 1));
+    double grown =
+        static_cast<double>(poll.every_ms) *
+        std::pow(poll.backoff_factor, std::max(1.0, static_cast<double>(in.cp.attempts)) - 1);
     if (poll.max_interval_ms != 0) {
       grown = std::min(grown, static_cast<double>(poll.max_interval_ms));
     }

@@ -115,6 +115,35 @@ TEST_CASE("cluster: daemons on one database list each other, and one killed is d
   CHECK(again.api("GET", "/cluster").json["self"]["id"] == id_a);
 }
 
+TEST_CASE(
+    "cluster: a host that claims more ranges than it reads at once reads them page by page, "
+    "and runs each instance once") {
+  PgDatabase db;
+  JobApi api;
+  TempHome home;
+  Daemon d(home, DaemonOptions().with_workers(1).with_args({"--journal", db.url()}));
+  d.wait_ready(1);
+  d.wait_until([&] { return d.api("GET", "/cluster").json["self"]["alive"] == true; }, seconds(15),
+               "the daemon to register");
+  const std::string self = d.api("GET", "/cluster").json["self"]["id"];
+  // 4,550 instances are 46 ranges, all claimed by the only host in one claim: read as pages
+  // of 20, 20 and 6 ranges (ClusterMember::kRangesPerRead).
+  const int n = 4550;
+  std::string id = submit_run(d, job_poll_scenario("pages", 500, "1s"), n, api);
+  wait_run_finished(d, id, seconds(120));
+  d.wait_until([&] { return d.health()["journal"]["queued_writes"] == 0; }, seconds(20),
+               "the journal to catch up");
+  auto count = [&](const std::string& where) {
+    return db.sql("SELECT COUNT(*) FROM " + where + " AND run_id = '" + id + "'");
+  };
+  CHECK(count("claims WHERE host = '" + self + "'") == "46");
+  CHECK(count("instances WHERE state = 'passed'") == std::to_string(n));
+  CHECK(count("steps WHERE state = 'passed'") == std::to_string(2 * n));
+  CHECK(db.sql("SELECT COUNT(*) FROM (SELECT idx, step FROM steps WHERE run_id = '" + id +
+               "' GROUP BY idx, step HAVING COUNT(*) > 1) AS twice") == "0");
+  CHECK(api.stats()["jobs"] == n);  // no job created twice
+}
+
 TEST_CASE("cluster: a daemon on an SQLite journal is in no cluster") {
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1));
@@ -145,7 +174,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   CHECK(held != "0");
   // Holding instances, it renews its heartbeat between its beats too, and may be declared dead
   // sooner.
-  CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4500");
+  CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4250");
   auto between = [&] {
     return metric_sample(t.d[1]->api("GET", "/metrics").body,
                          "corral_cluster_heartbeats_total{at=\"between\"}");
@@ -157,7 +186,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   t.d[1]->wait_exit(seconds(10));
   t.d[1].reset();
   auto killed = std::chrono::steady_clock::now();
-  // Declared dead once its heartbeat is 4.5 s old; its ranges are then claimed by the others,
+  // Declared dead once its heartbeat is 4.25 s old; its ranges are then claimed by the others,
   // and each instance in them goes on from the journal (resume reason host_lost).
   t.d[0]->wait_until(
       [&] {
@@ -180,7 +209,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   INFO(log0 << "\n---\n" << log2);
   CHECK(((has(log0, declared) && has(log2, woken)) != (has(log2, declared) && has(log0, woken))));
   CHECK(std::stoll(t.db.sql("SELECT fenced_ms - heartbeat_ms FROM hosts WHERE id = '" + victim +
-                            "'")) > 4500);
+                            "'")) > 4250);
   // Only instances of its ranges resumed, each once.
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
   CHECK(t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +

@@ -148,7 +148,7 @@ Status Engine::start(const std::string& run, uint32_t index, const ipc::Checkpoi
   in->cp = cp;
   in->cp.vars = std::move(*vars);
   rewind(*it->second->scenario, in->cp);
-  it->second->runners[in->cp.step]->resumed(in->cp);
+  it->second->runners[in->cp.step]->resumed(*in);
   Instance& ref = *in;
   if (!ref.run->next_callback.empty()) ref.run->serials[index] = ref.serial;
   instances_[in->serial] = std::move(in);

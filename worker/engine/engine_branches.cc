@@ -87,7 +87,7 @@ void Engine::start_branch(Instance& in, size_t b) {
     child->cp = std::move(*cp);
     child->cp.vars = std::move(*vars);
     rewind(*in.run->scenario, child->cp);
-    in.run->runners[child->cp.step]->resumed(child->cp);
+    in.run->runners[child->cp.step]->resumed(*child);
     br.from = nullptr;
   }
   br.state = Branch::State::kRunning;

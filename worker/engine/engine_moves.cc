@@ -1,6 +1,7 @@
 // Taking instances off the engine to move them: all of them for a stopping worker's hand-back,
 // the waiting ones for a rebalance. Each leaves as a checkpoint the next worker resumes from.
 #include "shared/ipc/vars.h"
+#include "shared/proc.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/instance.h"
 
@@ -12,8 +13,14 @@ ipc::Checkpoint Engine::checkpoint_of(const Instance& in, bool moving) const {
   if (auto it = forks_.find(in.serial); it != forks_.end()) {
     cp.branches = branches_to_json(it->second);
   }
-  // (A fresh instance waiting for its start-spread place finds it again from the run's shape.)
-  if (moving && waiting(in) && in.next == Instance::Next::kStep) cp.wake_ms = in.wake_ms;
+  // When its step's next request is due: the wake-up it waits for, or now for a step that was
+  // in the middle of a request. (A fresh instance waiting for its start-spread place finds it
+  // again from the run's shape.) A checkpoint written while it runs on has none.
+  if (moving && waiting(in) && in.next == Instance::Next::kStep) {
+    cp.wake_ms = in.wake_ms;
+  } else if (moving && cp.step_started_ms != 0) {
+    cp.wake_ms = unix_ms_now();
+  }
   return cp;
 }
 

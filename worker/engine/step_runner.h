@@ -50,10 +50,10 @@ class StepRunner {
   virtual void on_wake(Engine& engine, Instance& in) const;
   // The step's request got its answer (Engine::send). Called for kinds that send only.
   virtual void on_response(Engine& engine, Instance& in, HttpResponse&& resp) const;
-  // A checkpoint from elsewhere (another worker, the journal) is about to resume this step:
-  // reset what does not carry over, such as a try that was in flight. (A step whose needs
-  // could not move with it sends the instance back first: Step::resume_at.)
-  virtual void resumed(ipc::Checkpoint& /*cp*/) const {}
+  // A checkpoint from elsewhere (another worker, the journal) is about to resume this step,
+  // in in.cp: reset what does not carry over, such as a try that was in flight. (A step whose
+  // needs could not move with it sends the instance back first: Step::resume_at.)
+  virtual void resumed(Instance& /*in*/) const {}
   // The word for the step in "<word> timed out after 30s".
   virtual std::string_view limit_word() const { return "step"; }
   // Branch `b` of the instance's step (Engine::fork) ended: its state says how. Called from

@@ -98,3 +98,64 @@ TEST_CASE("engine: a fresh instance waiting for its start-spread place can move,
   CHECK(f.engine->active("r1") == 1);
   CHECK(f.events.empty());
 }
+
+TEST_CASE(
+    "engine: a poll resumed without the time of its next attempt (its worker died) makes "
+    "it at a point spread over its interval, not at once") {
+  Fixture f;
+  f.start(slow_poll("2s"), 40);
+  REQUIRE(f.run_until([&] { return polls(f) >= 40; }));
+  size_t taken = 0;
+  json waiting = f.engine->take_waiting(100, taken)["r1"];
+  REQUIRE(taken == 40);
+  // Their checkpoints as the journal has them: the step had begun, its next attempt's time
+  // is not known.
+  const uint64_t before = polls(f);
+  const int64_t now = corral::unix_ms_now();
+  for (auto& [index, cp_json] : waiting.items()) {
+    cp_json.erase("wake_ms");
+    auto cp = corral::ipc::checkpoint_from_json(cp_json);
+    REQUIRE(cp.is_ok());
+    REQUIRE(cp->step_started_ms != 0);
+    REQUIRE(f.engine->start("r1", static_cast<uint32_t>(std::stoul(index)), *cp).is_ok());
+  }
+  // None polled on its start: each waits for its place, and the places cover the interval.
+  json again = f.engine->take_waiting(100, taken)["r1"];
+  REQUIRE(taken == 40);
+  CHECK(polls(f) == before);
+  int64_t first = INT64_MAX, last = 0;
+  for (const auto& [index, cp] : again.items()) {
+    int64_t wake = cp["wake_ms"].get<int64_t>();
+    CHECK(wake >= now);
+    CHECK(wake <= corral::unix_ms_now() + 2000);
+    first = std::min(first, wake);
+    last = std::max(last, wake);
+  }
+  CHECK(first - now < 500);
+  CHECK(last - now > 1500);
+  // Started again with those places, every one polls within the interval.
+  for (const auto& [index, cp_json] : again.items()) {
+    auto cp = corral::ipc::checkpoint_from_json(cp_json);
+    REQUIRE(f.engine->start("r1", static_cast<uint32_t>(std::stoul(index)), *cp).is_ok());
+  }
+  CHECK(f.run_until([&] { return polls(f) >= before + 40; }, 10000));
+}
+
+TEST_CASE(
+    "engine: an instance handed back in the middle of its request is due at once on its "
+    "next worker") {
+  Fixture f;
+  REQUIRE(f.engine
+              ->define_run("r2", json::parse(R"({"name": "hangs",
+      "steps": [{"request": {"url": "{{base}}/hang", "timeout": "30s"}}]})"),
+                           {{"base", f.base}})
+              .is_ok());
+  REQUIRE(f.engine->start("r2", 0, Checkpoint{}).is_ok());
+  REQUIRE(f.run_until([&] { return f.target->hanging() == 1; }));
+  const int64_t before = corral::unix_ms_now();
+  json all = f.engine->take_all();
+  REQUIRE(all["r2"].contains("0"));
+  INFO(all.dump());
+  CHECK(all["r2"]["0"]["wake_ms"].get<int64_t>() >= before);
+  CHECK(all["r2"]["0"]["wake_ms"].get<int64_t>() <= corral::unix_ms_now());
+}
