@@ -76,7 +76,7 @@ class Hosts {
   // for one that holds instances and renews every kBusyEveryMs. Either must outlast an outage
   // of the database's link of 3 s and the beat before it (docs/cluster.md, the lease).
   static constexpr int64_t kDeadAfterMs = 5000;
-  static constexpr int64_t kBusyDeadAfterMs = 4250;
+  static constexpr int64_t kBusyDeadAfterMs = 4500;
   // The lease. A host stops every instance it holds (it fences itself) kFenceMarginMs before
   // the age it wrote with its last heartbeat that was written is reached, counted from when
   // that heartbeat was sent, unless another was written since. Safe because the database
