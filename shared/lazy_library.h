@@ -37,3 +37,18 @@ F find_function(LazyLibrary& lib, const char* name) {
 }
 
 }  // namespace corral
+
+// The definitions of a library's functions, for its X-macro lists (curl_lazy.cc, pq_lazy.cc):
+// each forwards to the pointer of the same name in the table `get()` returns (which holds the
+// LazyLibrary as `lib`), or, when the library is not usable, returns `failed` (a procedure
+// does nothing).
+#define CORRAL_LAZY_FORWARD(get, ret, name, params, args, failed) \
+  ret(name) params {                                              \
+    const auto& table = get();                                    \
+    return table.lib.usable() ? table.name args : failed;         \
+  }
+#define CORRAL_LAZY_FORWARD_PROCEDURE(get, name, params, args) \
+  void(name) params {                                          \
+    const auto& table = get();                                 \
+    if (table.lib.usable()) table.name args;                   \
+  }

@@ -107,17 +107,9 @@ using corral::master::journal::pq;
 
 extern "C" {
 
-#define CORRAL_PQ_FORWARD(ret, name, params, args, failed) \
-  ret(name) params {                                       \
-    const auto& lib = pq();                                \
-    return lib.lib.usable() ? lib.name args : failed;      \
-  }
+#define CORRAL_PQ_FORWARD(...) CORRAL_LAZY_FORWARD(pq, __VA_ARGS__)
 CORRAL_PQ_FUNCTIONS(CORRAL_PQ_FORWARD)
-
-#define CORRAL_PQ_FORWARD_PROCEDURE(name, params, args) \
-  void(name) params {                                   \
-    if (pq().lib.usable()) pq().name args;              \
-  }
+#define CORRAL_PQ_FORWARD_PROCEDURE(...) CORRAL_LAZY_FORWARD_PROCEDURE(pq, __VA_ARGS__)
 CORRAL_PQ_PROCEDURES(CORRAL_PQ_FORWARD_PROCEDURE)
 
 }  // extern "C"

@@ -85,17 +85,9 @@ using corral::http::curl;
 
 extern "C" {
 
-#define CORRAL_CURL_FORWARD(ret, name, params, args, failed) \
-  ret(name) params {                                         \
-    const auto& c = curl();                                  \
-    return c.lib.usable() ? c.name args : failed;            \
-  }
+#define CORRAL_CURL_FORWARD(...) CORRAL_LAZY_FORWARD(curl, __VA_ARGS__)
 CORRAL_CURL_FUNCTIONS(CORRAL_CURL_FORWARD)
-
-#define CORRAL_CURL_FORWARD_PROCEDURE(name, params, args) \
-  void(name) params {                                     \
-    if (curl().lib.usable()) curl().name args;            \
-  }
+#define CORRAL_CURL_FORWARD_PROCEDURE(...) CORRAL_LAZY_FORWARD_PROCEDURE(curl, __VA_ARGS__)
 CORRAL_CURL_PROCEDURES(CORRAL_CURL_FORWARD_PROCEDURE)
 
 // The variadic ones are in curl_varargs.c.

@@ -22,6 +22,25 @@ inline std::map<std::string, Json> hosts_of(Daemon& d) {
   return out;
 }
 
+// In the journal `db`: every instance of run `id` (of n, each with two steps) passed, each step
+// recorded exactly once.
+inline void check_steps_once(const PgDatabase& db, const std::string& id, int n) {
+  const std::string of_run = "run_id = '" + id + "'";
+  INFO("instances by state: " << db.sql(
+           "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, COUNT(*) AS n "
+           "FROM instances WHERE " +
+           of_run + " GROUP BY state) AS s"));
+  INFO("not passed: " << db.sql("SELECT string_agg(idx || ' ' || state || ' ' || reason || ' ' || "
+                                "resume_reasons, '; ') FROM (SELECT * FROM instances WHERE " +
+                                of_run + " AND state <> 'passed' LIMIT 3) AS s"));
+  CHECK(db.sql("SELECT COUNT(*) FROM instances WHERE state = 'passed' AND " + of_run) ==
+        std::to_string(n));
+  CHECK(db.sql("SELECT COUNT(*) FROM steps WHERE state = 'passed' AND " + of_run) ==
+        std::to_string(2 * n));
+  CHECK(db.sql("SELECT COUNT(*) FROM (SELECT idx, step FROM steps WHERE " + of_run +
+               " GROUP BY idx, step HAVING COUNT(*) > 1) AS twice") == "0");
+}
+
 // Three daemons on one database, each with one worker, all registered.
 struct Trio {
   PgDatabase db;
@@ -91,17 +110,7 @@ struct Trio {
       x->wait_until([&] { return x->health()["journal"]["queued_writes"] == 0; }, seconds(20),
                     "the journal to catch up");
     }
-    INFO("instances by state: " << db.sql("SELECT string_agg(state || ' ' || n, ', ') FROM "
-                                          "(SELECT state, COUNT(*) AS n FROM instances WHERE "
-                                          "run_id = '" + id + "' GROUP BY state) AS s"));
-    INFO("not passed: " << db.sql("SELECT string_agg(idx || ' ' || state || ' ' || reason || ' "
-                                  "' || resume_reasons, '; ') FROM (SELECT * FROM instances "
-                                  "WHERE run_id = '" + id + "' AND state <> 'passed' LIMIT 3) "
-                                  "AS s"));
-    CHECK(count(id, "instances WHERE state = 'passed'") == std::to_string(n));
-    CHECK(count(id, "steps WHERE state = 'passed'") == std::to_string(2 * n));
-    CHECK(db.sql("SELECT COUNT(*) FROM (SELECT idx, step FROM steps WHERE run_id = '" + id +
-                 "' GROUP BY idx, step HAVING COUNT(*) > 1) AS twice") == "0");
+    check_steps_once(db, id, n);
   }
 };
 
