@@ -46,6 +46,9 @@ void ClusterMember::start(journal::Journal* journal, const std::string& path,
     journal_->read([id = hosts_->id(), epoch](journal::Store& s) { s.set_fence(id, epoch); },
                    nullptr);
   };
+  events.leased = [this](uint64_t until_ms) {
+    workers_.send_to_all(ipc::MessageType::kLease, ipc::to_json(ipc::Lease{until_ms}));
+  };
   events.claimed = [this](std::vector<cluster::Claim> c) { on_claimed(std::move(c)); };
   events.fenced = [this](const std::string& why) {
     drop_claims(why);
@@ -114,6 +117,13 @@ void ClusterMember::load_claimed(std::vector<cluster::Claim> span) {
                   }
                   if (*n > 0) workers_.place_soon();
                 });
+}
+
+void ClusterMember::worker_adopted(int slot) {
+  if (hosts_) {
+    (void)workers_.send_to(slot, ipc::MessageType::kLease,
+                           ipc::to_json(ipc::Lease{lease_until_ms()}));
+  }
 }
 
 void ClusterMember::leave() {

@@ -21,6 +21,7 @@
 #include "master/run_service.h"
 #include "master/runs.h"
 #include "master/worker_link.h"
+#include "shared/ipc/control.h"
 
 namespace corral::master {
 
@@ -46,6 +47,11 @@ class ClusterMember {
   // The daemon stops: its heartbeats end, and once the journal has written everything before,
   // its ranges are released for the other hosts (Store::leave).
   void leave();
+  // The host's lease, for a worker's welcome (ipc::Lease): ipc::kNoLease when this daemon is in
+  // no cluster, 0 while it holds none. Each renewal sends the new one to every worker.
+  uint64_t lease_until_ms() const { return hosts_ ? hosts_->lease_until_ms() : ipc::kNoLease; }
+  // A worker of `slot` took over one welcomed earlier (a reload): it gets the lease of now.
+  void worker_adopted(int slot);
   // The hosts, while this daemon is in a cluster; nullptr otherwise.
   const cluster::Hosts* hosts() const { return hosts_.get(); }
 

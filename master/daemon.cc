@@ -355,6 +355,7 @@ void Daemon::execute(const Action& a) {
       spdlog::info("slot {}: new worker pid {} took over", a.slot, workers_[a.slot]->pid());
       dispatcher_.worker_ready(a.slot);
       limits_.worker_ready(a.slot);
+      cluster_.worker_adopted(a.slot);
       place_soon();
       return;
     case Action::Kind::kSignal:

@@ -241,6 +241,7 @@ ipc::Welcome Daemon::welcome(int slot, const WorkerImage& image) const {
   w.secrets = {image.secrets().all().begin(), image.secrets().all().end()};
   w.callback_base = callback_base(cfg);
   w.callback_key = run_service_.callback_key();
+  w.lease_until_ms = cluster_.lease_until_ms();
   return w;
 }
 

@@ -60,6 +60,7 @@ void WorkerFrames::on_frame(int slot, WorkerProcess& w, ipc::Frame&& f, uint64_t
     case ipc::MessageType::kRelease:
     case ipc::MessageType::kCallback:
     case ipc::MessageType::kLimits:
+    case ipc::MessageType::kLease:
       // The decoder rejects master-only types before they get here.
       std::abort();
   }

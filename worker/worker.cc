@@ -146,6 +146,9 @@ void Worker::on_frame(ipc::Frame&& f) {
         engine_->apply_limits(*shares);
       }
       return;
+    case ipc::MessageType::kLease:
+      if (auto l = payload<ipc::Lease>(f); l && engine_) engine_->set_lease(l->until_ms);
+      return;
     case ipc::MessageType::kLoadStart:
       if (auto l = payload<ipc::LoadStart>(f)) on_load_start(*l);
       return;
@@ -246,6 +249,7 @@ void Worker::start_engine(const ipc::Welcome& w) {
   // The page is owned by the master; it stays mapped until this process ends.
   engine_->set_in_hand(ipc::map_in_hand(ipc::kInHandFd));
   engine_->set_poison(poison_instance_from_env());
+  engine_->set_lease(w.lease_until_ms);
 }
 
 void Worker::on_heartbeat_timer() {

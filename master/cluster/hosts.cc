@@ -121,7 +121,10 @@ void Hosts::tick() {
 void Hosts::renew(const Load& l, bool between) {
   const uint64_t sent = monotonic_ms();
   const int64_t dead_after_ms = busy(l) ? kBusyDeadAfterMs : kDeadAfterMs;
-  dead_after_ms_ = std::min(dead_after_ms_, dead_after_ms);
+  if (dead_after_ms < dead_after_ms_) {  // the lease is shorter from now on, should it be written
+    dead_after_ms_ = dead_after_ms;
+    arm_fence();
+  }
   ask(kRenew,
       {id_, std::to_string(epoch_), address_(), std::to_string(l.capacity), std::to_string(l.held),
        std::to_string(dead_after_ms)},
@@ -201,7 +204,8 @@ void Hosts::ask(const char* sql, std::vector<std::string> params, PgAsync::Done 
 }
 
 void Hosts::arm_fence() {
-  const uint64_t ends = renewed_ms_ + static_cast<uint64_t>(fence_after_ms());
+  const uint64_t ends = lease_until_ms();
+  if (events_.leased) events_.leased(ends);
   const uint64_t now = monotonic_ms();
   fence_timer_.start(ends > now ? ends - now : 0, 0, [this] {
     if (epoch_ == 0 || superseded_) return;
@@ -279,6 +283,7 @@ void Hosts::fence(const std::string& why) {
       id_, epoch_, why);
   epoch_ = 0;
   fenced_ = why;
+  if (events_.leased) events_.leased(0);
   settling_ = events_.fenced != nullptr;
   if (events_.fenced) events_.fenced(why);
 }

@@ -76,16 +76,19 @@ class Hosts {
   // for one that holds instances and renews every kBusyEveryMs. Either must outlast an outage
   // of the database's link of 3 s and the beat before it (docs/cluster.md, the lease).
   static constexpr int64_t kDeadAfterMs = 5000;
-  static constexpr int64_t kBusyDeadAfterMs = 4500;
+  static constexpr int64_t kBusyDeadAfterMs = 4250;
   // The lease. A host stops every instance it holds (it fences itself) kFenceMarginMs before
   // the age it wrote with its last heartbeat that was written is reached, counted from when
   // that heartbeat was sent, unless another was written since. Safe because the database
   // stamped that heartbeat after it was sent, and the others declare the host dead only once
   // the database's clock is that age past the stamp: the host has stopped its instances at
   // least kFenceMarginMs before anyone may take them over, whatever the network delayed, as
-  // long as the two clocks run at the same rate (they need not show the same time). The margin
-  // covers the fence timer firing late and the stop reaching the workers.
-  static constexpr int64_t kFenceMarginMs = 500;
+  // long as the two clocks run at the same rate (they need not show the same time).
+  // The workers hold the lease too (Events::leased, ipc::Lease): past its end, each starts no
+  // step and builds no request, by the clock at that moment, so a late fence timer or a late
+  // stop does not let an instance act. The margin covers a request built just before the end
+  // on its way to the target.
+  static constexpr int64_t kFenceMarginMs = 250;
   // A host whose lease ends before this host's next beat is swept this long after it ends (by
   // the age the database gave its heartbeat), not at the next beat: up to a second sooner.
   static constexpr int64_t kSweepLateMs = 20;
@@ -114,6 +117,10 @@ class Hosts {
     // registers again (a new epoch, which fences off its old one) only then: writes that were
     // only late, such as those held up while the database was away, still count.
     std::function<void(const std::string& why)> fenced;
+    // The lease ends at `until_ms` (monotonic), from now on; 0: it ended (fenced). The
+    // workers hold it too (ipc::Lease), so that they stop in time even when the loop that
+    // fences them off is late.
+    std::function<void(uint64_t until_ms)> leased;
     // Every unfinished run, read at each beat.
     std::function<void(OpenRuns)> open_runs;
     // Runs finished before this time (Unix ms, 0: none) were pruned on some host: read at
@@ -150,6 +157,11 @@ class Hosts {
   // Whether its lease holds: the last heartbeat written was sent less than fence_after_ms()
   // ago.
   bool alive() const;
+  // When its lease ends (monotonic ms): fence_after_ms() after the last heartbeat written was
+  // sent; 0 when it holds none (not registered, or fenced off).
+  uint64_t lease_until_ms() const {
+    return epoch_ == 0 || superseded_ ? 0 : renewed_ms_ + static_cast<uint64_t>(fence_after_ms());
+  }
   // Why this host is fenced off, from when it fenced itself until it registers again; ""
   // otherwise (also before its first registration).
   const std::string& fenced() const { return fenced_; }

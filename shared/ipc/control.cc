@@ -92,6 +92,7 @@ json to_json(const Welcome& m) {
             {"secrets", m.secrets},
             {"callback", {{"base", m.callback_base}, {"key", m.callback_key}}}};
   put_document(j, "tls", m.tls);
+  if (m.lease_until_ms != kNoLease) j["lease_until_ms"] = m.lease_until_ms;
   return j;
 }
 
@@ -115,10 +116,11 @@ Result<Welcome> read<Welcome>(const json& p) {
   r.i32("max_connections_per_host", m.max_connections_per_host);
   read_secrets(r, m.secrets);
   read_callback(r, m);
+  r.u64("lease_until_ms", m.lease_until_ms);
   r.known({"protocol", "slot", "heartbeat_ms", "max_memory_bytes", "kernel_memory_bytes",
            "log_max_bytes", "log_files", "log_level", "max_response_bytes", "response_memory_bytes",
-           "http_client", "http_version", "tls", "max_connections_per_host", "secrets",
-           "callback"});
+           "http_client", "http_version", "tls", "max_connections_per_host", "secrets", "callback",
+           "lease_until_ms"});
   if (r.ok() && m.http_client != "lean" && m.http_client != "curl") {
     r.fail("http_client", "expected \"lean\" or \"curl\", got \"" + m.http_client + "\"");
   }
@@ -263,6 +265,17 @@ Result<Release> read<Release>(const json& p) {
   Release m;
   r.u32("count", m.count, true);
   r.known({"count"});
+  return done(r, m);
+}
+
+json to_json(const Lease& m) { return {{"until_ms", m.until_ms}}; }
+
+template <>
+Result<Lease> read<Lease>(const json& p) {
+  FieldReader r(p, "lease");
+  Lease m;
+  r.u64("until_ms", m.until_ms, true);
+  r.known({"until_ms"});
   return done(r, m);
 }
 

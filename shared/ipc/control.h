@@ -26,6 +26,9 @@ struct Hello {
   bool operator==(const Hello&) const = default;
 };
 
+// A worker that is given no lease is not held by one (a daemon that is in no cluster).
+constexpr uint64_t kNoLease = UINT64_MAX;
+
 struct Welcome {
   uint32_t protocol = 0;
   int slot = -1;  // required
@@ -44,6 +47,7 @@ struct Welcome {
   std::map<std::string, std::string> secrets;  // the pipe is the only place secrets travel
   std::string callback_base;                   // shared/callback
   std::string callback_key;                    // 64 hex digits
+  uint64_t lease_until_ms = kNoLease;          // the lease at the time (see Lease)
   bool operator==(const Welcome&) const = default;
 };
 
@@ -97,6 +101,12 @@ struct Cancel {
 struct Release {
   uint32_t count = 0;  // at most 500 waiting instances
   bool operator==(const Release&) const = default;
+};
+
+// The host's lease ends at until_ms, by CLOCK_MONOTONIC (0: it has ended).
+struct Lease {
+  uint64_t until_ms = 0;
+  bool operator==(const Lease&) const = default;
 };
 
 // A callback step's URL was called (with `body`), or pinged (`heartbeat`, no body).
@@ -158,6 +168,7 @@ class StartWriter {
 };
 nlohmann::json to_json(const Cancel& m);
 nlohmann::json to_json(const Release& m);
+nlohmann::json to_json(const Lease& m);
 nlohmann::json to_json(const Callback& m);
 nlohmann::json to_json(const LoadStart& m);
 nlohmann::json to_json(const LoadStop& m);

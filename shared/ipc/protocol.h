@@ -47,8 +47,8 @@
 
 namespace corral::ipc {
 
-// 2: release, checkpoints with wake_ms; 3: callback; 4: limits
-constexpr uint32_t kProtocolVersion = 4;
+// 2: release, checkpoints with wake_ms; 3: callback; 4: limits; 5: lease
+constexpr uint32_t kProtocolVersion = 5;
 constexpr uint32_t kMaxFrameBytes = 8u << 20;  // type byte + payload
 constexpr size_t kHeaderBytes = 5;             // length + type
 
@@ -57,24 +57,25 @@ enum class Sender : uint8_t { kMaster, kWorker };
 // The closed table of message types: X(name, wire value, who sends it, wire name).
 // Both sides switch over MessageType without a default, so a type one side does not handle
 // fails the build (-Werror=switch).
-#define CORRAL_IPC_MESSAGES(X)                                   \
-  X(kHello, 1, ::corral::ipc::Sender::kWorker, "hello")          \
-  X(kWelcome, 2, ::corral::ipc::Sender::kMaster, "welcome")      \
-  X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")          \
-  X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat")  \
-  X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")            \
-  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving")      \
-  X(kDefineRun, 7, ::corral::ipc::Sender::kMaster, "define_run") \
-  X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")          \
-  X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel")        \
-  X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")       \
-  X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")      \
-  X(kLoadStart, 12, ::corral::ipc::Sender::kMaster, "load_start")  \
-  X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")    \
-  X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats")  \
+#define CORRAL_IPC_MESSAGES(X)                                    \
+  X(kHello, 1, ::corral::ipc::Sender::kWorker, "hello")           \
+  X(kWelcome, 2, ::corral::ipc::Sender::kMaster, "welcome")       \
+  X(kReady, 3, ::corral::ipc::Sender::kWorker, "ready")           \
+  X(kHeartbeat, 4, ::corral::ipc::Sender::kWorker, "heartbeat")   \
+  X(kStop, 5, ::corral::ipc::Sender::kMaster, "stop")             \
+  X(kLeaving, 6, ::corral::ipc::Sender::kWorker, "leaving")       \
+  X(kDefineRun, 7, ::corral::ipc::Sender::kMaster, "define_run")  \
+  X(kStart, 8, ::corral::ipc::Sender::kMaster, "start")           \
+  X(kCancel, 9, ::corral::ipc::Sender::kMaster, "cancel")         \
+  X(kEvents, 10, ::corral::ipc::Sender::kWorker, "events")        \
+  X(kHandback, 11, ::corral::ipc::Sender::kWorker, "handback")    \
+  X(kLoadStart, 12, ::corral::ipc::Sender::kMaster, "load_start") \
+  X(kLoadStop, 13, ::corral::ipc::Sender::kMaster, "load_stop")   \
+  X(kLoadStats, 14, ::corral::ipc::Sender::kWorker, "load_stats") \
   X(kRelease, 15, ::corral::ipc::Sender::kMaster, "release")      \
   X(kCallback, 16, ::corral::ipc::Sender::kMaster, "callback")    \
-  X(kLimits, 17, ::corral::ipc::Sender::kMaster, "limits")
+  X(kLimits, 17, ::corral::ipc::Sender::kMaster, "limits")        \
+  X(kLease, 18, ::corral::ipc::Sender::kMaster, "lease")
 
 enum class MessageType : uint8_t {
 #define CORRAL_IPC_ENUM(name, value, sender, wire) name = value,
@@ -102,7 +103,8 @@ const MessageInfo& message_info(MessageType type);
 //              "log_level": str, "max_response_bytes": u64, "response_memory_bytes": u64,
 //              "http_client": "lean"|"curl", "max_connections_per_host": int,
 //              "secrets": {"NAME": "value", ...},  (the pipe is the only place secrets travel)
-//              "callback": {"base": "http://host:port", "key": "<64 hex>"}}  (shared/callback)
+//              "callback": {"base": "http://host:port", "key": "<64 hex>"},  (shared/callback)
+//              "lease_until_ms": u64}  (in a cluster only: see `lease`)
 //   ready     {}
 //   heartbeat {"seq": u64, "loop_lag_ms": double, "rss_bytes": u64, "active": u64,
 //             "idle_rss_bytes": u64 (RSS when it said ready), "requests": u64 (HTTP requests
@@ -130,6 +132,12 @@ const MessageInfo& message_info(MessageType type);
 //             no body, pinged (steps/callback)
 //   limits    this worker's shares of the per-target limits (shared/ipc/limits.h); sent before
 //             the define_run of a run whose scenario has limits, and whenever they change
+//   lease     {"until_ms": u64}  the host's lease (master/cluster/hosts.h) ends then, by the
+//             machine's monotonic clock (CLOCK_MONOTONIC, in ms): past it, the worker starts
+//             no step and sends no request (its instances wait) until a later lease comes, or
+//             the instances are cancelled. Sent with every renewal of the host's heartbeat, and
+//             with 0 when the host fences itself; a worker without a lease (one not in a
+//             cluster) is not held. Load tests are not held.
 //   load_start {"load": str, "scenario": {scenario document}, "vars": {run-time vars},
 //              "spec": {load section, config/load/parse.h}, "index": u32, "of": u32,
 //              "delay_ms": u64}  run share `index` of `of` of a load test, starting in delay_ms

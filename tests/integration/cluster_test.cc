@@ -122,9 +122,7 @@ TEST_CASE(
   JobApi api;
   TempHome home;
   Daemon d(home, DaemonOptions().with_workers(1).with_args({"--journal", db.url()}));
-  d.wait_ready(1);
-  d.wait_until([&] { return d.api("GET", "/cluster").json["self"]["alive"] == true; }, seconds(15),
-               "the daemon to register");
+  wait_registered(d);
   const std::string self = d.api("GET", "/cluster").json["self"]["id"];
   // 4,550 instances are 46 ranges, all claimed by the only host in one claim: read as pages
   // of 20, 20 and 6 ranges (ClusterMember::kRangesPerRead).
@@ -169,7 +167,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   CHECK(held != "0");
   // Holding instances, it renews its heartbeat between its beats too, and may be declared dead
   // sooner.
-  CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4500");
+  CHECK(t.db.sql("SELECT dead_after_ms FROM hosts WHERE id = '" + victim + "'") == "4250");
   auto between = [&] {
     return metric_sample(t.d[1]->api("GET", "/metrics").body,
                          "corral_cluster_heartbeats_total{at=\"between\"}");
@@ -181,7 +179,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   t.d[1]->wait_exit(seconds(10));
   t.d[1].reset();
   auto killed = std::chrono::steady_clock::now();
-  // Declared dead once its heartbeat is 4.5 s old; its ranges are then claimed by the others,
+  // Declared dead once its heartbeat is 4.25 s old; its ranges are then claimed by the others,
   // and each instance in them goes on from the journal (resume reason host_lost).
   t.d[0]->wait_until(
       [&] {
@@ -204,7 +202,7 @@ TEST_CASE("cluster: three hosts share a run, and one killed has its instances re
   INFO(log0 << "\n---\n" << log2);
   CHECK(((has(log0, declared) && has(log2, woken)) != (has(log2, declared) && has(log0, woken))));
   CHECK(std::stoll(t.db.sql("SELECT fenced_ms - heartbeat_ms FROM hosts WHERE id = '" + victim +
-                            "'")) > 4500);
+                            "'")) > 4250);
   // Only instances of its ranges resumed, each once.
   CHECK(t.db.sql("SELECT MAX(resumes) FROM instances WHERE run_id = '" + id + "'") == "1");
   CHECK(t.db.sql("SELECT COUNT(DISTINCT host) FROM claims WHERE run_id = '" + id +

@@ -22,6 +22,13 @@ inline std::map<std::string, Json> hosts_of(Daemon& d) {
   return out;
 }
 
+// Waits until daemon `d` (one worker) is ready and registered as a host.
+inline void wait_registered(Daemon& d) {
+  d.wait_ready(1);
+  d.wait_until([&] { return d.api("GET", "/cluster").json["self"]["alive"] == true; },
+               seconds(15), "the daemon to register");
+}
+
 // In the journal `db`: every instance of run `id` (of n, each with two steps) passed, each step
 // recorded exactly once.
 inline void check_steps_once(const PgDatabase& db, const std::string& id, int n) {
@@ -66,10 +73,8 @@ struct Trio {
       auto opts = place(i).with_workers(1).with_args({"--journal", db.url()});
       d.push_back(std::make_unique<Daemon>(homes[i], opts));
     }
-    for (auto& x : d) x->wait_ready(1);
     for (auto& x : d) {
-      x->wait_until([&] { return x->api("GET", "/cluster").json["self"]["alive"] == true; },
-                    seconds(15), "the daemon to register");
+      wait_registered(*x);
       ids.push_back(x->api("GET", "/cluster").json["self"]["id"]);
     }
     for (auto& x : d) {

@@ -195,6 +195,7 @@ void Engine::resume_or_run(Instance& in) {
 
 void Engine::run_step(Instance& in) {
   if (poison_ && in.index == *poison_) std::abort();
+  if (!leased(in, Held::kRunStep)) return;
   if (in.cp.step_started_ms == 0) {
     int64_t now = unix_ms_now();
     if (in.cp.started_ms == 0) in.cp.started_ms = now;  // its first step

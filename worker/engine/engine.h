@@ -28,6 +28,7 @@
 #include "config/scenario/model.h"
 #include "shared/data/rows.h"
 #include "shared/ipc/checkpoint.h"
+#include "shared/ipc/control.h"
 #include "shared/ipc/events.h"
 #include "shared/ipc/in_hand.h"
 #include "shared/secrets.h"
@@ -41,6 +42,11 @@
 namespace corral::worker {
 
 struct Instance;
+
+// What an instance held by the host's ended lease does when a later lease comes
+// (Engine::set_lease): start its step again, or send its request.
+enum class Held : uint8_t { kNo, kRunStep, kSend };
+
 class HttpStepRunner;
 namespace otlp {
 class SpanExporter;
@@ -202,6 +208,12 @@ class Engine {
   ipc::LimitUses limit_use() const { return gates_.use(); }
   bool has_limits() const { return !gates_.empty(); }
 
+  // The host's lease (ipc::Lease; ipc::kNoLease: none). Past its end, by the monotonic clock
+  // read at that moment, no instance of a run starts a step or builds a request: each is held
+  // where it was, and goes on when a later lease comes (or is cancelled meanwhile). A request
+  // already handed to the client goes on. Load runs are not held.
+  void set_lease(uint64_t until_ms);
+
   // Tests only (CORRAL_TEST_POISON_INSTANCE): abort whenever a step of instance `index` runs.
   void set_poison(std::optional<uint32_t> index) { poison_ = index; }
 
@@ -315,6 +327,10 @@ class Engine {
   static void rewind(const scenario::Scenario& sc, ipc::Checkpoint& cp);
   void resume_or_run(Instance& in);
   void run_step(Instance& in);
+  // Whether `in` may act now (its lease holds, or it needs none); else it is held, to do
+  // `then` when a later lease comes, and false (engine_lease.cc).
+  bool leased(Instance& in, Held then);
+  void submit(Instance& in);  // send() past the lease: through the gates, to the client
   std::optional<HttpRequest> make_request(Instance& in);
   // Hands the request of instance `serial` to the client, once its gates let it through
   // (`pass`: the places it holds there, released when it ends; null when it passed none), with
@@ -387,6 +403,8 @@ class Engine {
   std::unordered_map<uint64_t, nlohmann::json> rows_;
   WakeQueue wakes_;
   Gates gates_;  // per-target limits (engine_send.cc)
+  uint64_t lease_until_ms_ = ipc::kNoLease;  // the host's lease (set_lease)
+  std::vector<uint64_t> held_;  // serials of the instances it held (some may be gone since)
   uint64_t next_serial_ = 1;
   // Trace context (shared/trace_context.h): this worker's salt for load iterations' traces and for
   // span ids, and the spans given so far.

@@ -1,5 +1,5 @@
-// Sending a step's request: through the gates of per-target limits (worker/engine/gates.h),
-// then to the HTTP client.
+// Sending a step's request: past the host's lease (engine_lease.cc), through the gates of
+// per-target limits (worker/engine/gates.h), then to the HTTP client.
 #include <utility>
 
 #include "shared/http/origin.h"
@@ -10,6 +10,11 @@
 namespace corral::worker {
 
 void Engine::send(Instance& in) {
+  if (!leased(in, Held::kSend)) return;
+  submit(in);
+}
+
+void Engine::submit(Instance& in) {
   in.cp.tries += 1;
   if (in.run->sink != nullptr) {
     in.send_ns = uv_hrtime();
@@ -64,7 +69,11 @@ void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass,
         if (auto it = instances_.find(serial); it != instances_.end()) {
           Instance& due = *it->second;
           ipc::InHandScope scope(in_hand_, due.run->id, due.index);
-          guarded(serial, "building a request", [&] { req = make_request(due); });
+          if (leased(due, Held::kSend)) {
+            guarded(serial, "building a request", [&] { req = make_request(due); });
+          } else {
+            due.cp.tries -= 1;  // held before it went: the try is made when the lease comes
+          }
           if (req && span) begin_span(*span, due, *req);
         }
         if (!req && pass) gates_.done(*pass, false);

@@ -31,6 +31,7 @@ struct Instance {
   // step (Engine::parent_of), has the same index, and ends into it instead of the master.
   bool branch = false;
   bool requesting = false;  // its request is with the HTTP client (tagged with its serial)
+  Held held = Held::kNo;    // by the host's ended lease (Engine::set_lease)
   // TLS handshakes the step's requests waited for (ms), for its record; in the padding.
   float step_tls_ms = 0;
   uint64_t wake_token = 0;  // of its pending wake-up in the engine's WakeQueue; 0 for none

@@ -40,7 +40,12 @@ TEST_CASE("ipc control: every message survives the round trip with every field s
   w.max_response_bytes = 1 << 20, w.response_memory_bytes = 2 << 20, w.http_client = "curl";
   w.http_version = "2", w.tls = {{"verify", false}}, w.max_connections_per_host = 9;
   w.secrets = {{"TOKEN", "s3cr3t"}}, w.callback_base = "http://h:1", w.callback_key = "ab";
+  w.lease_until_ms = 123456;
   CHECK(round_trip(w) == w);
+  // A daemon in no cluster gives no lease: the field stays out, and its absence reads as none.
+  w.lease_until_ms = kNoLease;
+  CHECK(to_json(w).contains("lease_until_ms") == false);
+  CHECK(round_trip(w).lease_until_ms == kNoLease);
 
   Heartbeat b;
   b.seq = 7, b.loop_lag_ms = 1.25, b.rss_bytes = 100, b.idle_rss_bytes = 50, b.active = 3;
@@ -58,6 +63,8 @@ TEST_CASE("ipc control: every message survives the round trip with every field s
   CHECK(round_trip(resume) == resume);
   CHECK(round_trip(Cancel{"r1-aa"}) == Cancel{"r1-aa"});
   CHECK(round_trip(Release{500}) == Release{500});
+  CHECK(round_trip(Lease{987654321}) == Lease{987654321});
+  CHECK(round_trip(Lease{0}) == Lease{0});
   Callback called{"r1-aa", 4, 2, false, {{"ok", true}}};
   CHECK(round_trip(called) == called);
   Callback ping{"r1-aa", 4, 2, true, nullptr};
@@ -89,6 +96,9 @@ TEST_CASE("ipc control: a field of the wrong type, missing or unknown is named")
   CHECK(error_of<Leaving>({{"rss_bytes", 1}}) == "leaving.reason: missing");
   CHECK(error_of<Release>({{"count", -1}}) ==
         "release.count: expected an unsigned 32-bit integer, got -1");
+  CHECK(error_of<Lease>(json::object()) == "lease.until_ms: missing");
+  CHECK(error_of<Lease>({{"until_ms", "soon"}}) ==
+        "lease.until_ms: expected an unsigned 64-bit integer, got \"soon\"");
   CHECK(error_of<Start>({{"run", "r"}, {"first", 0}, {"resume", json::object()}}) ==
         "start.resume: expected either resume or first and count, not both");
   CHECK(error_of<DefineRun>({{"run", "r"}}) == "define_run.scenario: missing");
