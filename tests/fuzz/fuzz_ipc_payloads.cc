@@ -122,6 +122,7 @@ void check_controls(const json& j) {
   check_control<ipc::Start>(j);
   check_control<ipc::Cancel>(j);
   check_control<ipc::Release>(j);
+  check_control<ipc::Lease>(j);
   check_control<ipc::Callback>(j);
   check_control<ipc::LoadStart>(j);
   check_control<ipc::LoadStop>(j);
