@@ -32,11 +32,11 @@ TEST_CASE(
   INFO("polls at 0.5 s: " << early << ", at 2.5 s: " << later);
   CHECK(later > early + 500);  // the worker goes on without its master, within the lease
   // The lease ends at most 4 s after the stop (its last renewal was sent before it). A poll
-  // built before then may still be answered.
-  std::this_thread::sleep_until(stopped + milliseconds(4500));
+  // built before then may still reach the target: a second later, none is on its way.
+  std::this_thread::sleep_until(stopped + milliseconds(5000));
   const uint64_t held = polls();
-  std::this_thread::sleep_until(stopped + milliseconds(6500));
-  INFO("polls at 4.5 s: " << held);
+  std::this_thread::sleep_until(stopped + milliseconds(7000));
+  INFO("polls at 5 s: " << held);
   CHECK(polls() == held);
   CHECK(read_file(home.file("logs/worker-0.log")).find("the host's lease ended") !=
         std::string::npos);
