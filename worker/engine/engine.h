@@ -330,7 +330,6 @@ class Engine {
   // Whether `in` may act now (its lease holds, or it needs none); else it is held, to do
   // `then` when a later lease comes, and false (engine_lease.cc).
   bool leased(Instance& in, Held then);
-  void submit(Instance& in);  // send() past the lease: through the gates, to the client
   std::optional<HttpRequest> make_request(Instance& in);
   // Hands the request of instance `serial` to the client, once its gates let it through
   // (`pass`: the places it holds there, released when it ends; null when it passed none), with

@@ -40,7 +40,7 @@ void Engine::set_lease(uint64_t until_ms) {
       if (then == Held::kRunStep) {
         run_step(in);
       } else if (then == Held::kSend) {
-        submit(in);
+        send(in);
       }
     });
   }

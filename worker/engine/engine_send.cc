@@ -1,5 +1,5 @@
-// Sending a step's request: past the host's lease (engine_lease.cc), through the gates of
-// per-target limits (worker/engine/gates.h), then to the HTTP client.
+// Sending a step's request: through the gates of per-target limits (worker/engine/gates.h),
+// then, when it is built, past the host's lease (engine_lease.cc), to the HTTP client.
 #include <utility>
 
 #include "shared/http/origin.h"
@@ -10,11 +10,6 @@
 namespace corral::worker {
 
 void Engine::send(Instance& in) {
-  if (!leased(in, Held::kSend)) return;
-  submit(in);
-}
-
-void Engine::submit(Instance& in) {
   in.cp.tries += 1;
   if (in.run->sink != nullptr) {
     in.send_ns = uv_hrtime();
@@ -72,7 +67,7 @@ void Engine::dispatch(uint64_t serial, std::shared_ptr<Gates::Pass> pass,
           if (leased(due, Held::kSend)) {
             guarded(serial, "building a request", [&] { req = make_request(due); });
           } else {
-            due.cp.tries -= 1;  // held before it went: the try is made when the lease comes
+            due.cp.tries -= 1;  // not made: send() counts it again when the lease comes
           }
           if (req && span) begin_span(*span, due, *req);
         }

@@ -23,14 +23,14 @@ using corral::worker::Engine;
 using nlohmann::json;
 
 struct Fixture {
-  Fixture() {
+  explicit Fixture(corral::worker::ClientOptions opts = {}) {
     uv_loop_init(&loop);
     target = std::make_unique<corral::target::Target>(&loop);
     REQUIRE(target->listen("127.0.0.1", 0).is_ok());
     base = "http://127.0.0.1:" + std::to_string(target->port());
     // The worker's default: the lean client for http://, curl for the rest.
-    curl = std::make_unique<CurlClient>(&loop, corral::worker::ClientOptions{}, &budget);
-    http = std::make_unique<LeanClient>(&loop, corral::worker::ClientOptions{}, *curl, budget);
+    curl = std::make_unique<CurlClient>(&loop, opts, &budget);
+    http = std::make_unique<LeanClient>(&loop, opts, *curl, budget);
     engine = std::make_unique<Engine>(
         &loop, *http,
         [this](corral::ipc::Event&& ev) {

@@ -62,16 +62,11 @@ TEST_CASE("engine: an instance placed after the host's lease ended waits for the
 }
 
 TEST_CASE("engine: a request that waited for a free slot is not built once the lease has ended") {
-  Fixture f;
   // One request at a time: the second instance's request waits in the client's queue, unbuilt,
   // behind the first one's.
-  f.engine.reset();
   corral::worker::ClientOptions one;
   one.max_in_flight = 1;
-  f.http = std::make_unique<LeanClient>(&f.loop, one, *f.curl, f.budget);
-  f.engine = std::make_unique<Engine>(
-      &f.loop, *f.http, [&f](corral::ipc::Event&& ev) { f.events.push_back(to_json(ev)); },
-      f.secrets);
+  Fixture f(one);
   f.engine->set_lease(in_ms(60000));
   // Each request waits 1 s for an answer that never comes, and fails: its reason counts its tries.
   f.start({{"name", "slow"},
